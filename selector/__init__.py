@@ -1,0 +1,1 @@
+"""attn-select: validate and select attention backends of LLM serving engines."""
