@@ -1,0 +1,123 @@
+"""Typed, error-reporting access to the keys of a raw config.json mapping."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from selector.errors import InputError
+
+__all__ = ["ConfigReader"]
+
+_MISSING = object()
+
+
+class ConfigReader:
+    """Reads one (possibly nested) section of a config.json.
+
+    Every failure is an :class:`InputError` naming the file and the dotted field.
+    """
+
+    def __init__(self, data: Mapping[str, Any], file: str, prefix: str = "") -> None:
+        self.data = data
+        self.file = file
+        self.prefix = prefix
+
+    def error(self, key: str, message: str, hint: str | None = None) -> InputError:
+        return InputError(message, file=self.file, field=self.prefix + key, hint=hint)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def section(self, key: str) -> ConfigReader | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"expected an object, got {_kind(value)}")
+        return ConfigReader(value, self.file, f"{self.prefix}{key}.")
+
+    def int_(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "missing required field")
+            return int(default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise self.error(key, f"expected an integer, got {_kind(value)}")
+        if value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}")
+        return value
+
+    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
+        if self.data.get(key) is None:
+            return None
+        return self.int_(key, minimum=minimum)
+
+    def opt_float(self, key: str) -> float | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"expected a number, got {_kind(value)}")
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a finite number, got {value}")
+        return float(value)
+
+    def bool_(self, key: str, default: bool = False) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def str_(self, key: str, default: str | None = None) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {_kind(value)}")
+        return value
+
+    def str_list(self, key: str) -> list[str] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, f"expected a list of strings, got {_kind(value)}")
+        return list(value)
+
+    def int_list(self, key: str, *, minimum: int = 0) -> list[int] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in value
+        ):
+            raise self.error(key, f"expected a list of integers >= {minimum}, got {_kind(value)}")
+        return list(value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {text!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,200 @@
+"""Frozen per-layer and per-model attention facts derived from a config.json."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ATTENTION_KINDS",
+    "SSM_KINDS",
+    "GDNDims",
+    "LayerFacts",
+    "LayerKind",
+    "MLADims",
+    "Mamba1Dims",
+    "ModelDType",
+    "ModelFacts",
+    "SSMDims",
+    "SparseIndexer",
+]
+
+LayerKind = Literal["attention", "mla", "mamba", "gdn", "cross_attention", "encoder_only"]
+"""What a decoder layer's token mixer is. ``gdn`` covers Qwen3-Next's
+``linear_attention`` (Gated DeltaNet) layers."""
+
+ATTENTION_KINDS: frozenset[str] = frozenset({"attention", "mla", "cross_attention", "encoder_only"})
+SSM_KINDS: frozenset[str] = frozenset({"mamba", "gdn"})
+
+ModelDType = Literal["float16", "bfloat16", "float32"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MLADims(_Frozen):
+    """Multi-head latent attention dimensions (DeepSeek-V2/V3 family)."""
+
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+    @property
+    def head_size(self) -> int:
+        """The cached latent width: ``kv_lora_rank + qk_rope_head_dim``."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+class SparseIndexer(_Frozen):
+    """The DeepSeek-V3.2 lightning indexer (top-k sparse MLA)."""
+
+    index_topk: int
+    index_head_dim: int = 128
+    index_n_heads: int = 64
+
+
+class Mamba1Dims(_Frozen):
+    """Mamba-1 mixer dimensions (whole model, before tensor parallelism)."""
+
+    ssm_type: Literal["mamba1"] = "mamba1"
+    intermediate_size: int
+    state_size: int
+    conv_kernel: int
+
+
+class GDNDims(_Frozen):
+    """Gated DeltaNet mixer dimensions (whole model, before tensor parallelism)."""
+
+    ssm_type: Literal["gdn"] = "gdn"
+    num_k_heads: int
+    num_v_heads: int
+    head_k_dim: int
+    head_v_dim: int
+    conv_kernel: int
+
+    @property
+    def conv_dim(self) -> int:
+        return self.head_k_dim * self.num_k_heads * 2 + self.head_v_dim * self.num_v_heads
+
+
+SSMDims = Annotated[Mamba1Dims | GDNDims, Field(discriminator="ssm_type")]
+
+
+class LayerFacts(_Frozen):
+    """One decoder layer's token-mixer facts, per tensor-parallel rank."""
+
+    index: int
+    kind: LayerKind
+    num_q_heads: int = 0
+    """Query heads on one rank."""
+    num_kv_heads: int = 0
+    """KV heads on one rank (1 for MLA)."""
+    total_q_heads: int = 0
+    total_kv_heads: int = 0
+    head_size: int = 0
+    """K head size (MLA: ``kv_lora_rank + qk_rope_head_dim``)."""
+    head_size_v: int = 0
+    """V head size (MLA: 0, a single latent)."""
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    has_sink: bool = False
+    logits_soft_cap: float | None = None
+    alibi: bool = False
+    use_rope: bool = True
+    mla: MLADims | None = None
+    indexer: SparseIndexer | None = None
+    ssm: SSMDims | None = None
+
+    @property
+    def is_attention(self) -> bool:
+        return self.kind in ATTENTION_KINDS
+
+    @property
+    def is_ssm(self) -> bool:
+        return self.kind in SSM_KINDS
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.indexer is not None
+
+    @property
+    def attn_type(self) -> str:
+        """vLLM's ``AttentionType`` value for this layer."""
+        if self.kind == "cross_attention":
+            return "encoder_decoder"
+        if self.kind == "encoder_only":
+            return "encoder_only"
+        return "decoder"
+
+    @property
+    def spec_kind(self) -> str:
+        """vLLM's ``get_attn_spec_kind`` (the key of ``backend_per_kind``)."""
+        if self.kind == "encoder_only":
+            return "encoder_only_attention"
+        if self.kind == "cross_attention":
+            return "cross_attention"
+        if self.kind == "mla":
+            return "sliding_window_mla" if self.sliding_window else "mla_attention"
+        if self.is_ssm:
+            return "mamba"
+        return "sliding_window" if self.sliding_window else "full_attention"
+
+
+class ModelFacts(_Frozen):
+    """A model's attention-relevant facts, layer by layer."""
+
+    name: str
+    """Preset name or the config.json path it was read from."""
+    source: str
+    """The file the facts came from."""
+    architecture: str
+    model_type: str
+    dtype: ModelDType
+    """``torch_dtype`` as written in the config (float32 when absent)."""
+    num_layers: int
+    hidden_size: int
+    max_position_embeddings: int | None = None
+    is_mm_prefix_lm: bool = False
+    tp_size: int = 1
+    layers: tuple[LayerFacts, ...]
+
+    @property
+    def runtime_dtype(self) -> ModelDType:
+        """vLLM's ``--dtype auto`` on a bf16-capable GPU: float32 is downcast."""
+        return "bfloat16" if self.dtype == "float32" else self.dtype
+
+    @property
+    def use_mla(self) -> bool:
+        return any(layer.kind == "mla" for layer in self.layers)
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Attention plus Mamba-style layers (vLLM's ``is_hybrid``)."""
+        return any(layer.is_ssm for layer in self.layers)
+
+    @property
+    def attention_layers(self) -> tuple[LayerFacts, ...]:
+        return tuple(layer for layer in self.layers if layer.is_attention)
+
+    def layer(self, index: int) -> LayerFacts:
+        """The layer at ``index`` (raises :class:`selector.errors.InputError`)."""
+        from selector.errors import InputError
+
+        if not 0 <= index < len(self.layers):
+            raise InputError(
+                f"layer {index} does not exist; the model has {len(self.layers)} "
+                f"layers (0-{len(self.layers) - 1})",
+                file=self.source,
+                field="layer",
+            )
+        return self.layers[index]
+
+    def for_tp(self, tp: int) -> ModelFacts:
+        """The facts one tensor-parallel rank sees (heads divided by ``tp``)."""
+        from selector.models.tensor_parallel import shard_model
+
+        return shard_model(self, tp)

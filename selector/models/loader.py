@@ -1,0 +1,58 @@
+"""Resolve a preset name or a path to a config.json and load its facts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from selector.errors import InputError
+from selector.models.facts import ModelFacts
+from selector.models.hf_config import parse_config
+from selector.models.presets import preset_path
+
+__all__ = ["load_config_file", "load_model"]
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+
+
+def _looks_like_path(name: str) -> bool:
+    return "/" in name or "\\" in name or name.endswith(".json") or name.startswith(".")
+
+
+def load_config_file(path: Path, *, name: str | None = None) -> ModelFacts:
+    """Parse one config.json file (a directory means its ``config.json``)."""
+    if path.is_dir():
+        path = path / "config.json"
+    file = str(path)
+    if not path.is_file():
+        raise InputError("no such file", file=file, hint="pass a config.json or its directory")
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise InputError("file is too large to be a config.json", file=file)
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", file=file) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError("file is not UTF-8 text", file=file) from exc
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from exc
+    except RecursionError as exc:
+        raise InputError("invalid JSON: nested too deeply", file=file) from exc
+    return parse_config(raw, file=file, name=name)
+
+
+def load_model(name_or_path: str | Path) -> ModelFacts:
+    """Load a model's facts from a preset name (case-insensitive) or a path to
+    a config.json / a directory holding one. Errors are :class:`InputError`."""
+    if isinstance(name_or_path, Path):
+        return load_config_file(name_or_path)
+    name = name_or_path.strip()
+    if not name:
+        raise InputError("empty model name", field="model", hint="a preset name or a path")
+    candidate = Path(name).expanduser()
+    if _looks_like_path(name) or candidate.exists():
+        return load_config_file(candidate)
+    path = preset_path(name)
+    return load_config_file(path, name=path.stem)
