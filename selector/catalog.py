@@ -1,0 +1,308 @@
+"""Load and validate ``schemas/`` into an immutable :class:`Catalog`.
+
+Cross-file checks run here: every backend belongs to the profile, every code a
+rule names is registered, every name a condition reads is known, every
+priority-list entry is a known backend, every message placeholder resolves.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+from pydantic import ValidationError
+
+from selector import expr as expr_lang
+from selector.errors import AttnSelectError, ExitCode, InputError
+from selector.resources import schemas_dir
+from selector.schema.backend import BackendSpec
+from selector.schema.codes import ReasonCode, ReasonCodeRegistry
+from selector.schema.device import Device, DeviceCatalog
+from selector.schema.engine import EngineProfile, PriorityEntry
+
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "EngineData",
+    "available_engines",
+    "close_matches",
+    "load_catalog",
+    "load_engine",
+]
+
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class CatalogError(AttnSelectError):
+    """The shipped data is inconsistent (a bug in attn-select's data)."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def close_matches(word: str, options: list[str] | tuple[str, ...]) -> str:
+    """A "did you mean" suffix (empty if nothing is close)."""
+    lowered = {o.lower(): o for o in options}
+    hits = difflib.get_close_matches(word.lower(), list(lowered), n=3, cutoff=0.6)
+    if hits:
+        return "did you mean " + " or ".join(repr(lowered[h]) for h in hits) + "?"
+    if len(options) <= 30:
+        return "valid: " + ", ".join(options)
+    return ""
+
+
+def _read_yaml(path: Path) -> Any:
+    with path.open("rb") as handle:
+        return yaml.load(handle, Loader=_YAML_LOADER)
+
+
+def _validation_message(path: Path, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{loc}: {err['msg']}")
+    return f"{path}: " + "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class EngineData:
+    """One engine profile with its backends, validated and cross-checked."""
+
+    profile: EngineProfile
+    backends: dict[str, BackendSpec]
+    directory: Path
+
+    @property
+    def engine(self) -> str:
+        return self.profile.engine
+
+    @property
+    def version(self) -> Version:
+        return Version(self.profile.engine.split("==", 1)[1])
+
+    @property
+    def family(self) -> str:
+        return self.profile.engine.split("==", 1)[0]
+
+    def backend(self, name: str) -> BackendSpec:
+        try:
+            return self.backends[name.upper()]
+        except KeyError:
+            raise InputError(
+                f"unknown attention backend {name!r}",
+                field="attention_backend",
+                hint=close_matches(name.upper(), sorted(self.backends)),
+            ) from None
+
+    def auto_backends(self) -> list[str]:
+        """Backends that appear in some priority list, in first-seen order."""
+        seen: list[str] = []
+        for branch in self.profile.priorities:
+            for entry in branch.order:
+                name = entry.backend if isinstance(entry, PriorityEntry) else entry
+                if name not in seen:
+                    seen.append(name)
+        return seen
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every shipped fact: engine profiles, reason codes and devices."""
+
+    engines: dict[str, EngineData]
+    codes: dict[str, ReasonCode]
+    devices: tuple[Device, ...]
+    _device_index: dict[str, Device] = field(repr=False)
+
+    @property
+    def default_engine(self) -> str:
+        return max(self.engines.values(), key=lambda e: e.version).engine
+
+    def engine(self, requested: str | None = None) -> EngineData:
+        """The profile for ``requested`` (an exact ``vllm==X`` or a range); newest by default."""
+        if not requested:
+            return self.engines[self.default_engine]
+        text = requested.strip()
+        if text in self.engines:
+            return self.engines[text]
+        name, _, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
+        family = (name or "vllm").lower()
+        try:
+            specifier = SpecifierSet(spec) if spec else SpecifierSet()
+        except InvalidSpecifier:
+            raise InputError(
+                f"cannot read engine version {requested!r}",
+                field="engine",
+                hint="write e.g. vllm==0.33.0 or vllm>=0.30; available: "
+                + ", ".join(sorted(self.engines)),
+            ) from None
+        matches = [
+            e for e in self.engines.values() if e.family == family and e.version in specifier
+        ]
+        if not matches:
+            raise InputError(
+                f"no profile for engine {requested!r}",
+                field="engine",
+                hint="available: " + ", ".join(sorted(self.engines)),
+            )
+        return max(matches, key=lambda e: e.version)
+
+    def device(self, name: str) -> Device:
+        key = _device_key(name)
+        if key in self._device_index:
+            return self._device_index[key]
+        raise InputError(
+            f"unknown device {name!r}",
+            field="device",
+            hint=close_matches(name, [d.name for d in self.devices])
+            + " (or give the compute capability, e.g. device: {capability: '9.0'})",
+        )
+
+    def code(self, code: str) -> ReasonCode:
+        return self.codes[code]
+
+
+def _device_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower()).removeprefix("nvidia")
+
+
+def _format_fields(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
+def _check_names(
+    where: str, condition: str | bool | int | None, known: set[str], extra: set[str] = frozenset()  # type: ignore[assignment]
+) -> None:
+    if not isinstance(condition, str):
+        return
+    unknown = expr_lang.names_in(expr_lang.parse(condition)) - known - extra
+    if unknown:
+        raise CatalogError(f"{where}: unknown name(s) {sorted(unknown)} in {condition!r}")
+
+
+_CAPABILITY_NAMES = {
+    "cap.head_size", "cap.dtype", "cap.kv_cache_dtype", "cap.block_size",
+    "cap.compute_capability", "cap.attn_type",
+    "cap.mla", "cap.sparse", "cap.sink", "cap.mm_prefix", "cap.per_head_quant_scales",
+    "cap.sliding_window", "cap.rswa", "cap.non_causal", "cap.non_causal_dcp",
+    "cap.batch_invariance", "cap.kv_connector", "cap.pcp", "cap.dcp",
+    "cap.device_cpu_query_lens_mismatch", "cap.alibi_sqrt",
+}
+
+
+def _load_engine(directory: Path, codes: dict[str, ReasonCode]) -> EngineData:
+    profile_path = directory / "profile.yaml"
+    try:
+        profile = EngineProfile.model_validate(_read_yaml(profile_path))
+    except ValidationError as exc:
+        raise CatalogError(_validation_message(profile_path, exc)) from None
+    backends: dict[str, BackendSpec] = {}
+    for path in sorted((directory / "backends").glob("*.yaml")):
+        try:
+            spec = BackendSpec.model_validate(_read_yaml(path))
+        except ValidationError as exc:
+            raise CatalogError(_validation_message(path, exc)) from None
+        if spec.name != path.stem:
+            raise CatalogError(f"{path}: name {spec.name!r} does not match the file name")
+        if spec.engine != profile.engine:
+            raise CatalogError(f"{path}: engine {spec.engine!r} is not {profile.engine!r}")
+        backends[spec.name] = spec
+    data = EngineData(profile=profile, backends=backends, directory=directory)
+    _cross_check(data, codes)
+    return data
+
+
+def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
+    profile = data.profile
+    known = set(profile.inputs) | set(profile.environment)
+    for fact in profile.facts:
+        for value in (fact.value, *(s.set for s in fact.steps), *(s.when for s in fact.steps)):
+            _check_names(f"fact {fact.name}", value, known, {fact.name})
+        known.add(fact.name)
+    for check in profile.checks:
+        if check.code not in codes:
+            raise CatalogError(f"check code {check.code} is not registered")
+        _check_names(f"check {check.code}", check.fails_when, known, _CAPABILITY_NAMES)
+    for branch in profile.priorities:
+        _check_names("priority branch", branch.when, known)
+        for entry in branch.order:
+            name = entry.backend if isinstance(entry, PriorityEntry) else entry
+            if name not in data.backends:
+                raise CatalogError(f"priority list names unknown backend {name!r}")
+            if isinstance(entry, PriorityEntry):
+                _check_names(f"priority entry {name}", entry.when, known)
+    for name in profile.reported_backends:
+        if name not in data.backends:
+            raise CatalogError(f"reported_backends names unknown backend {name!r}")
+    for spec in data.backends.values():
+        where = f"backend {spec.name}"
+        conditions: list[Any] = [
+            spec.kv_cache_dtype_condition, spec.head_size_condition, spec.compute_capability,
+            *(v.when for v in spec.kernel_block_sizes),
+            *spec.features.model_dump().values(),
+            *(r.when for r in spec.combination),
+            *(r.when for r in spec.runtime.cudagraph_support),
+            *(r.when for r in spec.runtime.reorder_batch_threshold),
+            *(r.value for r in spec.runtime.reorder_batch_threshold),
+            *(r.when for r in spec.runtime.kv_layouts),
+        ]
+        for condition in conditions:
+            _check_names(where, condition, known)
+        for rule in spec.combination:
+            if rule.code not in codes:
+                raise CatalogError(f"{where}: code {rule.code} is not registered")
+            unknown = _format_fields(codes[rule.code].message) - known - {"backend_name"}
+            if unknown:
+                raise CatalogError(f"code {rule.code}: unknown placeholder(s) {sorted(unknown)}")
+
+
+def available_engines(root: Path | None = None) -> list[str]:
+    base = (root or schemas_dir()) / "engines"
+    return sorted(p.name.replace("-", "==", 1) for p in base.iterdir() if p.is_dir())
+
+
+@functools.cache
+def load_catalog(root: Path | None = None) -> Catalog:
+    """Load every data file once per process (cached, immutable)."""
+    base = root or schemas_dir()
+    codes_path = base / "reason-codes.yaml"
+    try:
+        registry = ReasonCodeRegistry.model_validate(_read_yaml(codes_path))
+    except ValidationError as exc:
+        raise CatalogError(_validation_message(codes_path, exc)) from None
+    codes: dict[str, ReasonCode] = {}
+    names: set[str] = set()
+    for code in registry.codes:
+        if code.code in codes or code.name in names:
+            raise CatalogError(f"{codes_path}: duplicate code {code.code} / {code.name}")
+        codes[code.code] = code
+        names.add(code.name)
+    devices_path = base / "devices.yaml"
+    try:
+        catalog = DeviceCatalog.model_validate(_read_yaml(devices_path))
+    except ValidationError as exc:
+        raise CatalogError(_validation_message(devices_path, exc)) from None
+    index: dict[str, Device] = {}
+    for device in catalog.devices:
+        for alias in (device.name, *device.aliases):
+            key = _device_key(alias)
+            if key in index and index[key] is not device:
+                raise CatalogError(f"{devices_path}: duplicate device name {alias!r}")
+            index[key] = device
+    engines = {}
+    for directory in sorted((base / "engines").iterdir()):
+        if directory.is_dir():
+            data = _load_engine(directory, codes)
+            engines[data.engine] = data
+    return Catalog(engines=engines, codes=codes, devices=catalog.devices, _device_index=index)
+
+
+def load_engine(requested: str | None = None) -> EngineData:
+    return load_catalog().engine(requested)

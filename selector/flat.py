@@ -1,0 +1,154 @@
+"""Flat selector configs (one JSON object per line, vLLM's selector field names,
+the same input format as the oracle harness) -> request facts."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from selector.errors import InputError
+from selector.schema.engine import EngineProfile
+
+__all__ = ["FLAT_FIELDS", "facts_from_flat", "parse_capability"]
+
+FLAT_FIELDS = frozenset({
+    "device_capability", "head_size", "dtype", "kv_cache_dtype", "block_size", "use_mla",
+    "has_sink", "use_sparse", "use_mm_prefix", "attn_type", "num_heads", "num_kv_heads",
+    "use_per_head_quant_scales", "has_sliding_window", "use_non_causal", "model",
+    "attention_backend", "id", "name", "comment",
+})
+
+_DTYPE_ALIASES = {
+    "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+    "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32",
+}
+_MODEL_FIELDS = frozenset({"num_attention_heads", "num_kv_heads", "hf_text_config"})
+_HF_FACTS = {
+    "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
+    "kv_lora_rank": "kv_lora_rank", "v_head_dim": "v_head_dim", "index_topk": "index_topk",
+}
+
+
+@functools.cache
+def _capability_from_text(text: str) -> int:
+    match = re.fullmatch(r"(?:sm_?)?(\d+)(?:\.(\d+))?", text.strip().lower())
+    if match is None:
+        raise ValueError(text)
+    major, minor = match.groups()
+    if minor is None:
+        value = int(major)
+        return value if value >= 10 else value * 10
+    return int(major) * 10 + int(minor)
+
+
+def parse_capability(value: object) -> int:
+    """``"9.0"``, ``"sm_90"``, ``90``, ``[9, 0]`` -> 90."""
+    try:
+        if isinstance(value, bool):
+            raise ValueError(value)
+        if isinstance(value, int):
+            return value if value >= 10 else value * 10
+        if isinstance(value, (list, tuple)) and len(value) == 2:
+            major, minor = value
+            if isinstance(major, int) and isinstance(minor, int) and not isinstance(major, bool):
+                return major * 10 + minor
+            raise ValueError(value)
+        if isinstance(value, str):
+            return _capability_from_text(value)
+    except ValueError:
+        pass
+    raise InputError(
+        f"cannot read compute capability {value!r}",
+        field="device_capability",
+        hint='write it as "9.0" (major.minor)',
+    )
+
+
+def _bool(config: Mapping[str, Any], key: str) -> bool:
+    value = config.get(key, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InputError(f"expected true or false, got {value!r}", field=key)
+    return value
+
+
+def _int(config: Mapping[str, Any], key: str, *, required: bool = False) -> int | None:
+    value = config.get(key)
+    if value is None:
+        if required:
+            raise InputError("missing required field", field=key)
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"expected an integer, got {value!r}", field=key)
+    return value
+
+
+def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[dict[str, Any], str | None]:
+    """Map one flat config to (request facts, explicitly requested backend)."""
+    if not isinstance(config, Mapping):
+        raise InputError("each line must be a JSON object")
+    allowed = FLAT_FIELDS | set(profile.inputs) | set(profile.environment)
+    unknown = sorted(set(config) - allowed)
+    if unknown:
+        raise InputError(f"unknown field(s) {unknown}", field=unknown[0])
+    if "device_capability" not in config:
+        raise InputError("missing required field", field="device_capability")
+    facts: dict[str, Any] = {
+        name: spec.default for name, spec in {**profile.inputs, **profile.environment}.items()
+    }
+    for name in set(config) & (set(profile.inputs) | set(profile.environment)):
+        facts[name] = config[name]
+    facts["cc"] = parse_capability(config["device_capability"])
+    facts["head_size"] = _int(config, "head_size", required=True)
+    dtype = config.get("dtype")
+    if not isinstance(dtype, str) or dtype.lower() not in _DTYPE_ALIASES:
+        raise InputError(f"unknown dtype {dtype!r}", field="dtype",
+                         hint="bfloat16, float16 or float32")
+    facts["dtype"] = _DTYPE_ALIASES[dtype.lower()]
+    kv = config.get("kv_cache_dtype", "auto")
+    if kv is not None and not isinstance(kv, str):
+        raise InputError(f"expected a string, got {kv!r}", field="kv_cache_dtype")
+    facts["kv_cache_dtype"] = kv
+    block_size = _int(config, "block_size")
+    if block_size is not None and block_size <= 0:
+        raise InputError(f"block_size must be positive, got {block_size}", field="block_size")
+    facts["block_size"] = block_size
+    for key in ("use_mla", "has_sink", "use_sparse", "use_mm_prefix",
+                "use_per_head_quant_scales", "has_sliding_window", "use_non_causal"):
+        facts[key] = _bool(config, key)
+    attn_type = config.get("attn_type") or "decoder"
+    if attn_type not in ("decoder", "encoder", "encoder_only", "encoder_decoder"):
+        raise InputError(f"unknown attn_type {attn_type!r}", field="attn_type")
+    facts["attn_type"] = attn_type
+    facts["num_heads"] = _int(config, "num_heads")
+    model = config.get("model")
+    if model is not None or config.get("num_kv_heads") is not None:
+        model = dict(model or {})
+        unknown_model = sorted(set(model) - _MODEL_FIELDS)
+        if unknown_model:
+            raise InputError(f"unknown model field(s) {unknown_model}", field="model")
+        q_heads = model.get("num_attention_heads", config.get("num_heads"))
+        kv_heads = model.get("num_kv_heads", config.get("num_kv_heads", q_heads))
+        if not isinstance(q_heads, int) or not isinstance(kv_heads, int) or kv_heads <= 0:
+            raise InputError("the model needs num_attention_heads (or num_heads) and num_kv_heads",
+                             field="model")
+        if q_heads % kv_heads:
+            raise InputError("num_attention_heads must be a multiple of num_kv_heads",
+                             field="model.num_kv_heads")
+        hf = model.get("hf_text_config") or {}
+        if not isinstance(hf, Mapping):
+            raise InputError("must be an object", field="model.hf_text_config")
+        facts["model_present"] = True
+        facts["model_num_q_heads"] = q_heads
+        facts["model_num_kv_heads"] = 1 if facts["use_mla"] else max(1, kv_heads)
+        facts["model_mm_prefix_lm"] = facts["use_mm_prefix"]
+        for key, fact in _HF_FACTS.items():
+            facts[fact] = hf.get(key)
+        facts["model_softcap"] = hf.get("attn_logit_softcapping") is not None
+    backend = config.get("attention_backend")
+    if backend is not None and not isinstance(backend, str):
+        raise InputError(f"expected a backend name, got {backend!r}", field="attention_backend")
+    return facts, (backend.upper() if backend and backend.lower() != "auto" else None)

@@ -1,0 +1,129 @@
+"""Frozen result values of the solver; renderers read only these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BackendVerdict",
+    "Diagnostic",
+    "FactTrace",
+    "RuntimePlan",
+    "SolveResult",
+    "Suggestion",
+]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One reason, with its registered code."""
+
+    code: str
+    name: str
+    severity: str
+    message: str
+    hint: str = ""
+    backend: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "message": self.message,
+            "hint": self.hint,
+            "backend": self.backend,
+        }
+
+
+@dataclass(frozen=True)
+class BackendVerdict:
+    """One backend's validation: valid iff ``reasons`` is empty."""
+
+    backend: str
+    reasons: tuple[Diagnostic, ...]
+    priority_index: int | None
+    """Position in this configuration's priority list (None: not in it)."""
+    selection: str
+    """``auto`` (in some priority list) or ``explicit`` (only reachable when pinned)."""
+
+    @property
+    def valid(self) -> bool:
+        return not self.reasons
+
+
+@dataclass(frozen=True)
+class FactTrace:
+    """How a derived fact (e.g. the FlashAttention version) got its value."""
+
+    name: str
+    value: Any
+    steps: tuple[str, ...]
+    """The notes of the rules that applied, in order."""
+
+
+@dataclass(frozen=True)
+class RuntimePlan:
+    """What the selected backend implies for the KV cache and CUDA graphs."""
+
+    kernel_block_sizes: tuple[str, ...]
+    preferred_block_size: int
+    block_size: int
+    """The block size vLLM will use: the pinned one, else the backend's preferred one."""
+    kv_layouts: tuple[str, ...] | None
+    kv_layout: str
+    cudagraph_support: str
+    cudagraph_mode_requested: str
+    cudagraph_mode: str
+    cudagraph_messages: tuple[str, ...]
+    reorder_batch_threshold: int | None
+    update_block_table: bool
+    explained_facts: tuple[FactTrace, ...] = ()
+    """Derived facts the backend's data asks to show (e.g. the FlashAttention version)."""
+
+    def fact(self, name: str) -> FactTrace | None:
+        for trace in self.explained_facts:
+            if trace.name == name:
+                return trace
+        return None
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A change to the request that was re-checked and makes it valid."""
+
+    summary: str
+    changes: dict[str, Any]
+    selected: str
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """The complete, explainable outcome of one selection."""
+
+    engine: str
+    mode: str
+    """``auto`` or ``explicit``."""
+    requested_backend: str | None
+    facts: dict[str, Any]
+    derived: dict[str, Any]
+    priority: tuple[str, ...]
+    verdicts: tuple[BackendVerdict, ...]
+    selected: str | None
+    error: Diagnostic | None
+    warnings: tuple[Diagnostic, ...] = ()
+    runtime: RuntimePlan | None = None
+    suggestions: tuple[Suggestion, ...] = ()
+    environment_defaults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.selected is not None
+
+    def verdict(self, backend: str) -> BackendVerdict:
+        for v in self.verdicts:
+            if v.backend == backend:
+                return v
+        raise KeyError(backend)

@@ -1,0 +1,145 @@
+"""One backend's capability matrix, as written in ``schemas/engines/<engine>/backends/<NAME>.yaml``."""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import Field
+
+from selector.schema.types import (
+    AttnType,
+    CGSupport,
+    Condition,
+    DType,
+    KVCacheDType,
+    KVLayout,
+    MultipleOf,
+    StrictModel,
+)
+
+__all__ = [
+    "BackendSpec",
+    "BlockSizeVariant",
+    "CombinationRule",
+    "Features",
+    "LayoutVariant",
+    "LevelRule",
+    "Runtime",
+    "ThresholdRule",
+]
+
+KernelBlockSize = Union[int, MultipleOf]
+
+
+class BlockSizeVariant(StrictModel):
+    """Kernel block sizes that apply when ``when`` holds (first matching variant wins)."""
+
+    when: Condition = True
+    sizes: tuple[KernelBlockSize, ...]
+    """Exact sizes (ints) and ``{multiple_of: n}`` rules; empty means any size."""
+    note: str = ""
+
+
+class CombinationRule(StrictModel):
+    """A ``supports_combination`` rule: when ``when`` holds, the backend is rejected
+    with the registered message of ``code``.  Rules are tried in order and the
+    first match is the (single) combination reason, as in vLLM."""
+
+    code: str
+    when: Condition
+
+
+class Features(StrictModel):
+    """Feature support; each entry is true, false or a condition over request facts."""
+
+    mla: Condition = False
+    sparse: Condition = False
+    sink: Condition = False
+    mm_prefix: Condition = False
+    per_head_quant_scales: Condition = False
+    sliding_window: Condition = False
+    rswa: Condition = False
+    non_causal: Condition = False
+    non_causal_dcp: Condition = False
+    batch_invariance: Condition = False
+    kv_connector: Condition = True
+    pcp: Condition = False
+    dcp: Condition = False
+    device_cpu_query_lens_mismatch: Condition = True
+    alibi_sqrt: Condition = False
+
+
+class LevelRule(StrictModel):
+    """CUDA-graph support level when ``when`` holds (first match wins)."""
+
+    when: Condition = True
+    level: CGSupport
+    note: str = ""
+
+
+class ThresholdRule(StrictModel):
+    """Reorder-batch threshold when ``when`` holds (first match wins); the value is an
+    expression (``null`` = the builder does not reorder)."""
+
+    when: Condition = True
+    value: Union[int, str, None]
+    note: str = ""
+
+
+class LayoutVariant(StrictModel):
+    """Supported KV-cache layouts (most preferred first) when ``when`` holds;
+    ``null`` layouts = any layout, no preference."""
+
+    when: Condition = True
+    layouts: Union[tuple[KVLayout, ...], None]
+
+
+class Runtime(StrictModel):
+    """Metadata-builder and impl properties that do not decide validity."""
+
+    cudagraph_support: tuple[LevelRule, ...] = (LevelRule(level="NEVER"),)
+    reorder_batch_threshold: tuple[ThresholdRule, ...] = (ThresholdRule(value=None),)
+    update_block_table: bool = False
+    kv_layouts: tuple[LayoutVariant, ...] = (LayoutVariant(layouts=None),)
+    query_len_support: Literal["SINGLE_ONLY", "UNIFORM", "VARLEN", None] = None
+    lse_base: Literal["e", "2", None] = None
+    report_facts: tuple[str, ...] = ()
+    """Derived facts to explain in the report when this backend is selected."""
+    notes: tuple[str, ...] = ()
+
+
+class BackendSpec(StrictModel):
+    """Everything attn-select knows about one attention backend of one engine version."""
+
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    """vLLM's ``AttentionBackendEnum`` member name."""
+    engine: str
+    """The engine profile this file belongs to, e.g. ``vllm==0.33.0``."""
+    class_name: str
+    """vLLM's backend class name (used in CUDA-graph messages)."""
+    source: str = ""
+    """Where in the engine's source the facts come from."""
+    description: str = ""
+    family: Literal["standard", "mla", "composite"] = "standard"
+    children: tuple[str, ...] = ()
+    """Composite backends: the child backends."""
+    selection: Literal["auto", "explicit"] = "auto"
+    """``explicit``: only reachable with ``--attention-backend`` (never in a priority list)."""
+
+    dtypes: tuple[DType, ...] = ("float16", "bfloat16")
+    kv_cache_dtypes: Union[tuple[KVCacheDType, ...], None] = ("auto", "float16", "bfloat16")
+    """Accepted KV-cache dtypes (``null``/empty = any)."""
+    kv_cache_dtype_condition: Condition = True
+    """An extra condition ANDed into the KV-cache dtype check."""
+    head_sizes: Union[tuple[int, ...], None] = None
+    """Accepted head sizes (``null``/empty = any)."""
+    head_size_condition: Condition = True
+    """An extra condition ANDed into the head-size check."""
+    kernel_block_sizes: tuple[BlockSizeVariant, ...] = (
+        BlockSizeVariant(sizes=(MultipleOf(multiple_of=1),)),
+    )
+    compute_capability: Condition = True
+    attn_types: tuple[AttnType, ...] = ("decoder",)
+    features: Features = Features()
+    combination: tuple[CombinationRule, ...] = ()
+    runtime: Runtime = Runtime()

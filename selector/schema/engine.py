@@ -1,0 +1,105 @@
+"""An engine profile (``schemas/engines/<engine>/profile.yaml``): the request
+vocabulary, environment facts, derived facts, the ordered validity checks, the
+priority lists and the engine's message templates."""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import Field
+
+from selector.schema.types import Condition, StrictModel
+
+__all__ = [
+    "CheckSpec",
+    "EngineMessages",
+    "EngineProfile",
+    "FactSpec",
+    "FactStep",
+    "InputSpec",
+    "PriorityBranch",
+    "PriorityEntry",
+]
+
+Scalar = Union[int, bool, str, None]
+
+
+class InputSpec(StrictModel):
+    """One named request fact that conditions may read."""
+
+    type: Literal["int", "bool", "str"]
+    nullable: bool = False
+    default: Scalar = None
+    doc: str = ""
+    choices: tuple[str, ...] = ()
+
+
+class FactStep(StrictModel):
+    """``if when: fact = set`` (``set`` is an expression; ints/bools are literals)."""
+
+    when: Condition = True
+    set: Scalar
+    note: str = ""
+
+
+class FactSpec(StrictModel):
+    """A fact derived from inputs and earlier facts: an initial value, then steps
+    applied in order (a later matching step overrides an earlier one)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    doc: str = ""
+    value: Scalar
+    """Initial value (an expression)."""
+    steps: tuple[FactStep, ...] = ()
+
+
+class CheckSpec(StrictModel):
+    """One ``validate_configuration`` check; ``fails_when`` may read ``cap.<name>``,
+    the backend's capability (``cap.head_size``, ``cap.sink``, ...)."""
+
+    code: str
+    fails_when: Condition
+
+
+class PriorityEntry(StrictModel):
+    backend: str
+    when: Condition = True
+
+
+class PriorityBranch(StrictModel):
+    """The priority list used when ``when`` holds (first matching branch)."""
+
+    when: Condition = True
+    order: tuple[Union[str, PriorityEntry], ...]
+    note: str = ""
+
+
+class EngineMessages(StrictModel):
+    """Templates of the engine's selection errors."""
+
+    no_valid_backend: str
+    selected_invalid: str
+    config_repr: str
+    reasons_item: str = "{name}: [{reasons}]"
+    reasons_join: str = ", "
+    block_size_precluded: str = ""
+
+
+class EngineProfile(StrictModel):
+    """Everything engine-version specific except the per-backend files."""
+
+    engine: str = Field(pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$")
+    """Profile identity, e.g. ``vllm==0.33.0``."""
+    extends: Union[str, None] = None
+    """Another profile whose backends, facts and inputs this one inherits."""
+    description: str = ""
+    source: str = ""
+    inputs: dict[str, InputSpec]
+    environment: dict[str, InputSpec]
+    """Run-time facts vLLM detects on the machine; explicit inputs with defaults."""
+    facts: tuple[FactSpec, ...]
+    checks: tuple[CheckSpec, ...]
+    priorities: tuple[PriorityBranch, ...]
+    reported_backends: tuple[str, ...]
+    """Backends a sweep line reports (the oracle's default set)."""
+    messages: EngineMessages

@@ -1,0 +1,310 @@
+"""The solver: validate every backend, select one, explain why.
+
+Pure and deterministic: no I/O, no printing, never imports torch.  The per-
+backend reasons come from the compiled engine data (:mod:`.compiled`);
+everything here is generic and has no backend-specific branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from selector import expr as E
+from selector.catalog import Catalog, EngineData, load_catalog
+from selector.result import (
+    BackendVerdict,
+    Diagnostic,
+    FactTrace,
+    RuntimePlan,
+    SolveResult,
+    Suggestion,
+)
+from selector.schema.backend import BackendSpec
+from selector.schema.types import MultipleOf
+from selector.solver.compiled import CompiledEngine, Reason, compiled_for
+from selector.solver.cudagraph import resolve_cudagraph_mode
+
+__all__ = [
+    "SelectionOutcome",
+    "evaluate_runtime",
+    "explicit_error",
+    "no_valid_error",
+    "select",
+    "solve",
+    "trace_fact",
+]
+
+DEFAULT_CG_MODE = "FULL_AND_PIECEWISE"
+
+
+def _py(value: Any) -> str:
+    return str(value)
+
+
+def _config_repr(template: str, facts: Mapping[str, Any]) -> str:
+    values = {k: _py(v) for k, v in facts.items()}
+    values["attn_type_upper"] = str(facts["attn_type"]).upper()
+    return template.format(**values)
+
+
+def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
+                   invalid: list[tuple[str, list[Reason]]]) -> str:
+    """vLLM's "No valid attention backend found ..." text."""
+    messages = engine.profile.messages
+    reasons = messages.reasons_join.join(
+        messages.reasons_item.format(name=name, reasons=", ".join(m for _, m in rs))
+        for name, rs in invalid
+    )
+    return messages.no_valid_backend.format(
+        config=_config_repr(messages.config_repr, facts), reasons=reasons
+    )
+
+
+def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
+    """vLLM's "Selected backend ... is not valid" text (the reasons as a Python list repr)."""
+    return engine.profile.messages.selected_invalid.format(
+        backend=backend, reasons=repr([m for _, m in reasons])
+    )
+
+
+class SelectionOutcome:
+    """The raw outcome of one evaluation (used by both ``solve`` and ``sweep``)."""
+
+    __slots__ = ("derived", "error", "order", "reasons", "selected")
+
+    def __init__(self, reasons: dict[str, list[Reason]], order: list[str],
+                 derived: dict[str, Any], selected: str | None, error: str | None) -> None:
+        self.reasons = reasons
+        self.order = order
+        self.derived = derived
+        self.selected = selected
+        self.error = error
+
+
+def select(compiled: CompiledEngine, facts: Mapping[str, Any],
+           attention_backend: str | None) -> SelectionOutcome:
+    """Evaluate every backend and apply vLLM's auto / explicit selection."""
+    reasons, order, derived = compiled.evaluate(facts)
+    engine = compiled.engine
+    if attention_backend:
+        own = reasons[attention_backend]
+        if own:
+            return SelectionOutcome(reasons, order, derived, None,
+                                    explicit_error(engine, attention_backend, own))
+        return SelectionOutcome(reasons, order, derived, attention_backend, None)
+    for name in order:
+        if not reasons[name]:
+            return SelectionOutcome(reasons, order, derived, name, None)
+    invalid = [(name, reasons[name]) for name in order]
+    return SelectionOutcome(reasons, order, derived, None, no_valid_error(engine, facts, invalid))
+
+
+def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
+    """Re-derive one fact with the interpreter and record which steps applied."""
+    scope = dict(env)
+    for fact in engine.profile.facts:
+        value = E.evaluate(_expr(fact.value), scope)
+        scope[fact.name] = value
+        applied: list[str] = []
+        for step in fact.steps:
+            if E.evaluate(_expr(step.when), scope):
+                scope[fact.name] = E.evaluate(_expr(step.set), scope)
+                applied.append(step.note or f"when {step.when}")
+        if fact.name == name:
+            return FactTrace(name=name, value=scope[name], steps=tuple(applied))
+    raise KeyError(name)
+
+
+def _expr(value: object) -> E.Expr:
+    if isinstance(value, str):
+        return E.parse(value)
+    return E.Literal(value)  # type: ignore[arg-type]
+
+
+def _first(rules: Any, scope: Mapping[str, Any]) -> Any:
+    for rule in rules:
+        if E.evaluate(_expr(rule.when), scope):
+            return rule
+    return None
+
+
+def _size_text(size: int | MultipleOf) -> str:
+    return f"%{size.multiple_of}" if isinstance(size, MultipleOf) else str(size)
+
+
+def _preferred_block_size(sizes: tuple[int | MultipleOf, ...], default: int = 16) -> int:
+    """``get_preferred_block_size``: the default if accepted, else the smallest base."""
+    if not sizes:
+        return default
+    bases = [s.multiple_of if isinstance(s, MultipleOf) else s for s in sizes]
+    if any(default % b == 0 for b in bases):
+        return default
+    return min(bases)
+
+
+def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
+                     requested_cg_mode: str) -> RuntimePlan:
+    """The selected backend's KV-cache and CUDA-graph consequences."""
+    variant = _first(spec.kernel_block_sizes, scope)
+    sizes: tuple[int | MultipleOf, ...] = variant.sizes if variant else ()
+    preferred = _preferred_block_size(sizes)
+    block_size = scope.get("block_size") or preferred
+    layouts_rule = _first(spec.runtime.kv_layouts, scope)
+    layouts = tuple(layouts_rule.layouts) if layouts_rule and layouts_rule.layouts else None
+    level_rule = _first(spec.runtime.cudagraph_support, scope)
+    support = level_rule.level if level_rule else "NEVER"
+    threshold_rule = _first(spec.runtime.reorder_batch_threshold, scope)
+    threshold = None
+    if threshold_rule is not None and threshold_rule.value is not None:
+        value = E.evaluate(_expr(threshold_rule.value), scope)
+        threshold = int(value) if isinstance(value, int) else None
+    resolution = resolve_cudagraph_mode(
+        requested_cg_mode, support, spec.class_name,
+        num_speculative_tokens=int(scope.get("num_speculative_tokens") or 0),
+    )
+    return RuntimePlan(
+        kernel_block_sizes=tuple(_size_text(s) for s in sizes),
+        preferred_block_size=preferred,
+        block_size=int(block_size),
+        kv_layouts=layouts,
+        kv_layout=(layouts[0] if layouts else "LBNHC"),
+        cudagraph_support=support,
+        cudagraph_mode_requested=requested_cg_mode,
+        cudagraph_mode=resolution.mode if resolution.error is None else "ERROR",
+        cudagraph_messages=resolution.messages + ((resolution.error,) if resolution.error else ()),
+        reorder_batch_threshold=threshold,
+        update_block_table=spec.runtime.update_block_table,
+    )
+
+
+def _diagnostics(catalog: Catalog, backend: str, reasons: list[Reason]) -> tuple[Diagnostic, ...]:
+    out = []
+    for code, message in reasons:
+        entry = catalog.code(code)
+        out.append(Diagnostic(code=code, name=entry.name, severity=entry.severity,
+                              message=message, hint=entry.hint, backend=backend))
+    return tuple(out)
+
+
+_SUGGESTION_CHANGES: tuple[tuple[str, Any, str], ...] = (
+    ("block_size", None, "remove --block-size (let vLLM choose)"),
+    ("kv_cache_dtype", "auto", "--kv-cache-dtype auto"),
+    ("kv_cache_dtype", "fp8", "--kv-cache-dtype fp8"),
+    ("kv_cache_dtype", "fp8_e4m3", "--kv-cache-dtype fp8_e4m3"),
+    ("kv_cache_dtype", "fp8_ds_mla", "--kv-cache-dtype fp8_ds_mla"),
+    ("block_size", 16, "--block-size 16"),
+    ("block_size", 32, "--block-size 32"),
+    ("block_size", 64, "--block-size 64"),
+    ("block_size", 128, "--block-size 128"),
+    ("dtype", "bfloat16", "--dtype bfloat16"),
+    ("dtype", "float16", "--dtype float16"),
+    ("use_batch_invariant", False, "unset VLLM_BATCH_INVARIANT"),
+    ("flash_attn_version", None, "remove -ac.flash_attn_version"),
+    ("use_trtllm_attention", None, "remove -ac.use_trtllm_attention"),
+)
+
+
+def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
+             attention_backend: str | None, limit: int = 5) -> tuple[Suggestion, ...]:
+    """Re-run the solver on changed requests; keep only changes that pass."""
+    found: list[Suggestion] = []
+    seen: set[tuple[str, Any]] = set()
+    for field, value, flag in _SUGGESTION_CHANGES:
+        if facts.get(field) == value or (field, value) in seen:
+            continue
+        changed = dict(facts)
+        changed[field] = value
+        outcome = select(compiled, changed, attention_backend)
+        if outcome.selected is not None:
+            seen.add((field, value))
+            found.append(Suggestion(summary=f"use {flag}", changes={field: value},
+                                    selected=outcome.selected, flags=(flag,)))
+    if attention_backend:
+        outcome = select(compiled, facts, None)
+        if outcome.selected is not None:
+            found.append(Suggestion(
+                summary=f"remove --attention-backend (auto-selects {outcome.selected})",
+                changes={"attention_backend": None}, selected=outcome.selected,
+                flags=("--attention-backend auto",)))
+    for name in compiled.engine.backends:
+        if name == attention_backend:
+            continue
+        outcome = select(compiled, facts, name)
+        if outcome.selected is not None and not any(s.selected == name for s in found):
+            found.append(Suggestion(summary=f"use --attention-backend {name}",
+                                    changes={"attention_backend": name}, selected=name,
+                                    flags=(f"--attention-backend {name}",)))
+    return tuple(found[:limit])
+
+
+def solve(facts: Mapping[str, Any], *, engine: str | None = None,
+          attention_backend: str | None = None,
+          cudagraph_mode: str = DEFAULT_CG_MODE,
+          suggest: bool = True, catalog: Catalog | None = None) -> SolveResult:
+    """Validate every backend, select one and explain the decision."""
+    catalog = catalog or load_catalog()
+    engine_data = catalog.engine(engine)
+    compiled = compiled_for(engine_data.engine)
+    if attention_backend:
+        attention_backend = engine_data.backend(attention_backend).name
+    full = {**compiled.defaults, **facts}
+    outcome = select(compiled, full, attention_backend)
+    order = outcome.order
+    verdicts = []
+    for name, spec in engine_data.backends.items():
+        verdicts.append(BackendVerdict(
+            backend=name,
+            reasons=_diagnostics(catalog, name, outcome.reasons[name]),
+            priority_index=order.index(name) if name in order else None,
+            selection=spec.selection,
+        ))
+    verdicts.sort(key=lambda v: (v.priority_index is None, v.priority_index or 0, v.backend))
+    error = None
+    warnings: list[Diagnostic] = []
+    runtime = None
+    scope = {**full, **outcome.derived}
+    if outcome.error is not None:
+        code = "SE002" if attention_backend else "SE001"
+        entry = catalog.code(code)
+        error = Diagnostic(code=code, name=entry.name, severity="error",
+                           message=outcome.error, hint=entry.hint, backend=attention_backend)
+    else:
+        assert outcome.selected is not None
+        spec = engine_data.backends[outcome.selected]
+        runtime = evaluate_runtime(spec, scope, cudagraph_mode)
+        if spec.runtime.report_facts:
+            runtime = _with(runtime, explained_facts=tuple(
+                trace_fact(engine_data, full, name) for name in spec.runtime.report_facts))
+        if not attention_backend and full.get("block_size") is not None:
+            precluded = [n for n in order[: order.index(spec.name)]
+                         if [c for c, _ in outcome.reasons[n]] == ["BS001"]]
+            if precluded:
+                entry = catalog.code("SE003")
+                text = engine_data.profile.messages.block_size_precluded.format(
+                    block_size=full["block_size"], precluded=", ".join(precluded), winner=spec.name)
+                warnings.append(Diagnostic(code="SE003", name=entry.name, severity="warning",
+                                           message=text, hint=entry.hint))
+    suggestions = _suggest(compiled, full, attention_backend) if (suggest and error) else ()
+    env_defaults = {k: v.default for k, v in engine_data.profile.environment.items()}
+    return SolveResult(
+        engine=engine_data.engine,
+        mode="explicit" if attention_backend else "auto",
+        requested_backend=attention_backend,
+        facts=dict(full),
+        derived=dict(outcome.derived),
+        priority=tuple(order),
+        verdicts=tuple(verdicts),
+        selected=outcome.selected,
+        error=error,
+        warnings=tuple(warnings),
+        runtime=runtime,
+        suggestions=suggestions,
+        environment_defaults=env_defaults,
+    )
+
+
+def _with(plan: RuntimePlan, **changes: Any) -> RuntimePlan:
+    from dataclasses import replace
+
+    return replace(plan, **changes)

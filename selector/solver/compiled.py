@@ -1,0 +1,260 @@
+"""Compile an engine profile's data into one Python function (the hot path).
+
+The generated function takes the request facts as a dict and returns, for every
+backend of the profile, its reasons as ``(code, message)`` pairs in vLLM's
+order, plus the priority list and the derived facts.  It is generated from the
+parsed conditions only (:func:`selector.expr.to_python`), never from text the
+data author wrote, and it is checked against the interpreter in the tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from selector import expr as E
+from selector.catalog import Catalog, EngineData, load_catalog
+from selector.schema.backend import BackendSpec, BlockSizeVariant
+from selector.schema.engine import PriorityEntry
+from selector.schema.types import MultipleOf
+
+__all__ = [
+    "CompiledEngine",
+    "Reason",
+    "capability_expressions",
+    "compile_engine",
+]
+
+Reason = tuple[str, str]
+"""(code, message)."""
+
+
+def _parse(value: object) -> E.Expr:
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return E.Literal(value)
+    assert isinstance(value, str)
+    return E.parse(value)
+
+
+def _membership(name: str, values: tuple[Any, ...] | None) -> E.Expr:
+    if not values:
+        return E.Literal(True)
+    return E.Compare("in", E.Name(name), E.ListLit(tuple(E.Literal(v) for v in values)))
+
+
+def _and(*parts: E.Expr) -> E.Expr:
+    kept = [p for p in parts if p != E.Literal(True)]
+    if not kept:
+        return E.Literal(True)
+    if len(kept) == 1:
+        return kept[0]
+    return E.BoolOp("and", tuple(kept))
+
+
+def _sizes_accept(sizes: tuple[int | MultipleOf, ...]) -> E.Expr:
+    """``supports_block_size``: any declared base divides the block size."""
+    if not sizes:
+        return E.Literal(True)
+    bases = sorted({s.multiple_of if isinstance(s, MultipleOf) else s for s in sizes})
+    if 1 in bases:
+        return E.Literal(True)
+    tests = tuple(
+        E.Compare("==", E.BinOp("%", E.Name("block_size"), E.Literal(b)), E.Literal(0))
+        for b in bases
+    )
+    return tests[0] if len(tests) == 1 else E.BoolOp("or", tests)
+
+
+def _block_size_expr(variants: tuple[BlockSizeVariant, ...]) -> E.Expr:
+    result: E.Expr = E.Literal(True)
+    for variant in reversed(variants):
+        accept = _sizes_accept(variant.sizes)
+        result = accept if variant.when is True else E.Conditional(_parse(variant.when), accept, result)
+    return E.BoolOp(
+        "or", (E.Compare("==", E.Name("block_size"), E.Literal(None)), result)
+    )
+
+
+def capability_expressions(spec: BackendSpec) -> dict[str, E.Expr]:
+    """The backend's answer to each ``cap.<name>`` a check reads."""
+    caps: dict[str, E.Expr] = {
+        "cap.head_size": _and(_membership("head_size", spec.head_sizes), _parse(spec.head_size_condition)),
+        "cap.dtype": _membership("dtype", spec.dtypes),
+        "cap.kv_cache_dtype": _and(
+            E.BoolOp(
+                "or",
+                (
+                    E.Compare("==", E.Name("kv_cache_dtype"), E.Literal(None)),
+                    _membership("kv_cache_dtype", spec.kv_cache_dtypes),
+                ),
+            )
+            if spec.kv_cache_dtypes
+            else E.Literal(True),
+            _parse(spec.kv_cache_dtype_condition),
+        ),
+        "cap.block_size": _block_size_expr(spec.kernel_block_sizes),
+        "cap.compute_capability": _parse(spec.compute_capability),
+        "cap.attn_type": _membership("attn_type", spec.attn_types),
+    }
+    for feature, value in spec.features.model_dump().items():
+        caps[f"cap.{feature}"] = _parse(value)
+    return caps
+
+
+def _substitute(expr: E.Expr, caps: Mapping[str, E.Expr]) -> E.Expr:
+    if isinstance(expr, E.Name):
+        return caps.get(expr.name, expr)
+    if isinstance(expr, E.Literal):
+        return expr
+    if isinstance(expr, E.ListLit):
+        return E.ListLit(tuple(_substitute(i, caps) for i in expr.items))
+    if isinstance(expr, E.Not):
+        return E.Not(_substitute(expr.operand, caps))
+    if isinstance(expr, E.BoolOp):
+        return E.BoolOp(expr.op, tuple(_substitute(o, caps) for o in expr.operands))
+    if isinstance(expr, E.Compare):
+        return E.Compare(expr.op, _substitute(expr.left, caps), _substitute(expr.right, caps))
+    if isinstance(expr, E.BinOp):
+        return E.BinOp(expr.op, _substitute(expr.left, caps), _substitute(expr.right, caps))
+    return E.Conditional(
+        _substitute(expr.condition, caps),
+        _substitute(expr.then, caps),
+        _substitute(expr.otherwise, caps),
+    )
+
+
+def _fold(expr: E.Expr) -> E.Expr:
+    """Constant-fold boolean structure (e.g. ``has_sink and not True``)."""
+    if isinstance(expr, E.Not):
+        inner = _fold(expr.operand)
+        if isinstance(inner, E.Literal) and isinstance(inner.value, bool):
+            return E.Literal(not inner.value)
+        return E.Not(inner)
+    if isinstance(expr, E.BoolOp):
+        parts = [_fold(o) for o in expr.operands]
+        absorbing = expr.op == "or"
+        kept: list[E.Expr] = []
+        for part in parts:
+            if isinstance(part, E.Literal) and isinstance(part.value, bool):
+                if part.value == absorbing:
+                    return E.Literal(absorbing)
+                continue
+            kept.append(part)
+        if not kept:
+            return E.Literal(not absorbing)
+        return kept[0] if len(kept) == 1 else E.BoolOp(expr.op, tuple(kept))
+    if isinstance(expr, E.Conditional):
+        condition = _fold(expr.condition)
+        if isinstance(condition, E.Literal) and isinstance(condition.value, bool):
+            return _fold(expr.then if condition.value else expr.otherwise)
+        return E.Conditional(condition, _fold(expr.then), _fold(expr.otherwise))
+    return expr
+
+
+@dataclass(frozen=True)
+class CompiledEngine:
+    """The compiled evaluator of one engine profile."""
+
+    engine: EngineData
+    source: str
+    evaluate: Callable[[Mapping[str, Any]], tuple[dict[str, list[Reason]], list[str], dict[str, Any]]]
+    input_names: tuple[str, ...]
+    fact_names: tuple[str, ...]
+    defaults: Mapping[str, Any]
+
+
+def _var(name: str) -> str:
+    return "v_" + name.replace(".", "__")
+
+
+def compile_engine(engine: EngineData, catalog: Catalog | None = None,
+                   backends: tuple[str, ...] | None = None) -> CompiledEngine:
+    """Generate and compile the evaluator for ``engine`` (all of its backends by default)."""
+    catalog = catalog or load_catalog()
+    profile = engine.profile
+    names = backends or tuple(engine.backends)
+    inputs = (*profile.inputs, *profile.environment)
+    facts = tuple(f.name for f in profile.facts)
+    constants: dict[str, Any] = {}
+    lines = ["def evaluate(f):"]
+    for name in inputs:
+        lines.append(f"    {_var(name)} = f[{name!r}]")
+    for fact in profile.facts:
+        lines.append(f"    {_var(fact.name)} = {E.to_python(_parse(fact.value), _var)}")
+        for step in fact.steps:
+            condition = E.to_python(_parse(step.when), _var)
+            value = E.to_python(_parse(step.set), _var)
+            lines.append(f"    if {condition}:")
+            lines.append(f"        {_var(fact.name)} = {value}")
+    checks = [(c.code, E.parse(c.fails_when) if isinstance(c.fails_when, str) else E.Literal(c.fails_when))
+              for c in profile.checks]
+
+    def reason_ref(code: str, backend_name: str) -> str:
+        message = catalog.code(code).message.replace("{backend_name}", backend_name)
+        fields = sorted({f for _, f, _, _ in string.Formatter().parse(message) if f})
+        key = f"R_{code}_{backend_name}"
+        if not fields:
+            constants[key] = (code, message)
+            return key
+        constants[f"T_{code}_{backend_name}"] = message
+        args = ", ".join(f"{f}={_var(f)}" for f in fields)
+        return f"({code!r}, T_{code}_{backend_name}.format({args}))"
+
+    result_items = []
+    for backend_name in names:
+        spec = engine.backends[backend_name]
+        caps = capability_expressions(spec)
+        var = f"r_{backend_name}"
+        lines.append(f"    {var} = []")
+        for code, fails in checks:
+            folded = _fold(_substitute(fails, caps))
+            if folded == E.Literal(False):
+                continue
+            lines.append(f"    if {E.to_python(folded, _var)}:")
+            lines.append(f"        {var}.append({reason_ref(code, backend_name)})")
+        keyword = "if"
+        for rule in spec.combination:
+            condition = _fold(_parse(rule.when))
+            if condition == E.Literal(False):
+                continue
+            lines.append(f"    {keyword} {E.to_python(condition, _var)}:")
+            lines.append(f"        {var}.append({reason_ref(rule.code, backend_name)})")
+            keyword = "elif"
+        result_items.append(f"{backend_name!r}: {var}")
+    lines.append("    order = []")
+    keyword = "if"
+    for branch in profile.priorities:
+        condition = E.to_python(_parse(branch.when), _var)
+        lines.append(f"    {keyword} {condition}:")
+        for entry in branch.order:
+            if isinstance(entry, PriorityEntry):
+                lines.append(f"        if {E.to_python(_parse(entry.when), _var)}:")
+                lines.append(f"            order.append({entry.backend!r})")
+            else:
+                lines.append(f"        order.append({entry!r})")
+        lines.append("        pass")
+        keyword = "elif"
+    fact_items = ", ".join(f"{n!r}: {_var(n)}" for n in facts)
+    lines.append(f"    return {{{', '.join(result_items)}}}, order, {{{fact_items}}}")
+    source = "\n".join(lines) + "\n"
+    namespace: dict[str, Any] = dict(constants)
+    exec(compile(source, f"<attn-select {engine.engine}>", "exec"), namespace)  # noqa: S102
+    defaults = {name: spec.default for name, spec in {**profile.inputs, **profile.environment}.items()}
+    return CompiledEngine(
+        engine=engine,
+        source=source,
+        evaluate=namespace["evaluate"],
+        input_names=tuple(inputs),
+        fact_names=facts,
+        defaults=defaults,
+    )
+
+
+@functools.cache
+def compiled_for(engine_name: str) -> CompiledEngine:
+    """The compiled evaluator of a shipped profile (cached per process)."""
+    catalog = load_catalog()
+    return compile_engine(catalog.engine(engine_name), catalog)

@@ -1,0 +1,72 @@
+"""Batch mode: flat configs in, one JSON verdict line per config out.
+
+The output line has the oracle's shape, so the two can be diffed::
+
+    {"backends": {NAME: [reason, ...]}, "selected": NAME | null, "error": text | null}
+
+Kept light on purpose: one compiled evaluator call per config and cached JSON
+fragments for reason lists (they repeat across configs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from selector.catalog import EngineData
+from selector.errors import InputError
+from selector.flat import facts_from_flat
+from selector.solver import select
+from selector.solver.compiled import compiled_for
+
+__all__ = ["sweep_lines"]
+
+
+def _error_line(config_id: Any, message: str) -> str:
+    payload: dict[str, Any] = {"backends": {}, "selected": None, "error": f"bad input: {message}"}
+    if config_id is not None:
+        payload = {"id": config_id, **payload}
+    return json.dumps(payload)
+
+
+def sweep_lines(lines: Iterable[str], engine: EngineData,
+                backends: tuple[str, ...] | None = None) -> Iterator[str]:
+    """Evaluate JSON Lines of flat configs; yields one output line per non-empty input line."""
+    compiled = compiled_for(engine.engine)
+    reported = backends or engine.profile.reported_backends
+    fragments: dict[tuple[str, tuple[str, ...]], str] = {}
+    dumps = json.dumps
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        config_id = None
+        try:
+            config = json.loads(text)
+            if isinstance(config, dict):
+                config_id = config.get("id")
+            facts, forced = facts_from_flat(config, engine.profile)
+            if forced is not None:
+                forced = engine.backend(forced).name
+        except json.JSONDecodeError as exc:
+            yield _error_line(None, f"line {number}: not JSON ({exc.msg})")
+            continue
+        except InputError as exc:
+            yield _error_line(config_id, f"line {number}: {exc.render().split(': ', 1)[1]}")
+            continue
+        outcome = select(compiled, facts, forced)
+        names = reported if forced is None or forced in reported else (*reported, forced)
+        parts = []
+        reasons = outcome.reasons
+        for name in names:
+            messages = tuple(m for _, m in reasons[name])
+            key = (name, messages)
+            fragment = fragments.get(key)
+            if fragment is None:
+                fragment = f"{dumps(name)}: {dumps(list(messages))}"
+                fragments[key] = fragment
+            parts.append(fragment)
+        head = f'{{"id": {dumps(config_id)}, ' if config_id is not None else "{"
+        yield (head + '"backends": {' + ", ".join(parts) + '}, "selected": '
+               + dumps(outcome.selected) + ', "error": ' + dumps(outcome.error) + "}")
