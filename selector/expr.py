@@ -50,6 +50,7 @@ __all__ = [
     "evaluate",
     "names_in",
     "parse",
+    "render",
     "to_python",
 ]
 
@@ -409,5 +410,35 @@ def to_python(expr: Expr, name_of: Callable[[str], str]) -> str:
                 return f"({body})"
             return f"(({body}) if {' and '.join(guards)} else None)"
         return f"({go(e.then)} if {go(e.condition)} else {go(e.otherwise)})"
+
+    return go(expr)
+
+
+def render(expr: Expr) -> str:
+    """Readable text of an expression (for ``explain`` and the docs)."""
+
+    def go(e: Expr, parent: int = 0) -> str:
+        if isinstance(e, Literal):
+            if e.value is None:
+                return "null"
+            if isinstance(e.value, bool):
+                return "true" if e.value else "false"
+            return repr(e.value)
+        if isinstance(e, Name):
+            return e.name
+        if isinstance(e, ListLit):
+            return "[" + ", ".join(go(i) for i in e.items) + "]"
+        if isinstance(e, Not):
+            return "not " + go(e.operand, 3)
+        if isinstance(e, BoolOp):
+            level = 1 if e.op == "or" else 2
+            text = f" {e.op} ".join(go(o, level) for o in e.operands)
+            return f"({text})" if parent > level else text
+        if isinstance(e, Compare):
+            return f"{go(e.left, 4)} {e.op} {go(e.right, 4)}"
+        if isinstance(e, BinOp):
+            return f"{go(e.left, 5)} {e.op} {go(e.right, 5)}"
+        text = f"{go(e.then, 1)} if {go(e.condition, 1)} else {go(e.otherwise, 1)}"
+        return f"({text})" if parent > 0 else text
 
     return go(expr)

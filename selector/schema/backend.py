@@ -125,6 +125,8 @@ class BackendSpec(StrictModel):
     """Composite backends: the child backends."""
     selection: Literal["auto", "explicit"] = "auto"
     """``explicit``: only reachable with ``--attention-backend`` (never in a priority list)."""
+    suggestable: bool = True
+    """Whether to propose pinning this backend as a fix (false for model-specific backends)."""
 
     dtypes: tuple[DType, ...] = ("float16", "bfloat16")
     kv_cache_dtypes: Union[tuple[KVCacheDType, ...], None] = ("auto", "float16", "bfloat16")

@@ -27,6 +27,7 @@ from selector.solver.cudagraph import resolve_cudagraph_mode
 
 __all__ = [
     "SelectionOutcome",
+    "explain_backend",
     "evaluate_runtime",
     "explicit_error",
     "no_valid_error",
@@ -227,8 +228,8 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
                 summary=f"remove --attention-backend (auto-selects {outcome.selected})",
                 changes={"attention_backend": None}, selected=outcome.selected,
                 flags=("--attention-backend auto",)))
-    for name in compiled.engine.backends:
-        if name == attention_backend:
+    for name, spec in compiled.engine.backends.items():
+        if name == attention_backend or not spec.suggestable:
             continue
         outcome = select(compiled, facts, name)
         if outcome.selected is not None and not any(s.selected == name for s in found):
@@ -302,6 +303,50 @@ def solve(facts: Mapping[str, Any], *, engine: str | None = None,
         suggestions=suggestions,
         environment_defaults=env_defaults,
     )
+
+
+def explain_backend(result: SolveResult, backend: str,
+                    catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """Every check of one backend in vLLM's order: the rule, the facts it read, pass/fail."""
+    from selector.solver.compiled import capability_expressions
+
+    catalog = catalog or load_catalog()
+    engine = catalog.engine(result.engine)
+    spec = engine.backend(backend)
+    scope = {**result.facts, **result.derived}
+    caps = capability_expressions(spec)
+    rows: list[dict[str, Any]] = []
+    for check in engine.profile.checks:
+        fails = _expr(check.fails_when)
+        used_caps = sorted(n for n in E.names_in(fails) if n.startswith("cap."))
+        rule_parts = [f"{n} := {E.render(caps[n])}" for n in used_caps]
+        substituted = scope | {n: E.evaluate(caps[n], scope) for n in used_caps}
+        failed = bool(E.evaluate(fails, substituted))
+        names = set(E.names_in(fails))
+        for n in used_caps:
+            names |= E.names_in(caps[n])
+        names = {n for n in names if not n.startswith("cap.")}
+        entry = catalog.code(check.code)
+        rows.append({
+            "code": check.code, "name": entry.name, "failed": failed,
+            "message": entry.message.format(**{k: scope.get(k) for k in scope}) if failed else "",
+            "rule": "fails when " + E.render(fails) + ("\n" + "\n".join(rule_parts) if rule_parts else ""),
+            "facts": {n: scope.get(n) for n in sorted(names)},
+        })
+    matched = False
+    for rule in spec.combination:
+        condition = _expr(rule.when)
+        failed = not matched and bool(E.evaluate(condition, scope))
+        matched = matched or failed
+        entry = catalog.code(rule.code)
+        rows.append({
+            "code": rule.code, "name": entry.name, "failed": failed,
+            "message": entry.message.replace("{backend_name}", spec.name).format(
+                **{k: scope.get(k) for k in scope}) if failed else "",
+            "rule": "supports_combination: fails when " + E.render(condition),
+            "facts": {n: scope.get(n) for n in sorted(E.names_in(condition))},
+        })
+    return rows
 
 
 def _with(plan: RuntimePlan, **changes: Any) -> RuntimePlan:

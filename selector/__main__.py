@@ -1,0 +1,5 @@
+"""``python -m selector`` runs the ``attn-select`` command line."""
+
+from selector.cli import main
+
+main()

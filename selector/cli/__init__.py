@@ -1,0 +1,240 @@
+"""The ``attn-select`` command line: the only place that prints or exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from selector.errors import AttnSelectError, ExitCode, InputError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="attn-select",
+    help="Validate and select vLLM attention backends before deploy, explain why, "
+    "and prove the choice on a GPU.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class ListWhat(str, Enum):
+    backends = "backends"
+    devices = "devices"
+    codes = "codes"
+    engines = "engines"
+
+
+def _console() -> Console:
+    width = int(os.environ.get("COLUMNS", "0") or 0) or None
+    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
+                   highlight=False, soft_wrap=False)
+
+
+def _emit_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+
+
+EngineOption = Annotated[
+    Optional[str],
+    typer.Option("--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest)."),
+]
+
+
+@app.command()
+def check(
+    configs: Annotated[list[Path], typer.Argument(help="Deployment files (YAML, TOML or JSON).")],
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
+    engine: EngineOption = None,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
+    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (e.g. CUDA-graph downgrades) as failures.")] = False,
+) -> None:
+    """Validate every backend for each deployment, select one, explain why."""
+    from selector.catalog import load_catalog
+    from selector.config import deployment_facts, load_deployment, resolve_device
+    from selector.report import render_check, result_to_json
+    from selector.solver import solve
+
+    catalog = load_catalog()
+    console = _console()
+    documents = []
+    exit_code = ExitCode.OK
+    for path in configs:
+        loaded = load_deployment(str(path))
+        facts = deployment_facts(loaded, catalog)
+        deployment = loaded.deployment
+        _, _, device_name = resolve_device(deployment, catalog)
+        result = solve(facts, engine=engine or deployment.engine,
+                       attention_backend=deployment.attention_backend,
+                       cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
+        warned = bool(result.warnings) or bool(
+            result.runtime and result.runtime.cudagraph_mode != result.runtime.cudagraph_mode_requested)
+        if not result.valid or (result.runtime and result.runtime.cudagraph_mode == "ERROR") or (strict and warned):
+            exit_code = ExitCode.INVALID
+        if output_format is OutputFormat.json:
+            documents.append(result_to_json(result, source=str(path), device=device_name))
+        else:
+            console.print(render_check(result, device=device_name, source=str(path), verbose=verbose))
+    if output_format is OutputFormat.json:
+        _emit_json(documents[0] if len(documents) == 1 else documents)
+    raise typer.Exit(int(exit_code))
+
+
+@app.command()
+def explain(
+    backend: Annotated[str, typer.Argument(help="Backend name, e.g. FLASH_ATTN.")],
+    config: Annotated[Path, typer.Argument(help="Deployment file.")],
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    engine: EngineOption = None,
+) -> None:
+    """Every check of one backend for a deployment: the rule, the facts it read, the result."""
+    from selector.catalog import load_catalog
+    from selector.config import deployment_facts, load_deployment
+    from selector.report import render_explain
+    from selector.solver import explain_backend, solve
+
+    catalog = load_catalog()
+    loaded = load_deployment(str(config))
+    facts = deployment_facts(loaded, catalog)
+    engine_data = catalog.engine(engine or loaded.deployment.engine)
+    name = engine_data.backend(backend).name
+    result = solve(facts, engine=engine_data.engine, attention_backend=loaded.deployment.attention_backend,
+                   suggest=False, catalog=catalog)
+    rows = explain_backend(result, name, catalog)
+    valid = result.verdict(name).valid
+    if output_format is OutputFormat.json:
+        _emit_json({"backend": name, "engine": result.engine, "valid": valid, "checks": rows})
+    else:
+        _console().print(render_explain(result, name, rows))
+    raise typer.Exit(int(ExitCode.OK if valid else ExitCode.INVALID))
+
+
+@app.command("list")
+def list_(
+    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes or engines.")],
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    engine: EngineOption = None,
+) -> None:
+    """List the shipped backends, devices, reason codes or engine profiles."""
+    from selector.catalog import load_catalog
+
+    catalog = load_catalog()
+    rows: list[dict[str, Any]]
+    if what is ListWhat.backends:
+        data = catalog.engine(engine)
+        rows = [{"name": b.name, "class": b.class_name, "family": b.family, "selection": b.selection,
+                 "description": b.description} for b in data.backends.values()]
+    elif what is ListWhat.devices:
+        rows = [{"name": d.name, "capability": d.capability, "architecture": d.architecture,
+                 "memory_gib": d.memory_gib, "hbm_bandwidth_tbs": d.hbm_bandwidth_tbs,
+                 "bf16_dense_tflops": d.bf16_dense_tflops, "aliases": list(d.aliases)}
+                for d in catalog.devices]
+    elif what is ListWhat.codes:
+        rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
+                 "hint": c.hint} for c in catalog.codes.values()]
+    else:
+        rows = [{"engine": e.engine, "default": e.engine == catalog.default_engine,
+                 "backends": len(e.backends), "description": e.profile.description}
+                for e in catalog.engines.values()]
+    if output_format is OutputFormat.json:
+        _emit_json(rows)
+        return
+    table = Table(title=what.value)
+    keys = [k for k in rows[0] if k not in ("aliases", "hint")] if rows else []
+    for key in keys:
+        table.add_column(key)
+    for row in rows:
+        table.add_row(*(str(row[k]) for k in keys))
+    _console().print(table)
+
+
+@app.command()
+def sweep(
+    source: Annotated[str, typer.Argument(help="JSON Lines of flat selector configs ('-' = stdin).")] = "-",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    engine: EngineOption = None,
+    backends: Annotated[Optional[str], typer.Option(help="Comma-separated backends to report (default: the oracle's set).")] = None,
+) -> None:
+    """Batch mode: one JSON verdict line per config, in the oracle's shape."""
+    from selector.catalog import load_catalog
+    from selector.sweep import sweep_lines
+
+    data = load_catalog().engine(engine)
+    names = None
+    if backends:
+        names = tuple(data.backend(b.strip()).name for b in backends.split(",") if b.strip())
+    if source == "-":
+        stream = sys.stdin
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise InputError("no such file", file=source, hint="give a JSON Lines file or '-' for stdin")
+        stream = path.open(encoding="utf-8")
+    out = output.open("w", encoding="utf-8") if output else sys.stdout
+    try:
+        write = out.write
+        for line in sweep_lines(stream, data, names):
+            write(line + "\n")
+    finally:
+        if output:
+            out.close()
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def _register_optional() -> None:
+    from selector.cli import metadata
+
+    metadata.register(app)
+    try:
+        from selector.cli import smoke
+    except ImportError:  # pragma: no cover - smoke CLI not present
+        return
+    smoke.register(app)
+
+
+_register_optional()
+
+
+def main() -> None:
+    """Console-script entry point: maps every failure to its exit code."""
+    try:
+        code = app(standalone_mode=False)
+        raise SystemExit(int(code or 0))
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except AttnSelectError as exc:
+        message = exc.render() if isinstance(exc, InputError) else str(exc)
+        sys.stderr.write(f"attn-select: error: {message}\n")
+        raise SystemExit(int(exc.exit_code)) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the top-level guard
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            raise SystemExit(int(ExitCode.USAGE)) from None
+        if isinstance(exc, click.exceptions.Abort):
+            raise SystemExit(130) from None
+        sys.stderr.write(
+            f"attn-select: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in attn-select; please report it with the command you ran.\n"
+        )
+        raise SystemExit(int(ExitCode.INTERNAL)) from None

@@ -1,0 +1,317 @@
+"""User input -> a validated :class:`Deployment` -> request facts for the solver.
+
+Every problem becomes an :class:`InputError` naming the file, the field (and its
+line where the format allows) and a fix; nothing raises past this module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from selector.catalog import Catalog, close_matches
+from selector.errors import InputError
+from selector.schema.device import Device
+from selector.schema.request import Deployment, DeviceRef
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["LoadedDeployment", "deployment_facts", "load_deployment", "parse_deployment"]
+
+_MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class LoadedDeployment:
+    """A parsed deployment with where it came from (for error locations)."""
+
+    path: str
+    text: str
+    deployment: Deployment
+    lines: dict[tuple[str, ...], int]
+    """Field path -> line number (1-based), where known."""
+
+    def line_of(self, path: tuple[str, ...]) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+
+def _yaml_lines(node: Any, prefix: tuple[str, ...], out: dict[tuple[str, ...], int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                path = (*prefix, str(key.value))
+                out[path] = key.start_mark.line + 1
+                _yaml_lines(value, path, out)
+
+
+def _toml_lines(text: str) -> dict[tuple[str, ...], int]:
+    out: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\s*([A-Za-z0-9_.\-\" ]+)\s*\]$", stripped)
+        if header:
+            table = tuple(p.strip().strip('"') for p in header.group(1).split("."))
+            out.setdefault(table, number)
+            continue
+        key = re.match(r"^([A-Za-z0-9_\-\"]+(?:\s*\.\s*[A-Za-z0-9_\-\"]+)*)\s*=", stripped)
+        if key:
+            parts = tuple(p.strip().strip('"') for p in key.group(1).split("."))
+            out.setdefault((*table, *parts), number)
+    return out
+
+
+def _parse_text(path: str, text: str) -> tuple[Any, dict[tuple[str, ...], int]]:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text), _toml_lines(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"not valid TOML: {exc}", file=path,
+                             hint="check the TOML syntax") from None
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno,
+                             hint="check the JSON syntax") from None
+        lines: dict[tuple[str, ...], int] = {}
+        try:
+            _yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader), (), lines)
+        except yaml.YAMLError:
+            pass
+        return data, lines
+    try:
+        data = yaml.safe_load(text)
+        lines = {}
+        _yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader), (), lines)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(
+            f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=path,
+            line=(mark.line + 1) if mark is not None else None, hint="check the YAML syntax",
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not valid YAML: {exc}", file=path, hint="check the YAML syntax") from None
+    return data, lines
+
+
+def _field_names(model: Any, path: tuple[str | int, ...]) -> list[str]:
+    current = model
+    for part in path:
+        if isinstance(part, int):
+            return []
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        current = next((c for c in candidates if hasattr(c, "model_fields")), None)
+        if current is None:
+            return []
+    return list(getattr(current, "model_fields", {}))
+
+
+def _describe_error(err: Any) -> tuple[str, str]:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "DeviceRef", "int", "none", "bool", "float"} and False))
+    kind = err["type"]
+    parent = tuple(p for p in loc[:-1] if not isinstance(p, int))
+    if kind == "extra_forbidden":
+        name = str(loc[-1])
+        options = _field_names(Deployment, parent)
+        return "unknown key", close_matches(name, options) if options else ""
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        value = err.get("input")
+        options = re.findall(r"'([^']*)'", str(expected))
+        hint = close_matches(str(value), options) if options else f"expected {expected}"
+        return f"unknown value {value!r}", hint
+    return err["msg"], ""
+
+
+def parse_deployment(path: str, text: str) -> LoadedDeployment:
+    """Parse and validate one deployment file's text."""
+    if not text.strip():
+        raise InputError("the file is empty", file=path,
+                         hint="a deployment needs at least `device:` (see examples/)")
+    data, lines = _parse_text(path, text)
+    if not isinstance(data, dict):
+        raise InputError(f"the top level must be a mapping of keys, not {type(data).__name__}",
+                         file=path, hint="start with e.g. `device: H100`")
+    try:
+        deployment = Deployment.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        loc = tuple(str(p) for p in first["loc"] if isinstance(p, (str, int)))
+        clean = tuple(p for p in loc if p not in ("str", "DeviceRef", "int", "float", "bool",
+                                                  "none", "literal['auto']", "MLADims",
+                                                  "KVConnector", "function-after[_auto_is_none(), str]"))
+        message, hint = _describe_error(first)
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        field_path = ".".join(clean)
+        line = None
+        probe = tuple(clean)
+        while probe:
+            if probe in lines:
+                line = lines[probe]
+                break
+            probe = probe[:-1]
+        raise InputError(message + more, file=path, field=field_path or None, hint=hint or None,
+                         line=line) from None
+    return LoadedDeployment(path=path, text=text, deployment=deployment, lines=lines)
+
+
+def load_deployment(path: str) -> LoadedDeployment:
+    """Read a deployment file (YAML, TOML or JSON)."""
+    file = Path(path)
+    if not file.exists():
+        raise InputError("no such file", file=path, hint="check the path")
+    if not file.is_file():
+        raise InputError("not a file", file=path)
+    raw = file.read_bytes()
+    if len(raw) > _MAX_BYTES:
+        raise InputError(f"the file is too large ({len(raw)} bytes)", file=path,
+                         hint="a deployment file is a few hundred bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("the file is not UTF-8 text", file=path,
+                         hint="deployment files are YAML, TOML or JSON text") from None
+    if "\x00" in text:
+        raise InputError("the file contains binary data", file=path,
+                         hint="deployment files are YAML, TOML or JSON text")
+    return parse_deployment(path, text)
+
+
+def resolve_device(deployment: Deployment, catalog: Catalog) -> tuple[Device | None, int, str]:
+    """(catalog device or None, capability int, display name)."""
+    device = deployment.device
+    if isinstance(device, DeviceRef):
+        major, minor = device.capability.split(".")
+        cc = int(major) * 10 + int(minor)
+        return None, cc, device.name or f"sm_{cc}"
+    entry = catalog.device(device)
+    return entry, entry.capability_int, entry.name
+
+
+def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, Any]:
+    """The request facts the solver reads, derived from one deployment."""
+    d = loaded.deployment
+    path = loaded.path
+    try:
+        engine = catalog.engine(d.engine)
+    except InputError as exc:
+        raise InputError(exc.message, file=path, field="engine", hint=exc.hint,
+                         line=loaded.line_of(("engine",))) from None
+    try:
+        _, cc, _ = resolve_device(d, catalog)
+    except InputError as exc:
+        raise InputError(exc.message, file=path, field="device", hint=exc.hint,
+                         line=loaded.line_of(("device",))) from None
+    if d.attention_backend is not None and d.attention_backend.upper() not in engine.backends:
+        raise InputError(
+            f"unknown attention backend {d.attention_backend!r}", file=path,
+            field="attention_backend", line=loaded.line_of(("attention_backend",)),
+            hint=close_matches(d.attention_backend.upper(), sorted(engine.backends)),
+        )
+    layer = d.layer
+    tp = d.parallel.tensor_parallel_size
+    if layer.num_heads % tp:
+        raise InputError(
+            f"num_heads {layer.num_heads} is not divisible by tensor_parallel_size {tp}",
+            file=path, field="layer.num_heads", line=loaded.line_of(("layer", "num_heads")),
+            hint="vLLM requires the attention heads to split evenly across tensor-parallel ranks",
+        )
+    q_heads = layer.num_heads // tp
+    kv_total = layer.num_kv_heads or layer.num_heads
+    if layer.num_heads % kv_total:
+        raise InputError(
+            f"num_heads {layer.num_heads} is not a multiple of num_kv_heads {kv_total}",
+            file=path, field="layer.num_kv_heads", line=loaded.line_of(("layer", "num_kv_heads")),
+            hint="grouped-query attention needs num_heads = k * num_kv_heads",
+        )
+    mla = layer.mla
+    head_size = layer.head_size
+    if mla is not None:
+        mla_head = mla.kv_lora_rank + mla.qk_rope_head_dim
+        if head_size is not None and head_size != mla_head:
+            raise InputError(
+                f"head_size {head_size} differs from kv_lora_rank + qk_rope_head_dim = {mla_head}",
+                file=path, field="layer.head_size", line=loaded.line_of(("layer", "head_size")),
+                hint="for MLA, leave head_size out (it is kv_lora_rank + qk_rope_head_dim)",
+            )
+        head_size = mla_head
+    if head_size is None:
+        raise InputError("missing head_size", file=path, field="layer.head_size",
+                         line=loaded.line_of(("layer",)),
+                         hint="give layer.head_size (e.g. 128) or layer.mla dimensions")
+    unknown_env = sorted(set(d.environment) - {k.removeprefix("env_") for k in engine.profile.environment})
+    if unknown_env:
+        options = [k.removeprefix("env_") for k in engine.profile.environment]
+        raise InputError(f"unknown environment fact {unknown_env[0]!r}", file=path,
+                         field=f"environment.{unknown_env[0]}",
+                         line=loaded.line_of(("environment", unknown_env[0])),
+                         hint=close_matches(unknown_env[0], options))
+    facts: dict[str, Any] = {
+        "cc": cc,
+        "head_size": head_size,
+        "head_size_v": layer.head_size_v,
+        "dtype": d.dtype,
+        "kv_cache_dtype": d.kv_cache_dtype,
+        "block_size": d.block_size,
+        "use_mla": mla is not None,
+        "has_sink": layer.has_sink,
+        "use_sparse": mla is not None and mla.index_topk is not None,
+        "use_mm_prefix": layer.mm_prefix,
+        "use_per_head_quant_scales": layer.per_head_quant_scales,
+        "attn_type": layer.attn_type,
+        "has_sliding_window": layer.sliding_window is not None,
+        "use_non_causal": d.attention_config.use_non_causal,
+        "use_batch_invariant": d.batch_invariant,
+        "use_kv_connector": d.kv_connector is not None,
+        "use_pcp": d.parallel.prefill_context_parallel_size > 1,
+        "use_dcp": d.parallel.decode_context_parallel_size > 1,
+        "use_adaptive_verification": d.speculative.adaptive_verification,
+        "use_rswa": layer.rswa_window is not None,
+        "num_heads": q_heads if mla is not None else None,
+        "model_present": True,
+        "model_num_q_heads": q_heads,
+        "model_num_kv_heads": 1 if mla is not None else max(1, kv_total // tp),
+        "model_mm_prefix_lm": layer.mm_prefix,
+        "model_rswa_window": layer.rswa_window,
+        "model_is_diffusion": layer.is_diffusion,
+        "model_softcap": layer.logits_soft_cap is not None,
+        "qk_nope_head_dim": mla.qk_nope_head_dim if mla else None,
+        "qk_rope_head_dim": mla.qk_rope_head_dim if mla else None,
+        "kv_lora_rank": mla.kv_lora_rank if mla else None,
+        "v_head_dim": mla.v_head_dim if mla else None,
+        "index_topk": mla.index_topk if mla else None,
+        "layer_alibi": layer.alibi,
+        "layer_softcap": layer.logits_soft_cap is not None,
+        "tp_size": tp,
+        "dcp_size": d.parallel.decode_context_parallel_size,
+        "pcp_size": d.parallel.prefill_context_parallel_size,
+        "cp_kv_cache_interleave_size": d.parallel.cp_kv_cache_interleave_size,
+        "flash_attn_version": d.attention_config.flash_attn_version,
+        "use_trtllm_attention": d.attention_config.use_trtllm_attention,
+        "num_speculative_tokens": d.speculative.num_speculative_tokens,
+    }
+    for name, value in d.environment.items():
+        facts[f"env_{name}"] = value
+    known = set(engine.profile.inputs) | set(engine.profile.environment)
+    return {k: v for k, v in facts.items() if k in known}

@@ -1,0 +1,157 @@
+"""Rich renderables for terminals (the CLI prints them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from selector.result import BackendVerdict, SolveResult
+
+__all__ = ["render_check", "render_explain"]
+
+_ENV_LABEL = "environment (vLLM probes these at start-up; defaults assume vLLM's pinned wheels)"
+
+
+def _verdict_line(result: SolveResult, device: str) -> Text:
+    text = Text()
+    if result.valid:
+        text.append("VALID  ", style="bold green")
+        how = "pinned" if result.mode == "explicit" else "auto-selected"
+        text.append(f"{result.selected}", style="bold")
+        text.append(f" ({how}) on {device}, {result.engine}")
+    else:
+        text.append("INVALID  ", style="bold red")
+        text.append(f"on {device}, {result.engine}")
+    return text
+
+
+def _why(result: SolveResult) -> list[str]:
+    lines: list[str] = []
+    if result.selected is None:
+        return lines
+    if result.mode == "explicit":
+        lines.append(f"--attention-backend {result.selected} was requested and passes every check.")
+        return lines
+    skipped = [v for v in result.verdicts
+               if v.priority_index is not None and v.priority_index < result.priority.index(result.selected)]
+    order = " > ".join(result.priority)
+    lines.append(f"Priority for this configuration: {order}.")
+    for v in skipped:
+        lines.append(f"{v.backend} was skipped: " + "; ".join(d.message for d in v.reasons) + ".")
+    lines.append(f"{result.selected} is the first valid backend in the list.")
+    return lines
+
+
+def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> Table:
+    table = Table(title="Backends", show_lines=False, expand=False)
+    table.add_column("#", justify="right")
+    table.add_column("backend")
+    table.add_column("verdict")
+    table.add_column("reasons (vLLM's text) [code]")
+    for v in verdicts:
+        if not show_all and v.priority_index is None:
+            continue
+        index = "" if v.priority_index is None else str(v.priority_index + 1)
+        verdict = Text("valid", style="green") if v.valid else Text("invalid", style="red")
+        reasons = "\n".join(f"{d.message} [{d.code}]" for d in v.reasons) or "-"
+        table.add_row(index, v.backend, verdict, reasons)
+    return table
+
+
+def _runtime_table(result: SolveResult) -> Table | None:
+    r = result.runtime
+    if r is None:
+        return None
+    table = Table(title=f"Plan for {result.selected}", show_header=False)
+    table.add_column("item")
+    table.add_column("value")
+    for trace in r.explained_facts:
+        detail = f"{trace.value}"
+        if trace.steps:
+            detail += "  (" + "; ".join(trace.steps) + ")"
+        else:
+            detail += "  (the device default)"
+        table.add_row(trace.name.replace("_", " "), detail)
+    table.add_row("kernel block sizes", ", ".join(r.kernel_block_sizes) or "any")
+    table.add_row("block size", f"{r.block_size}" + ("" if result.facts.get("block_size") else
+                                                     f" (preferred; {r.preferred_block_size} when not pinned)"))
+    table.add_row("KV-cache layout", r.kv_layout + ("" if r.kv_layouts else " (any accepted; vLLM's default)"))
+    mode = r.cudagraph_mode
+    if mode != r.cudagraph_mode_requested:
+        mode += f" (requested {r.cudagraph_mode_requested}; downgraded)"
+    table.add_row("CUDA-graph support", r.cudagraph_support)
+    table.add_row("CUDA-graph mode", mode)
+    table.add_row("reorder batch threshold",
+                  "none (no decode-first reorder)" if r.reorder_batch_threshold is None
+                  else str(r.reorder_batch_threshold))
+    for message in r.cudagraph_messages:
+        table.add_row("vLLM says", message)
+    return table
+
+
+def _environment_table(result: SolveResult) -> Table:
+    table = Table(title=_ENV_LABEL, show_header=False)
+    table.add_column("fact")
+    table.add_column("value")
+    for name, default in result.environment_defaults.items():
+        value = result.facts.get(name, default)
+        note = "" if value == default else "  (overridden)"
+        table.add_row(name.removeprefix("env_"), f"{value}{note}")
+    return table
+
+
+def render_check(result: SolveResult, *, device: str, source: str | None = None,
+                 verbose: int = 0) -> RenderableType:
+    """The ``check`` report."""
+    parts: list[RenderableType] = []
+    header = _verdict_line(result, device)
+    parts.append(Panel(header, title=source or "attn-select check", expand=False))
+    if result.error is not None:
+        parts.append(Text(f"vLLM would fail at start-up with:\n  ValueError: {result.error.message}",
+                          style="red"))
+    for warning in result.warnings:
+        parts.append(Text(f"warning [{warning.code}]: {warning.message}", style="yellow"))
+    why = _why(result)
+    if why:
+        parts.append(Text("Why: " + " ".join(why)))
+    parts.append(_reasons_table(result.verdicts, show_all=verbose > 0))
+    runtime = _runtime_table(result)
+    if runtime is not None:
+        parts.append(runtime)
+    if result.suggestions:
+        table = Table(title="Suggestions (each re-checked and valid)")
+        table.add_column("change")
+        table.add_column("then selects")
+        for s in result.suggestions:
+            table.add_row(s.summary, s.selected)
+        parts.append(table)
+    if verbose > 0:
+        parts.append(_environment_table(result))
+    return Group(*parts)
+
+
+def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any]]) -> RenderableType:
+    """The ``explain BACKEND`` report: every check, pass or fail, and the facts it read."""
+    verdict = result.verdict(backend)
+    title = Text()
+    title.append(f"{backend}: ")
+    title.append("valid" if verdict.valid else "invalid", style="green" if verdict.valid else "red")
+    if verdict.priority_index is not None:
+        title.append(f" (priority #{verdict.priority_index + 1} of {len(result.priority)})")
+    else:
+        title.append(" (not in this configuration's priority list: reachable only with --attention-backend)")
+    table = Table(show_lines=False)
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("rule")
+    table.add_column("facts read")
+    for check in checks:
+        status = Text("fail", style="red") if check["failed"] else Text("ok", style="green")
+        facts = ", ".join(f"{k}={v}" for k, v in check["facts"].items())
+        label = check["name"] + (f"\n{check['message']}" if check["failed"] else "")
+        table.add_row(label, status, check["rule"], facts)
+    return Group(Panel(title, expand=False), table)

@@ -1,0 +1,120 @@
+"""The deployment file a user writes (YAML, TOML or JSON)."""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import Field, field_validator
+
+from selector.schema.types import AttnType, CudaGraphMode, DType, KVCacheDType, KVLayout, StrictModel
+
+__all__ = [
+    "AttentionConfig",
+    "Deployment",
+    "DeviceRef",
+    "KVConnector",
+    "LayerSpec",
+    "MLADims",
+    "Parallel",
+    "Speculative",
+]
+
+
+class DeviceRef(StrictModel):
+    """A device given by compute capability (and optionally a name and memory)."""
+
+    capability: str = Field(pattern=r"^\d{1,2}\.\d$")
+    """CUDA compute capability, e.g. ``"9.0"``."""
+    name: Union[str, None] = None
+    memory_gib: Union[float, None] = Field(default=None, gt=0)
+
+
+class MLADims(StrictModel):
+    """Multi-head latent attention dimensions (DeepSeek-style models)."""
+
+    kv_lora_rank: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(ge=0)
+    qk_nope_head_dim: int = Field(ge=0)
+    v_head_dim: int = Field(gt=0)
+    index_topk: Union[int, None] = Field(default=None, gt=0)
+    """Sparse MLA: the indexer's top-k (set for DeepSeek-V3.2-style sparse attention)."""
+
+
+class LayerSpec(StrictModel):
+    """The attention facts of one layer (or of every layer of a uniform model)."""
+
+    head_size: Union[int, None] = Field(default=None, gt=0, le=4096)
+    """Head size; for MLA it defaults to kv_lora_rank + qk_rope_head_dim."""
+    head_size_v: Union[int, None] = Field(default=None, gt=0, le=4096)
+    num_heads: int = Field(default=32, gt=0, le=4096)
+    """Query heads of the whole model (divided by tensor parallelism per rank)."""
+    num_kv_heads: Union[int, None] = Field(default=None, gt=0, le=4096)
+    """KV heads of the whole model (default: num_heads)."""
+    attn_type: AttnType = "decoder"
+    sliding_window: Union[int, None] = Field(default=None, gt=0)
+    has_sink: bool = False
+    logits_soft_cap: Union[float, None] = Field(default=None, gt=0)
+    alibi: bool = False
+    mm_prefix: bool = False
+    """The model is a PrefixLM multimodal model (bidirectional image ranges)."""
+    per_head_quant_scales: bool = False
+    rswa_window: Union[int, None] = Field(default=None, gt=0)
+    is_diffusion: bool = False
+    mla: Union[MLADims, None] = None
+
+
+class AttentionConfig(StrictModel):
+    """``--attention-config`` / ``-ac.*``."""
+
+    flash_attn_version: Union[Literal[2, 3, 4], None] = None
+    use_trtllm_attention: Union[bool, None] = None
+    use_non_causal: bool = False
+
+
+class Parallel(StrictModel):
+    tensor_parallel_size: int = Field(default=1, ge=1, le=1024)
+    decode_context_parallel_size: int = Field(default=1, ge=1, le=1024)
+    prefill_context_parallel_size: int = Field(default=1, ge=1, le=1024)
+    cp_kv_cache_interleave_size: int = Field(default=1, ge=1)
+
+
+class Speculative(StrictModel):
+    num_speculative_tokens: int = Field(default=0, ge=0, le=64)
+    adaptive_verification: bool = False
+
+
+class KVConnector(StrictModel):
+    name: str
+    preferred_layout: Union[KVLayout, None] = None
+
+
+class Deployment(StrictModel):
+    """One deployment to check: device, layer facts and vLLM settings."""
+
+    engine: Union[str, None] = None
+    """Engine profile, e.g. ``vllm==0.33.0`` (default: the newest shipped profile)."""
+    device: Union[str, DeviceRef]
+    """A catalog device name (``H100``, ``B200``, ``RTX 5090``...) or ``{capability: "9.0"}``."""
+    dtype: DType = "bfloat16"
+    kv_cache_dtype: KVCacheDType = "auto"
+    block_size: Union[int, None] = Field(default=None, gt=0, le=65536)
+    """``--block-size`` if pinned; null lets vLLM choose."""
+    attention_backend: Union[str, None] = None
+    """``--attention-backend``; null or ``auto`` = automatic selection."""
+    cudagraph_mode: CudaGraphMode = "FULL_AND_PIECEWISE"
+    attention_config: AttentionConfig = AttentionConfig()
+    layer: LayerSpec = LayerSpec()
+    parallel: Parallel = Parallel()
+    speculative: Speculative = Speculative()
+    batch_invariant: bool = False
+    """``VLLM_BATCH_INVARIANT=1``."""
+    kv_connector: Union[KVConnector, None] = None
+    environment: dict[str, bool] = {}
+    """Run-time facts vLLM probes (without the ``env_`` prefix), e.g. ``{fa3_built: false}``."""
+
+    @field_validator("attention_backend")
+    @classmethod
+    def _auto_is_none(cls, value: str | None) -> str | None:
+        if value is not None and value.strip().lower() == "auto":
+            return None
+        return value
