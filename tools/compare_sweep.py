@@ -12,8 +12,9 @@ Line i of OURS is compared with line i of THEIRS:
 * ``error``: equal text (or both null). ``error_kind`` (the error without its
   config-specific details, e.g. "No valid attention backend found") is
   reported too, for information;
-* ``input``: the configs of both lines must be equal (else the files are not
-  aligned).
+* ``input``: when both lines carry one, the configs must be equal (else the
+  files are not aligned). Lines of ``attn-select sweep`` carry no input; the
+  oracle's do, so examples are taken from THEIRS.
 
 Prints the agreement per field and the differences grouped by (field,
 backend, ours, theirs) with counts and example inputs. Exit status 0 when
@@ -123,10 +124,11 @@ def compare(ours: list[Record], theirs: list[Record], *, max_examples: int = 1,
     for i in range(n):
         o, t = ours[i], theirs[i]
         line = i + 1
-        same_input = o.get("input") == t.get("input")
-        fields["input"].add(same_input)
-        if not same_input:
-            note("input", None, (o.get("input"), t.get("input")), line, t)
+        if "input" in o and "input" in t:  # `attn-select sweep` lines carry no input
+            same_input = o["input"] == t["input"]
+            fields["input"].add(same_input)
+            if not same_input:
+                note("input", None, (o["input"], t["input"]), line, t)
         ob: dict[str, Any] = o.get("backends") or {}
         tb: dict[str, Any] = t.get("backends") or {}
         names = list(tb) + [b for b in ob if b not in tb]
