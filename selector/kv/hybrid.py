@@ -1,0 +1,87 @@
+"""Attention + Mamba block-size alignment (reference 8.1 step 2,
+``Platform._align_hybrid_block_size``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from selector.kv.backend_facts import BackendKVFacts, rule_base
+
+__all__ = ["HybridAlignment", "align_hybrid_block_size"]
+
+
+class HybridAlignment(BaseModel):
+    """The outcome: the new block size and the padded Mamba page."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    block_size: int
+    attention_page_bytes: int
+    mamba_page_bytes: int
+    mamba_page_size_padded: int | None
+    padding_percent: float
+    messages: tuple[str, ...]
+
+
+def _smallest(backend: BackendKVFacts) -> int:
+    return min((rule_base(rule) for rule in backend.kernel_block_sizes), default=1)
+
+
+def align_hybrid_block_size(
+    *,
+    block_size: int,
+    first_backend: BackendKVFacts,
+    backends: Sequence[BackendKVFacts],
+    attention_bytes_per_token: int,
+    mamba_page_bytes: int,
+    use_mla: bool,
+    mamba_cache_mode: str,
+    prefill_checkpoint_alignment: int | None = None,
+) -> HybridAlignment:
+    """The smallest kernel-aligned block whose attention page covers the largest
+    Mamba page; the Mamba page is then padded up to the attention page."""
+    if mamba_page_bytes == 0:
+        return HybridAlignment(
+            block_size=block_size,
+            attention_page_bytes=block_size * attention_bytes_per_token,
+            mamba_page_bytes=0,
+            mamba_page_size_padded=None,
+            padding_percent=0.0,
+            messages=(),
+        )
+    alignment = max(_smallest(first_backend), block_size)
+    backend_alignment = math.lcm(*(_smallest(b) for b in backends if b.kernel_block_sizes))
+    if use_mla:
+        alignment = max(alignment, 128)
+    if mamba_cache_mode == "align":
+        alignment = math.lcm(alignment, prefill_checkpoint_alignment or 1)
+    aligned = alignment * -(-mamba_page_bytes // (alignment * attention_bytes_per_token))
+    aligned = backend_alignment * -(-aligned // backend_alignment)
+    messages: list[str] = []
+    if block_size < aligned:
+        block_size = aligned
+        messages.append(
+            f"Setting attention block size to {aligned} tokens to ensure that attention "
+            "page size is >= mamba page size."
+        )
+    attention_page = block_size * attention_bytes_per_token
+    padded: int | None = None
+    percent = 0.0
+    if attention_page != mamba_page_bytes:
+        padded = attention_page
+        percent = 100 * (attention_page - mamba_page_bytes) / mamba_page_bytes
+        messages.append(
+            f"Padding mamba page size by {percent:.2f}% to ensure that mamba page size and "
+            "attention page size are exactly equal."
+        )
+    return HybridAlignment(
+        block_size=block_size,
+        attention_page_bytes=attention_page,
+        mamba_page_bytes=mamba_page_bytes,
+        mamba_page_size_padded=padded,
+        padding_percent=percent,
+        messages=tuple(messages),
+    )

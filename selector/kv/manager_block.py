@@ -1,0 +1,91 @@
+"""The platform phase: choose ``cache_config.block_size`` for the model
+(reference 8.1: backend preference, hybrid Mamba alignment, the final check)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from selector.kv.backend_facts import BackendKVFacts
+from selector.kv.block_size import (
+    DEFAULT_BLOCK_SIZE,
+    check_aligned_block_size,
+    distinct_backends,
+    preferred_block_size,
+)
+from selector.kv.hybrid import align_hybrid_block_size
+from selector.kv.layer_specs import SpecContext, attention_bytes_per_token, mamba_page_bytes
+from selector.kv.options import KVOptions
+from selector.kv.plan_types import BlockSizeDecision
+from selector.models.facts import LayerFacts, ModelFacts
+
+__all__ = ["mamba_cache_mode", "negotiate_block_size"]
+
+
+def mamba_cache_mode(model: ModelFacts, options: KVOptions) -> str:
+    """``align`` for hybrid models with prefix caching (vLLM's default), else ``none``."""
+    if options.mamba_cache_mode != "auto":
+        return options.mamba_cache_mode
+    return "align" if model.is_hybrid and options.enable_prefix_caching else "none"
+
+
+def negotiate_block_size(
+    model: ModelFacts,
+    layer_backends: Sequence[tuple[LayerFacts, BackendKVFacts]],
+    options: KVOptions,
+    max_model_len: int,
+) -> BlockSizeDecision:
+    """Steps 1, 2 and 4 of 8.1 (raises :class:`EngineStartupError` as vLLM would)."""
+    backends = distinct_backends([backend for _, backend in layer_backends])
+    user = options.block_size is not None
+    mode = mamba_cache_mode(model, options)
+    if not backends:
+        size = options.block_size or DEFAULT_BLOCK_SIZE
+        return BlockSizeDecision(block_size=size, user_specified=user, preferred=size)
+    preferred = options.block_size or preferred_block_size(backends)
+    messages: list[str] = []
+    if not user and preferred != DEFAULT_BLOCK_SIZE:
+        names = "/".join(b.name for b in backends)
+        messages.append(f"Setting kv cache block size to {preferred} for {names} backend(s).")
+    block = preferred
+    hybrid = None
+    if model.is_hybrid:
+        first_layer, first_backend = next(
+            (layer, backend) for layer, backend in layer_backends if not backend.is_ssm
+        )
+        ssm_layer = next(layer for layer in model.layers if layer.is_ssm)
+        ctx = SpecContext(
+            model_dtype=model.runtime_dtype,
+            kv_cache_dtype=options.kv_cache_dtype,
+            block_size=block,
+            mamba_block_size=block,
+            mamba_cache_mode="align" if mode == "align" else "none",
+            mamba_cache_dtype=options.mamba_cache_dtype,
+            mamba_ssm_cache_dtype=options.mamba_ssm_cache_dtype,
+            num_speculative_tokens=options.num_speculative_tokens,
+            tp_size=model.tp_size,
+        )
+        hybrid = align_hybrid_block_size(
+            block_size=block,
+            first_backend=first_backend,
+            backends=backends,
+            attention_bytes_per_token=attention_bytes_per_token(first_layer, first_backend, ctx),
+            mamba_page_bytes=mamba_page_bytes(ssm_layer, ctx),
+            use_mla=model.use_mla,
+            mamba_cache_mode=mode,
+            prefill_checkpoint_alignment=options.mamba_prefill_checkpoint_alignment,
+        )
+        block = hybrid.block_size
+        messages.extend(hybrid.messages)
+    check_aligned_block_size(backends, block, preferred)
+    mamba_block = None
+    if model.is_hybrid:
+        mamba_block = block if mode == "align" else max_model_len
+    return BlockSizeDecision(
+        block_size=block,
+        user_specified=user,
+        preferred=preferred,
+        hybrid=hybrid,
+        mamba_block_size=mamba_block,
+        mamba_cache_mode=mode,
+        messages=tuple(messages),
+    )

@@ -1,0 +1,63 @@
+"""The deployment knobs the KV planner reads (a subset of vLLM's CLI)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selector.kv.backend_facts import DEEPSEEK_V32_INDEXER, BackendKVFacts
+from selector.kv.cudagraph import CudaGraphMode
+
+__all__ = ["KVOptions"]
+
+
+class KVOptions(BaseModel):
+    """Inputs besides the model and the per-layer backends. Defaults are vLLM's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kv_cache_dtype: str = "auto"
+    """``--kv-cache-dtype``."""
+    block_size: int | None = Field(default=None, gt=0)
+    """``--block-size`` (None: vLLM picks it from the backends)."""
+    enable_prefix_caching: bool = True
+    """Hybrid models use Mamba ``align`` cache mode when on (vLLM's default)."""
+    mamba_cache_dtype: str = "auto"
+    mamba_ssm_cache_dtype: str = "auto"
+    mamba_prefill_checkpoint_alignment: int | None = Field(default=None, gt=0)
+    """LCM of the Mamba layers' prefill checkpoint alignments in align mode (GDN
+    with the FlashInfer prefill kernel declares one); None: none declared."""
+    num_speculative_tokens: int = Field(default=0, ge=0)
+    cudagraph_mode: CudaGraphMode | None = "FULL_AND_PIECEWISE"
+    vllm_compile: bool = True
+    """Compilation mode is ``VLLM_COMPILE`` (the default)."""
+    attention_in_splitting_ops: bool = True
+    """Attention ops are piecewise split points (the default)."""
+    inductor_graph_partition: bool = False
+    piecewise_capture_available: bool = True
+    kv_cache_layout: str | None = None
+    """``VLLM_KV_CACHE_LAYOUT`` (NHD/HND accepted as aliases)."""
+    connector_layout: str | None = None
+    """A KV connector's preferred layout, if one is configured."""
+    max_model_len: int | None = Field(default=None, gt=0)
+    """None: the model's ``max_position_embeddings``."""
+    max_num_batched_tokens: int = Field(default=8192, gt=0)
+    max_concurrent_batches: int = Field(default=1, gt=0)
+    max_num_seqs: int = Field(default=256, gt=0)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    device_memory_bytes: int | None = Field(default=None, gt=0)
+    """Total device memory; None skips the token capacity."""
+    reserved_bytes: int = Field(default=0, ge=0)
+    """Weights, activations and other non-KV memory to subtract."""
+    indexer_backend: BackendKVFacts = DEEPSEEK_V32_INDEXER
+    mamba_cache_mode: Literal["auto", "none", "align"] = "auto"
+    """``auto``: ``align`` for hybrid models with prefix caching, else ``none``."""
+
+    @property
+    def uniform_decode_query_len(self) -> int:
+        return 1 + self.num_speculative_tokens
+
+    @property
+    def max_in_flight_tokens(self) -> int:
+        return self.max_concurrent_batches * self.max_num_batched_tokens

@@ -1,0 +1,33 @@
+"""Mamba-1 and Gated DeltaNet state shapes per rank (vLLM's
+``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``)."""
+
+from __future__ import annotations
+
+from selector.kv.dtypes import dtype_bytes
+from selector.models.facts import GDNDims, Mamba1Dims
+
+__all__ = ["ssm_state_dtypes", "ssm_state_shapes"]
+
+
+def ssm_state_shapes(
+    dims: Mamba1Dims | GDNDims, tp: int, num_spec: int = 0
+) -> tuple[tuple[int, ...], ...]:
+    """(conv state, temporal/recurrent state) shapes on one rank, conv state in
+    the default ``SD`` orientation ``(state_len, dim)``."""
+    if isinstance(dims, Mamba1Dims):
+        local = dims.intermediate_size // tp
+        return ((dims.conv_kernel - 1, local), (local, dims.state_size))
+    conv = (dims.conv_kernel - 1 + num_spec, dims.conv_dim // tp)
+    recurrent = (dims.num_v_heads // tp, dims.head_v_dim, dims.head_k_dim)
+    return (conv, recurrent)
+
+
+def ssm_state_dtypes(
+    model_dtype: str, mamba_cache_dtype: str = "auto", mamba_ssm_cache_dtype: str = "auto"
+) -> tuple[tuple[str, str], tuple[int, int]]:
+    """(conv dtype, temporal dtype) names and their element sizes: the conv state
+    follows ``mamba_cache_dtype`` (auto: the model dtype), the temporal state
+    ``mamba_ssm_cache_dtype`` (auto: same as the conv state)."""
+    conv = model_dtype if mamba_cache_dtype == "auto" else mamba_cache_dtype
+    temporal = conv if mamba_ssm_cache_dtype == "auto" else mamba_ssm_cache_dtype
+    return (conv, temporal), (dtype_bytes(conv), dtype_bytes(temporal))
