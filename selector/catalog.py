@@ -243,6 +243,11 @@ def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
             raise CatalogError(f"reported_backends names unknown backend {name!r}")
     for spec in data.backends.values():
         where = f"backend {spec.name}"
+        local = set(known)
+        for fact in spec.facts:
+            for value in (fact.value, *(s.set for s in fact.steps), *(s.when for s in fact.steps)):
+                _check_names(f"{where} fact {fact.name}", value, local, {fact.name})
+            local.add(fact.name)
         conditions: list[Any] = [
             spec.kv_cache_dtype_condition, spec.head_size_condition, spec.compute_capability,
             *(v.when for v in spec.kernel_block_sizes),
@@ -254,11 +259,11 @@ def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
             *(r.when for r in spec.runtime.kv_layouts),
         ]
         for condition in conditions:
-            _check_names(where, condition, known)
+            _check_names(where, condition, local)
         for rule in spec.combination:
             if rule.code not in codes:
                 raise CatalogError(f"{where}: code {rule.code} is not registered")
-            unknown = _format_fields(codes[rule.code].message) - known - {"backend_name"}
+            unknown = _format_fields(codes[rule.code].message) - local - {"backend_name"}
             if unknown:
                 raise CatalogError(f"code {rule.code}: unknown placeholder(s) {sorted(unknown)}")
 

@@ -142,6 +142,7 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
         if not isinstance(hf, Mapping):
             raise InputError("must be an object", field="model.hf_text_config")
         facts["model_present"] = True
+        facts["hf_config_class"] = "types.SimpleNamespace"  # the oracle's model stand-in
         facts["model_num_q_heads"] = q_heads
         facts["model_num_kv_heads"] = 1 if facts["use_mla"] else max(1, kv_heads)
         facts["model_mm_prefix_lm"] = facts["use_mm_prefix"]

@@ -23,6 +23,13 @@ from selector.solver.compiled import compiled_for
 __all__ = ["sweep_lines"]
 
 
+def _oracle_error(error: str | None) -> str | None:
+    """vLLM raising something other than ValueError is marked as the oracle marks it."""
+    if error is not None and not error.startswith(("No valid", "Selected backend")):
+        return "EXCEPTION " + error
+    return error
+
+
 def _error_line(config_id: Any, message: str) -> str:
     payload: dict[str, Any] = {"backends": {}, "selected": None, "error": f"bad input: {message}"}
     if config_id is not None:
@@ -60,7 +67,7 @@ def sweep_lines(lines: Iterable[str], engine: EngineData,
         parts = []
         reasons = outcome.reasons
         for name in names:
-            messages = tuple(m for _, m in reasons[name])
+            messages = tuple(("EXCEPTION " + m) if c.startswith("EX") else m for c, m in reasons[name])
             key = (name, messages)
             fragment = fragments.get(key)
             if fragment is None:
@@ -69,4 +76,4 @@ def sweep_lines(lines: Iterable[str], engine: EngineData,
             parts.append(fragment)
         head = f'{{"id": {dumps(config_id)}, ' if config_id is not None else "{"
         yield (head + '"backends": {' + ", ".join(parts) + '}, "selected": '
-               + dumps(outcome.selected) + ', "error": ' + dumps(outcome.error) + "}")
+               + dumps(outcome.selected) + ', "error": ' + dumps(_oracle_error(outcome.error)) + "}")

@@ -6,6 +6,7 @@ from typing import Literal, Union
 
 from pydantic import Field
 
+from selector.schema.engine import FactSpec
 from selector.schema.types import (
     AttnType,
     CGSupport,
@@ -37,6 +38,9 @@ class BlockSizeVariant(StrictModel):
     when: Condition = True
     sizes: tuple[KernelBlockSize, ...]
     """Exact sizes (ints) and ``{multiple_of: n}`` rules; empty means any size."""
+    exact: bool = False
+    """The backend overrides ``supports_block_size``: only the listed ints are accepted
+    (not their multiples)."""
     note: str = ""
 
 
@@ -47,6 +51,11 @@ class CombinationRule(StrictModel):
 
     code: str
     when: Condition
+    note: str = ""
+    raises: bool = False
+    """vLLM raises here (e.g. reading a model attribute that is absent) instead of
+    returning a reason; the exception replaces the backend's reasons and aborts any
+    selection that evaluates this backend."""
 
 
 class Features(StrictModel):
@@ -142,6 +151,8 @@ class BackendSpec(StrictModel):
     )
     compute_capability: Condition = True
     attn_types: tuple[AttnType, ...] = ("decoder",)
+    facts: tuple[FactSpec, ...] = ()
+    """Backend-local derived facts (e.g. a model attribute read with this backend's default)."""
     features: Features = Features()
     combination: tuple[CombinationRule, ...] = ()
     runtime: Runtime = Runtime()

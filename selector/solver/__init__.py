@@ -88,6 +88,11 @@ def select(compiled: CompiledEngine, facts: Mapping[str, Any],
     """Evaluate every backend and apply vLLM's auto / explicit selection."""
     reasons, order, derived = compiled.evaluate(facts)
     engine = compiled.engine
+    asked = (attention_backend,) if attention_backend else order
+    for name in asked:
+        own = reasons[name]
+        if own and own[0][0].startswith("EX"):
+            return SelectionOutcome(reasons, order, derived, None, own[0][1])
     if attention_backend:
         own = reasons[attention_backend]
         if own:

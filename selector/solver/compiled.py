@@ -54,10 +54,12 @@ def _and(*parts: E.Expr) -> E.Expr:
     return E.BoolOp("and", tuple(kept))
 
 
-def _sizes_accept(sizes: tuple[int | MultipleOf, ...]) -> E.Expr:
+def _sizes_accept(sizes: tuple[int | MultipleOf, ...], exact: bool = False) -> E.Expr:
     """``supports_block_size``: any declared base divides the block size."""
     if not sizes:
         return E.Literal(True)
+    if exact:
+        return _membership("block_size", tuple(s for s in sizes if isinstance(s, int)))
     bases = sorted({s.multiple_of if isinstance(s, MultipleOf) else s for s in sizes})
     if 1 in bases:
         return E.Literal(True)
@@ -71,7 +73,7 @@ def _sizes_accept(sizes: tuple[int | MultipleOf, ...]) -> E.Expr:
 def _block_size_expr(variants: tuple[BlockSizeVariant, ...]) -> E.Expr:
     result: E.Expr = E.Literal(True)
     for variant in reversed(variants):
-        accept = _sizes_accept(variant.sizes)
+        accept = _sizes_accept(variant.sizes, variant.exact)
         result = accept if variant.when is True else E.Conditional(_parse(variant.when), accept, result)
     return E.BoolOp(
         "or", (E.Compare("==", E.Name("block_size"), E.Literal(None)), result)
@@ -192,7 +194,7 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     checks = [(c.code, E.parse(c.fails_when) if isinstance(c.fails_when, str) else E.Literal(c.fails_when))
               for c in profile.checks]
 
-    def reason_ref(code: str, backend_name: str) -> str:
+    def reason_ref(code: str, backend_name: str, name_of: Callable[[str], str]) -> str:
         message = catalog.code(code).message.replace("{backend_name}", backend_name)
         fields = sorted({f for _, f, _, _ in string.Formatter().parse(message) if f})
         key = f"R_{code}_{backend_name}"
@@ -200,12 +202,24 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
             constants[key] = (code, message)
             return key
         constants[f"T_{code}_{backend_name}"] = message
-        args = ", ".join(f"{f}={_var(f)}" for f in fields)
+        args = ", ".join(f"{f}={name_of(f)}" for f in fields)
         return f"({code!r}, T_{code}_{backend_name}.format({args}))"
 
     result_items = []
     for backend_name in names:
         spec = engine.backends[backend_name]
+        defined: set[str] = set()
+
+        def local_var(name: str, _b: str = backend_name, _l: set[str] = defined) -> str:
+            return f"l_{_b}__{name}" if name in _l else _var(name)
+
+        for fact in spec.facts:
+            value_source = E.to_python(_parse(fact.value), local_var)  # may read the outer value
+            defined.add(fact.name)
+            lines.append(f"    {local_var(fact.name)} = {value_source}")
+            for step in fact.steps:
+                lines.append(f"    if {E.to_python(_parse(step.when), local_var)}:")
+                lines.append(f"        {local_var(fact.name)} = {E.to_python(_parse(step.set), local_var)}")
         caps = capability_expressions(spec)
         var = f"r_{backend_name}"
         lines.append(f"    {var} = []")
@@ -213,15 +227,18 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
             folded = _fold(_substitute(fails, caps))
             if folded == E.Literal(False):
                 continue
-            lines.append(f"    if {E.to_python(folded, _var)}:")
-            lines.append(f"        {var}.append({reason_ref(code, backend_name)})")
+            lines.append(f"    if {E.to_python(folded, local_var)}:")
+            lines.append(f"        {var}.append({reason_ref(code, backend_name, local_var)})")
         keyword = "if"
         for rule in spec.combination:
             condition = _fold(_parse(rule.when))
             if condition == E.Literal(False):
                 continue
-            lines.append(f"    {keyword} {E.to_python(condition, _var)}:")
-            lines.append(f"        {var}.append({reason_ref(rule.code, backend_name)})")
+            lines.append(f"    {keyword} {E.to_python(condition, local_var)}:")
+            if rule.raises:
+                lines.append(f"        {var}[:] = [{reason_ref(rule.code, backend_name, local_var)}]")
+            else:
+                lines.append(f"        {var}.append({reason_ref(rule.code, backend_name, local_var)})")
             keyword = "elif"
         result_items.append(f"{backend_name!r}: {var}")
     lines.append("    order = []")

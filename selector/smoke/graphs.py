@@ -1,0 +1,226 @@
+"""Full CUDA-graph check of the decode path: capture once, replay with new data.
+
+The decode call is captured over fixed buffers (queries, output, page table, lengths)
+and a fixed KV cache. Each replay loads a new decode batch -- new lengths, new pages,
+new K/V and queries -- into the same buffers, checks that every captured address is
+unchanged (invariant 8) and that the metadata the graph will read satisfies the batch
+invariants, replays, and compares with the float32 reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+from selector.smoke.environment import FlashAttentionImpl
+from selector.smoke.invariants import Violation, check_graph_addresses, check_metadata
+from selector.smoke.metadata import build_flash_attn_metadata, build_flashinfer_metadata
+from selector.smoke.plan import SmokeOptions, SmokePlan
+from selector.smoke.reference import compare, reference_attention, tolerance_for
+from selector.smoke.report import CheckResult
+from selector.smoke.steps import WORKSPACE_BYTES, flashinfer_plan_arguments
+from selector.smoke.tensors import (
+    PagedKvCache,
+    RequestData,
+    allocate_cache,
+    fill_cache,
+    make_request_data,
+)
+from selector.smoke.workload import Workload, decode_batch, graph_capacity_pages
+
+__all__ = ["check_decode_graph"]
+
+Tensor: TypeAlias = Any
+Torch: TypeAlias = Any
+
+GRAPH_REQUESTS = 8
+
+
+def _addresses(buffers: dict[str, Tensor | None]) -> dict[str, int]:
+    return {name: int(t.data_ptr()) for name, t in buffers.items() if t is not None}
+
+
+class _GraphHarness:
+    """Backend-specific buffers, loading and capture behind one interface."""
+
+    buffers: dict[str, Tensor | None]
+    output: Tensor
+
+    def load(self, workload: Workload, data: RequestData) -> list[Violation]:
+        raise NotImplementedError
+
+    def launch(self) -> Tensor:
+        raise NotImplementedError
+
+    def current_buffers(self) -> dict[str, Tensor | None]:
+        return self.buffers
+
+
+class _FlashAttentionHarness(_GraphHarness):
+    def __init__(self, torch: Torch, implementation: FlashAttentionImpl, plan: SmokePlan,
+                 cache: PagedKvCache, device: Any) -> None:
+        self.torch, self.implementation, self.plan, self.cache = torch, implementation, plan, cache
+        self.width = graph_capacity_pages(plan.kernel_block_size)
+        dtype = cache.storage.dtype
+        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                   dtype=dtype, device=device)
+        self.block_table = torch.zeros(GRAPH_REQUESTS, self.width, dtype=torch.int32,
+                                       device=device)
+        self.seqused_k = torch.zeros(GRAPH_REQUESTS, dtype=torch.int32, device=device)
+        self.cu_seqlens_q = torch.arange(GRAPH_REQUESTS + 1, dtype=torch.int32, device=device)
+        self.buffers = {"queries": self.queries, "block_table": self.block_table,
+                        "seqused_k": self.seqused_k, "cu_seqlens_q": self.cu_seqlens_q,
+                        "kv_cache": cache.storage}
+
+    def load(self, workload: Workload, data: RequestData) -> list[Violation]:
+        torch, batch = self.torch, workload.batch
+        metadata = build_flash_attn_metadata(batch)
+        slots = torch.tensor(metadata.common.slot_mapping, device=self.queries.device,
+                             dtype=torch.long)
+        fill_cache(torch, self.cache, batch, data, slots)
+        rows = [row + [0] * (self.width - len(row)) for row in metadata.block_table]
+        self.queries.copy_(data.flat_queries(torch))
+        self.block_table.copy_(torch.tensor(rows, dtype=torch.int32))
+        self.seqused_k.copy_(torch.tensor(metadata.seqused_k, dtype=torch.int32))
+        table = self.block_table.tolist()
+        seen = dataclasses.replace(
+            metadata, seqused_k=self.seqused_k.tolist(), cu_seqlens_q=self.cu_seqlens_q.tolist(),
+            block_table=table, max_k=max(self.seqused_k.tolist()),
+            common=dataclasses.replace(metadata.common, block_table=table,
+                                       slot_mapping=slots.tolist()))
+        return check_metadata(batch, seen, cache_block_size=self.cache.block_size)
+
+    def launch(self) -> Tensor:
+        plan = self.plan
+        return self.implementation.call(
+            self.queries, self.cache.key, self.cache.value, cu_seqlens_q=self.cu_seqlens_q,
+            seqused_k=self.seqused_k, block_table=self.block_table, max_q=1,
+            max_k=self.width * plan.kernel_block_size, scale=plan.head_size ** -0.5,
+            window_left=None if plan.sliding_window is None else plan.sliding_window - 1,
+            softcap=plan.logits_soft_cap)
+
+
+class _FlashInferHarness(_GraphHarness):
+    def __init__(self, torch: Torch, flashinfer: Any, plan: SmokePlan, cache: PagedKvCache,
+                 device: Any) -> None:
+        self.torch, self.plan, self.cache = torch, plan, cache
+        width = graph_capacity_pages(plan.kernel_block_size)
+        dtype = cache.storage.dtype
+        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                   dtype=dtype, device=device)
+        self.output = torch.zeros_like(self.queries)
+        self.indptr = torch.zeros(GRAPH_REQUESTS + 1, dtype=torch.int32, device=device)
+        self.indices = torch.zeros(GRAPH_REQUESTS * width, dtype=torch.int32, device=device)
+        self.last_page_len = torch.zeros(GRAPH_REQUESTS, dtype=torch.int32, device=device)
+        self.workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
+        self.wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+            self.workspace, plan.kv_layout, use_cuda_graph=True,
+            paged_kv_indptr_buffer=self.indptr, paged_kv_indices_buffer=self.indices,
+            paged_kv_last_page_len_buffer=self.last_page_len)
+        self.buffers = {"queries": self.queries, "output": self.output, "indptr": self.indptr,
+                        "indices": self.indices, "last_page_len": self.last_page_len,
+                        "workspace": self.workspace, "kv_cache": cache.storage}
+
+    def current_buffers(self) -> dict[str, Tensor | None]:
+        internal = {f"wrapper.{name}": getattr(self.wrapper, attribute, None)
+                    for name, attribute in (("indptr", "_paged_kv_indptr_buf"),
+                                            ("indices", "_paged_kv_indices_buf"),
+                                            ("last_page_len", "_paged_kv_last_page_len_buf"))}
+        return {**self.buffers, **internal}
+
+    def load(self, workload: Workload, data: RequestData) -> list[Violation]:
+        torch, plan, batch = self.torch, self.plan, workload.batch
+        metadata = build_flashinfer_metadata(batch,
+                                             reorder_batch_threshold=plan.reorder_batch_threshold)
+        slots = torch.tensor(metadata.common.slot_mapping, device=self.queries.device,
+                             dtype=torch.long)
+        fill_cache(torch, self.cache, batch, data, slots,
+                   token_order=metadata.token_permutation)
+        order = torch.tensor(metadata.token_permutation, device=self.queries.device)
+        self.queries.copy_(data.flat_queries(torch)[order])
+        self.wrapper.plan(torch.tensor(metadata.paged_kv_indptr, dtype=torch.int32),
+                          torch.tensor(metadata.paged_kv_indices, dtype=torch.int32),
+                          torch.tensor(metadata.paged_kv_last_page_len, dtype=torch.int32),
+                          plan.num_q_heads, plan.num_kv_heads, plan.head_size,
+                          plan.kernel_block_size, **flashinfer_plan_arguments(plan, torch))
+        count = len(metadata.paged_kv_indices)
+        seen = dataclasses.replace(
+            metadata, paged_kv_indptr=self.indptr.tolist(),
+            paged_kv_indices=self.indices[:count].tolist(),
+            paged_kv_last_page_len=self.last_page_len.tolist(),
+            decode_paged_kv_indptr=self.indptr.tolist(),
+            decode_paged_kv_last_page_len=self.last_page_len.tolist(),
+            common=dataclasses.replace(metadata.common, slot_mapping=slots.tolist()))
+        self.order = order
+        return check_metadata(batch, seen, cache_block_size=self.cache.block_size)
+
+    def launch(self) -> Tensor:
+        return self.wrapper.run(self.queries, self.cache.storage, out=self.output)
+
+
+def check_decode_graph(torch: Torch, plan: SmokePlan, options: SmokeOptions, device: Any,
+                       *, flash_attention: FlashAttentionImpl | None = None,
+                       flashinfer: Any = None,
+                       progress: Callable[[str], None] = lambda _: None) -> list[CheckResult]:
+    """Capture the decode path in a CUDA graph and replay it with new data; one item each."""
+    block = plan.kernel_block_size
+    workloads = [decode_batch(block, options.seed + 7919 * (index + 1),
+                              num_requests=GRAPH_REQUESTS)
+                 for index in range(options.graph_replays + 1)]
+    generator = torch.Generator(device=device).manual_seed(options.seed + 17)
+    cache = allocate_cache(torch, plan, workloads[0].num_pages, device, generator)
+    harness: _GraphHarness
+    if plan.backend == "FLASH_ATTN":
+        assert flash_attention is not None
+        harness = _FlashAttentionHarness(torch, flash_attention, plan, cache, device)
+    else:
+        harness = _FlashInferHarness(torch, flashinfer, plan, cache, device)
+    atol, rtol = tolerance_for(plan.dtype)
+
+    def expected(workload: Workload, data: RequestData) -> Tensor:
+        result = reference_attention(
+            torch, workload.batch, data, num_q_heads=plan.num_q_heads,
+            num_kv_heads=plan.num_kv_heads, head_size=plan.head_size,
+            sliding_window=plan.sliding_window, logits_soft_cap=plan.logits_soft_cap)
+        if isinstance(harness, _FlashInferHarness):
+            result = result[harness.order]
+        return result
+
+    results: list[CheckResult] = []
+    data = make_request_data(torch, workloads[0].batch, plan, device, generator)
+    violations = harness.load(workloads[0], data)
+    if violations:
+        return [CheckResult("graph capture: invariants", False, violations[0].render())]
+    progress(f"{plan.name}: capturing the decode path in a CUDA graph")
+    try:
+        harness.launch()  # compile and warm up outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = harness.launch()
+        torch.cuda.synchronize()
+    except Exception as error:
+        return [CheckResult("graph capture", False, f"{type(error).__name__}: {error}"[:300])]
+    output = captured if plan.backend == "FLASH_ATTN" else harness.output
+    captured_addresses = _addresses({**harness.current_buffers(), "output": output})
+    for index, workload in enumerate(workloads, start=0):
+        if index:
+            data = make_request_data(torch, workload.batch, plan, device, generator)
+            violations = harness.load(workload, data)
+        violations = violations + check_graph_addresses(
+            captured_addresses, _addresses({**harness.current_buffers(), "output": output}))
+        name = "graph replay (capture data)" if index == 0 else f"graph replay {index} (new data)"
+        if violations:
+            results.append(CheckResult(name, False, violations[0].render()))
+            continue
+        graph.replay()
+        torch.cuda.synchronize()
+        comparison = compare(torch, output, expected(workload, data), atol=atol, rtol=rtol)
+        lengths = [r.seq_len for r in workload.batch.requests]
+        results.append(CheckResult(
+            name, comparison.passed,
+            f"{GRAPH_REQUESTS} decodes, kv lens {min(lengths)}..{max(lengths)}"
+            + ("" if comparison.passed else f"; worst token {comparison.worst_token}"),
+            comparison.max_abs, comparison.max_rel))
+    return results

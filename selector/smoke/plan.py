@@ -1,0 +1,142 @@
+"""What a smoke run executes: one :class:`SmokePlan` per attention group, plus options.
+
+The solver turns its result into SmokePlans (one per attention group); users can also
+write them by hand in a plans file for ``attn-select smoke-plan``::
+
+    {"plans": [{"backend": "FLASHINFER", "kernel_block_size": 16, "kv_layout": "HND",
+                "num_q_heads": 32, "num_kv_heads": 8, "head_size": 128,
+                "dtype": "bfloat16", "cudagraph_mode": "FULL_DECODE_ONLY"}],
+     "options": {"repeats": 20}}
+
+Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from selector.errors import InputError
+
+__all__ = [
+    "FULL_GRAPH_MODES",
+    "CudaGraphMode",
+    "SmokeOptions",
+    "SmokePlan",
+    "SmokePlansFile",
+    "load_plans_file",
+]
+
+CudaGraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
+FULL_GRAPH_MODES: frozenset[str] = frozenset({"FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"})
+"""Modes that capture the decode path in a full CUDA graph."""
+
+_Positive = Annotated[int, Field(ge=1, strict=True)]
+
+
+class SmokePlan(BaseModel):
+    """One attention group exactly as negotiated: backend, kernel geometry, graph mode, shape."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(default="group0", min_length=1,
+                      description="label of the attention group, e.g. 'kv0/attn0 full'")
+    backend: Literal["FLASH_ATTN", "FLASHINFER"]
+    fa_version: Literal[2, 3, 4] | None = Field(
+        default=None, description="FlashAttention version the plan negotiated (FLASH_ATTN only)")
+    kernel_block_size: Annotated[int, Field(ge=1, le=4096, strict=True)]
+    kv_layout: Literal["NHD", "HND"] = "NHD"
+    cudagraph_mode: CudaGraphMode = "NONE"
+    num_q_heads: _Positive
+    num_kv_heads: _Positive
+    head_size: Annotated[int, Field(ge=8, le=512, strict=True)]
+    dtype: Literal["bfloat16", "float16"] = "bfloat16"
+    kv_cache_dtype: str = Field(default="auto",
+                                description="'auto' (the model dtype); fp8 is not smoke-tested")
+    sliding_window: Annotated[int, Field(ge=1, strict=True)] | None = Field(
+        default=None, description="tokens a query sees, itself included (vLLM semantics)")
+    logits_soft_cap: Annotated[float, Field(gt=0)] | None = None
+    reorder_batch_threshold: _Positive = 1
+    layer_names: list[str] = Field(default_factory=list,
+                                   description="layers that share this group's metadata")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SmokePlan:
+        if self.num_q_heads % self.num_kv_heads:
+            raise ValueError(f"num_q_heads {self.num_q_heads} is not a multiple of "
+                             f"num_kv_heads {self.num_kv_heads}")
+        if self.head_size % 8:
+            raise ValueError(f"head_size {self.head_size} is not a multiple of 8")
+        if self.fa_version is not None and self.backend != "FLASH_ATTN":
+            raise ValueError("fa_version applies to the FLASH_ATTN backend only")
+        return self
+
+    @property
+    def uses_full_graph(self) -> bool:
+        return self.cudagraph_mode in FULL_GRAPH_MODES
+
+    def parity_key(self) -> tuple[Any, ...]:
+        """Plans with equal keys see identical data, so their outputs must agree."""
+        return (self.kernel_block_size, self.num_q_heads, self.num_kv_heads, self.head_size,
+                self.dtype, self.kv_cache_dtype, self.sliding_window, self.logits_soft_cap)
+
+
+class SmokeOptions(BaseModel):
+    """How hard to check and measure; the defaults give a verdict in seconds on a warm cache."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = 0
+    repeats: Annotated[int, Field(ge=1, le=10_000)] = 20
+    warmup: Annotated[int, Field(ge=0, le=1000)] = 3
+    layers: Annotated[int, Field(ge=1, le=64)] = 2
+    """Layers per group: metadata is planned once and run for each layer."""
+    graph_replays: Annotated[int, Field(ge=1, le=100)] = 2
+    flashinfer_prefill_backend: Literal["auto", "fa2", "fa3"] = "auto"
+    strict_fa_version: bool = False
+    """Refuse to run another FlashAttention version than the plan's (else run it and say so)."""
+    persistent_kernel_cache: bool = True
+    """Let FA4 keep compiled kernels on disk, so a second smoke run does not recompile."""
+    measure: bool = True
+
+
+class SmokePlansFile(BaseModel):
+    """A plans file: the plans to run and, optionally, options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plans: list[SmokePlan] = Field(min_length=1)
+    options: SmokeOptions = Field(default_factory=SmokeOptions)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for item in loc:
+        text += f"[{item}]" if isinstance(item, int) else (f".{item}" if text else item)
+    return text
+
+
+def load_plans_file(path: Path) -> SmokePlansFile:
+    """Read a plans file (an object with ``plans``, or a bare list of plans)."""
+    source = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("file not found", file=source) from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"invalid JSON: {error.msg} (column {error.colno})", file=source,
+                         line=error.lineno) from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise InputError(f"cannot read: {error}", file=source) from None
+    if isinstance(data, list):
+        data = {"plans": data}
+    try:
+        return SmokePlansFile.model_validate(data)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        raise InputError(message, file=source,
+                         field=_location(tuple(first["loc"])) or None) from None

@@ -1,0 +1,102 @@
+"""Results of a smoke run, per attention group (plain data; rendering is elsewhere)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from selector.errors import SmokeFailedError
+from selector.smoke.plan import SmokePlan
+
+__all__ = ["CheckResult", "GroupReport", "SmokeChecksFailed", "SmokeReport", "TimingResult"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One pass/fail item: a comparison, an invariant pass, a graph replay, a kernel call."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+    max_abs: float | None = None
+    max_rel: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail,
+                "max_abs": self.max_abs, "max_rel": self.max_rel}
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """Kernel time from CUDA events (median of repeats) and what it achieves."""
+
+    name: str
+    median_us: float
+    min_us: float
+    repeats: int
+    kv_read_tbps: float | None = None
+    tflops: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "median_us": self.median_us, "min_us": self.min_us,
+                "repeats": self.repeats, "kv_read_tbps": self.kv_read_tbps,
+                "tflops": self.tflops}
+
+
+@dataclass
+class GroupReport:
+    """Everything checked and measured for one plan (attention group)."""
+
+    plan: SmokePlan
+    implementation: str = ""
+    shapes: str = ""
+    notes: list[str] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    timings: list[TimingResult] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.checks) and bool(self.checks)
+
+    def failures(self) -> list[str]:
+        return [f"{self.plan.name}: {check.name}" + (f" ({check.detail})" if check.detail
+                                                      else "")
+                for check in self.checks if not check.passed]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plan": self.plan.model_dump(mode="json"), "implementation": self.implementation,
+                "shapes": self.shapes, "notes": self.notes, "passed": self.passed,
+                "checks": [c.to_json() for c in self.checks],
+                "timings": [t.to_json() for t in self.timings]}
+
+
+@dataclass
+class SmokeReport:
+    """The whole run: the machine, each group, and the wall time to a verdict."""
+
+    device: str
+    software: dict[str, str] = field(default_factory=dict)
+    groups: list[GroupReport] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(group.passed for group in self.groups)
+
+    def failures(self) -> list[str]:
+        return [failure for group in self.groups for failure in group.failures()]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device": self.device, "software": self.software, "passed": self.passed,
+                "elapsed_s": self.elapsed_s, "groups": [g.to_json() for g in self.groups]}
+
+
+class SmokeChecksFailed(SmokeFailedError):
+    """At least one smoke item failed; carries the full report for rendering."""
+
+    def __init__(self, report: SmokeReport) -> None:
+        self.report = report
+        failures = report.failures()
+        shown = "; ".join(failures[:3]) + (f"; and {len(failures) - 3} more"
+                                           if len(failures) > 3 else "")
+        super().__init__(f"smoke check failed: {shown}")
