@@ -46,9 +46,12 @@ def import_torch_cuda() -> Any:
             f"the smoke check needs PyTorch, which is not installed ({error}); "
             f"install the GPU extra: {INSTALL_HINT}") from None
     if not torch.cuda.is_available():
+        fix = (f"this torch is a CPU-only build; install a CUDA build ({INSTALL_HINT})"
+               if torch.version.cuda is None else
+               "check the NVIDIA driver and CUDA_VISIBLE_DEVICES")
         raise CannotRunHereError(
             f"the smoke check needs a CUDA GPU, and torch {torch.__version__} sees none "
-            f"(torch.cuda.is_available() is False; CUDA build: {torch.version.cuda})")
+            f"(torch.cuda.is_available() is False): {fix}")
     return torch
 
 
