@@ -48,6 +48,8 @@ __all__ = [
     "Not",
     "Value",
     "evaluate",
+    "is_boolean",
+    "may_be_null",
     "names_in",
     "parse",
     "render",
@@ -363,12 +365,50 @@ def _is_int_literal(expr: Expr) -> bool:
     )
 
 
-def to_python(expr: Expr, name_of: Callable[[str], str]) -> str:
+def may_be_null(expr: Expr, nullable: Callable[[str], bool]) -> bool:
+    """Whether ``expr`` can evaluate to null (``nullable`` answers for names)."""
+    if isinstance(expr, Literal):
+        return expr.value is None
+    if isinstance(expr, Name):
+        return nullable(expr.name)
+    if isinstance(expr, (ListLit, Not, BoolOp, Compare)):
+        return False
+    if isinstance(expr, BinOp):
+        if expr.op in ("//", "%") and not (_is_int_literal(expr.right) and expr.right.value != 0):  # type: ignore[union-attr]
+            return True
+        return may_be_null(expr.left, nullable) or may_be_null(expr.right, nullable)
+    return may_be_null(expr.then, nullable) or may_be_null(expr.otherwise, nullable)
+
+
+def is_boolean(expr: Expr) -> bool:
+    """Whether ``expr`` always evaluates to a bool."""
+    if isinstance(expr, (Not, Compare)):
+        return True
+    if isinstance(expr, Literal):
+        return isinstance(expr.value, bool)
+    if isinstance(expr, BoolOp):
+        return all(is_boolean(o) for o in expr.operands)
+    if isinstance(expr, Conditional):
+        return is_boolean(expr.then) and is_boolean(expr.otherwise)
+    return False
+
+
+def to_python(expr: Expr, name_of: Callable[[str], str],
+              nullable: Callable[[str], bool] = lambda _name: True,
+              constant: Callable[[object], str] | None = None) -> str:
     """Python source for ``expr``; ``name_of`` maps a fact name to a local variable.
 
     Null-safety: ordering comparisons and arithmetic guard against ``None``
-    exactly as :func:`evaluate` does, so both paths agree.
+    exactly as :func:`evaluate` does (only where ``nullable`` says a value may be
+    null), so both paths agree.  ``constant`` may hoist literal sets out of the
+    generated code.  Boolean operators return operand values (Python semantics);
+    callers wrap a fact's value in ``bool()`` where it must be a bool.
     """
+
+    def value(e: Expr) -> str:
+        """An operand whose value (not only its truth) matters."""
+        text = go(e)
+        return f"bool{text}" if isinstance(e, BoolOp) else text
 
     def go(e: Expr) -> str:
         if isinstance(e, Literal):
@@ -377,31 +417,33 @@ def to_python(expr: Expr, name_of: Callable[[str], str]) -> str:
             return name_of(e.name)
         if isinstance(e, ListLit):
             if all(isinstance(i, Literal) for i in e.items):
-                return repr(frozenset(i.value for i in e.items if isinstance(i, Literal)))
-            return "(" + "".join(go(i) + ", " for i in e.items) + ")"
+                values = frozenset(i.value for i in e.items if isinstance(i, Literal))
+                return constant(values) if constant else repr(values)
+            return "(" + "".join(value(i) + ", " for i in e.items) + ")"
         if isinstance(e, Not):
             return f"(not {go(e.operand)})"
         if isinstance(e, BoolOp):
-            return "(" + f" {e.op} ".join(f"bool({go(o)})" for o in e.operands) + ")"
+            return "(" + f" {e.op} ".join(go(o) for o in e.operands) + ")"
         if isinstance(e, Compare):
-            left, right = go(e.left), go(e.right)
-            if e.op in ("==", "!="):
-                return f"({left} {e.op} {right})"
-            if e.op in ("in", "not in"):
+            left, right = value(e.left), value(e.right)
+            if e.op in ("==", "!=") and (right == "None" or left == "None"):
+                op = "is" if e.op == "==" else "is not"
+                return f"({left} {op} {right})"
+            if e.op in ("==", "!=", "in", "not in"):
                 return f"({left} {e.op} {right})"
             guards = [
                 f"{side} is not None"
                 for side, node in ((left, e.left), (right, e.right))
-                if not _is_int_literal(node)
+                if may_be_null(node, nullable)
             ]
             body = f"{left} {e.op} {right}"
             return "(" + " and ".join([*guards, body]) + ")"
         if isinstance(e, BinOp):
-            left, right = go(e.left), go(e.right)
+            left, right = value(e.left), value(e.right)
             guards = [
                 f"{side} is not None"
                 for side, node in ((left, e.left), (right, e.right))
-                if not _is_int_literal(node)
+                if may_be_null(node, nullable)
             ]
             if e.op in ("//", "%") and not _is_int_literal(e.right):
                 guards.append(f"{right} != 0")
@@ -409,7 +451,7 @@ def to_python(expr: Expr, name_of: Callable[[str], str]) -> str:
             if not guards:
                 return f"({body})"
             return f"(({body}) if {' and '.join(guards)} else None)"
-        return f"({go(e.then)} if {go(e.condition)} else {go(e.otherwise)})"
+        return f"({value(e.then)} if {go(e.condition)} else {value(e.otherwise)})"
 
     return go(expr)
 

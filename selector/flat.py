@@ -86,20 +86,33 @@ def _int(config: Mapping[str, Any], key: str, *, required: bool = False) -> int 
     return value
 
 
+_DEFAULTS: dict[str, tuple[dict[str, Any], frozenset[str], frozenset[str]]] = {}
+
+
+def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
+    """(default facts, vocabulary, allowed flat keys) of a profile, computed once."""
+    cached = _DEFAULTS.get(profile.engine)
+    if cached is None:
+        specs = {**profile.inputs, **profile.environment}
+        vocabulary = frozenset(specs)
+        cached = ({name: spec.default for name, spec in specs.items()}, vocabulary,
+                  FLAT_FIELDS | vocabulary)
+        _DEFAULTS[profile.engine] = cached
+    return cached
+
+
 def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[dict[str, Any], str | None]:
     """Map one flat config to (request facts, explicitly requested backend)."""
     if not isinstance(config, Mapping):
         raise InputError("each line must be a JSON object")
-    allowed = FLAT_FIELDS | set(profile.inputs) | set(profile.environment)
-    unknown = sorted(set(config) - allowed)
+    defaults, vocabulary, allowed = _defaults(profile)
+    unknown = sorted(config.keys() - allowed)
     if unknown:
         raise InputError(f"unknown field(s) {unknown}", field=unknown[0])
     if "device_capability" not in config:
         raise InputError("missing required field", field="device_capability")
-    facts: dict[str, Any] = {
-        name: spec.default for name, spec in {**profile.inputs, **profile.environment}.items()
-    }
-    for name in set(config) & (set(profile.inputs) | set(profile.environment)):
+    facts = dict(defaults)
+    for name in config.keys() & vocabulary:
         facts[name] = config[name]
     facts["cc"] = parse_capability(config["device_capability"])
     facts["head_size"] = _int(config, "head_size", required=True)

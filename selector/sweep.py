@@ -40,8 +40,9 @@ def _error_line(config_id: Any, message: str) -> str:
 def sweep_lines(lines: Iterable[str], engine: EngineData,
                 backends: tuple[str, ...] | None = None) -> Iterator[str]:
     """Evaluate JSON Lines of flat configs; yields one output line per non-empty input line."""
-    compiled = compiled_for(engine.engine)
-    reported = backends or engine.profile.reported_backends
+    reported = tuple(backends or engine.profile.reported_backends)
+    evaluated = tuple(dict.fromkeys([*engine.auto_backends(), *reported]))
+    compiled = compiled_for(engine.engine, evaluated)
     fragments: dict[tuple[str, tuple[str, ...]], str] = {}
     dumps = json.dumps
     for number, raw in enumerate(lines, start=1):
@@ -62,16 +63,19 @@ def sweep_lines(lines: Iterable[str], engine: EngineData,
         except InputError as exc:
             yield _error_line(config_id, f"line {number}: {exc.render().split(': ', 1)[1]}")
             continue
-        outcome = select(compiled, facts, forced)
+        if forced is not None and forced not in evaluated:
+            outcome = select(compiled_for(engine.engine, (*evaluated, forced)), facts, forced)
+        else:
+            outcome = select(compiled, facts, forced)
         names = reported if forced is None or forced in reported else (*reported, forced)
         parts = []
         reasons = outcome.reasons
         for name in names:
-            messages = tuple(("EXCEPTION " + m) if c.startswith("EX") else m for c, m in reasons[name])
-            key = (name, messages)
+            key = (name, *reasons[name])
             fragment = fragments.get(key)
             if fragment is None:
-                fragment = f"{dumps(name)}: {dumps(list(messages))}"
+                messages = [("EXCEPTION " + m) if c.startswith("EX") else m for c, m in reasons[name]]
+                fragment = f"{dumps(name)}: {dumps(messages)}"
                 fragments[key] = fragment
             parts.append(fragment)
         head = f'{{"id": {dumps(config_id)}, ' if config_id is not None else "{"

@@ -7,6 +7,8 @@ everything here is generic and has no backend-specific branch.
 
 from __future__ import annotations
 
+import functools
+import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,9 +46,16 @@ def _py(value: Any) -> str:
 
 
 def _config_repr(template: str, facts: Mapping[str, Any]) -> str:
-    values = {k: _py(v) for k, v in facts.items()}
-    values["attn_type_upper"] = str(facts["attn_type"]).upper()
+    fields = _template_fields(template)
+    values = {k: _py(facts[k]) for k in fields if k in facts}
+    if "attn_type_upper" in fields:
+        values["attn_type_upper"] = str(facts["attn_type"]).upper()
     return template.format(**values)
+
+
+@functools.cache
+def _template_fields(template: str) -> tuple[str, ...]:
+    return tuple(f for _, f, _, _ in string.Formatter().parse(template) if f)
 
 
 def no_valid_error(engine: EngineData, facts: Mapping[str, Any],

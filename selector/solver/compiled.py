@@ -181,16 +181,44 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     inputs = (*profile.inputs, *profile.environment)
     facts = tuple(f.name for f in profile.facts)
     constants: dict[str, Any] = {}
+    set_names: dict[frozenset[Any], str] = {}
+
+    def constant(values: object) -> str:
+        assert isinstance(values, frozenset)
+        if values not in set_names:
+            set_names[values] = f"K_{len(set_names)}"
+            constants[set_names[values]] = values
+        return set_names[values]
+
+    nullable_names = {n for n, spec in {**profile.inputs, **profile.environment}.items() if spec.nullable}
+
+    def nullable(name: str) -> bool:
+        return name in nullable_names or name not in known_names
+
+    known_names = set(inputs)
+
+    def py(expr: E.Expr, name_of: Callable[[str], str] = _var) -> str:
+        return E.to_python(expr, name_of, nullable, constant)
+
     lines = ["def evaluate(f):"]
     for name in inputs:
         lines.append(f"    {_var(name)} = f[{name!r}]")
     for fact in profile.facts:
-        lines.append(f"    {_var(fact.name)} = {E.to_python(_parse(fact.value), _var)}")
+        value_expr = _parse(fact.value)
+        boolean = E.is_boolean(value_expr) and all(E.is_boolean(_parse(st.set)) for st in fact.steps)
+        wrap = "bool" if boolean and isinstance(value_expr, E.BoolOp) else ""
+        lines.append(f"    {_var(fact.name)} = {wrap}{py(value_expr)}")
         for step in fact.steps:
-            condition = E.to_python(_parse(step.when), _var)
-            value = E.to_python(_parse(step.set), _var)
-            lines.append(f"    if {condition}:")
-            lines.append(f"        {_var(fact.name)} = {value}")
+            lines.append(f"    if {py(_parse(step.when))}:")
+            step_expr = _parse(step.set)
+            step_wrap = "bool" if isinstance(step_expr, E.BoolOp) else ""
+            lines.append(f"        {_var(fact.name)} = {step_wrap}{py(step_expr)}")
+        sets = [value_expr, *(_parse(st.set) for st in fact.steps)]
+        if not any(E.may_be_null(x, nullable) for x in sets):
+            known_names.add(fact.name)
+        else:
+            nullable_names.add(fact.name)
+            known_names.add(fact.name)
     checks = [(c.code, E.parse(c.fails_when) if isinstance(c.fails_when, str) else E.Literal(c.fails_when))
               for c in profile.checks]
 
@@ -205,6 +233,11 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
         args = ", ".join(f"{f}={name_of(f)}" for f in fields)
         return f"({code!r}, T_{code}_{backend_name}.format({args}))"
 
+    shared: dict[str, str] = {}
+
+    def local_names_used(expr: E.Expr, local: set[str]) -> bool:
+        return bool(E.names_in(expr) & local)
+
     result_items = []
     for backend_name in names:
         spec = engine.backends[backend_name]
@@ -214,12 +247,12 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
             return f"l_{_b}__{name}" if name in _l else _var(name)
 
         for fact in spec.facts:
-            value_source = E.to_python(_parse(fact.value), local_var)  # may read the outer value
+            value_source = py(_parse(fact.value), local_var)  # may read the outer value
             defined.add(fact.name)
             lines.append(f"    {local_var(fact.name)} = {value_source}")
             for step in fact.steps:
-                lines.append(f"    if {E.to_python(_parse(step.when), local_var)}:")
-                lines.append(f"        {local_var(fact.name)} = {E.to_python(_parse(step.set), local_var)}")
+                lines.append(f"    if {py(_parse(step.when), local_var)}:")
+                lines.append(f"        {local_var(fact.name)} = {py(_parse(step.set), local_var)}")
         caps = capability_expressions(spec)
         var = f"r_{backend_name}"
         lines.append(f"    {var} = []")
@@ -227,14 +260,21 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
             folded = _fold(_substitute(fails, caps))
             if folded == E.Literal(False):
                 continue
-            lines.append(f"    if {E.to_python(folded, local_var)}:")
+            condition = py(folded, local_var)
+            if local_names_used(folded, defined):
+                lines.append(f"    if {condition}:")
+            else:
+                if condition not in shared:
+                    shared[condition] = f"c_{len(shared)}"
+                    lines.append(f"    {shared[condition]} = {condition}")
+                lines.append(f"    if {shared[condition]}:")
             lines.append(f"        {var}.append({reason_ref(code, backend_name, local_var)})")
         keyword = "if"
         for rule in spec.combination:
             condition = _fold(_parse(rule.when))
             if condition == E.Literal(False):
                 continue
-            lines.append(f"    {keyword} {E.to_python(condition, local_var)}:")
+            lines.append(f"    {keyword} {py(condition, local_var)}:")
             if rule.raises:
                 lines.append(f"        {var}[:] = [{reason_ref(rule.code, backend_name, local_var)}]")
             else:
@@ -244,11 +284,11 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     lines.append("    order = []")
     keyword = "if"
     for branch in profile.priorities:
-        condition = E.to_python(_parse(branch.when), _var)
+        condition = py(_parse(branch.when))
         lines.append(f"    {keyword} {condition}:")
         for entry in branch.order:
             if isinstance(entry, PriorityEntry):
-                lines.append(f"        if {E.to_python(_parse(entry.when), _var)}:")
+                lines.append(f"        if {py(_parse(entry.when))}:")
                 lines.append(f"            order.append({entry.backend!r})")
             else:
                 lines.append(f"        order.append({entry!r})")
@@ -271,7 +311,8 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
 
 
 @functools.cache
-def compiled_for(engine_name: str) -> CompiledEngine:
-    """The compiled evaluator of a shipped profile (cached per process)."""
+def compiled_for(engine_name: str, backends: tuple[str, ...] | None = None) -> CompiledEngine:
+    """The compiled evaluator of a shipped profile (cached per process), for all
+    backends or only ``backends``."""
     catalog = load_catalog()
-    return compile_engine(catalog.engine(engine_name), catalog)
+    return compile_engine(catalog.engine(engine_name), catalog, backends)
