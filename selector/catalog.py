@@ -120,6 +120,8 @@ class Catalog:
     codes: dict[str, ReasonCode]
     devices: tuple[Device, ...]
     _device_index: dict[str, Device] = field(repr=False)
+    digest: str = field(default="", repr=False, compare=False)
+    """Hash of the data files (set when loaded)."""
 
     @property
     def default_engine(self) -> str:
@@ -197,19 +199,98 @@ _CAPABILITY_NAMES = {
 }
 
 
-def _load_engine(directory: Path, codes: dict[str, ReasonCode]) -> EngineData:
+def _merge_profile(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """A child profile over its parent: dict sections merge by key (``null``
+    removes a key), ``facts`` merge by name (``remove: true`` drops one, a new fact
+    goes after ``after:`` or at the end), every other key replaces the parent's."""
+    merged = dict(parent)
+    for key, value in child.items():
+        if key in ("inputs", "environment", "messages") and isinstance(value, dict):
+            section = dict(parent.get(key) or {})
+            for name, spec in value.items():
+                if spec is None:
+                    section.pop(name, None)
+                else:
+                    section[name] = spec
+            merged[key] = section
+        elif key == "facts" and isinstance(value, list):
+            facts = [dict(f) for f in parent.get("facts") or []]
+            for fact in value:
+                fact = dict(fact)
+                names = [f.get("name") for f in facts]
+                if fact.pop("remove", False):
+                    if fact.get("name") in names:
+                        facts.pop(names.index(fact["name"]))
+                    continue
+                after = fact.pop("after", None)
+                if fact.get("name") in names:
+                    facts[names.index(fact["name"])] = fact
+                elif after in names:
+                    facts.insert(names.index(after) + 1, fact)
+                else:
+                    facts.append(fact)
+            merged["facts"] = facts
+        elif key not in ("extends", "remove_backends"):
+            merged[key] = value
+    merged["engine"] = child["engine"]
+    merged["extends"] = child.get("extends")
+    return merged
+
+
+def _deep_merge(base: Any, patch: Any) -> Any:
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            out[key] = _deep_merge(base.get(key), value) if key in base else value
+        return out
+    return patch
+
+
+def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The raw (unvalidated) profile and backend dicts of one engine, inheritance applied."""
     profile_path = directory / "profile.yaml"
+    profile = _read_yaml(profile_path)
+    if not isinstance(profile, dict):
+        raise CatalogError(f"{profile_path}: not a mapping")
+    backends: dict[str, dict[str, Any]] = {}
+    parent_name = profile.get("extends")
+    if parent_name:
+        if parent_name not in by_engine:
+            raise CatalogError(f"{profile_path}: extends unknown profile {parent_name!r}")
+        parent_profile, parent_backends = _raw_engine(by_engine[parent_name], by_engine)
+        profile = _merge_profile(parent_profile, profile)
+        removed = set(_read_yaml(profile_path).get("remove_backends") or [])
+        for name, spec in parent_backends.items():
+            if name not in removed:
+                backends[name] = {**spec, "engine": profile["engine"]}
+    for path in sorted((directory / "backends").glob("*.yaml")):
+        raw = _read_yaml(path)
+        if not isinstance(raw, dict):
+            raise CatalogError(f"{path}: not a mapping")
+        if raw.pop("inherit", False):
+            if path.stem not in backends:
+                raise CatalogError(f"{path}: inherit: true but the parent has no {path.stem}")
+            raw = _deep_merge(backends[path.stem], raw)
+        backends[path.stem] = raw
+    return profile, backends
+
+
+def _load_engine(directory: Path, codes: dict[str, ReasonCode],
+                 by_engine: dict[str, Path]) -> EngineData:
+    profile_path = directory / "profile.yaml"
+    raw_profile, raw_backends = _raw_engine(directory, by_engine)
     try:
-        profile = EngineProfile.model_validate(_read_yaml(profile_path))
+        profile = EngineProfile.model_validate(raw_profile)
     except ValidationError as exc:
         raise CatalogError(_validation_message(profile_path, exc)) from None
     backends: dict[str, BackendSpec] = {}
-    for path in sorted((directory / "backends").glob("*.yaml")):
+    for name, raw in raw_backends.items():
+        path = directory / "backends" / f"{name}.yaml"
         try:
-            spec = BackendSpec.model_validate(_read_yaml(path))
+            spec = BackendSpec.model_validate(raw)
         except ValidationError as exc:
             raise CatalogError(_validation_message(path, exc)) from None
-        if spec.name != path.stem:
+        if spec.name != name:
             raise CatalogError(f"{path}: name {spec.name!r} does not match the file name")
         if spec.engine != profile.engine:
             raise CatalogError(f"{path}: engine {spec.engine!r} is not {profile.engine!r}")
@@ -275,8 +356,23 @@ def available_engines(root: Path | None = None) -> list[str]:
 
 @functools.cache
 def load_catalog(root: Path | None = None) -> Catalog:
-    """Load every data file once per process (cached, immutable)."""
+    """Load every data file once per process (cached, immutable; the validated
+    result is also kept in the on-disk cache of :mod:`selector.cache`)."""
+    from selector.cache import cache_get, cache_put, data_digest
+
     base = root or schemas_dir()
+    digest = data_digest(base)
+    cached = cache_get("catalog", digest)
+    if isinstance(cached, Catalog):
+        object.__setattr__(cached, "digest", digest)
+        return cached
+    catalog = _load_catalog_files(base)
+    object.__setattr__(catalog, "digest", digest)
+    cache_put("catalog", digest, catalog)
+    return catalog
+
+
+def _load_catalog_files(base: Path) -> Catalog:
     codes_path = base / "reason-codes.yaml"
     try:
         registry = ReasonCodeRegistry.model_validate(_read_yaml(codes_path))
@@ -302,10 +398,14 @@ def load_catalog(root: Path | None = None) -> Catalog:
                 raise CatalogError(f"{devices_path}: duplicate device name {alias!r}")
             index[key] = device
     engines = {}
+    by_engine: dict[str, Path] = {}
     for directory in sorted((base / "engines").iterdir()):
-        if directory.is_dir():
-            data = _load_engine(directory, codes)
-            engines[data.engine] = data
+        if directory.is_dir() and (directory / "profile.yaml").is_file():
+            name = _read_yaml(directory / "profile.yaml").get("engine")
+            by_engine[str(name)] = directory
+    for directory in by_engine.values():
+        data = _load_engine(directory, codes, by_engine)
+        engines[data.engine] = data
     return Catalog(engines=engines, codes=codes, devices=catalog.devices, _device_index=index)
 
 

@@ -56,7 +56,7 @@ KV_LAYOUTS: tuple[str, ...] = get_args(KVLayout)
 class StrictModel(BaseModel):
     """Base of every model: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def parse_condition(value: object) -> object:

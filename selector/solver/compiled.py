@@ -298,7 +298,8 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     lines.append(f"    return {{{', '.join(result_items)}}}, order, {{{fact_items}}}")
     source = "\n".join(lines) + "\n"
     namespace: dict[str, Any] = dict(constants)
-    exec(compile(source, f"<attn-select {engine.engine}>", "exec"), namespace)  # noqa: S102
+    code = compile(source, f"<attn-select {engine.engine}>", "exec")
+    exec(code, namespace)  # noqa: S102 - source generated from parsed conditions only
     defaults = {name: spec.default for name, spec in {**profile.inputs, **profile.environment}.items()}
     return CompiledEngine(
         engine=engine,
@@ -312,7 +313,28 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
 
 @functools.cache
 def compiled_for(engine_name: str, backends: tuple[str, ...] | None = None) -> CompiledEngine:
-    """The compiled evaluator of a shipped profile (cached per process), for all
-    backends or only ``backends``."""
+    """The compiled evaluator of a shipped profile (cached per process and on disk),
+    for all backends or only ``backends``."""
+    import marshal
+
+    from selector.cache import cache_get, cache_put
+
     catalog = load_catalog()
-    return compile_engine(catalog.engine(engine_name), catalog, backends)
+    engine = catalog.engine(engine_name)
+    key = f"{catalog.digest}-{engine_name}-{'-'.join(backends or ('ALL',))}"
+    cached = cache_get("compiled", key) if catalog.digest else None
+    if isinstance(cached, tuple) and len(cached) == 5:
+        source, code_bytes, constants, inputs, facts = cached
+        namespace: dict[str, Any] = dict(constants)
+        exec(marshal.loads(code_bytes), namespace)  # noqa: S102 - our own cached code object
+        defaults = {n: s.default for n, s in {**engine.profile.inputs, **engine.profile.environment}.items()}
+        return CompiledEngine(engine=engine, source=source, evaluate=namespace["evaluate"],
+                              input_names=inputs, fact_names=facts, defaults=defaults)
+    compiled = compile_engine(engine, catalog, backends)
+    if catalog.digest:
+        constants = {k: v for k, v in compiled.evaluate.__globals__.items()
+                     if k.startswith(("K_", "R_", "T_"))}
+        code = compile(compiled.source, f"<attn-select {engine.engine}>", "exec")
+        cache_put("compiled", key, (compiled.source, marshal.dumps(code), constants,
+                                    compiled.input_names, compiled.fact_names))
+    return compiled
