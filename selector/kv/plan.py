@@ -175,7 +175,8 @@ class _Partial:
 def _layout_and_groups(part: _Partial) -> None:
     options = part.options
     cached = [e for e in part.entries if e.spec.kind != "encoder_only_attention"]
-    supported = supported_layouts([e.backend.supported_layouts for e in part.entries])
+    distinct = {(e.backend.name, e.backend.class_name): e.backend for e in part.entries}
+    supported = supported_layouts([b.supported_layouts for b in distinct.values()])
     part.layout = resolve_layout(
         supported,
         {e.spec.hnc_shape for e in cached},
