@@ -1,0 +1,56 @@
+"""The committed oracle answers (real vLLM code) must equal attn-select's, line for line.
+
+The files under tests/golden/oracle/ were produced by the oracle harness running
+vLLM itself (see tests/golden/oracle/README.md); no vLLM is needed here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from selector.catalog import load_catalog
+from selector.sweep import sweep_lines
+
+GOLDEN = Path(__file__).parent / "oracle"
+
+
+def _cases(engine: str, name: str) -> list[dict[str, object]]:
+    path = GOLDEN / f"vllm-{engine}" / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(("engine", "name", "minimum"), [
+    ("0.33.0", "standard", 2000),
+    ("0.33.0", "mla", 1000),
+])
+def test_oracle_golden_subset_agrees_exactly(engine: str, name: str, minimum: int) -> None:
+    cases = _cases(engine, name)
+    assert len(cases) >= minimum
+    data = load_catalog().engine(f"vllm=={engine}")
+    ours = [json.loads(line) for line in sweep_lines((json.dumps(c["input"]) for c in cases), data)]
+    mismatches = []
+    for case, mine in zip(cases, ours):
+        for backend, reasons in case["backends"].items():  # type: ignore[union-attr]
+            if mine["backends"].get(backend) != reasons:
+                mismatches.append((case["input"], backend, mine["backends"].get(backend), reasons))
+        if mine["selected"] != case["selected"]:
+            mismatches.append((case["input"], "selected", mine["selected"], case["selected"]))
+        if mine["error"] != case["error"]:
+            mismatches.append((case["input"], "error", mine["error"], case["error"]))
+    assert not mismatches, f"{len(mismatches)} differences, first: {mismatches[0]}"
+
+
+def test_golden_subsets_cover_every_selectable_outcome() -> None:
+    """The CI subset is not trivial: many backends get selected, many reasons appear."""
+    selected = set()
+    reasons = set()
+    for name in ("standard", "mla"):
+        for case in _cases("0.33.0", name):
+            selected.add(case["selected"])
+            for backend, rs in case["backends"].items():  # type: ignore[union-attr]
+                reasons.update((backend, r) for r in rs)
+    assert len(selected) >= 15
+    assert len(reasons) >= 400
