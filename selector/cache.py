@@ -30,12 +30,21 @@ def _cache_dir() -> Path | None:
     return Path(xdg or Path.home() / ".cache") / "attn-select"
 
 
+_CODE_FILES = ("expr.py", "catalog.py", "cache.py", "schema", "solver/compiled.py")
+
+
 def data_digest(root: Path) -> str:
-    """A hash of every data file under ``root`` (names and contents)."""
+    """A hash of every data file under ``root`` and of the code that shapes the cached
+    objects (so an upgrade or a local edit never reads a stale cache)."""
     digest = hashlib.sha256(_VERSION.encode())
     for path in sorted(root.rglob("*.yaml")):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
+    package = Path(__file__).resolve().parent
+    for name in _CODE_FILES:
+        target = package / name
+        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:24]
 
 

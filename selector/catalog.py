@@ -114,26 +114,56 @@ class EngineData:
 
 @dataclass(frozen=True)
 class Catalog:
-    """Every shipped fact: engine profiles, reason codes and devices."""
+    """Every shipped fact: engine profiles (loaded on first use), reason codes, devices."""
 
-    engines: dict[str, EngineData]
+    engine_dirs: dict[str, Path]
+    """Engine name (``vllm==0.33.0``) -> its data folder."""
     codes: dict[str, ReasonCode]
     devices: tuple[Device, ...]
     _device_index: dict[str, Device] = field(repr=False)
     digest: str = field(default="", repr=False, compare=False)
     """Hash of the data files (set when loaded)."""
+    _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def engine_names(self) -> list[str]:
+        return sorted(self.engine_dirs, key=lambda n: Version(n.split("==", 1)[1]))
+
+    @property
+    def engines(self) -> dict[str, EngineData]:
+        """Every profile, loaded (slower: prefer :meth:`engine`)."""
+        return {name: self.engine(name) for name in self.engine_names}
 
     @property
     def default_engine(self) -> str:
-        return max(self.engines.values(), key=lambda e: e.version).engine
+        return self.engine_names[-1]
 
     def engine(self, requested: str | None = None) -> EngineData:
         """The profile for ``requested`` (an exact ``vllm==X`` or a range); newest by default."""
+        return self._load(self._resolve(requested))
+
+    def _load(self, name: str) -> EngineData:
+        loaded = self._loaded.get(name)
+        if loaded is None:
+            from selector.cache import cache_get, cache_put
+
+            key = f"{self.digest}-{name}"
+            cached = cache_get("engine", key) if self.digest else None
+            if isinstance(cached, EngineData):
+                loaded = cached
+            else:
+                loaded = _load_engine(self.engine_dirs[name], self.codes, self.engine_dirs)
+                if self.digest:
+                    cache_put("engine", key, loaded)
+            self._loaded[name] = loaded
+        return loaded
+
+    def _resolve(self, requested: str | None) -> str:
         if not requested:
-            return self.engines[self.default_engine]
+            return self.default_engine
         text = requested.strip()
-        if text in self.engines:
-            return self.engines[text]
+        if text in self.engine_dirs:
+            return text
         name, _, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
         family = (name or "vllm").lower()
         try:
@@ -143,18 +173,19 @@ class Catalog:
                 f"cannot read engine version {requested!r}",
                 field="engine",
                 hint="write e.g. vllm==0.33.0 or vllm>=0.30; available: "
-                + ", ".join(sorted(self.engines)),
+                + ", ".join(self.engine_names),
             ) from None
         matches = [
-            e for e in self.engines.values() if e.family == family and e.version in specifier
+            n for n in self.engine_names
+            if n.split("==", 1)[0] == family and Version(n.split("==", 1)[1]) in specifier
         ]
         if not matches:
             raise InputError(
                 f"no profile for engine {requested!r}",
                 field="engine",
-                hint="available: " + ", ".join(sorted(self.engines)),
+                hint="available: " + ", ".join(self.engine_names),
             )
-        return max(matches, key=lambda e: e.version)
+        return matches[-1]
 
     def device(self, name: str) -> Device:
         key = _device_key(name)
@@ -365,6 +396,7 @@ def load_catalog(root: Path | None = None) -> Catalog:
     cached = cache_get("catalog", digest)
     if isinstance(cached, Catalog):
         object.__setattr__(cached, "digest", digest)
+        object.__setattr__(cached, "_loaded", {})
         return cached
     catalog = _load_catalog_files(base)
     object.__setattr__(catalog, "digest", digest)
@@ -397,16 +429,16 @@ def _load_catalog_files(base: Path) -> Catalog:
             if key in index and index[key] is not device:
                 raise CatalogError(f"{devices_path}: duplicate device name {alias!r}")
             index[key] = device
-    engines = {}
     by_engine: dict[str, Path] = {}
     for directory in sorted((base / "engines").iterdir()):
-        if directory.is_dir() and (directory / "profile.yaml").is_file():
-            name = _read_yaml(directory / "profile.yaml").get("engine")
-            by_engine[str(name)] = directory
-    for directory in by_engine.values():
-        data = _load_engine(directory, codes, by_engine)
-        engines[data.engine] = data
-    return Catalog(engines=engines, codes=codes, devices=catalog.devices, _device_index=index)
+        profile_path = directory / "profile.yaml"
+        if directory.is_dir() and profile_path.is_file():
+            header = _read_yaml(profile_path)
+            name = header.get("engine") if isinstance(header, dict) else None
+            if not isinstance(name, str) or "==" not in name:
+                raise CatalogError(f"{profile_path}: missing `engine: <name>==<version>`")
+            by_engine[name] = directory
+    return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

@@ -147,9 +147,12 @@ def list_(
         rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
                  "hint": c.hint} for c in catalog.codes.values()]
     else:
-        rows = [{"engine": e.engine, "default": e.engine == catalog.default_engine,
-                 "backends": len(e.backends), "description": e.profile.description}
-                for e in catalog.engines.values()]
+        rows = []
+        for name in catalog.engine_names:
+            data = catalog.engine(name)
+            rows.append({"engine": name, "default": name == catalog.default_engine,
+                         "extends": data.profile.extends, "backends": len(data.backends),
+                         "description": data.profile.description})
     if output_format is OutputFormat.json:
         _emit_json(rows)
         return
