@@ -1,1 +1,66 @@
-"""attn-select: validate and select attention backends of LLM serving engines."""
+"""attn-select: validate and select attention backends of LLM serving engines.
+
+The public API (everything else is internal)::
+
+    from selector import load_catalog, load_deployment, deployment_facts, solve
+
+    catalog = load_catalog()
+    loaded = load_deployment("examples/llama-3.1-8b-h100.yaml")
+    result = solve(deployment_facts(loaded, catalog), attention_backend=None)
+    result.selected, result.verdicts, result.runtime
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "BackendVerdict",
+    "Catalog",
+    "Diagnostic",
+    "ExitCode",
+    "InputError",
+    "SolveResult",
+    "Suggestion",
+    "__version__",
+    "deployment_facts",
+    "load_catalog",
+    "load_deployment",
+    "solve",
+    "sweep_lines",
+]
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "BackendVerdict": "selector.result",
+    "Diagnostic": "selector.result",
+    "SolveResult": "selector.result",
+    "Suggestion": "selector.result",
+    "Catalog": "selector.catalog",
+    "load_catalog": "selector.catalog",
+    "ExitCode": "selector.errors",
+    "InputError": "selector.errors",
+    "deployment_facts": "selector.config",
+    "load_deployment": "selector.config",
+    "solve": "selector.solver",
+    "sweep_lines": "selector.sweep",
+}
+
+if TYPE_CHECKING:
+    from selector.catalog import Catalog, load_catalog
+    from selector.config import deployment_facts, load_deployment
+    from selector.errors import ExitCode, InputError
+    from selector.result import BackendVerdict, Diagnostic, SolveResult, Suggestion
+    from selector.solver import solve
+    from selector.sweep import sweep_lines
+
+
+def __getattr__(name: str) -> Any:
+    """Import public names on first use, so ``import selector`` stays light."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'selector' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -164,7 +164,7 @@ class Catalog:
         text = requested.strip()
         if text in self.engine_dirs:
             return text
-        name, _, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
+        name, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
         family = (name or "vllm").lower()
         try:
             specifier = SpecifierSet(spec) if spec else SpecifierSet()

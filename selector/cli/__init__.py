@@ -229,12 +229,10 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - the top-level guard
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # click's usage errors
             exc.show()
             raise SystemExit(int(ExitCode.USAGE)) from None
-        if isinstance(exc, click.exceptions.Abort):
+        if type(exc).__name__ == "Abort":
             raise SystemExit(130) from None
         sys.stderr.write(
             f"attn-select: internal error: {type(exc).__name__}: {exc}\n"
