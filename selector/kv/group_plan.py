@@ -9,6 +9,7 @@ from selector.kv.backend_facts import BackendKVFacts, CGSupport
 from selector.kv.block_size import select_common_block_size
 from selector.kv.capacity import blocks_per_request, layer_block_stride
 from selector.kv.cudagraph import minimum_support
+from selector.kv.errors import EngineStartupError
 from selector.kv.grouping import GroupingResult, KVGroup
 from selector.kv.layer_specs import CacheEntry
 from selector.kv.options import KVOptions
@@ -30,12 +31,18 @@ def group_kind(group: KVGroup) -> str:
     return "full_attention" if kinds <= _FULL_LIKE else "unknown"
 
 
-def _kernel_block(manager: int, spec: AnySpec, backends: Sequence[BackendKVFacts]) -> int | None:
+def _kernel_block(
+    manager: int, spec: AnySpec, backends: Sequence[BackendKVFacts]
+) -> tuple[int | None, str | None]:
+    """(kernel block size, vLLM's error text when there is none)."""
     if isinstance(spec, EncoderOnlyAttentionSpec):
-        return None
+        return None, None
     if isinstance(spec, MambaSpec):
-        return manager
-    return select_common_block_size(manager, backends)
+        return manager, None
+    try:
+        return select_common_block_size(manager, backends), None
+    except EngineStartupError as exc:
+        return None, exc.message
 
 
 def _attention_groups(
@@ -65,7 +72,7 @@ def _plan_attention_group(
     manager: int,
     entries: Mapping[str, CacheEntry],
 ) -> AttentionGroupPlan:
-    kernel = _kernel_block(manager, spec, [backend])
+    kernel, _ = _kernel_block(manager, spec, [backend])
     return AttentionGroupPlan(
         backend=backend,
         layer_names=tuple(names),
@@ -91,7 +98,7 @@ def _plan_group(
     manager = group.block_size
     parts = _attention_groups(group, entries)
     first_spec = group.merged_spec or group.layer_specs[0]
-    kernel = _kernel_block(manager, first_spec, [backend for backend, *_ in parts])
+    kernel, error = _kernel_block(manager, first_spec, [backend for backend, *_ in parts])
     attention = tuple(
         _plan_attention_group(backend, spec, heads, names, manager=manager, entries=entries)
         for backend, spec, heads, names in parts
@@ -119,6 +126,7 @@ def _plan_group(
         attention_groups=attention,
         cudagraph_support=support,
         padding_layers=padding,
+        kernel_block_error=error,
     )
 
 

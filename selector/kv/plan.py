@@ -270,6 +270,12 @@ def plan_model(
         part.groups = plan_groups(part.grouping, encoder_only, by_name, max_model_len, options)
     except EngineStartupError as exc:
         return part.fail(exc, "grouping")
+    kernel_errors = [g.kernel_block_error for g in part.groups if g.kernel_block_error]
+    if kernel_errors:
+        part.errors.append(
+            PlanError(stage="kernel_block_size", exc_type="ValueError", message=kernel_errors[0])
+        )
+        return part.build()
     thresholds = [
         a.reorder_batch_threshold
         for g in part.groups

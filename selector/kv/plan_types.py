@@ -107,6 +107,8 @@ class GroupPlan(_Frozen):
     attention_groups: tuple[AttentionGroupPlan, ...]
     cudagraph_support: CGSupport
     padding_layers: int = 0
+    kernel_block_error: str | None = None
+    """vLLM's ``select_common_block_size`` error when no kernel size fits."""
 
 
 class ModelPlan(_Frozen):

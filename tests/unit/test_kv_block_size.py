@@ -4,14 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from kv_stubs import (
-    CUTLASS_MLA,
-    FLASH_ATTN,
-    FLASHINFER_SM90,
-    FLASHMLA,
-    FLASHMLA_SPARSE_SM90,
-    TURBOQUANT,
-)
 
 from selector.kv import (
     DEEPSEEK_V32_INDEXER,
@@ -21,6 +13,14 @@ from selector.kv import (
     select_common_block_size,
 )
 from selector.kv.block_size import check_aligned_block_size, largest_kernel_block_within
+from tests.unit.kv_stubs import (
+    CUTLASS_MLA,
+    FLASH_ATTN,
+    FLASHINFER_SM90,
+    FLASHMLA,
+    FLASHMLA_SPARSE_SM90,
+    TURBOQUANT,
+)
 
 
 @pytest.mark.parametrize(

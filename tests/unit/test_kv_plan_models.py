@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from kv_stubs import (
+
+from selector.errors import InputError
+from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
+from selector.models import LayerFacts, load_model
+from tests.unit.kv_stubs import (
     FLASH_ATTN,
     FLASHINFER_SM90,
     FLASHINFER_SM100,
@@ -16,10 +20,6 @@ from kv_stubs import (
     FLEX_ATTENTION,
     TRITON_ATTN,
 )
-
-from selector.errors import InputError
-from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
-from selector.models import LayerFacts, load_model
 
 GiB = 1 << 30
 
@@ -247,8 +247,12 @@ def test_mixed_backends_with_disjoint_layouts_fail() -> None:
 
 def test_kernel_block_failure_is_reported() -> None:
     p = plan("deepseek-v3", FLASHMLA, block_size=24)
-    assert not p.ok
+    assert not p.ok and p.errors[0].stage == "kernel_block_size"
     assert p.errors[0].message == "No common block size for 24 (FLASHMLA: [64])."
+    # the groups are still reported, with the failing one marked
+    assert p.groups[0].kernel_block_size is None
+    assert p.groups[0].kernel_block_error == p.errors[0].message
+    assert p.cudagraph is None and p.capacity is None
 
 
 def test_per_layer_backends_form_attention_groups() -> None:

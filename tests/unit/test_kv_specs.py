@@ -4,7 +4,6 @@ reference 2.2 / 7 (K and V packed; MLA one latent; Mamba from state shapes)."""
 from __future__ import annotations
 
 import pytest
-from kv_stubs import FLASH_ATTN, FLASHINFER_SM90, FLASHMLA
 from pydantic import TypeAdapter, ValidationError
 
 from selector.errors import InputError
@@ -12,6 +11,7 @@ from selector.kv import DEEPSEEK_V32_INDEXER
 from selector.kv.layer_specs import SpecContext, build_spec, customize, indexer_spec, mamba_spec
 from selector.kv.specs import FullAttentionSpec, KVCacheSpec, MambaSpec
 from selector.models import load_model
+from tests.unit.kv_stubs import FLASH_ATTN, FLASHINFER_SM90, FLASHMLA
 
 
 def _ctx(**kw: object) -> SpecContext:
