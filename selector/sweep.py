@@ -43,7 +43,7 @@ def sweep_lines(lines: Iterable[str], engine: EngineData,
     reported = tuple(backends or engine.profile.reported_backends)
     evaluated = tuple(dict.fromkeys([*engine.auto_backends(), *reported]))
     compiled = compiled_for(engine.engine, evaluated)
-    fragments: dict[tuple[str, tuple[str, ...]], str] = {}
+    fragments: dict[tuple[object, ...], str] = {}
     dumps = json.dumps
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()

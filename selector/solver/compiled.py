@@ -271,10 +271,10 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
             lines.append(f"        {var}.append({reason_ref(code, backend_name, local_var)})")
         keyword = "if"
         for rule in spec.combination:
-            condition = _fold(_parse(rule.when))
-            if condition == E.Literal(False):
+            rule_condition = _fold(_parse(rule.when))
+            if rule_condition == E.Literal(False):
                 continue
-            lines.append(f"    {keyword} {py(condition, local_var)}:")
+            lines.append(f"    {keyword} {py(rule_condition, local_var)}:")
             if rule.raises:
                 lines.append(f"        {var}[:] = [{reason_ref(rule.code, backend_name, local_var)}]")
             else:
@@ -284,8 +284,7 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     lines.append("    order = []")
     keyword = "if"
     for branch in profile.priorities:
-        condition = py(_parse(branch.when))
-        lines.append(f"    {keyword} {condition}:")
+        lines.append(f"    {keyword} {py(_parse(branch.when))}:")
         for entry in branch.order:
             if isinstance(entry, PriorityEntry):
                 lines.append(f"        if {py(_parse(entry.when))}:")
@@ -298,8 +297,8 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     lines.append(f"    return {{{', '.join(result_items)}}}, order, {{{fact_items}}}")
     source = "\n".join(lines) + "\n"
     namespace: dict[str, Any] = dict(constants)
-    code = compile(source, f"<attn-select {engine.engine}>", "exec")
-    exec(code, namespace)  # noqa: S102 - source generated from parsed conditions only
+    code_object = compile(source, f"<attn-select {engine.engine}>", "exec")
+    exec(code_object, namespace)
     defaults = {name: spec.default for name, spec in {**profile.inputs, **profile.environment}.items()}
     return CompiledEngine(
         engine=engine,
@@ -326,7 +325,7 @@ def compiled_for(engine_name: str, backends: tuple[str, ...] | None = None) -> C
     if isinstance(cached, tuple) and len(cached) == 5:
         source, code_bytes, constants, inputs, facts = cached
         namespace: dict[str, Any] = dict(constants)
-        exec(marshal.loads(code_bytes), namespace)  # noqa: S102 - our own cached code object
+        exec(marshal.loads(code_bytes), namespace)
         defaults = {n: s.default for n, s in {**engine.profile.inputs, **engine.profile.environment}.items()}
         return CompiledEngine(engine=engine, source=source, evaluate=namespace["evaluate"],
                               input_names=inputs, fact_names=facts, defaults=defaults)
