@@ -63,6 +63,15 @@ def _timings_table(group: GroupReport) -> Table:
     return table
 
 
+def _stages_table(report: SmokeReport) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("time to verdict")
+    table.add_column("s", justify="right")
+    for stage, seconds in report.stages:
+        table.add_row(stage, f"{seconds:.1f}")
+    return table
+
+
 def render_report(report: SmokeReport) -> RenderableType:
     """The report as rich renderables: a header, then each group's checks and timings."""
     software = ", ".join(f"{name} {version}" for name, version in report.software.items())
@@ -77,4 +86,6 @@ def render_report(report: SmokeReport) -> RenderableType:
         parts.append(_checks_table(group))
         if group.timings:
             parts.append(_timings_table(group))
+    if report.stages:
+        parts.extend([Text(""), _stages_table(report)])
     return Group(*parts)

@@ -78,6 +78,8 @@ class SmokeReport:
     software: dict[str, str] = field(default_factory=dict)
     groups: list[GroupReport] = field(default_factory=list)
     elapsed_s: float = 0.0
+    stages: list[tuple[str, float]] = field(default_factory=list)
+    """Wall seconds per stage (imports, JIT compiles, graph capture, timing), in order."""
 
     @property
     def passed(self) -> bool:
@@ -88,7 +90,9 @@ class SmokeReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"device": self.device, "software": self.software, "passed": self.passed,
-                "elapsed_s": self.elapsed_s, "groups": [g.to_json() for g in self.groups]}
+                "elapsed_s": self.elapsed_s,
+                "stages": [{"stage": name, "seconds": seconds} for name, seconds in self.stages],
+                "groups": [g.to_json() for g in self.groups]}
 
 
 class SmokeChecksFailed(SmokeFailedError):

@@ -69,7 +69,8 @@ class _Libraries:
     flashinfer: Any = None
 
 
-def _load_libraries(plans: Sequence[SmokePlan], options: SmokeOptions) -> _Libraries:
+def _load_libraries(plans: Sequence[SmokePlan], options: SmokeOptions,
+                    notify: Progress) -> _Libraries:
     """Import what the plans need, up front, so a missing library fails before any work."""
     libraries = _Libraries()
     for plan in plans:
@@ -82,6 +83,7 @@ def _load_libraries(plans: Sequence[SmokePlan], options: SmokeOptions) -> _Libra
         if options.persistent_kernel_cache:
             os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
         requested = fa_plans[0].fa_version
+        notify("importing FlashAttention")
         libraries.flash_attention, libraries.flash_attention_notes = find_flash_attention(
             requested, strict=options.strict_fa_version)
         for plan in fa_plans:
@@ -91,6 +93,7 @@ def _load_libraries(plans: Sequence[SmokePlan], options: SmokeOptions) -> _Libra
                     f"plan '{plan.name}': {libraries.flash_attention.label} needs a page size "
                     f"that is a multiple of {multiple}, the plan has {plan.kernel_block_size}")
     if any(plan.backend == "FLASHINFER" for plan in plans):
+        notify("importing FlashInfer")
         libraries.flashinfer = import_flashinfer()
     return libraries
 
@@ -205,6 +208,7 @@ class _GroupRun:
                               "(a first use JIT-compiles: decode ~10 s, prefill ~90 s)")
                 step.plan_kernels()
                 report.implementation += f", prefill {step.wrappers.prefill_backend}"
+                self.progress(f"{self.plan.name}: running FlashInfer for each layer")
             else:
                 self.progress(f"{self.plan.name}: running {report.implementation} "
                               "(a new shape compiles in ~5 s)")
@@ -307,6 +311,32 @@ class _GroupRun:
                                                     bandwidth, tflops))
 
 
+class _StageClock:
+    """Forwards each stage to the progress sink and records how long each one took."""
+
+    def __init__(self, sink: Progress) -> None:
+        self.sink = sink
+        self.stages: list[tuple[str, float]] = []
+        self.current: str | None = None
+        self.started = time.perf_counter()
+
+    def __call__(self, stage: str) -> None:
+        self._close()
+        self.current = stage
+        self.sink(stage)
+
+    def _close(self) -> None:
+        now = time.perf_counter()
+        if self.current is not None:
+            self.stages.append((self.current, now - self.started))
+        self.started = now
+
+    def finish(self) -> list[tuple[str, float]]:
+        self._close()
+        self.current = None
+        return self.stages
+
+
 def _software(torch: Torch, libraries: _Libraries) -> dict[str, str]:
     software = {"torch": str(torch.__version__), "cuda": str(torch.version.cuda)}
     if libraries.flashinfer is not None:
@@ -326,9 +356,11 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     """
     started = time.perf_counter()
     options = options or SmokeOptions()
-    notify: Progress = progress or (lambda _: None)
+    notify = _StageClock(progress or (lambda _: None))
+    notify("importing torch and initialising CUDA")
     torch = import_torch_cuda()
-    libraries = _load_libraries(plans, options)
+    torch.cuda.init()
+    libraries = _load_libraries(plans, options, notify)
     device = torch.device("cuda")
     properties = torch.cuda.get_device_properties(device)
     report = SmokeReport(
@@ -350,6 +382,7 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
         if not group.run_layers():
             continue
         try:
+            notify(f"{plan.name}: decode path and parity")
             extra = group.decode_only_launch()
             group.check_parity(parity)
             group.check_graph()
@@ -358,6 +391,7 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
             group.report.checks.append(CheckResult("decode path, parity, graph or timing",
                                                    False,
                                                    f"{type(error).__name__}: {error}"[:400]))
+    report.stages = notify.finish()
     report.elapsed_s = time.perf_counter() - started
     if raise_on_failure and not report.passed:
         raise SmokeChecksFailed(report)
