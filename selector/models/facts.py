@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from selector.errors import InputError
+
 __all__ = [
     "ATTENTION_KINDS",
     "SSM_KINDS",
@@ -182,8 +184,6 @@ class ModelFacts(_Frozen):
 
     def layer(self, index: int) -> LayerFacts:
         """The layer at ``index`` (raises :class:`selector.errors.InputError`)."""
-        from selector.errors import InputError
-
         if not 0 <= index < len(self.layers):
             raise InputError(
                 f"layer {index} does not exist; the model has {len(self.layers)} "
