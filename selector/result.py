@@ -81,6 +81,19 @@ class RuntimePlan:
     update_block_table: bool
     explained_facts: tuple[FactTrace, ...] = ()
     """Derived facts the backend's data asks to show (e.g. the FlashAttention version)."""
+    kv_cache_shape: str | None = None
+    """Engines whose backends shape their own KV cache (vLLM 0.25.1): the
+    ``get_kv_cache_shape`` template, e.g. ``(num_blocks, 2, block_size, num_kv_heads, head_size)``."""
+    kv_cache_shape_values: str | None = None
+    """The same with this deployment's values (``num_blocks`` stays symbolic), or the
+    exception the call raises."""
+    kv_cache_layout: str | None = None
+    """``NHD`` or ``HND``: the process-wide layout after selection."""
+    kv_cache_stride_order: tuple[int, ...] | None = None
+    """``get_kv_cache_stride_order()`` under that layout (None: the logical order)."""
+    cascade_attention: bool | None = None
+    """Whether the builder can use cascade (shared-prefix) attention (None: not modelled)."""
+    cascade_attention_note: str = ""
 
     def fact(self, name: str) -> FactTrace | None:
         for trace in self.explained_facts:

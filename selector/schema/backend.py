@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from selector.schema.engine import FactSpec
 from selector.schema.types import (
@@ -21,12 +21,17 @@ from selector.schema.types import (
 __all__ = [
     "BackendSpec",
     "BlockSizeVariant",
+    "CascadeRule",
     "CombinationRule",
     "Features",
+    "KVCacheGeometry",
+    "KVCacheShapeRule",
     "LayoutVariant",
     "LevelRule",
+    "RequiredLayoutRule",
     "Runtime",
     "ThresholdRule",
+    "split_shape",
 ]
 
 KernelBlockSize = Union[int, MultipleOf]
@@ -103,6 +108,92 @@ class LayoutVariant(StrictModel):
     layouts: Union[tuple[KVLayout, ...], None]
 
 
+def split_shape(text: str) -> tuple[str, ...]:
+    """``"(num_blocks, 2, block_size)"`` -> ``("num_blocks", "2", "block_size")``
+    (top-level commas only)."""
+    body = text.strip()
+    if not (body.startswith("(") and body.endswith(")")):
+        raise ValueError(f"a shape is a parenthesised tuple of expressions, got {text!r}")
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for char in body[1:-1]:
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += (char in "([") - (char in ")]")
+        current += char
+    if current.strip():
+        parts.append(current.strip())
+    return tuple(parts)
+
+
+class KVCacheShapeRule(StrictModel):
+    """One case of ``get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size,
+    cache_dtype_str)``; the first rule whose ``when`` holds applies.  Conditions and
+    shape items may read the request facts and those five call arguments."""
+
+    when: Condition = True
+    shape: str | None = None
+    """The tuple, e.g. ``(num_blocks, 2, block_size, num_kv_heads, head_size)``; each
+    item is an expression."""
+    raises: str | None = None
+    """What the call raises instead, e.g. ``ValueError: Block size must be a multiple of 16.``"""
+    note: str = ""
+
+    @field_validator("shape")
+    @classmethod
+    def _shape_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            from selector import expr as expr_lang
+
+            for item in split_shape(value):
+                try:
+                    expr_lang.parse(item)
+                except expr_lang.ExprSyntaxError as exc:
+                    raise ValueError(f"bad shape item {item!r}: {exc}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> KVCacheShapeRule:
+        if (self.shape is None) == (self.raises is None):
+            raise ValueError("give exactly one of shape and raises")
+        return self
+
+
+class RequiredLayoutRule(StrictModel):
+    """``get_required_kv_cache_layout()`` when ``when`` holds (first match wins)."""
+
+    when: Condition = True
+    layout: Literal["NHD", "HND", None]
+
+
+class KVCacheGeometry(StrictModel):
+    """How the backend itself shapes its KV-cache tensor (engines before the
+    ``KVCacheLayout`` refactor, e.g. vLLM 0.25.1)."""
+
+    shape: tuple[KVCacheShapeRule, ...]
+    stride_order: dict[Literal["NHD", "HND"], tuple[int, ...]] | None = None
+    """``get_kv_cache_stride_order()`` under each process-wide layout (a permutation
+    of the shape's axes, physical order); ``null``: not implemented, the physical
+    layout is the logical shape."""
+    required_layout: tuple[RequiredLayoutRule, ...] = ()
+    """The layout the selector sets process-wide when this backend is chosen
+    (``null``/empty: none; the engine's default applies)."""
+    cache_dtype_default: str = "auto"
+    """The default of ``get_kv_cache_shape``'s ``cache_dtype_str`` argument."""
+
+
+class CascadeRule(StrictModel):
+    """Whether the metadata builder's ``use_cascade_attention`` can ever answer yes
+    (shared-prefix cascade attention), first match wins."""
+
+    when: Condition = True
+    supported: bool
+    note: str = ""
+
+
 class Runtime(StrictModel):
     """Metadata-builder and impl properties that do not decide validity."""
 
@@ -115,6 +206,11 @@ class Runtime(StrictModel):
     report_facts: tuple[str, ...] = ()
     """Derived facts to explain in the report when this backend is selected."""
     notes: tuple[str, ...] = ()
+    kv_cache: Union[KVCacheGeometry, None] = None
+    """KV-cache tensor shape, stride order and required layout (optional; engines
+    whose backends shape their own KV cache)."""
+    cascade_attention: tuple[CascadeRule, ...] = ()
+    """Cascade (shared-prefix) attention support (optional; empty: not modelled)."""
 
 
 class BackendSpec(StrictModel):

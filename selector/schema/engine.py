@@ -103,3 +103,6 @@ class EngineProfile(StrictModel):
     reported_backends: tuple[str, ...]
     """Backends a sweep line reports (the oracle's default set)."""
     messages: EngineMessages
+    kv_cache_layout_default: Union[Literal["NHD", "HND"], None] = None
+    """The process-wide KV-cache layout when the selected backend requires none
+    (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""

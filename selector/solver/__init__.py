@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from selector import expr as E
+from selector import kvshape
 from selector.catalog import Catalog, EngineData, load_catalog
 from selector.result import (
     BackendVerdict,
@@ -159,8 +160,10 @@ def _preferred_block_size(sizes: tuple[int | MultipleOf, ...], default: int = 16
 
 
 def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
-                     requested_cg_mode: str) -> RuntimePlan:
-    """The selected backend's KV-cache and CUDA-graph consequences."""
+                     requested_cg_mode: str, default_kv_layout: str | None = None) -> RuntimePlan:
+    """The selected backend's KV-cache and CUDA-graph consequences
+    (``default_kv_layout``: the engine's process-wide layout for backends that
+    shape their own KV cache)."""
     variant = _first(spec.kernel_block_sizes, scope)
     sizes: tuple[int | MultipleOf, ...] = variant.sizes if variant else ()
     preferred = _preferred_block_size(sizes)
@@ -178,18 +181,29 @@ def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
         requested_cg_mode, support, spec.class_name,
         num_speculative_tokens=int(scope.get("num_speculative_tokens") or 0),
     )
+    geometry = kvshape.geometry(spec, scope, block_size=int(block_size),
+                                default_layout=default_kv_layout or "NHD")
+    if geometry is not None:
+        layouts = (geometry.required_layout,) if geometry.required_layout else None
+    cascade_rule = _first(spec.runtime.cascade_attention, scope)
     return RuntimePlan(
         kernel_block_sizes=tuple(_size_text(s) for s in sizes),
         preferred_block_size=preferred,
         block_size=int(block_size),
         kv_layouts=layouts,
-        kv_layout=(layouts[0] if layouts else "LBNHC"),
+        kv_layout=(layouts[0] if layouts else geometry.layout if geometry else "LBNHC"),
         cudagraph_support=support,
         cudagraph_mode_requested=requested_cg_mode,
         cudagraph_mode=resolution.mode if resolution.error is None else "ERROR",
         cudagraph_messages=resolution.messages + ((resolution.error,) if resolution.error else ()),
         reorder_batch_threshold=threshold,
         update_block_table=spec.runtime.update_block_table,
+        kv_cache_shape=geometry.shape.template if geometry else None,
+        kv_cache_shape_values=geometry.shape.render() if geometry else None,
+        kv_cache_layout=geometry.layout if geometry else None,
+        kv_cache_stride_order=geometry.stride_order if geometry else None,
+        cascade_attention=cascade_rule.supported if cascade_rule else None,
+        cascade_attention_note=cascade_rule.note if cascade_rule else "",
     )
 
 
@@ -287,7 +301,8 @@ def solve(facts: Mapping[str, Any], *, engine: str | None = None,
     else:
         assert outcome.selected is not None
         spec = engine_data.backends[outcome.selected]
-        runtime = evaluate_runtime(spec, scope, cudagraph_mode)
+        runtime = evaluate_runtime(spec, scope, cudagraph_mode,
+                                   engine_data.profile.kv_cache_layout_default)
         if spec.runtime.report_facts:
             runtime = _with(runtime, explained_facts=tuple(
                 trace_fact(engine_data, full, name) for name in spec.runtime.report_facts))
