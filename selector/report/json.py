@@ -30,6 +30,16 @@ def result_to_json(result: SolveResult, *, source: str | None = None,
             "reorder_batch_threshold": r.reorder_batch_threshold,
             "update_block_table": r.update_block_table,
             "facts": {t.name: {"value": t.value, "rules": list(t.steps)} for t in r.explained_facts},
+            "kv_cache": None if r.kv_cache_shape_values is None else {
+                "shape": r.kv_cache_shape,
+                "shape_values": r.kv_cache_shape_values,
+                "layout": r.kv_cache_layout,
+                "stride_order": (list(r.kv_cache_stride_order)
+                                 if r.kv_cache_stride_order is not None else None),
+            },
+            "cascade_attention": None if r.cascade_attention is None else {
+                "supported": r.cascade_attention, "note": r.cascade_attention_note,
+            },
         }
     return {
         "schema_version": JSON_SCHEMA_VERSION,

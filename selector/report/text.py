@@ -80,6 +80,17 @@ def _runtime_table(result: SolveResult) -> Table | None:
     table.add_row("block size", f"{r.block_size}" + ("" if result.facts.get("block_size") else
                                                      f" (preferred; {r.preferred_block_size} when not pinned)"))
     table.add_row("KV-cache layout", r.kv_layout + ("" if r.kv_layouts else " (any accepted; vLLM's default)"))
+    if r.kv_cache_shape_values is not None:
+        shape = r.kv_cache_shape_values
+        if r.kv_cache_shape and r.kv_cache_shape != shape:
+            shape += f"  = {r.kv_cache_shape}"
+        table.add_row("KV-cache tensor", shape)
+        table.add_row(f"KV-cache stride order ({r.kv_cache_layout})",
+                      str(r.kv_cache_stride_order) if r.kv_cache_stride_order is not None
+                      else "logical order (no get_kv_cache_stride_order)")
+    if r.cascade_attention is not None:
+        table.add_row("cascade attention", ("possible" if r.cascade_attention else "never")
+                      + (f": {r.cascade_attention_note}" if r.cascade_attention_note else ""))
     mode = r.cudagraph_mode
     if mode != r.cudagraph_mode_requested:
         mode += f" (requested {r.cudagraph_mode_requested}; downgraded)"
