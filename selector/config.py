@@ -209,8 +209,7 @@ def resolve_device(deployment: Deployment, catalog: Catalog) -> tuple[Device | N
     return entry, entry.capability_int, entry.name
 
 
-def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, Any]:
-    """The request facts the solver reads, derived from one deployment."""
+def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, int]:
     d = loaded.deployment
     path = loaded.path
     try:
@@ -223,12 +222,55 @@ def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, An
     except InputError as exc:
         raise InputError(exc.message, file=path, field="device", hint=exc.hint,
                          line=loaded.line_of(("device",))) from None
-    if d.attention_backend is not None and d.attention_backend.upper() not in engine.backends:
-        raise InputError(
-            f"unknown attention backend {d.attention_backend!r}", file=path,
-            field="attention_backend", line=loaded.line_of(("attention_backend",)),
-            hint=close_matches(d.attention_backend.upper(), sorted(engine.backends)),
-        )
+    names = [d.attention_backend, *d.attention_config.backend_per_kind.values()]
+    for name in names:
+        if name is not None and name.upper() not in engine.backends:
+            raise InputError(
+                f"unknown attention backend {name!r}", file=path,
+                field="attention_backend", line=loaded.line_of(("attention_backend",)),
+                hint=close_matches(name.upper(), sorted(engine.backends)),
+            )
+    unknown_env = sorted(set(d.environment) - {k.removeprefix("env_") for k in engine.profile.environment})
+    if unknown_env:
+        options = [k.removeprefix("env_") for k in engine.profile.environment]
+        raise InputError(f"unknown environment fact {unknown_env[0]!r}", file=path,
+                         field=f"environment.{unknown_env[0]}",
+                         line=loaded.line_of(("environment", unknown_env[0])),
+                         hint=close_matches(unknown_env[0], options))
+    return engine, cc
+
+
+def _deployment_level_facts(d: Deployment, cc: int) -> dict[str, Any]:
+    """Facts that do not depend on the layer."""
+    facts: dict[str, Any] = {
+        "cc": cc,
+        "dtype": d.dtype,
+        "kv_cache_dtype": d.kv_cache_dtype,
+        "block_size": d.block_size,
+        "use_non_causal": d.attention_config.use_non_causal,
+        "use_batch_invariant": d.batch_invariant,
+        "use_kv_connector": d.kv_connector is not None,
+        "use_pcp": d.parallel.prefill_context_parallel_size > 1,
+        "use_dcp": d.parallel.decode_context_parallel_size > 1,
+        "use_adaptive_verification": d.speculative.adaptive_verification,
+        "tp_size": d.parallel.tensor_parallel_size,
+        "dcp_size": d.parallel.decode_context_parallel_size,
+        "pcp_size": d.parallel.prefill_context_parallel_size,
+        "cp_kv_cache_interleave_size": d.parallel.cp_kv_cache_interleave_size,
+        "flash_attn_version": d.attention_config.flash_attn_version,
+        "use_trtllm_attention": d.attention_config.use_trtllm_attention,
+        "num_speculative_tokens": d.speculative.num_speculative_tokens,
+    }
+    for name, value in d.environment.items():
+        facts[f"env_{name}"] = value
+    return facts
+
+
+def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, Any]:
+    """The request facts the solver reads, derived from one single-layer deployment."""
+    d = loaded.deployment
+    path = loaded.path
+    engine, cc = _resolve_engine_and_device(loaded, catalog)
     layer = d.layer
     tp = d.parallel.tensor_parallel_size
     if layer.num_heads % tp:
@@ -259,21 +301,11 @@ def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, An
     if head_size is None:
         raise InputError("missing head_size", file=path, field="layer.head_size",
                          line=loaded.line_of(("layer",)),
-                         hint="give layer.head_size (e.g. 128) or layer.mla dimensions")
-    unknown_env = sorted(set(d.environment) - {k.removeprefix("env_") for k in engine.profile.environment})
-    if unknown_env:
-        options = [k.removeprefix("env_") for k in engine.profile.environment]
-        raise InputError(f"unknown environment fact {unknown_env[0]!r}", file=path,
-                         field=f"environment.{unknown_env[0]}",
-                         line=loaded.line_of(("environment", unknown_env[0])),
-                         hint=close_matches(unknown_env[0], options))
-    facts: dict[str, Any] = {
-        "cc": cc,
+                         hint="give layer.head_size (e.g. 128), layer.mla dimensions, or a `model:`")
+    facts = _deployment_level_facts(d, cc)
+    facts.update({
         "head_size": head_size,
         "head_size_v": layer.head_size_v,
-        "dtype": d.dtype,
-        "kv_cache_dtype": d.kv_cache_dtype,
-        "block_size": d.block_size,
         "use_mla": mla is not None,
         "has_sink": layer.has_sink,
         "use_sparse": mla is not None and mla.index_topk is not None,
@@ -281,12 +313,6 @@ def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, An
         "use_per_head_quant_scales": layer.per_head_quant_scales,
         "attn_type": layer.attn_type,
         "has_sliding_window": layer.sliding_window is not None,
-        "use_non_causal": d.attention_config.use_non_causal,
-        "use_batch_invariant": d.batch_invariant,
-        "use_kv_connector": d.kv_connector is not None,
-        "use_pcp": d.parallel.prefill_context_parallel_size > 1,
-        "use_dcp": d.parallel.decode_context_parallel_size > 1,
-        "use_adaptive_verification": d.speculative.adaptive_verification,
         "use_rswa": layer.rswa_window is not None,
         "num_heads": q_heads if mla is not None else None,
         "model_present": True,
@@ -303,15 +329,46 @@ def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, An
         "index_topk": mla.index_topk if mla else None,
         "layer_alibi": layer.alibi,
         "layer_softcap": layer.logits_soft_cap is not None,
-        "tp_size": tp,
-        "dcp_size": d.parallel.decode_context_parallel_size,
-        "pcp_size": d.parallel.prefill_context_parallel_size,
-        "cp_kv_cache_interleave_size": d.parallel.cp_kv_cache_interleave_size,
-        "flash_attn_version": d.attention_config.flash_attn_version,
-        "use_trtllm_attention": d.attention_config.use_trtllm_attention,
-        "num_speculative_tokens": d.speculative.num_speculative_tokens,
-    }
-    for name, value in d.environment.items():
-        facts[f"env_{name}"] = value
+    })
     known = set(engine.profile.inputs) | set(engine.profile.environment)
     return {k: v for k, v in facts.items() if k in known}
+
+
+def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, dict[str, Any], Any]:
+    """(model facts sharded per rank, deployment-level facts, KV options) of a deployment
+    that names a ``model``."""
+    from selector.kv import KVOptions
+    from selector.models import load_model
+
+    d = loaded.deployment
+    path = loaded.path
+    assert d.model is not None
+    engine, cc = _resolve_engine_and_device(loaded, catalog)
+    reference = d.model
+    candidate = Path(path).parent / reference
+    if ("/" in reference or reference.endswith(".json")) and candidate.exists():
+        reference = str(candidate)
+    try:
+        model = load_model(reference).for_tp(d.parallel.tensor_parallel_size)
+    except InputError as exc:
+        raise InputError(exc.message, file=exc.file or path, field=exc.field or "model",
+                         hint=exc.hint, line=loaded.line_of(("model",))) from None
+    device, _, _ = resolve_device(d, catalog)
+    memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
+    options = KVOptions(
+        kv_cache_dtype=d.kv_cache_dtype,
+        block_size=d.block_size,
+        enable_prefix_caching=d.enable_prefix_caching,
+        num_speculative_tokens=d.speculative.num_speculative_tokens,
+        cudagraph_mode=d.cudagraph_mode,
+        connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
+        max_model_len=d.max_model_len,
+        gpu_memory_utilization=d.gpu_memory_utilization,
+        device_memory_bytes=int(memory_gib * 1024**3) if memory_gib else None,
+        reserved_bytes=int(d.reserved_memory_gib * 1024**3),
+    )
+    facts = _deployment_level_facts(d, cc)
+    if d.dtype is None:  # pragma: no cover - dtype has a default
+        facts["dtype"] = model.runtime_dtype
+    known = set(engine.profile.inputs) | set(engine.profile.environment)
+    return model, {k: v for k, v in facts.items() if k in known}, options

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from selector.catalog import load_catalog  # noqa: E402
-from selector.flat import facts_from_flat  # noqa: E402
-from selector.solver import select  # noqa: E402
-from selector.solver.compiled import compiled_for  # noqa: E402
+from selector.catalog import load_catalog
+from selector.flat import facts_from_flat
+from selector.solver import select
+from selector.solver.compiled import compiled_for
 
 
 def main() -> int:

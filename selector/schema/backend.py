@@ -96,7 +96,7 @@ class ThresholdRule(StrictModel):
     expression (``null`` = the builder does not reorder)."""
 
     when: Condition = True
-    value: Union[int, str, None]
+    value: int | str | None
     note: str = ""
 
 
@@ -105,7 +105,7 @@ class LayoutVariant(StrictModel):
     ``null`` layouts = any layout, no preference."""
 
     when: Condition = True
-    layouts: Union[tuple[KVLayout, ...], None]
+    layouts: tuple[KVLayout, ...] | None
 
 
 def split_shape(text: str) -> tuple[str, ...]:
@@ -206,7 +206,7 @@ class Runtime(StrictModel):
     report_facts: tuple[str, ...] = ()
     """Derived facts to explain in the report when this backend is selected."""
     notes: tuple[str, ...] = ()
-    kv_cache: Union[KVCacheGeometry, None] = None
+    kv_cache: KVCacheGeometry | None = None
     """KV-cache tensor shape, stride order and required layout (optional; engines
     whose backends shape their own KV cache)."""
     cascade_attention: tuple[CascadeRule, ...] = ()
@@ -234,11 +234,11 @@ class BackendSpec(StrictModel):
     """Whether to propose pinning this backend as a fix (false for model-specific backends)."""
 
     dtypes: tuple[DType, ...] = ("float16", "bfloat16")
-    kv_cache_dtypes: Union[tuple[KVCacheDType, ...], None] = ("auto", "float16", "bfloat16")
+    kv_cache_dtypes: tuple[KVCacheDType, ...] | None = ("auto", "float16", "bfloat16")
     """Accepted KV-cache dtypes (``null``/empty = any)."""
     kv_cache_dtype_condition: Condition = True
     """An extra condition ANDed into the KV-cache dtype check."""
-    head_sizes: Union[tuple[int, ...], None] = None
+    head_sizes: tuple[int, ...] | None = None
     """Accepted head sizes (``null``/empty = any)."""
     head_size_condition: Condition = True
     """An extra condition ANDed into the head-size check."""

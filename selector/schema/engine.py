@@ -70,7 +70,7 @@ class PriorityBranch(StrictModel):
     """The priority list used when ``when`` holds (first matching branch)."""
 
     when: Condition = True
-    order: tuple[Union[str, PriorityEntry], ...]
+    order: tuple[str | PriorityEntry, ...]
     note: str = ""
 
 
@@ -90,7 +90,7 @@ class EngineProfile(StrictModel):
 
     engine: str = Field(pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$")
     """Profile identity, e.g. ``vllm==0.33.0``."""
-    extends: Union[str, None] = None
+    extends: str | None = None
     """Another profile whose backends, facts and inputs this one inherits."""
     description: str = ""
     source: str = ""
@@ -103,6 +103,6 @@ class EngineProfile(StrictModel):
     reported_backends: tuple[str, ...]
     """Backends a sweep line reports (the oracle's default set)."""
     messages: EngineMessages
-    kv_cache_layout_default: Union[Literal["NHD", "HND"], None] = None
+    kv_cache_layout_default: Literal["NHD", "HND"] | None = None
     """The process-wide KV-cache layout when the selected backend requires none
     (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""

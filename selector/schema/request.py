@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import Field, field_validator
 
-from selector.schema.types import AttnType, CudaGraphMode, DType, KVCacheDType, KVLayout, StrictModel
+from selector.schema.types import (
+    AttnType,
+    CudaGraphMode,
+    DType,
+    KVCacheDType,
+    KVLayout,
+    StrictModel,
+)
 
 __all__ = [
     "AttentionConfig",
@@ -25,8 +32,8 @@ class DeviceRef(StrictModel):
 
     capability: str = Field(pattern=r"^\d{1,2}\.\d$")
     """CUDA compute capability, e.g. ``"9.0"``."""
-    name: Union[str, None] = None
-    memory_gib: Union[float, None] = Field(default=None, gt=0)
+    name: str | None = None
+    memory_gib: float | None = Field(default=None, gt=0)
 
 
 class MLADims(StrictModel):
@@ -36,38 +43,41 @@ class MLADims(StrictModel):
     qk_rope_head_dim: int = Field(ge=0)
     qk_nope_head_dim: int = Field(ge=0)
     v_head_dim: int = Field(gt=0)
-    index_topk: Union[int, None] = Field(default=None, gt=0)
+    index_topk: int | None = Field(default=None, gt=0)
     """Sparse MLA: the indexer's top-k (set for DeepSeek-V3.2-style sparse attention)."""
 
 
 class LayerSpec(StrictModel):
     """The attention facts of one layer (or of every layer of a uniform model)."""
 
-    head_size: Union[int, None] = Field(default=None, gt=0, le=4096)
+    head_size: int | None = Field(default=None, gt=0, le=4096)
     """Head size; for MLA it defaults to kv_lora_rank + qk_rope_head_dim."""
-    head_size_v: Union[int, None] = Field(default=None, gt=0, le=4096)
+    head_size_v: int | None = Field(default=None, gt=0, le=4096)
     num_heads: int = Field(default=32, gt=0, le=4096)
     """Query heads of the whole model (divided by tensor parallelism per rank)."""
-    num_kv_heads: Union[int, None] = Field(default=None, gt=0, le=4096)
+    num_kv_heads: int | None = Field(default=None, gt=0, le=4096)
     """KV heads of the whole model (default: num_heads)."""
     attn_type: AttnType = "decoder"
-    sliding_window: Union[int, None] = Field(default=None, gt=0)
+    sliding_window: int | None = Field(default=None, gt=0)
     has_sink: bool = False
-    logits_soft_cap: Union[float, None] = Field(default=None, gt=0)
+    logits_soft_cap: float | None = Field(default=None, gt=0)
     alibi: bool = False
     mm_prefix: bool = False
     """The model is a PrefixLM multimodal model (bidirectional image ranges)."""
     per_head_quant_scales: bool = False
-    rswa_window: Union[int, None] = Field(default=None, gt=0)
+    rswa_window: int | None = Field(default=None, gt=0)
     is_diffusion: bool = False
-    mla: Union[MLADims, None] = None
+    mla: MLADims | None = None
 
 
 class AttentionConfig(StrictModel):
     """``--attention-config`` / ``-ac.*``."""
 
-    flash_attn_version: Union[Literal[2, 3, 4], None] = None
-    use_trtllm_attention: Union[bool, None] = None
+    backend_per_kind: dict[str, str] = {}
+    """``-ac.backend_per_kind``: an explicit backend per KV-cache group kind
+    (``full_attention``, ``sliding_window``, ``mla_attention``, ...)."""
+    flash_attn_version: Literal[2, 3, 4] | None = None
+    use_trtllm_attention: bool | None = None
     use_non_causal: bool = False
 
 
@@ -85,21 +95,32 @@ class Speculative(StrictModel):
 
 class KVConnector(StrictModel):
     name: str
-    preferred_layout: Union[KVLayout, None] = None
+    preferred_layout: KVLayout | None = None
 
 
 class Deployment(StrictModel):
     """One deployment to check: device, layer facts and vLLM settings."""
 
-    engine: Union[str, None] = None
+    engine: str | None = None
     """Engine profile, e.g. ``vllm==0.33.0`` (default: the newest shipped profile)."""
-    device: Union[str, DeviceRef]
+    model: str | None = None
+    """A shipped model preset (``llama-3.1-8b``, ``gpt-oss-20b``, ...) or the path of a
+    Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
+    every layer is checked with its own facts and the KV cache is negotiated; without
+    one, ``layer`` describes a single (uniform) attention layer."""
+    max_model_len: int | None = Field(default=None, gt=0)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    reserved_memory_gib: float = Field(default=0.0, ge=0)
+    """Memory that is not KV cache (weights, activations, CUDA graphs) per GPU, for the
+    capacity estimate."""
+    enable_prefix_caching: bool = True
+    device: str | DeviceRef
     """A catalog device name (``H100``, ``B200``, ``RTX 5090``...) or ``{capability: "9.0"}``."""
     dtype: DType = "bfloat16"
     kv_cache_dtype: KVCacheDType = "auto"
-    block_size: Union[int, None] = Field(default=None, gt=0, le=65536)
+    block_size: int | None = Field(default=None, gt=0, le=65536)
     """``--block-size`` if pinned; null lets vLLM choose."""
-    attention_backend: Union[str, None] = None
+    attention_backend: str | None = None
     """``--attention-backend``; null or ``auto`` = automatic selection."""
     cudagraph_mode: CudaGraphMode = "FULL_AND_PIECEWISE"
     attention_config: AttentionConfig = AttentionConfig()
@@ -108,7 +129,7 @@ class Deployment(StrictModel):
     speculative: Speculative = Speculative()
     batch_invariant: bool = False
     """``VLLM_BATCH_INVARIANT=1``."""
-    kv_connector: Union[KVConnector, None] = None
+    kv_connector: KVConnector | None = None
     environment: dict[str, bool] = {}
     """Run-time facts vLLM probes (without the ``env_`` prefix), e.g. ``{fa3_built: false}``."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
@@ -72,7 +72,7 @@ def parse_condition(value: object) -> object:
     raise ValueError("a condition is a string expression or true/false")
 
 
-Condition = Annotated[Union[bool, str], BeforeValidator(parse_condition)]
+Condition = Annotated[bool | str, BeforeValidator(parse_condition)]
 """A condition in the expression language of :mod:`selector.expr` (or a constant)."""
 
 

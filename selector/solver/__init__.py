@@ -30,8 +30,8 @@ from selector.solver.cudagraph import resolve_cudagraph_mode
 
 __all__ = [
     "SelectionOutcome",
-    "explain_backend",
     "evaluate_runtime",
+    "explain_backend",
     "explicit_error",
     "no_valid_error",
     "select",

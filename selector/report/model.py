@@ -1,0 +1,121 @@
+"""Renderers of the whole-model check: the model as groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from selector.kv import format_ranges
+from selector.modelcheck import ModelCheckResult
+
+__all__ = ["model_to_json", "render_model"]
+
+_GIB = 1024**3
+
+
+def _ranges(layers: tuple[int, ...]) -> str:
+    return format_ranges(list(layers))
+
+
+def render_model(result: ModelCheckResult, *, device: str, source: str | None = None) -> RenderableType:
+    """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs."""
+    model = result.model
+    header = Text()
+    header.append("VALID  " if result.valid else "INVALID  ", style="bold green" if result.valid else "bold red")
+    header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) on {device}, {result.engine}")
+    parts: list[RenderableType] = [Panel(header, title=source or "attn-select check", expand=False)]
+    layers = Table(title="Attention layers (each selected with its own facts)")
+    for column in ("layers", "kind", "heads q/kv", "head size", "window", "backend", "FA", "reasons"):
+        layers.add_column(column)
+    for selection in result.selections:
+        r = selection.result
+        facts = selection.facts
+        fa = r.runtime.fact("fa_version") if r.runtime else None
+        reasons = ""
+        if r.error is not None:
+            reasons = r.error.message
+        layers.add_row(
+            _ranges(selection.layers), selection.kind,
+            f"{facts.get('model_num_q_heads')}/{facts.get('model_num_kv_heads')}",
+            str(facts.get("head_size")),
+            "yes" if facts.get("has_sliding_window") else "-",
+            r.selected or Text("none", style="red"),
+            str(fa.value) if fa else "-",
+            reasons,
+        )
+    parts.append(layers)
+    plan = result.plan
+    if plan is None:
+        return Group(*parts)
+    groups = Table(title="KV-cache groups")
+    for column in ("#", "layers", "spec", "backend(s)", "manager block", "kernel block",
+                   "page bytes", "bytes/token", "CUDA graphs"):
+        groups.add_column(column)
+    for group in plan.groups:
+        backends = ", ".join(sorted({a.backend.name for a in group.attention_groups})) or "-"
+        kernel = "-" if group.kernel_block_size is None else str(group.kernel_block_size)
+        if group.virtual_blocks_per_manager_block and group.virtual_blocks_per_manager_block > 1:
+            kernel += f" (x{group.virtual_blocks_per_manager_block} per manager block)"
+        groups.add_row(str(group.index), group.layers, group.kind, backends, str(group.manager_block_size),
+                       kernel, ", ".join(str(p) for p in group.page_size_bytes),
+                       str(group.bytes_per_token), group.cudagraph_support)
+    parts.append(groups)
+    summary = Table(show_header=False, title="Negotiated")
+    summary.add_column("item")
+    summary.add_column("value")
+    if plan.block_size is not None:
+        summary.add_row("block size", str(plan.block_size.block_size))
+        for message in plan.block_size.messages:
+            summary.add_row("vLLM says", message)
+    if plan.layout is not None:
+        summary.add_row("KV-cache layout", str(plan.layout.layout))
+    summary.add_row("reorder batch threshold", str(plan.reorder_batch_threshold))
+    cg = plan.cudagraph
+    if cg is not None:
+        mode = str(cg.resolved)
+        if cg.requested != cg.resolved:
+            mode += f" (requested {cg.requested}; support {cg.min_support} from {cg.min_support_backend})"
+        summary.add_row("CUDA-graph mode", mode)
+        summary.add_row("decode / mixed batches", f"{cg.decode_graphs} / {cg.mixed_graphs}")
+        for line in (*cg.warnings, *cg.cost):
+            summary.add_row("", line)
+        if cg.error:
+            summary.add_row("vLLM raises", cg.error)
+    capacity = plan.capacity
+    if capacity is not None:
+        summary.add_row("bytes per block (all groups)", str(capacity.bytes_per_block))
+        if capacity.kv_cache_tokens is not None:
+            summary.add_row("KV cache tokens", f"{capacity.kv_cache_tokens:,}")
+            summary.add_row("max concurrency", f"{capacity.max_concurrency:.2f} x {capacity.max_model_len} tokens")
+    for warning in plan.warnings:
+        summary.add_row("warning", warning)
+    for error in plan.errors:
+        summary.add_row(Text("error", style="red"), f"{error.exc_type}: {error.message}")
+    parts.append(summary)
+    return Group(*parts)
+
+
+def model_to_json(result: ModelCheckResult, *, source: str | None = None,
+                  device: str | None = None) -> dict[str, Any]:
+    """The same as a JSON document (``schema_version`` shared with ``check``)."""
+    from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
+
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "source": source,
+        "device": device,
+        "engine": result.engine,
+        "valid": result.valid,
+        "model": {"name": result.model.name, "tp_size": result.model.tp_size,
+                  "num_layers": result.model.num_layers, "architecture": result.model.architecture},
+        "layers": [
+            {"layers": list(s.layers), "ranges": _ranges(s.layers), "kind": s.kind,
+             "check": result_to_json(s.result, device=device)}
+            for s in result.selections
+        ],
+        "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
+    }
