@@ -56,45 +56,6 @@ EngineOption = Annotated[
 
 
 @app.command()
-def check(
-    configs: Annotated[list[Path], typer.Argument(help="Deployment files (YAML, TOML or JSON).")],
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
-    engine: EngineOption = None,
-    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
-    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (e.g. CUDA-graph downgrades) as failures.")] = False,
-) -> None:
-    """Validate every backend for each deployment, select one, explain why."""
-    from selector.catalog import load_catalog
-    from selector.config import deployment_facts, load_deployment, resolve_device
-    from selector.report import render_check, result_to_json
-    from selector.solver import solve
-
-    catalog = load_catalog()
-    console = _console()
-    documents = []
-    exit_code = ExitCode.OK
-    for path in configs:
-        loaded = load_deployment(str(path))
-        facts = deployment_facts(loaded, catalog)
-        deployment = loaded.deployment
-        _, _, device_name = resolve_device(deployment, catalog)
-        result = solve(facts, engine=engine or deployment.engine,
-                       attention_backend=deployment.attention_backend,
-                       cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
-        warned = bool(result.warnings) or bool(
-            result.runtime and result.runtime.cudagraph_mode != result.runtime.cudagraph_mode_requested)
-        if not result.valid or (result.runtime and result.runtime.cudagraph_mode == "ERROR") or (strict and warned):
-            exit_code = ExitCode.INVALID
-        if output_format is OutputFormat.json:
-            documents.append(result_to_json(result, source=str(path), device=device_name))
-        else:
-            console.print(render_check(result, device=device_name, source=str(path), verbose=verbose))
-    if output_format is OutputFormat.json:
-        _emit_json(documents[0] if len(documents) == 1 else documents)
-    raise typer.Exit(int(exit_code))
-
-
-@app.command()
 def explain(
     backend: Annotated[str, typer.Argument(help="Backend name, e.g. FLASH_ATTN.")],
     config: Annotated[Path, typer.Argument(help="Deployment file.")],
@@ -200,8 +161,10 @@ def sweep(
 
 
 def _register_optional() -> None:
-    from selector.cli import metadata
+    from selector.cli import check, docs, metadata
 
+    check.register(app)
+    docs.register(app)
     metadata.register(app)
     try:
         from selector.cli import smoke

@@ -1,0 +1,289 @@
+"""``check`` without the terminal: files, globs, devices and ``vllm serve`` command
+lines in; :class:`CheckRecord` values out (renderers and the CLI take it from there).
+
+Each finding is located in the user's file by line where the file says it: a
+reason about the KV-cache dtype points at ``kv_cache_dtype:``, a pinned backend
+that fails points at ``attention_backend:``, and so on.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from selector.catalog import Catalog
+from selector.config import LoadedDeployment, deployment_facts, load_deployment, resolve_device
+from selector.errors import ExitCode, InputError
+from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
+from selector.result import SolveResult
+from selector.schema.request import Deployment, DeviceRef
+from selector.vllm_args import ARG_CODES, ServeCommand, device_ref, parse_serve_command
+
+__all__ = [
+    "CheckOptions",
+    "check_deployment",
+    "check_files",
+    "check_serve",
+    "exit_code",
+    "expand_configs",
+    "resolve_devices",
+]
+
+_DEPLOYMENT_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
+
+# Which deployment field a reason is about (full code first, then its two-letter family).
+_CODE_FIELDS: dict[str, tuple[str, ...]] = {
+    "HS": ("layer", "head_size"), "DT": ("dtype",), "KV": ("kv_cache_dtype",),
+    "BS": ("block_size",), "CC": ("device",), "AT": ("layer", "attn_type"),
+    "FT001": ("layer", "mm_prefix"), "FT002": ("layer", "mla"), "FT003": ("layer", "mla"),
+    "FT004": ("layer", "has_sink"), "FT005": ("layer", "mla"), "FT006": ("layer", "mla"),
+    "FT007": ("layer", "per_head_quant_scales"), "FT008": ("layer", "sliding_window"),
+    "FT009": ("layer", "rswa_window"), "FT010": ("attention_config", "use_non_causal"),
+    "FT011": ("parallel", "decode_context_parallel_size"), "FT012": ("batch_invariant",),
+    "FT013": ("kv_connector",), "FT014": ("speculative", "adaptive_verification"),
+    "PL001": ("parallel", "prefill_context_parallel_size"),
+    "PL002": ("parallel", "decode_context_parallel_size"),
+    "FA001": ("layer", "has_sink"), "FA002": ("kv_cache_dtype",), "FA003": ("kv_cache_dtype",),
+    "FA004": ("layer", "mm_prefix"), "FI": ("kv_cache_dtype",), "ML": ("layer", "mla"),
+    "EN": ("environment",), "EX": ("layer",),
+    "SE002": ("attention_backend",), "SE003": ("block_size",),
+    "AS002": ("cudagraph_mode",), "AS003": ("cudagraph_mode",),
+}
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """How to check: the engine profile, devices to override with, strictness."""
+
+    engine: str | None = None
+    devices: tuple[str | DeviceRef, ...] = ()
+    strict: bool = False
+
+
+def expand_configs(patterns: Sequence[str]) -> list[str]:
+    """Files and globs (``**`` included) -> deployment files, in order, each once.
+
+    A pattern that matches nothing is an input error; a directory means the
+    deployment files (``*.yaml``, ``*.yml``, ``*.toml``, ``*.json``) directly in it.
+    """
+    out: list[str] = []
+    for pattern in patterns:
+        if glob.has_magic(pattern):
+            matches = sorted(m for m in glob.glob(pattern, recursive=True) if os.path.isfile(m))
+            if not matches:
+                raise InputError("no file matches this pattern", file=pattern,
+                                 hint="quote the glob so the shell passes it through, "
+                                      "e.g. 'deploy/**/*.yaml'")
+        elif os.path.isdir(pattern):
+            matches = sorted(str(p) for p in Path(pattern).iterdir()
+                             if p.is_file() and p.suffix.lower() in _DEPLOYMENT_SUFFIXES)
+            if not matches:
+                raise InputError("the directory holds no deployment files", file=pattern,
+                                 hint="deployment files end in .yaml, .yml, .toml or .json")
+        else:
+            matches = [pattern]
+        for match in matches:
+            if match not in out:
+                out.append(match)
+    return out
+
+
+def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | DeviceRef, ...]:
+    """``--device`` values -> devices (``all`` = every catalog device)."""
+    out: list[str | DeviceRef] = []
+    for value in values:
+        if value.strip().lower() == "all":
+            out.extend(d.name for d in catalog.devices)
+            continue
+        device = device_ref(value)
+        if isinstance(device, str):
+            device = catalog.device(device).name
+        if device not in out:
+            out.append(device)
+    return tuple(out)
+
+
+def _field_of(code: str) -> tuple[str, ...] | None:
+    return _CODE_FIELDS.get(code) or _CODE_FIELDS.get(code[:2])
+
+
+def _error_field(result: SolveResult) -> tuple[str, ...]:
+    if result.mode == "explicit":
+        return ("attention_backend",)
+    counts: Counter[tuple[str, ...]] = Counter()
+    for verdict in result.verdicts:
+        if verdict.priority_index is None:
+            continue
+        for reason in verdict.reasons:
+            located = _field_of(reason.code)
+            if located and located != ("device",):
+                counts[located] += 1
+    if counts:
+        return counts.most_common(1)[0][0]
+    return ("device",)
+
+
+def _finding(level: FindingLevel, code: str, name: str, message: str, hint: str,
+             path: tuple[str, ...] | None, loaded: LoadedDeployment | None,
+             backend: str | None = None) -> Finding:
+    line = None
+    if loaded is not None:
+        line = loaded.line_of(path) if path else None
+        if line is None:
+            line = loaded.line_of(("device",)) or 1
+    return Finding(level=level, code=code, name=name, message=message, hint=hint, line=line,
+                   field=".".join(path) if path else None, backend=backend)
+
+
+def _result_findings(result: SolveResult, loaded: LoadedDeployment | None) -> list[Finding]:
+    findings: list[Finding] = []
+    if result.error is not None:
+        error = result.error
+        hint = error.hint
+        if result.suggestions:
+            hint = "fix: " + "; ".join(
+                s.summary if s.selected in s.summary else f"{s.summary} (selects {s.selected})"
+                for s in result.suggestions[:3])
+        findings.append(_finding("error", error.code, error.name, error.message, hint,
+                                 _error_field(result), loaded, error.backend))
+    for warning in result.warnings:
+        findings.append(_finding("warning", warning.code, warning.name, warning.message,
+                                 warning.hint, _field_of(warning.code), loaded, warning.backend))
+    runtime = result.runtime
+    if runtime is not None and runtime.cudagraph_mode == "ERROR":
+        name, _ = CLI_CODES["AS003"]
+        message = runtime.cudagraph_messages[-1] if runtime.cudagraph_messages else \
+            f"CUDA-graph mode {runtime.cudagraph_mode_requested} is refused"
+        findings.append(_finding("error", "AS003", name, message,
+                                 "use cudagraph_mode PIECEWISE or NONE",
+                                 ("cudagraph_mode",), loaded, result.selected))
+    elif runtime is not None and runtime.cudagraph_mode != runtime.cudagraph_mode_requested:
+        name, _ = CLI_CODES["AS002"]
+        message = "; ".join(runtime.cudagraph_messages) or (
+            f"CUDA-graph mode {runtime.cudagraph_mode_requested} becomes {runtime.cudagraph_mode}")
+        findings.append(_finding("warning", "AS002", name, message,
+                                 f"request cudagraph_mode {runtime.cudagraph_mode} to make it "
+                                 "explicit, or pick a backend with fuller CUDA-graph support",
+                                 ("cudagraph_mode",), loaded, result.selected))
+    return findings
+
+
+def _record(result: SolveResult, *, source: str, artifact: str | None, device: str,
+            findings: list[Finding], options: CheckOptions, group: str | None = None,
+            settings: dict[str, object] | None = None) -> CheckRecord:
+    hard = any(f.level == "error" for f in findings) or not result.valid
+    warned = any(f.level == "warning" for f in findings)
+    if options.strict:
+        findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
+    refused = result.runtime is not None and result.runtime.cudagraph_mode == "ERROR"
+    status: Status = "valid" if result.valid and not refused else "invalid"
+    return CheckRecord(
+        source=source, artifact=artifact, device=device, engine=result.engine,
+        status=status, failed=hard or (options.strict and warned), findings=tuple(findings),
+        result=result, group=group, strict=options.strict, settings=settings,
+    )
+
+
+def check_deployment(loaded: LoadedDeployment, catalog: Catalog,
+                     options: CheckOptions) -> CheckRecord:
+    """Solve one loaded deployment (on its own device) and build its record."""
+    from selector.solver import solve
+
+    facts = deployment_facts(loaded, catalog)
+    deployment = loaded.deployment
+    _, _, device_name = resolve_device(deployment, catalog)
+    result = solve(facts, engine=options.engine or deployment.engine,
+                   attention_backend=deployment.attention_backend,
+                   cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
+    return _record(result, source=loaded.path, artifact=loaded.path, device=device_name,
+                   findings=_result_findings(result, loaded), options=options)
+
+
+def _input_error_record(exc: InputError, source: str) -> CheckRecord:
+    name, _ = CLI_CODES["AS001"]
+    finding = Finding(level="error", code="AS001", name=name, message=exc.message,
+                      hint=exc.hint or "", line=exc.line or (1 if exc.file == source else None),
+                      field=exc.field)
+    return CheckRecord(source=source, artifact=source if exc.file == source else None,
+                       device="-", engine=None, status="error", failed=True,
+                       findings=(finding,))
+
+
+def check_files(paths: Sequence[str], catalog: Catalog,
+                options: CheckOptions) -> tuple[list[CheckRecord], list[InputError]]:
+    """Check every file (on its own device, or on each of ``options.devices``).
+
+    A file that cannot be read does not stop the others: its error comes back
+    both as a record (for CI reports) and in the list of input errors.
+    """
+    records: list[CheckRecord] = []
+    errors: list[InputError] = []
+    for path in paths:
+        try:
+            loaded = load_deployment(path)
+            if not options.devices:
+                records.append(check_deployment(loaded, catalog, options))
+                continue
+            for device in options.devices:
+                variant: Deployment = loaded.deployment.model_copy(update={"device": device})
+                records.append(check_deployment(replace(loaded, deployment=variant), catalog,
+                                                options))
+        except InputError as exc:
+            errors.append(exc)
+            records.append(_input_error_record(exc, path))
+    return records, errors
+
+
+def _note_findings(command: ServeCommand) -> list[Finding]:
+    out = []
+    for note in command.notes:
+        name = ARG_CODES.get(note.code, ("note", ""))[0]
+        out.append(Finding(level="warning" if note.level == "warning" else "note",
+                           code=note.code, name=name, message=note.message, hint=note.hint,
+                           field=note.flag))
+    return out
+
+
+def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
+                model: str | None = None,
+                environ: Mapping[str, str] | None = None) -> tuple[ServeCommand, list[CheckRecord]]:
+    """Check a ``vllm serve`` command line on each device (at least one is needed)."""
+    from selector.solver import solve
+
+    if not options.devices:
+        raise InputError("a vllm serve command line needs the target GPU", field="--device",
+                         hint="add e.g. --device H100 (or --device all) before '--'")
+    first = options.devices[0]
+    command = parse_serve_command(argv, device=first, catalog=catalog, engine=options.engine,
+                                  model=model, environ=environ)
+    source = command.command_line
+    records: list[CheckRecord] = []
+    for device in options.devices:
+        variant = command.for_device(device, catalog)
+        notes = _note_findings(variant)
+        for group in variant.groups:
+            loaded = LoadedDeployment(path=source, text="", deployment=group.deployment, lines={})
+            facts = deployment_facts(loaded, catalog)
+            _, _, device_name = resolve_device(group.deployment, catalog)
+            result = solve(facts, engine=options.engine, catalog=catalog,
+                           attention_backend=group.deployment.attention_backend,
+                           cudagraph_mode=group.deployment.cudagraph_mode)
+            findings = _result_findings(result, None) + notes
+            records.append(_record(
+                result, source=source, artifact=None, device=device_name, findings=findings,
+                options=options, group=group.label if len(variant.groups) > 1 else None,
+                settings=dict(variant.settings)))
+    return command, records
+
+
+def exit_code(records: Sequence[CheckRecord], input_errors: int = 0) -> ExitCode:
+    """2 if any input could not be read, else 1 if any check failed, else 0."""
+    if input_errors or any(r.status == "error" for r in records):
+        return ExitCode.USAGE
+    if any(r.failed for r in records):
+        return ExitCode.INVALID
+    return ExitCode.OK

@@ -1,0 +1,196 @@
+"""``attn-select check``: deployment files, globs or a ``vllm serve`` command line in;
+a report per deployment and device out (text, json, sarif, junit, github, markdown)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from selector.errors import InputError
+
+__all__ = ["CheckFormat", "check", "register"]
+
+
+class CheckFormat(str, Enum):
+    """Output formats of ``check``."""
+
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+    markdown = "markdown"
+
+
+_EPILOG = (
+    "Examples: attn-select check deploy/*.yaml --format sarif -o attn-select.sarif | "
+    "attn-select check --device H100 --device B200 config.yaml | "
+    "attn-select check --device H100 -- vllm serve meta-llama/Llama-3.1-8B-Instruct "
+    "--kv-cache-dtype fp8"
+)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    width = int(os.environ.get("COLUMNS", "0") or 0) or None
+    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
+                   highlight=False, soft_wrap=False)
+
+
+def _stderr(error: InputError) -> None:
+    sys.stderr.write(f"attn-select: error: {error.render()}\n")
+
+
+def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
+    from selector.report import result_to_json
+
+    documents = []
+    for record in records:
+        if record.result is None:
+            continue
+        document = result_to_json(record.result, source=record.source, device=record.device)
+        document["passed"] = not record.failed
+        document["findings"] = [
+            {"level": f.level, "code": f.code, "name": f.name, "message": f.message,
+             "hint": f.hint, "line": f.line, "field": f.field, "backend": f.backend}
+            for f in record.findings]
+        if record.group is not None:
+            document["layer_group"] = record.group
+        if command is not None:
+            document["command"] = {"argv": list(command.argv), "model": command.model,
+                                   "model_source": command.model_source,
+                                   "settings": record.settings}
+        documents.append(document)
+    return documents
+
+
+def check(
+    configs: Annotated[list[str], typer.Argument(
+        help="Deployment files or globs (YAML, TOML or JSON), or after '--' a "
+             "`vllm serve MODEL [flags]` command line.", show_default=False)],
+    output_format: Annotated[CheckFormat, typer.Option(
+        "--format", "-f", help="Output format.")] = CheckFormat.text,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest).",
+    )] = None,
+    verbose: Annotated[int, typer.Option(
+        "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Treat warnings (CUDA-graph downgrades, block-size-precluded "
+                         "backends, ignored vLLM knobs) as failures.")] = False,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="Target GPU (repeat for a fleet view; 'all' = every known "
+                               "device; a capability like 9.0 works too). Overrides the "
+                               "files' device; required for a command line.")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="For a command line: the model preset or directory with config.json "
+                        "to use instead of MODEL (when MODEL is a path on another machine).",
+    )] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+) -> None:
+    """Validate every backend for each deployment, select one, explain why."""
+    from selector.catalog import load_catalog
+    from selector.checkrun import (
+        CheckOptions,
+        check_files,
+        check_serve,
+        exit_code,
+        expand_configs,
+        resolve_devices,
+    )
+    from selector.vllm_args import is_serve_command
+
+    catalog = load_catalog()
+    devices = resolve_devices(device or [], catalog)
+    options = CheckOptions(engine=engine, devices=devices, strict=strict)
+    command = None
+    errors: list[InputError] = []
+    if is_serve_command(configs):
+        command, records = check_serve(configs, catalog, options, model=model,
+                                       environ=dict(os.environ))
+    else:
+        if model is not None:
+            raise InputError("--model applies to a `vllm serve` command line only",
+                             field="--model", hint="put the command line after '--'")
+        records, errors = check_files(expand_configs(configs), catalog, options)
+    for error in errors:
+        _stderr(error)
+    text = _render(records, command, output_format, verbose=verbose,
+                   fleet=len(devices) > 1)
+    if text is not None:
+        if output is not None:
+            output.write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+    raise typer.Exit(int(exit_code(records, len(errors))))
+
+
+def _render(records: list[Any], command: Any, output_format: CheckFormat, *, verbose: int,
+            fleet: bool) -> str | None:
+    """The report as text (None: printed to the console directly)."""
+    from selector import __version__
+    from selector.report.github import render_github
+    from selector.report.junit import render_junit
+    from selector.report.markdown import render_markdown
+    from selector.report.records import CLI_CODES
+    from selector.report.sarif import render_sarif
+
+    if output_format is CheckFormat.json:
+        documents = _json_documents(records, command)
+        if not documents:
+            return None
+        body = documents[0] if len(documents) == 1 else documents
+        return json.dumps(body, indent=2, default=str) + "\n"
+    if output_format is CheckFormat.sarif:
+        from selector.catalog import load_catalog
+        from selector.vllm_args import ARG_CODES
+
+        descriptions = {c.code: (c.name, c.hint or c.message)
+                        for c in load_catalog().codes.values()}
+        descriptions.update(CLI_CODES)
+        descriptions.update(ARG_CODES)
+        document = render_sarif(records, version=__version__, descriptions=descriptions)
+        return json.dumps(document, indent=2) + "\n"
+    if output_format is CheckFormat.junit:
+        return render_junit(records)
+    if output_format is CheckFormat.github:
+        return render_github(records)
+    if output_format is CheckFormat.markdown:
+        return render_markdown(records)
+    _print_text(records, command, verbose=verbose, fleet=fleet)
+    return None
+
+
+def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) -> None:
+    from selector.report import render_check
+    from selector.report.summary import render_fleet, render_notes
+
+    console = _console()
+    if command is not None:
+        notes = list(dict.fromkeys(f for r in records for f in r.findings
+                                   if f.code.startswith("AS1")))
+        if notes:
+            console.print(render_notes(notes))
+    for record in records:
+        if record.result is None or (fleet and not verbose):
+            continue
+        title = record.label
+        if command is not None:
+            title = f"vllm serve {command.model}" + (f" [{record.group}]" if record.group else "")
+        console.print(render_check(record.result, device=record.device, source=title,
+                                   verbose=verbose))
+    if fleet:
+        console.print(render_fleet(records))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` to the ``attn-select`` app."""
+    app.command("check", epilog=_EPILOG)(check)

@@ -1,0 +1,48 @@
+"""GitHub Actions workflow commands: ``::error file=...,line=...::message`` per finding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from selector.report.records import CheckRecord
+
+__all__ = ["render_github"]
+
+_COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(records: Sequence[CheckRecord]) -> str:
+    """One workflow command per finding, then a one-line summary per record."""
+    lines: list[str] = []
+    for record in records:
+        for finding in record.findings:
+            properties = []
+            if record.artifact:
+                properties.append(f"file={_property(record.artifact)}")
+                if finding.line:
+                    properties.append(f"line={finding.line}")
+            where = record.device + (f", {record.group}" if record.group else "")
+            properties.append(f"title={_property(f'attn-select {finding.code} ({where})')}")
+            message = finding.message + (f" ({finding.hint})" if finding.hint else "")
+            lines.append(f"::{_COMMANDS[finding.level]} {','.join(properties)}::{_data(message)}")
+    for record in records:
+        if record.status == "error":
+            verdict = "ERROR"
+        elif record.failed:
+            verdict = "FAIL"
+        else:
+            verdict = "ok"
+        detail = ""
+        if record.result is not None and record.result.valid:
+            detail = f" {record.selected}, block size {record.block_size}, " \
+                     f"CUDA graphs {record.cudagraph_mode}"
+        lines.append(f"attn-select: {verdict} {record.label} on {record.device}{detail}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""Markdown for PR comments, job summaries and docs: a summary table, then one
+section per checked deployment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from selector.report.records import CheckRecord, Finding
+
+__all__ = ["render_markdown"]
+
+_ICONS = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", "<br>")
+
+
+def _verdict(record: CheckRecord) -> str:
+    if record.status == "error":
+        return "❌ input error"
+    if record.status == "invalid":
+        return "❌ invalid"
+    if record.failed:
+        return "❌ valid, warnings (--strict)"
+    if record.warnings:
+        return "⚠️ valid, warnings"
+    return "✅ valid"
+
+
+def _backend(record: CheckRecord) -> str:
+    result = record.result
+    if result is None or result.selected is None:
+        return "-"
+    return f"{result.selected} ({'pinned' if result.mode == 'explicit' else 'auto'})"
+
+
+def _finding_line(finding: Finding) -> str:
+    where = f" (line {finding.line})" if finding.line else ""
+    text = f"- {_ICONS[finding.level]} **{finding.code}** `{finding.name}`{where}: {finding.message}"
+    if finding.hint:
+        text += f"  \n  _{finding.hint}_"
+    return text
+
+
+def _section(record: CheckRecord) -> list[str]:
+    title = f"### `{record.label}` on {record.device}"
+    lines = [title, ""]
+    result = record.result
+    if result is not None:
+        if result.valid:
+            how = "pinned" if result.mode == "explicit" else "auto-selected"
+            lines.append(f"**VALID**: `{result.selected}` ({how}), {result.engine}.")
+        else:
+            lines.append(f"**INVALID** on {record.device}, {result.engine}.")
+        lines.append("")
+        if result.priority:
+            lines.append("Priority for this configuration: "
+                         + " > ".join(f"`{name}`" for name in result.priority) + ".")
+            lines.append("")
+    if record.findings:
+        lines.extend(_finding_line(f) for f in record.findings)
+        lines.append("")
+    if result is not None and result.priority:
+        lines.extend(["| # | Backend | Verdict | Reasons (vLLM's text) |", "|---|---|---|---|"])
+        for verdict in result.verdicts:
+            if verdict.priority_index is None:
+                continue
+            reasons = "; ".join(f"{d.message} [{d.code}]" for d in verdict.reasons) or "-"
+            lines.append(f"| {verdict.priority_index + 1} | `{verdict.backend}` | "
+                         f"{'valid' if verdict.valid else 'invalid'} | {_cell(reasons)} |")
+        lines.append("")
+    if result is not None and result.runtime is not None:
+        r = result.runtime
+        lines.extend([
+            f"Plan for `{result.selected}`: block size {r.block_size} (kernel block sizes "
+            f"{', '.join(r.kernel_block_sizes) or 'any'}), KV-cache layout {r.kv_layout}, "
+            f"CUDA-graph support {r.cudagraph_support}, CUDA-graph mode {r.cudagraph_mode}.",
+            "",
+        ])
+    if result is not None and result.suggestions:
+        lines.append("Suggestions (each re-checked and valid):")
+        lines.extend(f"- {s.summary} → selects `{s.selected}`" for s in result.suggestions)
+        lines.append("")
+    return lines
+
+
+def render_markdown(records: Sequence[CheckRecord]) -> str:
+    """The markdown report of a ``check`` run."""
+    failed = sum(1 for r in records if r.failed)
+    lines = [
+        "## attn-select check",
+        "",
+        f"{len(records)} checked, {failed} failed.",
+        "",
+        "| Deployment | Device | Result | Backend | Block size | CUDA graphs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for record in records:
+        lines.append(
+            f"| `{_cell(record.label)}` | {_cell(record.device)} | {_verdict(record)} | "
+            f"{_cell(_backend(record))} | {record.block_size or '-'} | "
+            f"{record.cudagraph_mode or '-'} |")
+    lines.append("")
+    for record in records:
+        lines.extend(_section(record))
+    return "\n".join(lines).rstrip("\n") + "\n"

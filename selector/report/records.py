@@ -1,0 +1,95 @@
+"""What ``check`` reports: one record per checked (config, device, layer group).
+
+The CI renderers (SARIF, JUnit, GitHub annotations, markdown) read only these
+records; every decision (strictness, where a finding points) is made when the
+records are built (:mod:`selector.checkrun`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from selector.result import SolveResult
+
+__all__ = ["CLI_CODES", "CheckRecord", "Finding", "FindingLevel", "Status"]
+
+FindingLevel = Literal["error", "warning", "note"]
+Status = Literal["valid", "invalid", "error"]
+
+CLI_CODES: dict[str, tuple[str, str]] = {
+    "AS001": ("input-error",
+              "The input could not be read: a bad file, field or flag value (exit code 2)."),
+    "AS002": ("cudagraph-mode-downgraded",
+              "vLLM lowers the requested CUDA-graph mode for the selected backend "
+              "(a warning; a failure with --strict)."),
+    "AS003": ("cudagraph-mode-refused",
+              "vLLM refuses the requested CUDA-graph mode for the selected backend at start-up."),
+}
+"""Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One located message of a check."""
+
+    level: FindingLevel
+    code: str
+    name: str
+    message: str
+    hint: str = ""
+    line: int | None = None
+    """1-based line in the record's ``artifact`` (None: not located)."""
+    field: str | None = None
+    """The deployment field (or command-line flag) the finding is about."""
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """The outcome of checking one deployment on one device."""
+
+    source: str
+    """The deployment file, or the ``vllm serve`` command line."""
+    artifact: str | None
+    """The file findings are located in (None for a command line)."""
+    device: str
+    engine: str | None
+    status: Status
+    failed: bool
+    """Counts as a failure: invalid, refused at start-up, or a warning under ``--strict``."""
+    findings: tuple[Finding, ...] = ()
+    result: SolveResult | None = None
+    group: str | None = None
+    """The layer group of a model with several attention-layer signatures."""
+    strict: bool = False
+    settings: dict[str, Any] | None = None
+    """The recognised vLLM settings of a command line."""
+
+    @property
+    def label(self) -> str:
+        return self.source + (f" [{self.group}]" if self.group else "")
+
+    @property
+    def selected(self) -> str | None:
+        return self.result.selected if self.result else None
+
+    @property
+    def block_size(self) -> int | None:
+        if self.result is None or self.result.runtime is None:
+            return None
+        return self.result.runtime.block_size
+
+    @property
+    def cudagraph_mode(self) -> str | None:
+        if self.result is None or self.result.runtime is None:
+            return None
+        return self.result.runtime.cudagraph_mode
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.level == "error")
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.level == "warning")
