@@ -59,17 +59,32 @@ def _template_fields(template: str) -> tuple[str, ...]:
     return tuple(f for _, f, _, _ in string.Formatter().parse(template) if f)
 
 
+_ITEM_CACHE: dict[tuple[object, ...], str] = {}
+_REPR_CACHE: dict[tuple[object, ...], str] = {}
+
+
 def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
                    invalid: list[tuple[str, list[Reason]]]) -> str:
-    """vLLM's "No valid attention backend found ..." text."""
+    """vLLM's "No valid attention backend found ..." text (pieces cached: they repeat)."""
     messages = engine.profile.messages
-    reasons = messages.reasons_join.join(
-        messages.reasons_item.format(name=name, reasons=", ".join(m for _, m in rs))
-        for name, rs in invalid
-    )
-    return messages.no_valid_backend.format(
-        config=_config_repr(messages.config_repr, facts), reasons=reasons
-    )
+    items = []
+    for name, rs in invalid:
+        key = (messages.reasons_item, name, *rs)
+        item = _ITEM_CACHE.get(key)
+        if item is None:
+            item = messages.reasons_item.format(name=name, reasons=", ".join(m for _, m in rs))
+            if len(_ITEM_CACHE) < 100_000:
+                _ITEM_CACHE[key] = item
+        items.append(item)
+    template = messages.config_repr
+    repr_key = (template, *(facts.get(f) for f in _template_fields(template)),
+                facts.get("attn_type"))
+    config = _REPR_CACHE.get(repr_key)
+    if config is None:
+        config = _config_repr(template, facts)
+        if len(_REPR_CACHE) < 100_000:
+            _REPR_CACHE[repr_key] = config
+    return messages.no_valid_backend.format(config=config, reasons=messages.reasons_join.join(items))
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
