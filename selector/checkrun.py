@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, load_deployment, resolve_device
@@ -22,6 +23,10 @@ from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLeve
 from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
 from selector.vllm_args import ARG_CODES, ServeCommand, device_ref, parse_serve_command
+
+if TYPE_CHECKING:
+    from selector.modelcheck import ModelCheckResult
+    from selector.models import ModelFacts
 
 __all__ = [
     "CheckOptions",
@@ -139,7 +144,8 @@ def _finding(level: FindingLevel, code: str, name: str, message: str, hint: str,
                    field=".".join(path) if path else None, backend=backend)
 
 
-def _result_findings(result: SolveResult, loaded: LoadedDeployment | None) -> list[Finding]:
+def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
+                     graphs: bool = True) -> list[Finding]:
     findings: list[Finding] = []
     if result.error is not None:
         error = result.error
@@ -153,7 +159,7 @@ def _result_findings(result: SolveResult, loaded: LoadedDeployment | None) -> li
     for warning in result.warnings:
         findings.append(_finding("warning", warning.code, warning.name, warning.message,
                                  warning.hint, _field_of(warning.code), loaded, warning.backend))
-    runtime = result.runtime
+    runtime = result.runtime if graphs else None
     if runtime is not None and runtime.cudagraph_mode == "ERROR":
         name, _ = CLI_CODES["AS003"]
         message = runtime.cudagraph_messages[-1] if runtime.cudagraph_messages else \
@@ -181,26 +187,113 @@ def _record(result: SolveResult, *, source: str, artifact: str | None, device: s
         findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
     refused = result.runtime is not None and result.runtime.cudagraph_mode == "ERROR"
     status: Status = "valid" if result.valid and not refused else "invalid"
+    runtime = result.runtime
     return CheckRecord(
         source=source, artifact=artifact, device=device, engine=result.engine,
         status=status, failed=hard or (options.strict and warned), findings=tuple(findings),
         result=result, group=group, strict=options.strict, settings=settings,
+        selected=result.selected, block_size=runtime.block_size if runtime else None,
+        cudagraph_mode=runtime.cudagraph_mode if runtime else None,
     )
 
 
-def check_deployment(loaded: LoadedDeployment, catalog: Catalog,
-                     options: CheckOptions) -> CheckRecord:
-    """Solve one loaded deployment (on its own device) and build its record."""
+def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
+    from selector.kv import format_ranges
+
+    findings: list[Finding] = []
+    for selection in result.selections:
+        prefix = f"layers {format_ranges(list(selection.layers))} ({selection.kind}): "
+        for finding in _result_findings(selection.result, loaded, graphs=False):
+            findings.append(replace(finding, message=prefix + finding.message))
+    plan = result.plan
+    if plan is None:
+        return findings
+    model_path = ("model",)
+    for error in plan.errors:
+        name, _ = CLI_CODES["AS004"]
+        findings.append(_finding("error", "AS004", name, f"{error.exc_type}: {error.message}",
+                                 f"raised while planning the KV cache ({error.stage})",
+                                 model_path, loaded))
+    for warning in plan.warnings:
+        name, _ = CLI_CODES["AS005"]
+        findings.append(_finding("warning", "AS005", name, warning, "", model_path, loaded))
+    graphs = plan.cudagraph
+    if graphs is not None and graphs.error:
+        name, _ = CLI_CODES["AS003"]
+        findings.append(_finding("error", "AS003", name, graphs.error,
+                                 "use cudagraph_mode PIECEWISE or NONE", ("cudagraph_mode",),
+                                 loaded, graphs.min_support_backend))
+    elif graphs is not None and graphs.requested != graphs.resolved:
+        name, _ = CLI_CODES["AS002"]
+        message = "; ".join(graphs.warnings) or (
+            f"CUDA-graph mode {graphs.requested} becomes {graphs.resolved}")
+        findings.append(_finding("warning", "AS002", name, message,
+                                 f"request cudagraph_mode {graphs.resolved} to make it explicit, "
+                                 "or pick a backend with fuller CUDA-graph support",
+                                 ("cudagraph_mode",), loaded, graphs.min_support_backend))
+    return findings
+
+
+def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
+                  artifact: str | None, device: str, findings: list[Finding],
+                  options: CheckOptions, settings: dict[str, object] | None = None) -> CheckRecord:
+    hard = any(f.level == "error" for f in findings) or not result.valid
+    warned = any(f.level == "warning" for f in findings)
+    if options.strict:
+        findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
+    plan = result.plan
+    refused = plan is not None and plan.cudagraph is not None and plan.cudagraph.error
+    status: Status = "valid" if result.valid and not refused else "invalid"
+    selected = [s.result.selected for s in result.selections if s.result.selected]
+    return CheckRecord(
+        source=source, artifact=artifact, device=device, engine=result.engine, status=status,
+        failed=hard or (options.strict and warned), findings=tuple(findings), result=None,
+        strict=options.strict, settings=settings,
+        selected=", ".join(dict.fromkeys(selected)) or None,
+        block_size=plan.block_size.block_size if plan and plan.block_size else None,
+        cudagraph_mode=(plan.cudagraph.resolved if plan and plan.cudagraph else None),
+        model=result,
+    )
+
+
+def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckOptions, *,
+                     model: ModelFacts | None = None, kv_options: Mapping[str, Any] | None = None,
+                     source: str | None = None,
+                     settings: dict[str, object] | None = None) -> CheckRecord:
+    """Solve one loaded deployment (on its own device) and build its record.
+
+    A deployment with ``model:`` gets the whole-model check (every layer, then the
+    KV cache); ``model`` replaces the facts read from it (e.g. with ``--hf-overrides``
+    applied) and ``kv_options`` adds KV-planner options.
+    """
     from selector.solver import solve
 
-    facts = deployment_facts(loaded, catalog)
     deployment = loaded.deployment
     _, _, device_name = resolve_device(deployment, catalog)
+    artifact = loaded.path if source is None else None
+    if deployment.model is not None:
+        from selector.config import deployment_model
+        from selector.modelcheck import check_model
+
+        facts_model, base, kv = deployment_model(loaded, catalog)
+        if model is not None:
+            facts_model = model.for_tp(deployment.parallel.tensor_parallel_size)
+        if kv_options:
+            kv = kv.model_copy(update=dict(kv_options))
+        checked = check_model(
+            facts_model, base, engine=options.engine or deployment.engine,
+            attention_backend=deployment.attention_backend,
+            backend_per_kind=deployment.attention_config.backend_per_kind,
+            cudagraph_mode=deployment.cudagraph_mode, options=kv, catalog=catalog)
+        return _model_record(checked, loaded, source=source or loaded.path, artifact=artifact,
+                             device=device_name, findings=_model_findings(checked, loaded),
+                             options=options, settings=settings)
+    facts = deployment_facts(loaded, catalog)
     result = solve(facts, engine=options.engine or deployment.engine,
                    attention_backend=deployment.attention_backend,
                    cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
-    return _record(result, source=loaded.path, artifact=loaded.path, device=device_name,
-                   findings=_result_findings(result, loaded), options=options)
+    return _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
+                   findings=_result_findings(result, loaded), options=options, settings=settings)
 
 
 def _input_error_record(exc: InputError, source: str) -> CheckRecord:
@@ -252,31 +345,25 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
                 model: str | None = None,
                 environ: Mapping[str, str] | None = None) -> tuple[ServeCommand, list[CheckRecord]]:
     """Check a ``vllm serve`` command line on each device (at least one is needed)."""
-    from selector.solver import solve
-
     if not options.devices:
         raise InputError("a vllm serve command line needs the target GPU", field="--device",
                          hint="add e.g. --device H100 (or --device all) before '--'")
-    first = options.devices[0]
-    command = parse_serve_command(argv, device=first, catalog=catalog, engine=options.engine,
-                                  model=model, environ=environ)
+    command = parse_serve_command(argv, device=options.devices[0], catalog=catalog,
+                                  engine=options.engine, model=model, environ=environ)
     source = command.command_line
     records: list[CheckRecord] = []
     for device in options.devices:
         variant = command.for_device(device, catalog)
+        loaded = LoadedDeployment(path=source, text="", deployment=variant.deployment, lines={})
+        record = check_deployment(loaded, catalog, options, model=variant.model_facts,
+                                  kv_options=variant.kv_options, source=source,
+                                  settings=dict(variant.settings))
         notes = _note_findings(variant)
-        for group in variant.groups:
-            loaded = LoadedDeployment(path=source, text="", deployment=group.deployment, lines={})
-            facts = deployment_facts(loaded, catalog)
-            _, _, device_name = resolve_device(group.deployment, catalog)
-            result = solve(facts, engine=options.engine, catalog=catalog,
-                           attention_backend=group.deployment.attention_backend,
-                           cudagraph_mode=group.deployment.cudagraph_mode)
-            findings = _result_findings(result, None) + notes
-            records.append(_record(
-                result, source=source, artifact=None, device=device_name, findings=findings,
-                options=options, group=group.label if len(variant.groups) > 1 else None,
-                settings=dict(variant.settings)))
+        if options.strict:
+            notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
+        warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))
+        records.append(replace(record, findings=record.findings + tuple(notes),
+                               failed=record.failed or (options.strict and warned)))
     return command, records
 
 

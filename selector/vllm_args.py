@@ -13,7 +13,6 @@ one deployment per distinct layer signature: vLLM selects a backend per layer.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,13 +22,12 @@ from typing import Any, Literal
 
 from selector.catalog import Catalog, close_matches
 from selector.errors import InputError
+from selector.models import ModelFacts
 from selector.schema.request import (
     AttentionConfig,
     Deployment,
     DeviceRef,
     KVConnector,
-    LayerSpec,
-    MLADims,
     Parallel,
     Speculative,
 )
@@ -37,7 +35,6 @@ from selector.schema.types import CUDAGRAPH_MODES, KV_CACHE_DTYPES
 
 __all__ = [
     "ARG_CODES",
-    "LayerGroup",
     "ServeCommand",
     "ServeNote",
     "device_ref",
@@ -78,17 +75,8 @@ class ServeNote:
 
 
 @dataclass(frozen=True)
-class LayerGroup:
-    """The attention layers that share one signature, and their deployment."""
-
-    label: str
-    layers: tuple[int, ...]
-    deployment: Deployment
-
-
-@dataclass(frozen=True)
 class ServeCommand:
-    """A parsed ``vllm serve`` command line."""
+    """A parsed ``vllm serve`` command line: the deployment it amounts to."""
 
     argv: tuple[str, ...]
     model: str
@@ -99,10 +87,17 @@ class ServeCommand:
     """``NAME=value`` assignments before the command (and relevant process variables)."""
     settings: dict[str, Any]
     """The recognised vLLM settings, normalised (for reports)."""
-    groups: tuple[LayerGroup, ...]
+    deployment: Deployment
+    """The equivalent deployment file (``model:`` names the preset or config.json)."""
+    model_facts: ModelFacts
+    """The model's facts with ``--hf-overrides`` / ``--disable-sliding-window`` applied
+    (the whole model, before tensor parallelism)."""
     notes: tuple[ServeNote, ...]
     dtype_auto: bool = False
     """``--dtype auto`` (the default): the dtype follows the model and the device."""
+    kv_options: dict[str, Any] = field(default_factory=dict)
+    """KV-planner options the command line sets beyond the deployment's
+    (``vllm_compile``, ``kv_cache_layout``, ``max_num_batched_tokens``)."""
 
     @property
     def command_line(self) -> str:
@@ -112,18 +107,15 @@ class ServeCommand:
         """The same command on another device (``--dtype auto`` picks float16 on
         devices without bfloat16, as vLLM does)."""
         notes = list(self.notes)
-        groups = []
+        deployment = self.deployment.model_copy(update={"device": device})
         cc = _device_cc(device, catalog)
-        for group in self.groups:
-            deployment = group.deployment.model_copy(update={"device": device})
-            if self.dtype_auto and deployment.dtype == "bfloat16" and cc is not None and cc < 80:
-                deployment = deployment.model_copy(update={"dtype": "float16"})
-                note = ServeNote("info", "AS107", "--dtype",
-                                 "--dtype auto: this GPU has no bfloat16, so vLLM uses float16")
-                if note not in notes:
-                    notes.append(note)
-            groups.append(replace(group, deployment=deployment))
-        return replace(self, groups=tuple(groups), notes=tuple(notes))
+        if self.dtype_auto and deployment.dtype == "bfloat16" and cc is not None and cc < 80:
+            deployment = deployment.model_copy(update={"dtype": "float16"})
+            note = ServeNote("info", "AS107", "--dtype",
+                             "--dtype auto: this GPU has no bfloat16, so vLLM uses float16")
+            if note not in notes:
+                notes.append(note)
+        return replace(self, deployment=deployment, notes=tuple(notes))
 
 
 def _quote(arg: str) -> str:
@@ -246,7 +238,7 @@ _REMOVED_ENV: dict[str, tuple[Level, str]] = {
 }
 
 _ATTENTION_CONFIG_OTHER = {
-    "backend_per_kind", "flash_attn_max_num_splits_for_cuda_graph",
+    "flash_attn_max_num_splits_for_cuda_graph",
     "disable_flashinfer_q_quantization", "mla_prefill_backend", "use_prefill_decode_attention",
     "use_fp4_indexer_cache",
 }
@@ -614,6 +606,8 @@ class _Settings:
     gpu_memory_utilization: float | None = None
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     disable_sliding_window: bool = False
+    backend_per_kind: dict[str, str] = field(default_factory=dict)
+    kv_options: dict[str, Any] = field(default_factory=dict)
     batch_invariant: bool = False
     environment: dict[str, bool] = field(default_factory=dict)
 
@@ -655,6 +649,14 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
             settings.use_trtllm_attention = None if value is None else _bool(flag, value)
         elif key == "use_non_causal":
             settings.use_non_causal = _bool(flag, value)
+        elif key == "backend_per_kind":
+            if not isinstance(value, dict):
+                raise _bad(flag, "expected a JSON object of kind -> backend",
+                           hint='e.g. \'{"sliding_window": "TRITON_ATTN"}\'')
+            for kind, name in value.items():
+                chosen = _backend_name(f"{flag}.{kind}", str(name), catalog, engine)
+                if chosen is not None:
+                    settings.backend_per_kind[str(kind)] = chosen
         elif key in _ATTENTION_CONFIG_OTHER or key.startswith("flex_attn_"):
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
@@ -687,6 +689,8 @@ def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) 
                     "info", "AS107", f"--compilation-config.{key}",
                     "compilation mode NONE: vLLM defaults to no CUDA graphs (cudagraph_mode NONE)"))
                 settings.cudagraph_mode = "NONE"
+            if mode in (0, "NONE", "none", "0"):
+                settings.kv_options["vllm_compile"] = False
     if "cudagraph_mode" in config:
         flag = "--compilation-config.cudagraph_mode"
         value = str(config["cudagraph_mode"]).strip().upper()
@@ -748,6 +752,9 @@ def _environment(env: Mapping[str, str], settings: _Settings, notes: list[ServeN
                                    f"{'on' if settings.batch_invariant else 'off'}"))
         elif name == "VLLM_HAS_FLASHINFER_CUBIN":
             settings.environment["flashinfer_cubin"] = _bool(name, value)
+        elif name == "VLLM_KV_CACHE_LAYOUT":
+            settings.kv_options["kv_cache_layout"] = value.strip()
+            notes.append(ServeNote("info", "AS107", name, f"{name}={value}: KV-cache layout forced"))
         elif name.startswith("VLLM_"):
             notes.append(ServeNote("info", "AS104", name,
                                    f"{name} does not change backend selection in attn-select's "
@@ -816,6 +823,9 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
             raise _bad("--gpu-memory-utilization", f"{fraction} is not in (0, 1]",
                        hint="e.g. 0.9 for 90% of the GPU's memory")
         s.gpu_memory_utilization = fraction
+    if "--max-num-batched-tokens" in values:
+        s.kv_options["max_num_batched_tokens"] = _int("--max-num-batched-tokens",
+                                                      values["--max-num-batched-tokens"])
     if "--hf-overrides" in values:
         s.hf_overrides = _json_object("--hf-overrides", values["--hf-overrides"])
     if "--disable-sliding-window" in raw.order:
@@ -851,118 +861,46 @@ def _is_known(flag: str) -> bool:
 # ---------------------------------------------------------------- layers -> deployments
 
 
-def _ranges(indices: Sequence[int]) -> str:
-    parts: list[str] = []
-    start = prev = None
-    items = list(indices)
-    if len(items) > 2 and items[1] - items[0] > 1 \
-            and all(b - a == items[1] - items[0] for a, b in itertools.pairwise(items)):
-        return f"{items[0]}-{items[-1]} every {items[1] - items[0]}"
-    for index in items:
-        if start is None:
-            start = prev = index
-            continue
-        assert prev is not None
-        if index == prev + 1:
-            prev = index
-            continue
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-        start = prev = index
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-    return ",".join(parts)
+def _without_sliding_window(model: ModelFacts) -> ModelFacts:
+    layers = tuple(layer.model_copy(update={"sliding_window": None}) for layer in model.layers)
+    return model.model_copy(update={"layers": layers})
 
 
-def _groups(model: Any, s: _Settings, engine: str | None, device: str | DeviceRef,
-            notes: list[ServeNote]) -> tuple[LayerGroup, ...]:
-    layers = [layer for layer in model.layers if layer.is_attention]
-    if not layers:
-        raise InputError("the model has no attention layers to check", file=model.source,
-                         field="model")
-    signatures: dict[tuple[Any, ...], list[int]] = {}
-    specs: dict[tuple[Any, ...], LayerSpec] = {}
-    chunked = False
-    for layer in layers:
-        window = None if s.disable_sliding_window else layer.sliding_window
-        chunked = chunked or layer.attention_chunk_size is not None
-        mla = None
-        head_size: int | None = layer.head_size
-        head_size_v: int | None = layer.head_size_v or None
-        if layer.mla is not None:
-            mla = MLADims(kv_lora_rank=layer.mla.kv_lora_rank,
-                          qk_rope_head_dim=layer.mla.qk_rope_head_dim,
-                          qk_nope_head_dim=layer.mla.qk_nope_head_dim,
-                          v_head_dim=layer.mla.v_head_dim,
-                          index_topk=layer.indexer.index_topk if layer.indexer else None)
-            head_size = None
-            head_size_v = None
-        if head_size_v == head_size:
-            head_size_v = None
-        spec = LayerSpec(
-            head_size=head_size, head_size_v=head_size_v,
-            num_heads=layer.total_q_heads or layer.num_q_heads,
-            num_kv_heads=(layer.total_kv_heads or layer.num_kv_heads) if mla is None else None,
-            attn_type=layer.attn_type,
-            sliding_window=window, has_sink=layer.has_sink,
-            logits_soft_cap=layer.logits_soft_cap, alibi=layer.alibi,
-            mm_prefix=bool(model.is_mm_prefix_lm), mla=mla,
-        )
-        key = (json.dumps(spec.model_dump(mode="json"), sort_keys=True),)
-        signatures.setdefault(key, []).append(layer.index)
-        specs[key] = spec
-    if chunked:
-        notes.append(ServeNote("info", "AS104", "model",
-                               "chunked local-attention layers are checked as full attention"))
-    if s.disable_sliding_window and any(layer.sliding_window for layer in layers):
-        notes.append(ServeNote("info", "AS107", "--disable-sliding-window",
-                               "--disable-sliding-window: sliding-window layers checked as full "
-                               "attention"))
+def _deployment(model: ModelFacts, model_ref: str, s: _Settings, engine: str | None,
+                device: str | DeviceRef) -> Deployment:
     dtype = s.dtype if s.dtype != "auto" else model.runtime_dtype
-    groups = []
-    for key, indices in signatures.items():
-        spec = specs[key]
-        describe = []
-        if spec.mla is not None:
-            describe.append("MLA" + (" sparse" if spec.mla.index_topk else ""))
-        if spec.sliding_window:
-            describe.append(f"sliding window {spec.sliding_window}")
-        elif len(signatures) > 1:
-            describe.append("full attention")
-        if spec.attn_type != "decoder":
-            describe.append(spec.attn_type)
-        if spec.head_size and len({specs[k].head_size for k in signatures}) > 1:
-            describe.append(f"head size {spec.head_size}")
-        label = f"layers {_ranges(indices)}" + (f" ({', '.join(describe)})" if describe else "")
-        try:
-            deployment = Deployment(
-                engine=engine, device=device, dtype=dtype,
-                kv_cache_dtype=s.kv_cache_dtype,
-                block_size=s.block_size, attention_backend=s.attention_backend,
-                cudagraph_mode=s.cudagraph_mode,
-                attention_config=AttentionConfig(
-                    flash_attn_version=s.flash_attn_version,
-                    use_trtllm_attention=s.use_trtllm_attention,
-                    use_non_causal=s.use_non_causal),
-                layer=spec,
-                parallel=Parallel(tensor_parallel_size=s.tp, decode_context_parallel_size=s.dcp,
-                                  prefill_context_parallel_size=s.pcp,
-                                  cp_kv_cache_interleave_size=s.cp_interleave),
-                speculative=Speculative(num_speculative_tokens=s.num_speculative_tokens),
-                batch_invariant=s.batch_invariant,
-                kv_connector=KVConnector(name=s.kv_connector) if s.kv_connector else None,
-                environment=dict(s.environment),
-            )
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            raise InputError(f"the command line does not make a valid deployment: {exc}",
-                             file=SOURCE) from None
-        groups.append(LayerGroup(label=label, layers=tuple(indices), deployment=deployment))
-    return tuple(groups)
+    try:
+        return Deployment(
+            engine=engine, model=model_ref, device=device, dtype=dtype,
+            kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
+            attention_backend=s.attention_backend, cudagraph_mode=s.cudagraph_mode,
+            max_model_len=s.max_model_len if s.max_model_len and s.max_model_len > 0 else None,
+            gpu_memory_utilization=s.gpu_memory_utilization or 0.9,
+            enable_prefix_caching=True if s.enable_prefix_caching is None
+            else s.enable_prefix_caching,
+            attention_config=AttentionConfig(
+                backend_per_kind=dict(s.backend_per_kind),
+                flash_attn_version=s.flash_attn_version,
+                use_trtllm_attention=s.use_trtllm_attention,
+                use_non_causal=s.use_non_causal),
+            parallel=Parallel(tensor_parallel_size=s.tp, decode_context_parallel_size=s.dcp,
+                              prefill_context_parallel_size=s.pcp,
+                              cp_kv_cache_interleave_size=s.cp_interleave),
+            speculative=Speculative(num_speculative_tokens=s.num_speculative_tokens),
+            batch_invariant=s.batch_invariant,
+            kv_connector=KVConnector(name=s.kv_connector) if s.kv_connector else None,
+            environment=dict(s.environment),
+        )
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise InputError(f"the command line does not make a valid deployment: {exc}",
+                         file=SOURCE) from None
 
 
 def _summary(s: _Settings) -> dict[str, Any]:
     return {
         "attention_backend": s.attention_backend,
-        "attention_config": {"flash_attn_version": s.flash_attn_version,
+        "attention_config": {"backend_per_kind": s.backend_per_kind or None,
+                             "flash_attn_version": s.flash_attn_version,
                              "use_trtllm_attention": s.use_trtllm_attention,
                              "use_non_causal": s.use_non_causal},
         "block_size": s.block_size,
@@ -1011,6 +949,17 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
                                "applied to the model's config: "
                                + ", ".join(sorted(settings.hf_overrides))))
     facts = parse_config(data, file=file, name=name)
+    if not any(layer.is_attention for layer in facts.layers):
+        raise InputError("the model has no attention layers to check", file=file, field="model")
+    if settings.disable_sliding_window:
+        if any(layer.sliding_window for layer in facts.layers):
+            notes.append(ServeNote("info", "AS107", "--disable-sliding-window",
+                                   "--disable-sliding-window: sliding-window layers are checked "
+                                   "as full attention"))
+        facts = _without_sliding_window(facts)
+    if any(layer.attention_chunk_size for layer in facts.layers):
+        notes.append(ServeNote("info", "AS104", "model",
+                               "chunked local-attention layers are checked as full attention"))
     limit = facts.max_position_embeddings
     if settings.max_model_len and limit and settings.max_model_len > limit:
         notes.append(ServeNote(
@@ -1019,11 +968,13 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
             f"max_position_embeddings {limit}; vLLM refuses it unless "
             "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
             hint=f"use --max-model-len {limit} or less"))
-    groups = _groups(facts, settings, engine, device, notes)
+    model_ref = name if not file.endswith("config.json") else file
+    deployment = _deployment(facts, model_ref, settings, engine, device)
     ordered = sorted(notes, key=lambda n: (n.level != "warning", notes.index(n)))
     return ServeCommand(
         argv=tuple(argv), model=raw.model or (model or ""), model_source=facts.name,
-        environment=env, settings=_summary(settings), groups=groups, notes=tuple(ordered),
+        environment=env, settings=_summary(settings), deployment=deployment, model_facts=facts,
+        notes=tuple(ordered), kv_options=dict(settings.kv_options),
         dtype_auto=settings.dtype == "auto",
     )
 

@@ -50,12 +50,16 @@ def _stderr(error: InputError) -> None:
 
 def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
     from selector.report import result_to_json
+    from selector.report.model import model_to_json
 
     documents = []
     for record in records:
-        if record.result is None:
+        if record.model is not None:
+            document = model_to_json(record.model, source=record.source, device=record.device)
+        elif record.result is not None:
+            document = result_to_json(record.result, source=record.source, device=record.device)
+        else:
             continue
-        document = result_to_json(record.result, source=record.source, device=record.device)
         document["passed"] = not record.failed
         document["findings"] = [
             {"level": f.level, "code": f.code, "name": f.name, "message": f.message,
@@ -171,6 +175,7 @@ def _render(records: list[Any], command: Any, output_format: CheckFormat, *, ver
 
 def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) -> None:
     from selector.report import render_check
+    from selector.report.model import render_model
     from selector.report.summary import render_fleet, render_notes
 
     console = _console()
@@ -180,13 +185,17 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) 
         if notes:
             console.print(render_notes(notes))
     for record in records:
-        if record.result is None or (fleet and not verbose):
+        if fleet and not verbose:
             continue
-        title = record.label
-        if command is not None:
-            title = f"vllm serve {command.model}" + (f" [{record.group}]" if record.group else "")
-        console.print(render_check(record.result, device=record.device, source=title,
-                                   verbose=verbose))
+        title = record.label if command is None else f"vllm serve {command.model}"
+        if record.model is not None:
+            console.print(render_model(record.model, device=record.device, source=title))
+            others = [f for f in record.findings if f.level != "note" and f.code.startswith("AS0")]
+            if others:
+                console.print(render_notes(others))
+        elif record.result is not None:
+            console.print(render_check(record.result, device=record.device, source=title,
+                                       verbose=verbose))
     if fleet:
         console.print(render_fleet(records))
 

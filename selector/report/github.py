@@ -41,7 +41,7 @@ def render_github(records: Sequence[CheckRecord]) -> str:
         else:
             verdict = "ok"
         detail = ""
-        if record.result is not None and record.result.valid:
+        if record.status == "valid":
             detail = f" {record.selected}, block size {record.block_size}, " \
                      f"CUDA graphs {record.cudagraph_mode}"
         lines.append(f"attn-select: {verdict} {record.label} on {record.device}{detail}")

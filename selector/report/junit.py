@@ -22,16 +22,15 @@ def _finding_text(finding: Finding) -> str:
 def _summary(record: CheckRecord) -> str:
     if record.status == "error":
         return "input error"
-    result = record.result
-    if result is None:
-        return record.status
-    if result.valid:
-        text = f"VALID {result.selected} ({'pinned' if result.mode == 'explicit' else 'auto'})"
-        text += f" on {record.device}, {result.engine}"
+    if record.status == "valid":
+        text = f"VALID {record.selected}"
+        if record.result is not None:
+            text += f" ({'pinned' if record.result.mode == 'explicit' else 'auto'})"
+        text += f" on {record.device}, {record.engine}"
         if record.block_size is not None:
             text += f"; block size {record.block_size}; CUDA graphs {record.cudagraph_mode}"
         return text
-    return f"INVALID on {record.device}, {result.engine}"
+    return f"INVALID on {record.device}, {record.engine}"
 
 
 def render_junit(records: Sequence[CheckRecord]) -> str:

@@ -29,10 +29,33 @@ def _verdict(record: CheckRecord) -> str:
 
 
 def _backend(record: CheckRecord) -> str:
-    result = record.result
-    if result is None or result.selected is None:
+    if record.selected is None:
         return "-"
-    return f"{result.selected} ({'pinned' if result.mode == 'explicit' else 'auto'})"
+    result = record.result
+    if result is None:
+        return record.selected
+    return f"{record.selected} ({'pinned' if result.mode == 'explicit' else 'auto'})"
+
+
+def _model_lines(record: CheckRecord) -> list[str]:
+    from selector.kv import format_ranges
+
+    model = record.model
+    lines = [f"**{'VALID' if record.status == 'valid' else 'INVALID'}**: {model.model.name} "
+             f"(TP {model.model.tp_size}, {model.model.num_layers} layers), {model.engine}.", "",
+             "| Layers | Kind | Backend | Reasons |", "|---|---|---|---|"]
+    for selection in model.selections:
+        r = selection.result
+        reasons = r.error.message if r.error is not None else "-"
+        lines.append(f"| {format_ranges(list(selection.layers))} | {selection.kind} | "
+                     f"{r.selected or 'none'} | {_cell(reasons)} |")
+    lines.append("")
+    plan = model.plan
+    if plan is not None:
+        layout = plan.layout.layout if plan.layout is not None else "-"
+        lines += [f"KV cache: {len(plan.groups)} group(s), block size {record.block_size or '-'}, "
+                  f"layout {layout}, CUDA-graph mode {record.cudagraph_mode or '-'}.", ""]
+    return lines
 
 
 def _finding_line(finding: Finding) -> str:
@@ -47,6 +70,8 @@ def _section(record: CheckRecord) -> list[str]:
     title = f"### `{record.label}` on {record.device}"
     lines = [title, ""]
     result = record.result
+    if record.model is not None:
+        lines += _model_lines(record)
     if result is not None:
         if result.valid:
             how = "pinned" if result.mode == "explicit" else "auto-selected"

@@ -25,6 +25,10 @@ CLI_CODES: dict[str, tuple[str, str]] = {
               "(a warning; a failure with --strict)."),
     "AS003": ("cudagraph-mode-refused",
               "vLLM refuses the requested CUDA-graph mode for the selected backend at start-up."),
+    "AS004": ("kv-plan-error",
+              "The whole-model KV-cache plan fails: vLLM would raise at start-up."),
+    "AS005": ("kv-plan-warning",
+              "The whole-model KV-cache plan works with a caveat vLLM warns about."),
 }
 """Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
 
@@ -65,26 +69,17 @@ class CheckRecord:
     strict: bool = False
     settings: dict[str, Any] | None = None
     """The recognised vLLM settings of a command line."""
+    selected: str | None = None
+    """The selected backend (a whole model: the distinct backends, comma-separated)."""
+    block_size: int | None = None
+    cudagraph_mode: str | None = None
+    model: Any = None
+    """The whole-model check (:class:`selector.modelcheck.ModelCheckResult`) of a
+    deployment that names a ``model:``; None for a single-layer deployment."""
 
     @property
     def label(self) -> str:
         return self.source + (f" [{self.group}]" if self.group else "")
-
-    @property
-    def selected(self) -> str | None:
-        return self.result.selected if self.result else None
-
-    @property
-    def block_size(self) -> int | None:
-        if self.result is None or self.result.runtime is None:
-            return None
-        return self.result.runtime.block_size
-
-    @property
-    def cudagraph_mode(self) -> str | None:
-        if self.result is None or self.result.runtime is None:
-            return None
-        return self.result.runtime.cudagraph_mode
 
     @property
     def errors(self) -> tuple[Finding, ...]:

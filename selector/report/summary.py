@@ -31,7 +31,8 @@ def render_notes(findings: Sequence[Finding]) -> RenderableType:
 
 
 def render_fleet(records: Sequence[CheckRecord]) -> RenderableType:
-    """One row per (deployment, device): valid or not, backend, block size, CUDA graphs."""
+    """One row per (deployment, device): valid or not, backend, block size, CUDA graphs
+    (a whole model: its distinct backends and the negotiated block size and mode)."""
     table = Table(title="Fleet view")
     one_source = len({r.source for r in records}) == 1
     several = len({r.label for r in records}) > 1
