@@ -88,7 +88,8 @@ def sweep_throughput(configs: int, oracle: Path | None) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--configs", type=int, default=20000)
     parser.add_argument("--oracle", type=Path, default=None, help="oracle folder with .venv (optional)")

@@ -246,8 +246,8 @@ def _merge_profile(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, A
             merged[key] = section
         elif key == "facts" and isinstance(value, list):
             facts = [dict(f) for f in parent.get("facts") or []]
-            for fact in value:
-                fact = dict(fact)
+            for raw_fact in value:
+                fact = dict(raw_fact)
                 names = [f.get("name") for f in facts]
                 if fact.pop("remove", False):
                     if fact.get("name") in names:
@@ -277,7 +277,9 @@ def _deep_merge(base: Any, patch: Any) -> Any:
     return patch
 
 
-def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def _raw_engine(
+    directory: Path, by_engine: dict[str, Path]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The raw (unvalidated) profile and backend dicts of one engine, inheritance applied."""
     profile_path = directory / "profile.yaml"
     profile = _read_yaml(profile_path)

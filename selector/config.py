@@ -127,7 +127,7 @@ def _field_names(model: Any, path: tuple[str | int, ...]) -> list[str]:
 
 
 def _describe_error(err: Any) -> tuple[str, str]:
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "DeviceRef", "int", "none", "bool", "float"} and False))
+    loc = tuple(err["loc"])
     kind = err["type"]
     parent = tuple(p for p in loc[:-1] if not isinstance(p, int))
     if kind == "extra_forbidden":

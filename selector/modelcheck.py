@@ -122,7 +122,7 @@ def _kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
         class_name=spec.class_name,
         kernel_block_sizes=sizes,
         supported_layouts=runtime.kv_layouts,
-        cudagraph_support=runtime.cudagraph_support,  # type: ignore[arg-type]
+        cudagraph_support=runtime.cudagraph_support,
         reorder_batch_threshold=runtime.reorder_batch_threshold,
         is_mla=spec.family == "mla",
         packing=packing,

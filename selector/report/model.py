@@ -25,8 +25,10 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs."""
     model = result.model
     header = Text()
-    header.append("VALID  " if result.valid else "INVALID  ", style="bold green" if result.valid else "bold red")
-    header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) on {device}, {result.engine}")
+    header.append("VALID  " if result.valid else "INVALID  ",
+                  style="bold green" if result.valid else "bold red")
+    header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) "
+                  f"on {device}, {result.engine}")
     parts: list[RenderableType] = [Panel(header, title=source or "attn-select check", expand=False)]
     layers = Table(title="Attention layers (each selected with its own facts)")
     for column in ("layers", "kind", "heads q/kv", "head size", "window", "backend", "FA", "reasons"):
@@ -90,7 +92,8 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
         summary.add_row("bytes per block (all groups)", str(capacity.bytes_per_block))
         if capacity.kv_cache_tokens is not None:
             summary.add_row("KV cache tokens", f"{capacity.kv_cache_tokens:,}")
-            summary.add_row("max concurrency", f"{capacity.max_concurrency:.2f} x {capacity.max_model_len} tokens")
+            summary.add_row("max concurrency",
+                            f"{capacity.max_concurrency:.2f} x {capacity.max_model_len} tokens")
     for warning in plan.warnings:
         summary.add_row("warning", warning)
     for error in plan.errors:

@@ -36,8 +36,9 @@ def _why(result: SolveResult) -> list[str]:
     if result.mode == "explicit":
         lines.append(f"--attention-backend {result.selected} was requested and passes every check.")
         return lines
+    position = result.priority.index(result.selected)
     skipped = [v for v in result.verdicts
-               if v.priority_index is not None and v.priority_index < result.priority.index(result.selected)]
+               if v.priority_index is not None and v.priority_index < position]
     order = " > ".join(result.priority)
     lines.append(f"Priority for this configuration: {order}.")
     for v in skipped:

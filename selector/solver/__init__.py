@@ -26,7 +26,6 @@ from selector.result import (
 from selector.schema.backend import BackendSpec
 from selector.schema.types import MultipleOf
 from selector.solver.compiled import CompiledEngine, Reason, compiled_for
-from selector.solver.cudagraph import resolve_cudagraph_mode
 
 __all__ = [
     "SelectionOutcome",
@@ -192,10 +191,13 @@ def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
     if threshold_rule is not None and threshold_rule.value is not None:
         value = E.evaluate(_expr(threshold_rule.value), scope)
         threshold = int(value) if isinstance(value, int) else None
+    from selector.kv.cudagraph import resolve_cudagraph_mode
+
     resolution = resolve_cudagraph_mode(
-        requested_cg_mode, support, spec.class_name,
-        num_speculative_tokens=int(scope.get("num_speculative_tokens") or 0),
+        requested_cg_mode, support, spec.class_name,  # type: ignore[arg-type]
+        uniform_decode_query_len=1 + int(scope.get("num_speculative_tokens") or 0),
     )
+    cg_messages = (*resolution.warnings, *((resolution.error,) if resolution.error else ()))
     geometry = kvshape.geometry(spec, scope, block_size=int(block_size),
                                 default_layout=default_kv_layout or "NHD")
     if geometry is not None:
@@ -209,8 +211,9 @@ def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
         kv_layout=(layouts[0] if layouts else geometry.layout if geometry else "LBNHC"),
         cudagraph_support=support,
         cudagraph_mode_requested=requested_cg_mode,
-        cudagraph_mode=resolution.mode if resolution.error is None else "ERROR",
-        cudagraph_messages=resolution.messages + ((resolution.error,) if resolution.error else ()),
+        cudagraph_mode=str(resolution.resolved) if resolution.error is None else "ERROR",
+        cudagraph_messages=cg_messages,
+        cudagraph_cost=resolution.cost,
         reorder_batch_threshold=threshold,
         update_block_table=spec.runtime.update_block_table,
         kv_cache_shape=geometry.shape.template if geometry else None,

@@ -32,7 +32,7 @@ def test_oracle_golden_subset_agrees_exactly(engine: str, name: str, minimum: in
     data = load_catalog().engine(f"vllm=={engine}")
     ours = [json.loads(line) for line in sweep_lines((json.dumps(c["input"]) for c in cases), data)]
     mismatches = []
-    for case, mine in zip(cases, ours):
+    for case, mine in zip(cases, ours, strict=True):
         for backend, reasons in case["backends"].items():  # type: ignore[union-attr]
             if mine["backends"].get(backend) != reasons:
                 mismatches.append((case["input"], backend, mine["backends"].get(backend), reasons))
