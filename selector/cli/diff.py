@@ -1,0 +1,109 @@
+"""``attn-select diff``: what changes between two engine versions, for one
+deployment or (``--all``) over a support matrix of representative configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from selector.errors import ExitCode, InputError
+
+__all__ = ["DiffFormat", "diff", "register"]
+
+
+class DiffFormat(str, Enum):
+    """Output formats of ``diff``."""
+
+    text = "text"
+    json = "json"
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    width = int(os.environ.get("COLUMNS", "0") or 0) or None
+    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
+                   highlight=False, soft_wrap=False)
+
+
+def _engines(from_engine: str | None, to_engine: str | None) -> tuple[str, str]:
+    """Resolve ``--from`` / ``--to`` (exact versions or ranges); defaults: ``--to``
+    the newest profile, ``--from`` the newest profile older than ``--to``."""
+    from selector.catalog import load_catalog
+
+    catalog = load_catalog()
+    target = catalog.engine(to_engine)
+    if from_engine:
+        return catalog.engine(from_engine).engine, target.engine
+    older = [name for name in catalog.engine_names
+             if catalog.engine(name).family == target.family
+             and catalog.engine(name).version < target.version]
+    if not older:
+        raise InputError(f"no profile older than {target.engine} to compare with", field="from",
+                         hint="give --from; available: " + ", ".join(catalog.engine_names))
+    return max(older, key=lambda name: catalog.engine(name).version), target.engine
+
+
+def diff(
+    config: Annotated[Path | None, typer.Argument(
+        help="Deployment file (YAML, TOML or JSON); omit with --all.")] = None,
+    from_engine: Annotated[str | None, typer.Option(
+        "--from", help="Source engine, e.g. vllm==0.25.1 or 'vllm<0.30' "
+        "(default: the newest profile older than --to).")] = None,
+    to_engine: Annotated[str | None, typer.Option(
+        "--to", help="Target engine, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest).")] = None,
+    output_format: Annotated[DiffFormat, typer.Option(
+        "--format", "-f", help="Output format.")] = DiffFormat.text,
+    sweep_all: Annotated[bool, typer.Option(
+        "--all", help="Sweep the support matrix and summarise what changed per backend.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Show unchanged backends and fields too.")] = False,
+) -> None:
+    """What changes between two engine versions: validity, selected backend, FA version,
+    block size, layout, CUDA-graph mode and each backend's reasons.  Exits 1 when the
+    verdict (validity or selected backend) changes."""
+    from selector.catalog import load_catalog
+    from selector.config import load_deployment, resolve_device
+    from selector.diff import diff_results, solve_for_engine, sweep_matrix
+    from selector.report.diff import (
+        deployment_diff_to_json,
+        matrix_diff_to_json,
+        render_deployment_diff,
+        render_matrix_diff,
+    )
+
+    source, target = _engines(from_engine, to_engine)
+    if sweep_all:
+        if config is not None:
+            raise InputError("give either a deployment file or --all, not both", field="config")
+        matrix = sweep_matrix(source, target)
+        if output_format is DiffFormat.json:
+            sys.stdout.write(json.dumps(matrix_diff_to_json(matrix), indent=2, default=str) + "\n")
+        else:
+            _console().print(render_matrix_diff(matrix, verbose=verbose))
+        raise typer.Exit(int(ExitCode.INVALID if matrix.verdicts_changed else ExitCode.OK))
+    if config is None:
+        raise InputError("missing deployment file", field="config",
+                         hint="attn-select diff CONFIG --from vllm==0.25.1 --to vllm==0.33.0, or --all")
+    catalog = load_catalog()
+    loaded = load_deployment(str(config))
+    _, _, device = resolve_device(loaded.deployment, catalog)
+    result = diff_results(solve_for_engine(loaded, source, catalog=catalog),
+                          solve_for_engine(loaded, target, catalog=catalog), source=str(config))
+    if output_format is DiffFormat.json:
+        sys.stdout.write(json.dumps(deployment_diff_to_json(result, device=device), indent=2,
+                                    default=str) + "\n")
+    else:
+        _console().print(render_deployment_diff(result, device=device, verbose=verbose))
+    raise typer.Exit(int(ExitCode.INVALID if result.verdict_changed else ExitCode.OK))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``diff`` to the ``attn-select`` application."""
+    app.command("diff")(diff)
