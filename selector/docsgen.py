@@ -150,6 +150,9 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     nullable_input = {"anyOf": [{"$ref": "#/$defs/InputSpec"}, {"type": "null"}]}
     for key in ("inputs", "environment"):
         ppatch["properties"][key] = {"type": "object", "additionalProperties": nullable_input}
+    ppatch["properties"]["messages"] = {
+        "type": "object", "additionalProperties": {"type": ["string", "null"]},
+        "description": "Message templates to replace (`null` removes one)."}
     ppatch["properties"]["facts"] = {
         "type": "array", "description": "Facts to add, replace (same name) or remove.",
         "items": {"type": "object", "required": ["name"],
