@@ -161,9 +161,10 @@ def sweep(
 
 
 def _register_optional() -> None:
-    from selector.cli import check, docs, metadata
+    from selector.cli import check, diff, docs, metadata
 
     check.register(app)
+    diff.register(app)
     docs.register(app)
     metadata.register(app)
     try:
