@@ -9,6 +9,7 @@ __all__ = [
     "CannotRunHereError",
     "ExitCode",
     "InputError",
+    "InvalidDeploymentError",
     "SmokeFailedError",
 ]
 
@@ -61,6 +62,12 @@ class InputError(AttnSelectError):
         if self.hint:
             text += f" ({self.hint})"
         return text
+
+
+class InvalidDeploymentError(AttnSelectError):
+    """A well-formed deployment that vLLM would reject (findings, not an input error)."""
+
+    exit_code = ExitCode.INVALID
 
 
 class SmokeFailedError(AttnSelectError):

@@ -11,19 +11,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from selector.errors import AttnSelectError, ExitCode
-from selector.smoke.plan import SmokeOptions, SmokePlan, load_plans_file
-from selector.smoke.render import render_report
-from selector.smoke.report import SmokeChecksFailed, SmokeReport
-from selector.smoke.runner import run_smoke
+from selector.errors import AttnSelectError, ExitCode, InputError, InvalidDeploymentError
 
-__all__ = ["register", "run_plans", "smoke_plan_command"]
+if TYPE_CHECKING:
+    from selector.smoke.plan import SmokeOptions, SmokePlan
+    from selector.smoke.report import SmokeReport
+
+__all__ = ["register", "run_plans", "smoke_command", "smoke_plan_command"]
 
 
 class ReportFormat(str, Enum):
@@ -40,6 +40,8 @@ def _progress(console: Console) -> Iterator[Progress]:
 
 
 def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console) -> None:
+    from selector.smoke.render import render_report
+
     if output_format is ReportFormat.json:
         out.out(json.dumps(report.to_json(), indent=2), highlight=False)
     else:
@@ -49,6 +51,9 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
               output_format: ReportFormat = ReportFormat.text) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
+    from selector.smoke.report import SmokeChecksFailed
+    from selector.smoke.runner import run_smoke
+
     out = Console(soft_wrap=output_format is ReportFormat.json)
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -83,6 +88,8 @@ def smoke_plan_command(
     Exit 0 when every check passes, 2 on a bad plans file, 3 when a kernel or check fails,
     4 when this machine cannot run it (no GPU, or a kernel library missing).
     """
+    from selector.smoke.plan import load_plans_file
+
     try:
         plans_file = load_plans_file(plan_file)
     except AttnSelectError as error:
@@ -98,6 +105,80 @@ def smoke_plan_command(
     run_plans(plans_file.plans, options, output_format=output_format)
 
 
+def _deployment_plans(config: Path) -> list[SmokePlan]:
+    """The smoke plans of a deployment file, through the solver (and the KV planner)."""
+    from selector.catalog import load_catalog
+    from selector.config import deployment_facts, deployment_model, load_deployment
+    from selector.smoke.from_result import SMOKE_BACKENDS, plans_from_model, plans_from_result
+    from selector.solver import solve
+
+    catalog = load_catalog()
+    loaded = load_deployment(str(config))
+    deployment = loaded.deployment
+    if deployment.model is not None:
+        from selector.modelcheck import check_model
+
+        model, facts, kv_options = deployment_model(loaded, catalog)
+        checked = check_model(model, facts, engine=deployment.engine,
+                              attention_backend=deployment.attention_backend,
+                              backend_per_kind=deployment.attention_config.backend_per_kind,
+                              cudagraph_mode=deployment.cudagraph_mode, options=kv_options,
+                              catalog=catalog)
+        if not checked.valid:
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+        plans = plans_from_model(checked)
+        selected = sorted({s.result.selected or "-" for s in checked.selections})
+    else:
+        result = solve(deployment_facts(loaded, catalog), engine=deployment.engine,
+                       attention_backend=deployment.attention_backend,
+                       cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
+        if not result.valid:
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+        plans = plans_from_result(result, name=config.stem,
+                                  sliding_window=deployment.layer.sliding_window,
+                                  logits_soft_cap=deployment.layer.logits_soft_cap)
+        selected = [result.selected or "-"]
+    if not plans:
+        raise InputError(
+            f"the plan selects {', '.join(selected)}; the smoke check has kernel runners for "
+            f"{' and '.join(SMOKE_BACKENDS)} only", file=str(config),
+            hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
+    return plans
+
+
+def smoke_command(
+    config: Annotated[Path, typer.Argument(metavar="CONFIG", show_default=False,
+                                           help="Deployment file (YAML, TOML or JSON).")],
+    output_format: Annotated[ReportFormat, typer.Option(
+        "--format", "-f", case_sensitive=False, help="Report format.")] = ReportFormat.text,
+    repeats: Annotated[int | None, typer.Option(
+        "--repeats", min=1, help="Timed repeats per kernel (median reported).")] = None,
+    measure: Annotated[bool, typer.Option(
+        "--measure/--no-measure", help="Time the kernels.")] = True,
+    seed: Annotated[int, typer.Option("--seed", help="Batch and data seed.")] = 0,
+) -> None:
+    """Check a deployment, then run its FlashAttention / FlashInfer kernels on this GPU on a
+    paged KV cache built exactly as negotiated, and prove them against a reference.
+
+    Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
+    kernel or check fails, 4 when this machine cannot run it.
+    """
+    from selector.smoke.plan import SmokeOptions
+
+    try:
+        plans = _deployment_plans(config)
+    except AttnSelectError as error:
+        message = error.render() if isinstance(error, InputError) else str(error)
+        Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
+                                                   highlight=False)
+        raise typer.Exit(int(error.exit_code)) from None
+    options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
+    run_plans(plans, options, output_format=output_format)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``smoke-plan`` command to ``app``."""
+    """Add the ``smoke`` and ``smoke-plan`` commands to ``app``."""
+    app.command(name="smoke", no_args_is_help=True)(smoke_command)
     app.command(name="smoke-plan", no_args_is_help=True)(smoke_plan_command)
