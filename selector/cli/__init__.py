@@ -7,7 +7,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,7 +15,7 @@ from rich.table import Table
 
 from selector.errors import AttnSelectError, ExitCode, InputError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "register_commands"]
 
 app = typer.Typer(
     name="attn-select",
@@ -50,7 +50,7 @@ def _emit_json(document: Any) -> None:
 
 
 EngineOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest)."),
 ]
 
@@ -129,9 +129,9 @@ def list_(
 @app.command()
 def sweep(
     source: Annotated[str, typer.Argument(help="JSON Lines of flat selector configs ('-' = stdin).")] = "-",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     engine: EngineOption = None,
-    backends: Annotated[Optional[str], typer.Option(help="Comma-separated backends to report (default: the oracle's set).")] = None,
+    backends: Annotated[str | None, typer.Option(help="Comma-separated backends to report (default: the oracle's set).")] = None,
 ) -> None:
     """Batch mode: one JSON verdict line per config, in the oracle's shape."""
     from selector.catalog import load_catalog
@@ -160,26 +160,41 @@ def sweep(
             stream.close()
 
 
-def _register_optional() -> None:
-    from selector.cli import check, diff, docs, metadata
+_SUBCOMMANDS: dict[str, str] = {
+    "check": "selector.cli.check",
+    "diff": "selector.cli.diff",
+    "docs": "selector.cli.docs",
+    "metadata": "selector.cli.metadata",
+    "smoke": "selector.cli.smoke",
+    "smoke-plan": "selector.cli.smoke",
+    "bench": "selector.cli.bench",
+}
+"""Commands that live in their own module (``register(app)``), imported only when used so
+that ``attn-select check`` does not pay for the GPU, docs or diff machinery."""
+_REGISTERED: set[str] = set()
 
-    check.register(app)
-    diff.register(app)
-    docs.register(app)
-    metadata.register(app)
-    try:
-        from selector.cli import smoke
-    except ImportError:  # pragma: no cover - smoke CLI not present
-        return
-    smoke.register(app)
 
+def register_commands(argv: list[str] | None = None) -> None:
+    """Register the subcommand modules ``argv`` needs (all of them for help or when unsure)."""
+    import importlib
 
-_register_optional()
+    wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
+    modules = [_SUBCOMMANDS[wanted]] if wanted in _SUBCOMMANDS else sorted(set(_SUBCOMMANDS.values()))
+    for module in modules:
+        if module in _REGISTERED:
+            continue
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError:  # an optional command that is not part of this build
+            continue
+        loaded.register(app)
+        _REGISTERED.add(module)
 
 
 def main() -> None:
     """Console-script entry point: maps every failure to its exit code."""
     try:
+        register_commands(sys.argv[1:])
         code = app(standalone_mode=False)
         raise SystemExit(int(code or 0))
     except typer.Exit as exc:
@@ -192,7 +207,7 @@ def main() -> None:
         raise SystemExit(130) from None
     except SystemExit:
         raise
-    except Exception as exc:  # noqa: BLE001 - the top-level guard
+    except Exception as exc:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # click's usage errors
             exc.show()
             raise SystemExit(int(ExitCode.USAGE)) from None

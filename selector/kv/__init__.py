@@ -1,44 +1,80 @@
 """KV-cache negotiation as vLLM 0.33.0 does it: per-layer specs, KV-cache
 groups, block sizes, layout, CUDA-graph mode and capacity."""
 
-from selector.kv.backend_facts import (
-    DEEPSEEK_V32_INDEXER,
-    GDN_ATTN,
-    MAMBA1_ATTN,
-    BackendKVFacts,
-    BlockSizeRule,
-    CGSupport,
-    KVLayout,
-    MultipleOf,
-)
-from selector.kv.block_size import preferred_block_size, select_common_block_size
-from selector.kv.capacity import Capacity
-from selector.kv.cudagraph import CudaGraphMode, CudaGraphResolution, resolve_cudagraph_mode
-from selector.kv.errors import EngineStartupError
-from selector.kv.grouping import GroupingResult, KVGroup, group_layers, unify_page_sizes
-from selector.kv.hybrid import HybridAlignment, align_hybrid_block_size
-from selector.kv.layer_specs import CacheEntry
-from selector.kv.layout import LayoutResolution, resolve_layout, supported_layouts
-from selector.kv.options import KVOptions
-from selector.kv.plan import BackendChooser, effective_backend, plan_model
-from selector.kv.plan_types import (
-    AttentionGroupPlan,
-    BlockSizeDecision,
-    GroupPlan,
-    ModelPlan,
-    PlanError,
-    format_ranges,
-)
-from selector.kv.specs import (
-    ChunkedLocalAttentionSpec,
-    CrossAttentionSpec,
-    EncoderOnlyAttentionSpec,
-    FullAttentionSpec,
-    KVCacheSpec,
-    MambaSpec,
-    MLAAttentionSpec,
-    SlidingWindowSpec,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from selector.kv.backend_facts import (
+        DEEPSEEK_V32_INDEXER,
+        GDN_ATTN,
+        MAMBA1_ATTN,
+        BackendKVFacts,
+        BlockSizeRule,
+        CGSupport,
+        KVLayout,
+        MultipleOf,
+    )
+    from selector.kv.block_size import (
+        preferred_block_size,
+        select_common_block_size,
+    )
+    from selector.kv.capacity import (
+        Capacity,
+    )
+    from selector.kv.cudagraph import (
+        CudaGraphMode,
+        CudaGraphResolution,
+        resolve_cudagraph_mode,
+    )
+    from selector.kv.errors import (
+        EngineStartupError,
+    )
+    from selector.kv.grouping import (
+        GroupingResult,
+        KVGroup,
+        group_layers,
+        unify_page_sizes,
+    )
+    from selector.kv.hybrid import (
+        HybridAlignment,
+        align_hybrid_block_size,
+    )
+    from selector.kv.layer_specs import (
+        CacheEntry,
+    )
+    from selector.kv.layout import (
+        LayoutResolution,
+        resolve_layout,
+        supported_layouts,
+    )
+    from selector.kv.options import (
+        KVOptions,
+    )
+    from selector.kv.plan import (
+        BackendChooser,
+        effective_backend,
+        plan_model,
+    )
+    from selector.kv.plan_types import (
+        AttentionGroupPlan,
+        BlockSizeDecision,
+        GroupPlan,
+        ModelPlan,
+        PlanError,
+        format_ranges,
+    )
+    from selector.kv.specs import (
+        ChunkedLocalAttentionSpec,
+        CrossAttentionSpec,
+        EncoderOnlyAttentionSpec,
+        FullAttentionSpec,
+        KVCacheSpec,
+        MambaSpec,
+        MLAAttentionSpec,
+        SlidingWindowSpec,
+    )
 
 __all__ = [
     "DEEPSEEK_V32_INDEXER",
@@ -85,3 +121,59 @@ __all__ = [
     "supported_layouts",
     "unify_page_sizes",
 ]
+
+_LAZY: dict[str, str] = {
+    "DEEPSEEK_V32_INDEXER": "selector.kv.backend_facts",
+    "GDN_ATTN": "selector.kv.backend_facts",
+    "MAMBA1_ATTN": "selector.kv.backend_facts",
+    "AttentionGroupPlan": "selector.kv.plan_types",
+    "BackendChooser": "selector.kv.plan",
+    "BackendKVFacts": "selector.kv.backend_facts",
+    "BlockSizeDecision": "selector.kv.plan_types",
+    "BlockSizeRule": "selector.kv.backend_facts",
+    "CGSupport": "selector.kv.backend_facts",
+    "CacheEntry": "selector.kv.layer_specs",
+    "Capacity": "selector.kv.capacity",
+    "ChunkedLocalAttentionSpec": "selector.kv.specs",
+    "CrossAttentionSpec": "selector.kv.specs",
+    "CudaGraphMode": "selector.kv.cudagraph",
+    "CudaGraphResolution": "selector.kv.cudagraph",
+    "EncoderOnlyAttentionSpec": "selector.kv.specs",
+    "EngineStartupError": "selector.kv.errors",
+    "FullAttentionSpec": "selector.kv.specs",
+    "GroupPlan": "selector.kv.plan_types",
+    "GroupingResult": "selector.kv.grouping",
+    "HybridAlignment": "selector.kv.hybrid",
+    "KVCacheSpec": "selector.kv.specs",
+    "KVGroup": "selector.kv.grouping",
+    "KVLayout": "selector.kv.backend_facts",
+    "KVOptions": "selector.kv.options",
+    "LayoutResolution": "selector.kv.layout",
+    "MLAAttentionSpec": "selector.kv.specs",
+    "MambaSpec": "selector.kv.specs",
+    "ModelPlan": "selector.kv.plan_types",
+    "MultipleOf": "selector.kv.backend_facts",
+    "PlanError": "selector.kv.plan_types",
+    "SlidingWindowSpec": "selector.kv.specs",
+    "align_hybrid_block_size": "selector.kv.hybrid",
+    "effective_backend": "selector.kv.plan",
+    "format_ranges": "selector.kv.plan_types",
+    "group_layers": "selector.kv.grouping",
+    "plan_model": "selector.kv.plan",
+    "preferred_block_size": "selector.kv.block_size",
+    "resolve_cudagraph_mode": "selector.kv.cudagraph",
+    "resolve_layout": "selector.kv.layout",
+    "select_common_block_size": "selector.kv.block_size",
+    "supported_layouts": "selector.kv.layout",
+    "unify_page_sizes": "selector.kv.grouping",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use, so importing one submodule stays light."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,22 +1,35 @@
 """Models, offline: a Hugging Face config.json (or a preset) in, per-layer
 attention facts out."""
 
-from selector.models.facts import (
-    ATTENTION_KINDS,
-    SSM_KINDS,
-    GDNDims,
-    LayerFacts,
-    LayerKind,
-    Mamba1Dims,
-    MLADims,
-    ModelDType,
-    ModelFacts,
-    SparseIndexer,
-    SSMDims,
-)
-from selector.models.hf_config import parse_config
-from selector.models.loader import load_config_file, load_model
-from selector.models.presets import list_presets, preset_dir
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from selector.models.facts import (
+        ATTENTION_KINDS,
+        SSM_KINDS,
+        GDNDims,
+        LayerFacts,
+        LayerKind,
+        Mamba1Dims,
+        MLADims,
+        ModelDType,
+        ModelFacts,
+        SparseIndexer,
+        SSMDims,
+    )
+    from selector.models.hf_config import (
+        parse_config,
+    )
+    from selector.models.loader import (
+        load_config_file,
+        load_model,
+    )
+    from selector.models.presets import (
+        list_presets,
+        preset_dir,
+    )
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -36,3 +49,32 @@ __all__ = [
     "parse_config",
     "preset_dir",
 ]
+
+_LAZY: dict[str, str] = {
+    "ATTENTION_KINDS": "selector.models.facts",
+    "SSM_KINDS": "selector.models.facts",
+    "GDNDims": "selector.models.facts",
+    "LayerFacts": "selector.models.facts",
+    "LayerKind": "selector.models.facts",
+    "MLADims": "selector.models.facts",
+    "Mamba1Dims": "selector.models.facts",
+    "ModelDType": "selector.models.facts",
+    "ModelFacts": "selector.models.facts",
+    "SSMDims": "selector.models.facts",
+    "SparseIndexer": "selector.models.facts",
+    "list_presets": "selector.models.presets",
+    "load_config_file": "selector.models.loader",
+    "load_model": "selector.models.loader",
+    "parse_config": "selector.models.hf_config",
+    "preset_dir": "selector.models.presets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use, so importing one submodule stays light."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

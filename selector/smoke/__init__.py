@@ -6,15 +6,38 @@ inside :func:`run_smoke` only, so the CPU-side metadata tools work anywhere.
 
 from __future__ import annotations
 
-from selector.smoke.plan import SmokeOptions, SmokePlan, SmokePlansFile, load_plans_file
-from selector.smoke.report import (
-    CheckResult,
-    GroupReport,
-    SmokeChecksFailed,
-    SmokeReport,
-    TimingResult,
-)
-from selector.smoke.runner import Progress, run_smoke
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from selector.smoke.plan import SmokeOptions, SmokePlan, SmokePlansFile, load_plans_file
+    from selector.smoke.report import (
+        CheckResult,
+        GroupReport,
+        SmokeChecksFailed,
+        SmokeReport,
+        TimingResult,
+    )
+    from selector.smoke.runner import Progress, run_smoke
+
+_LAZY = {
+    "SmokeOptions": "selector.smoke.plan", "SmokePlan": "selector.smoke.plan",
+    "SmokePlansFile": "selector.smoke.plan", "load_plans_file": "selector.smoke.plan",
+    "CheckResult": "selector.smoke.report", "GroupReport": "selector.smoke.report",
+    "SmokeChecksFailed": "selector.smoke.report", "SmokeReport": "selector.smoke.report",
+    "TimingResult": "selector.smoke.report", "Progress": "selector.smoke.runner",
+    "run_smoke": "selector.smoke.runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use, so the metadata tools do not load the GPU runner modules."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'selector.smoke' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "CheckResult",
