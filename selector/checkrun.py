@@ -269,13 +269,13 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
     from selector.solver import solve
 
     deployment = loaded.deployment
-    _, _, device_name = resolve_device(deployment, catalog)
     artifact = loaded.path if source is None else None
     if deployment.model is not None:
         from selector.config import deployment_model
         from selector.modelcheck import check_model
 
         facts_model, base, kv = deployment_model(loaded, catalog)
+        _, _, device_name = resolve_device(deployment, catalog)
         if model is not None:
             facts_model = model.for_tp(deployment.parallel.tensor_parallel_size)
         if kv_options:
@@ -289,6 +289,7 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
                              device=device_name, findings=_model_findings(checked, loaded),
                              options=options, settings=settings)
     facts = deployment_facts(loaded, catalog)
+    _, _, device_name = resolve_device(deployment, catalog)
     result = solve(facts, engine=options.engine or deployment.engine,
                    attention_backend=deployment.attention_backend,
                    cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
