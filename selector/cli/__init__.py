@@ -61,24 +61,50 @@ def explain(
     config: Annotated[Path, typer.Argument(help="Deployment file.")],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
+    layer: Annotated[int | None, typer.Option(
+        "--layer", "-l", help="For a model deployment: the layer index to explain (default 0).")] = None,
 ) -> None:
-    """Every check of one backend for a deployment: the rule, the facts it read, the result."""
+    """Every check of one backend for a deployment (or one layer of a model): the rule,
+    the facts it read, the result."""
     from selector.catalog import load_catalog
-    from selector.config import deployment_facts, load_deployment
+    from selector.config import deployment_facts, deployment_model, load_deployment
     from selector.report import render_explain
     from selector.solver import explain_backend, solve
 
     catalog = load_catalog()
     loaded = load_deployment(str(config))
-    facts = deployment_facts(loaded, catalog)
-    engine_data = catalog.engine(engine or loaded.deployment.engine)
+    deployment = loaded.deployment
+    engine_data = catalog.engine(engine or deployment.engine)
     name = engine_data.backend(backend).name
-    result = solve(facts, engine=engine_data.engine, attention_backend=loaded.deployment.attention_backend,
-                   suggest=False, catalog=catalog)
+    layer_note: dict[str, Any] = {}
+    if deployment.model is not None:
+        from selector.modelcheck import layer_facts
+
+        model, base, _ = deployment_model(loaded, catalog)
+        index = 0 if layer is None else layer
+        if not 0 <= index < len(model.layers):
+            raise InputError(f"layer {index} does not exist (the model has {len(model.layers)} layers)",
+                             field="--layer", hint=f"give 0 to {len(model.layers) - 1}")
+        facts_of_layer = model.layers[index]
+        if not facts_of_layer.is_attention:
+            raise InputError(f"layer {index} is a {facts_of_layer.kind} layer, not attention",
+                             field="--layer", hint="pick an attention layer (see `attn-select check`)")
+        facts = {**base, **layer_facts(facts_of_layer, model)}
+        per_kind = deployment.attention_config.backend_per_kind
+        pinned = per_kind.get(facts_of_layer.spec_kind, deployment.attention_backend)
+        layer_note = {"layer": index, "kind": facts_of_layer.spec_kind}
+    else:
+        if layer is not None:
+            raise InputError("--layer needs a deployment with a `model:`", field="--layer")
+        facts = deployment_facts(loaded, catalog)
+        pinned = deployment.attention_backend
+    result = solve(facts, engine=engine_data.engine, attention_backend=pinned, suggest=False,
+                   catalog=catalog)
     rows = explain_backend(result, name, catalog)
     valid = result.verdict(name).valid
     if output_format is OutputFormat.json:
-        _emit_json({"backend": name, "engine": result.engine, "valid": valid, "checks": rows})
+        _emit_json({"backend": name, "engine": result.engine, "valid": valid, **layer_note,
+                    "checks": rows})
     else:
         _console().print(render_explain(result, name, rows))
     raise typer.Exit(int(ExitCode.OK if valid else ExitCode.INVALID))
