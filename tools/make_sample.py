@@ -285,10 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", help="output file (default: stdout)")
     a = ap.parse_args(argv)
     configs = generate(a.family, a.n, a.seed, a.vllm_version)
-    if a.json_list:
-        text = json.dumps(configs) + "\n"
-    else:
-        text = "".join(json.dumps(c) + "\n" for c in configs)
+    text = (json.dumps(configs) + "\n" if a.json_list
+            else "".join(json.dumps(c) + "\n" for c in configs))
     if a.output:
         with open(a.output, "w", encoding="utf-8") as f:
             f.write(text)

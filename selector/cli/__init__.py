@@ -154,10 +154,13 @@ def list_(
 
 @app.command()
 def sweep(
-    source: Annotated[str, typer.Argument(help="JSON Lines of flat selector configs ('-' = stdin).")] = "-",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    source: Annotated[str, typer.Argument(
+        help="JSON Lines of flat selector configs ('-' = stdin).")] = "-",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write here instead of stdout.")] = None,
     engine: EngineOption = None,
-    backends: Annotated[str | None, typer.Option(help="Comma-separated backends to report (default: the oracle's set).")] = None,
+    backends: Annotated[str | None, typer.Option(
+        help="Comma-separated backends to report (default: the oracle's set).")] = None,
 ) -> None:
     """Batch mode: one JSON verdict line per config, in the oracle's shape."""
     from selector.catalog import load_catalog

@@ -78,9 +78,11 @@ def _runtime_table(result: SolveResult) -> Table | None:
             detail += "  (the device default)"
         table.add_row(trace.name.replace("_", " "), detail)
     table.add_row("kernel block sizes", ", ".join(r.kernel_block_sizes) or "any")
-    table.add_row("block size", f"{r.block_size}" + ("" if result.facts.get("block_size") else
-                                                     f" (preferred; {r.preferred_block_size} when not pinned)"))
-    table.add_row("KV-cache layout", r.kv_layout + ("" if r.kv_layouts else " (any accepted; vLLM's default)"))
+    pinned = result.facts.get("block_size")
+    block_note = "" if pinned else f" (preferred; {r.preferred_block_size} when not pinned)"
+    table.add_row("block size", f"{r.block_size}{block_note}")
+    layout_note = "" if r.kv_layouts else " (any accepted; vLLM's default)"
+    table.add_row("KV-cache layout", r.kv_layout + layout_note)
     if r.kv_cache_shape_values is not None:
         shape = r.kv_cache_shape_values
         if r.kv_cache_shape and r.kv_cache_shape != shape:

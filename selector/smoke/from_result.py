@@ -37,11 +37,11 @@ def _plan(result: SolveResult, backend: str, *, name: str, sliding_window: int |
     kv_heads = int(facts.get("model_num_kv_heads") or q_heads)
     return SmokePlan(
         name=name,
-        backend=backend,  # type: ignore[arg-type]
+        backend=backend,
         fa_version=fa.value if fa is not None and backend == "FLASH_ATTN" else None,
         kernel_block_size=kernel_block_size or runtime.block_size,
-        kv_layout=layout_alias(kv_layout or runtime.kv_layout),  # type: ignore[arg-type]
-        cudagraph_mode=(cudagraph_mode or runtime.cudagraph_mode),  # type: ignore[arg-type]
+        kv_layout=layout_alias(kv_layout or runtime.kv_layout),
+        cudagraph_mode=(cudagraph_mode or runtime.cudagraph_mode),
         num_q_heads=q_heads,
         num_kv_heads=kv_heads,
         head_size=int(facts["head_size"]),
