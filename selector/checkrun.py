@@ -22,11 +22,11 @@ from selector.errors import ExitCode, InputError
 from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
-from selector.vllm_args import ARG_CODES, ServeCommand, device_ref, parse_serve_command
 
 if TYPE_CHECKING:
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
+    from selector.vllm_args import ServeCommand
 
 __all__ = [
     "CheckOptions",
@@ -104,6 +104,8 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
         if value.strip().lower() == "all":
             out.extend(d.name for d in catalog.devices)
             continue
+        from selector.vllm_args import device_ref
+
         device = device_ref(value)
         if isinstance(device, str):
             device = catalog.device(device).name
@@ -335,6 +337,8 @@ def check_files(paths: Sequence[str], catalog: Catalog,
 def _note_findings(command: ServeCommand) -> list[Finding]:
     out = []
     for note in command.notes:
+        from selector.vllm_args import ARG_CODES
+
         name = ARG_CODES.get(note.code, ("note", ""))[0]
         out.append(Finding(level="warning" if note.level == "warning" else "note",
                            code=note.code, name=name, message=note.message, hint=note.hint,
@@ -349,6 +353,8 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
     if not options.devices:
         raise InputError("a vllm serve command line needs the target GPU", field="--device",
                          hint="add e.g. --device H100 (or --device all) before '--'")
+    from selector.vllm_args import parse_serve_command
+
     command = parse_serve_command(argv, device=options.devices[0], catalog=catalog,
                                   engine=options.engine, model=model, environ=environ)
     source = command.command_line

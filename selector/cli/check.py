@@ -50,11 +50,12 @@ def _stderr(error: InputError) -> None:
 
 def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
     from selector.report import result_to_json
-    from selector.report.model import model_to_json
 
     documents = []
     for record in records:
         if record.model is not None:
+            from selector.report.model import model_to_json
+
             document = model_to_json(record.model, source=record.source, device=record.device)
         elif record.result is not None:
             document = result_to_json(record.result, source=record.source, device=record.device)
@@ -99,6 +100,9 @@ def check(
     )] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+    measurements: Annotated[Path | None, typer.Option(
+        "--measurements", help="bench.json from `attn-select bench`: also show the valid "
+                               "backend measured fastest and the flag that pins it.")] = None,
 ) -> None:
     """Validate every backend for each deployment, select one, explain why."""
     from selector.catalog import load_catalog
@@ -129,6 +133,10 @@ def check(
         _stderr(error)
     text = _render(records, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1)
+    if measurements is not None:
+        from selector.cli.bench import measured_policy
+
+        text = measured_policy(measurements, records, output_format, text)
     if text is not None:
         if output is not None:
             output.write_text(text, encoding="utf-8")
@@ -175,7 +183,6 @@ def _render(records: list[Any], command: Any, output_format: CheckFormat, *, ver
 
 def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) -> None:
     from selector.report import render_check
-    from selector.report.model import render_model
     from selector.report.summary import render_fleet, render_notes
 
     console = _console()
@@ -189,6 +196,8 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) 
             continue
         title = record.label if command is None else f"vllm serve {command.model}"
         if record.model is not None:
+            from selector.report.model import render_model
+
             console.print(render_model(record.model, device=record.device, source=title))
             others = [f for f in record.findings if f.level != "note" and f.code.startswith("AS0")]
             if others:
