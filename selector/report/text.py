@@ -145,7 +145,20 @@ def render_check(result: SolveResult, *, device: str, source: str | None = None,
         parts.append(table)
     if verbose > 0:
         parts.append(_environment_table(result))
+    else:
+        parts.append(Text(_environment_line(result), style="dim"))
     return Group(*parts)
+
+
+def _environment_line(result: SolveResult) -> str:
+    """One line naming the run-time facts assumed (vLLM probes them at start-up)."""
+    changed = [f"{name.removeprefix('env_')}={result.facts.get(name)}"
+               for name, default in result.environment_defaults.items()
+               if result.facts.get(name, default) != default]
+    if changed:
+        return "environment: " + ", ".join(changed) + " (the rest: vLLM's pinned wheels; -v lists all)"
+    return ("environment: vLLM's pinned wheels (FA2/3/4, FlashInfer + cubins, FlashMLA, "
+            "tokenspeed_mla; no b12x); -v lists all")
 
 
 def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any]]) -> RenderableType:

@@ -70,7 +70,7 @@ def _check_outcome(path: Path, code: int, out: str, err: str) -> None:
         assert err.startswith("attn-select: error:"), err
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(broken_documents(), st.sampled_from([".yaml", ".json", ".toml"]))
 def test_wrong_types_unknown_keys_and_names(doc: dict[str, object], suffix: str) -> None:
     if suffix == ".json":
@@ -86,7 +86,7 @@ def test_wrong_types_unknown_keys_and_names(doc: dict[str, object], suffix: str)
         _check_outcome(path, code, out, err)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode), st.sampled_from([".yaml", ".json", ".toml", ".yml"]))
 def test_garbage_bytes_and_broken_syntax(data: bytes, suffix: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
