@@ -9,6 +9,8 @@ __all__ = [
     "BackendVerdict",
     "Diagnostic",
     "FactTrace",
+    "MLAPrefillResult",
+    "MLAPrefillVerdict",
     "RuntimePlan",
     "SolveResult",
     "Suggestion",
@@ -116,6 +118,59 @@ class Suggestion:
 
 
 @dataclass(frozen=True)
+class MLAPrefillVerdict:
+    """One MLA prefill backend's ``validate_configuration`` answer."""
+
+    backend: str
+    reasons: tuple[Diagnostic, ...]
+    priority_index: int | None
+    """Position in this configuration's prefill priority list (None: not in it)."""
+    raises: bool = False
+    """vLLM raises instead of answering (the single reason is the exception text)."""
+
+    @property
+    def valid(self) -> bool:
+        return not self.reasons
+
+
+@dataclass(frozen=True)
+class MLAPrefillResult:
+    """vLLM's separate MLA prefill-backend selection (``get_mla_prefill_backend``)."""
+
+    engine: str
+    mode: str
+    """``auto`` or ``explicit`` (``-ac.mla_prefill_backend``)."""
+    requested: str | None
+    config: str
+    """vLLM's ``MLAPrefillSelectorConfig`` repr."""
+    dimensions: tuple[int, int, int]
+    """``(qk_nope_head_dim, qk_rope_head_dim, v_head_dim)`` as vLLM reads them (absent = 0)."""
+    priority: tuple[str, ...]
+    verdicts: tuple[MLAPrefillVerdict, ...]
+    selected: str | None
+    error: Diagnostic | None
+    """vLLM's ValueError text when the selection fails."""
+    consulted: bool | None
+    """Whether the MLA layer runs this selector (None: unknown, the attention-backend
+    selection fails first)."""
+    fatal: bool
+    """The failure aborts start-up (a sparse layer falls back to its top-k path otherwise)."""
+    warning: Diagnostic | None = None
+    environment: tuple[str, ...] = ()
+    """Package-presence facts that the MLA backends and the prefill backends probe."""
+
+    @property
+    def valid(self) -> bool:
+        return self.selected is not None
+
+    def verdict(self, backend: str) -> MLAPrefillVerdict:
+        for v in self.verdicts:
+            if v.backend == backend:
+                return v
+        raise KeyError(backend)
+
+
+@dataclass(frozen=True)
 class SolveResult:
     """The complete, explainable outcome of one selection."""
 
@@ -133,9 +188,13 @@ class SolveResult:
     runtime: RuntimePlan | None = None
     suggestions: tuple[Suggestion, ...] = ()
     environment_defaults: dict[str, Any] = field(default_factory=dict)
+    mla_prefill: MLAPrefillResult | None = None
+    """MLA layers: vLLM's separate prefill-backend selection (None for other layers)."""
 
     @property
     def valid(self) -> bool:
+        if self.mla_prefill is not None and self.mla_prefill.fatal:
+            return False
         return self.selected is not None
 
     def verdict(self, backend: str) -> BackendVerdict:
