@@ -1,0 +1,171 @@
+"""What ``attn-select bench CONFIG`` runs: per attention group, every valid backend that
+has a kernel runner, each as a :class:`~selector.smoke.plan.SmokePlan` with exactly the
+geometry the check negotiated for it (pure Python, no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selector.bench.measurements import GeometryInfo, GroupInfo
+from selector.errors import InputError, InvalidDeploymentError
+from selector.result import SolveResult
+from selector.smoke.from_result import SMOKE_BACKENDS, _plan
+from selector.smoke.plan import SmokePlan
+
+__all__ = ["NO_RUNNER", "BenchGroup", "BenchTargets", "bench_targets", "count_layers"]
+
+NO_RUNNER = "valid, but attn-select has no kernel runner for it (only FLASH_ATTN, FLASHINFER)"
+
+
+def count_layers(spec: str) -> int:
+    """``"0-31"`` -> 32, ``"0,2,4-6"`` -> 5."""
+    total = 0
+    for raw in spec.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        if "-" in part:
+            low, high = part.split("-", 1)
+            total += int(high) - int(low) + 1
+        else:
+            total += 1
+    return max(total, 1)
+
+
+@dataclass(frozen=True)
+class BenchGroup:
+    """One attention group: its plans (vLLM's choice first) and what the solver said."""
+
+    name: str
+    layers: int
+    selected: str | None
+    valid: tuple[str, ...]
+    plans: tuple[SmokePlan, ...]
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    result: SolveResult | None = None
+
+    def info(self) -> GroupInfo:
+        plan = self.plans[0]
+        geometry = GeometryInfo(num_q_heads=plan.num_q_heads, num_kv_heads=plan.num_kv_heads,
+                                head_size=plan.head_size, dtype=plan.dtype,
+                                kv_cache_dtype=plan.kv_cache_dtype,
+                                sliding_window=plan.sliding_window,
+                                logits_soft_cap=plan.logits_soft_cap)
+        return GroupInfo(name=self.name, layers=self.layers, geometry=geometry,
+                         selected=self.selected, valid=list(self.valid),
+                         unmeasured=dict(self.unmeasured))
+
+
+@dataclass(frozen=True)
+class BenchTargets:
+    source: str
+    engine: str
+    device: str | None
+    mode: str
+    groups: tuple[BenchGroup, ...]
+
+    @property
+    def plans(self) -> list[SmokePlan]:
+        return [plan for group in self.groups for plan in group.plans]
+
+
+def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int | None,
+           logits_soft_cap: float | None, negotiated: dict[str, Any] | None = None
+           ) -> BenchGroup:
+    valid = tuple(v.backend for v in result.verdicts if v.valid)
+    ordered = [b for b in result.priority if b in valid] + [b for b in valid
+                                                            if b not in result.priority]
+    if result.selected in ordered:
+        ordered.remove(result.selected)
+        ordered.insert(0, result.selected)
+    plans = []
+    unmeasured = {}
+    for backend in ordered:
+        if backend not in SMOKE_BACKENDS:
+            unmeasured[backend] = NO_RUNNER
+            continue
+        extra = negotiated if (negotiated and backend == result.selected) else {}
+        plans.append(_plan(result, backend, name=f"{name} {backend}",
+                           sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
+                           **extra))
+    return BenchGroup(name=name, layers=layers, selected=result.selected, valid=valid,
+                      plans=tuple(plans), unmeasured=unmeasured, result=result)
+
+
+def bench_targets(config: Path) -> BenchTargets:
+    """The benchmark groups of a deployment file, through the solver (and the KV planner).
+
+    Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
+    and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
+    """
+    from selector.catalog import load_catalog
+    from selector.config import deployment_facts, deployment_model, load_deployment
+    from selector.solver import solve
+
+    catalog = load_catalog()
+    loaded = load_deployment(str(config))
+    deployment = loaded.deployment
+    device = deployment.device if isinstance(deployment.device, str) else None
+    groups: list[BenchGroup] = []
+    if deployment.model is not None:
+        from selector.modelcheck import check_model
+
+        model, facts, kv_options = deployment_model(loaded, catalog)
+        checked = check_model(model, facts, engine=deployment.engine,
+                              attention_backend=deployment.attention_backend,
+                              backend_per_kind=deployment.attention_config.backend_per_kind,
+                              cudagraph_mode=deployment.cudagraph_mode, options=kv_options,
+                              catalog=catalog)
+        if not checked.valid or checked.plan is None:
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment; `attn-select check {config}` "
+                "says why")
+        plan = checked.plan
+        layout = plan.layout.layout if plan.layout is not None else "LBNHC"
+        mode = str(plan.cudagraph.resolved) if plan.cudagraph is not None else None
+        seen: set[tuple[Any, ...]] = set()
+        for kv_group in plan.groups:
+            for attention in kv_group.attention_groups:
+                first = int(attention.layers.split(",")[0].split("-")[0])
+                selection = checked.selection_of(first)
+                layer = checked.model.layer(first)
+                key = (attention.backend.name, layer.sliding_window, layer.head_size,
+                       layer.num_q_heads, layer.num_kv_heads)
+                if key in seen:
+                    continue
+                seen.add(key)
+                negotiated = {"kernel_block_size": attention.kernel_block_size
+                              or kv_group.manager_block_size,
+                              "kv_layout": layout, "cudagraph_mode": mode}
+                groups.append(_group(selection.result,
+                                     name=f"kv{kv_group.index} layers {attention.layers}",
+                                     layers=count_layers(attention.layers),
+                                     sliding_window=layer.sliding_window,
+                                     logits_soft_cap=layer.logits_soft_cap,
+                                     negotiated=negotiated))
+        engine = checked.engine
+        mode_name = "explicit" if deployment.attention_backend else "auto"
+    else:
+        result = solve(deployment_facts(loaded, catalog), engine=deployment.engine,
+                       attention_backend=deployment.attention_backend,
+                       cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
+        if not result.valid:
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment; `attn-select check {config}` "
+                "says why")
+        groups.append(_group(result, name=config.stem, layers=1,
+                             sliding_window=deployment.layer.sliding_window,
+                             logits_soft_cap=deployment.layer.logits_soft_cap))
+        engine = result.engine
+        mode_name = result.mode
+    if not any(group.plans for group in groups):
+        chosen = sorted({group.selected or "-" for group in groups})
+        raise InputError(
+            f"no valid backend of this deployment ({', '.join(chosen)} selected) has a kernel "
+            f"runner; attn-select runs {' and '.join(SMOKE_BACKENDS)}", file=str(config),
+            hint="the bench compares FLASH_ATTN and FLASHINFER where the solver finds them valid")
+    return BenchTargets(source=str(config), engine=engine, device=device, mode=mode_name,
+                        groups=tuple(g for g in groups if g.plans))
+

@@ -1,0 +1,167 @@
+"""``attn-select bench CONFIG``: measure every valid backend on the user's workload, and
+``check --measurements FILE``: re-judge saved measurements on any machine."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from selector.errors import AttnSelectError, ExitCode, InputError
+
+if TYPE_CHECKING:
+    from selector.bench.measurements import Measurements
+    from selector.bench.policy import PolicyDecision
+
+__all__ = ["bench_command", "measured_policy", "register"]
+
+
+class BenchFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class PolicyName(str, Enum):
+    priority = "priority"
+    fastest = "fastest"
+
+
+def _fail(error: AttnSelectError) -> typer.Exit:
+    message = error.render() if isinstance(error, InputError) else str(error)
+    Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
+                                               highlight=False)
+    return typer.Exit(int(error.exit_code))
+
+
+def _write_outputs(measurements: Measurements, output: Path) -> dict[str, str]:
+    from selector.bench.plot import render_svg
+
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        data_path = output / "bench.json"
+        plot_path = output / "bench.svg"
+        data_path.write_text(measurements.dumps(), encoding="utf-8")
+        plot_path.write_text(render_svg(measurements), encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"cannot write the results: {error}", file=str(output),
+                         field="--output") from None
+    return {"measurements": str(data_path), "plot": str(plot_path)}
+
+
+def bench_command(
+    config: Annotated[Path, typer.Argument(metavar="CONFIG", show_default=False,
+                                           help="Deployment file (YAML, TOML or JSON).")],
+    workload: Annotated[Path | None, typer.Option(
+        "--workload", "-w", help="Workload file (YAML/JSON): decode batch sizes x context "
+                                 "lengths, prefill lengths, a mixed step. Default: a few "
+                                 "representative shapes.")] = None,
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="Directory for bench.json (raw samples; reusable by "
+                               "`check --measurements`) and bench.svg (the plot).")
+    ] = Path("attn-select-bench"),
+    output_format: Annotated[BenchFormat, typer.Option(
+        "--format", "-f", case_sensitive=False, help="Report format.")] = BenchFormat.text,
+    policy: Annotated[PolicyName, typer.Option(
+        "--policy", case_sensitive=False,
+        help="priority: report vLLM's choice; fastest: choose the valid backend with the "
+             "lowest measured time and print the flag that pins it.")] = PolicyName.priority,
+) -> None:
+    """Run every valid backend's kernels on a workload on this GPU; time them against the
+    card's measured limits and choose by policy.
+
+    Exit 0 when every measurement ran and matched the reference, 1 for a deployment vLLM
+    would reject, 2 on bad input, 3 when a kernel failed or its output did not match,
+    4 when this machine cannot run it (no GPU, or no kernel library).
+    """
+    from selector.bench.policy import decide_for_deployment
+    from selector.bench.render import render_bench, render_decision, result_row
+    from selector.bench.runner import run_bench
+    from selector.bench.targets import bench_targets
+    from selector.bench.workload import default_workload, load_workload
+    from selector.cli.smoke import _progress
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        shapes = load_workload(workload) if workload is not None else default_workload()
+        targets = bench_targets(config)
+        with _progress(err) as progress:
+            task = progress.add_task("starting", total=None)
+            measurements = run_bench(
+                targets, shapes, progress=lambda stage: progress.update(task, description=stage))
+        files = _write_outputs(measurements, output)
+    except AttnSelectError as error:
+        raise _fail(error) from None
+    decision = decide_for_deployment(measurements, policy=policy.value)
+    if output_format is BenchFormat.json:
+        document = {"schema": measurements.schema_, "device": measurements.device.name,
+                    "ceilings": measurements.ceilings.to_json(),
+                    "rows": [result_row(r, measurements) for r in measurements.results],
+                    "decision": decision.to_json(), "files": files,
+                    "passed": measurements.passed}
+        Console(soft_wrap=True).out(json.dumps(document, indent=2), highlight=False)
+    else:
+        out = Console()
+        out.print(render_bench(measurements))
+        out.print(render_decision(decision))
+        out.print(f"wrote {files['measurements']} and {files['plot']}", markup=False,
+                  highlight=False)
+    if not measurements.passed:
+        failures = measurements.failures()
+        shown = "; ".join(failures[:3]) + (f"; and {len(failures) - 3} more"
+                                           if len(failures) > 3 else "")
+        err.print(f"error: bench: {shown}", markup=False, highlight=False)
+        raise typer.Exit(int(ExitCode.SMOKE_FAILED))
+
+
+def _record_results(record: Any) -> list[tuple[str, Any]]:
+    if record.result is not None:
+        return [(record.label, record.result)]
+    model = record.model
+    if model is None:
+        return []
+    return [(f"{record.label} layers {','.join(str(i) for i in s.layers[:1])}"
+             + ("..." if len(s.layers) > 1 else ""), s.result)
+            for s in model.selections if s.result is not None]
+
+
+def measured_policy(path: Path, records: list[Any], output_format: Any,
+                    text: str | None) -> str | None:
+    """``check --measurements FILE``: the measured-fastest valid backend per checked deployment.
+
+    JSON output gains a ``measured_policy`` object per document; text output gets a panel
+    after the report; the other formats are left as they are (a note goes to stderr).
+    """
+    from selector.bench.measurements import load_measurements
+    from selector.bench.policy import apply_measurements
+
+    measurements = load_measurements(path)
+    decisions: list[tuple[str, PolicyDecision]] = [
+        (label, apply_measurements(result, measurements))
+        for record in records for label, result in _record_results(record)]
+    kind = getattr(output_format, "value", str(output_format))
+    if kind == "json" and text is not None:
+        body = json.loads(text)
+        documents = body if isinstance(body, list) else [body]
+        for document, (_, decision) in zip(documents, decisions, strict=False):
+            document["measured_policy"] = decision.to_json()
+        return json.dumps(body, indent=2, default=str) + "\n"
+    if kind == "text":
+        from selector.bench.render import render_decision
+
+        console = Console(highlight=False)
+        for label, decision in decisions:
+            console.print(render_decision(decision, title=f"Measured ({path.name}) for {label}"))
+        return text
+    Console(stderr=True, soft_wrap=True).print(
+        f"note: --measurements applies to --format text and json; {kind} output unchanged",
+        markup=False, highlight=False)
+    return text
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``bench`` command to ``app``."""
+    app.command(name="bench", no_args_is_help=True)(bench_command)
