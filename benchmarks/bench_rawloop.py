@@ -1,0 +1,157 @@
+"""The bench's decode numbers against raw CUDA-event loops (run on the GPU machine).
+
+Decode batch 128 x 4096 (GQA 32/8, head 128, page 16, bf16), the library called
+directly -- FA4 ``flash_attn.cute.flash_attn_varlen_func`` and FlashInfer's decode
+wrapper -- timed two ways: a plain loop between two events, and a graph-replayed loop
+(launches captured in a CUDA graph, no host overhead: the fair comparison for the bench's
+graph-replayed decode). Then the ratio of the bench's median (from its bench.json, run
+in the same command) to each.
+
+Usage: python benchmarks/bench_rawloop.py BENCH_JSON [--batch 128] [--context 4096]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
+
+from selector.bench.roofline import Geometry, shape_work  # noqa: E402
+from selector.smoke.metadata import build_flash_attn_metadata, build_flashinfer_metadata  # noqa: E402
+from selector.smoke.workload import uniform_decode_batch  # noqa: E402
+
+HEADS, KV_HEADS, HEAD, BLOCK = 32, 8, 128, 16
+
+
+def plain_loop(torch: Any, launch: Any, repeats: int = 100) -> float:
+    for _ in range(5):
+        launch()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        launch()
+    end.record()
+    torch.cuda.synchronize()
+    return 1000.0 * start.elapsed_time(end) / repeats
+
+
+def graph_loop(torch: Any, launch: Any, per_graph: int = 10, replays: int = 10) -> float:
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        launch()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(per_graph):
+            launch()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return 1000.0 * start.elapsed_time(end) / (per_graph * replays)
+
+
+def tool_medians(path: Path, name: str) -> dict[str, tuple[float, str]]:
+    from selector.bench.measurements import load_measurements
+
+    measurements = load_measurements(path)
+    out = {}
+    for result in measurements.results:
+        summary = result.summary
+        if result.shape_name == name and summary is not None:
+            out[result.backend] = (summary.median, result.timing_mode)
+    return out
+
+
+def main() -> None:
+    import torch
+
+    args = sys.argv[1:]
+    bench_json = Path(args[0]) if args and not args[0].startswith("--") else None
+    batch = int(args[args.index("--batch") + 1]) if "--batch" in args else 128
+    context = int(args[args.index("--context") + 1]) if "--context" in args else 4096
+    device = torch.device("cuda")
+    workload = uniform_decode_batch(BLOCK, batch, context, seed=1)
+    spec = workload.batch
+    generator = torch.Generator(device=device).manual_seed(3)
+    pages = workload.num_pages
+    queries = torch.randn(batch, HEADS, HEAD, device=device, generator=generator).bfloat16()
+    work = shape_work([(r.context_len, r.query_len) for r in spec.requests],
+                      Geometry(HEADS, KV_HEADS, HEAD))
+    rows = []
+    name = f"decode {batch}x{context // 1024}k" if context % 1024 == 0 else f"decode {batch}x{context}"
+    tool = tool_medians(bench_json, name) if bench_json and bench_json.is_file() else {}
+
+    # FA4: cache (2, pages, block, kv_heads, head), NHD
+    import flash_attn.cute as fa4
+
+    cache = torch.randn(2, pages, BLOCK, KV_HEADS, HEAD, device=device,
+                        generator=generator).bfloat16()
+    meta = build_flash_attn_metadata(spec)
+    width = max(len(r) for r in meta.block_table)
+    table = torch.tensor([r + [0] * (width - len(r)) for r in meta.block_table],
+                         dtype=torch.int32, device=device)
+    cu_q = torch.tensor(meta.cu_seqlens_q, dtype=torch.int32, device=device)
+    seqused = torch.tensor(meta.seqused_k, dtype=torch.int32, device=device)
+
+    def fa_launch() -> object:
+        return fa4.flash_attn_varlen_func(
+            queries, cache[0], cache[1], cu_seqlens_q=cu_q, seqused_k=seqused,
+            page_table=table, max_seqlen_q=1, max_seqlen_k=meta.max_k,
+            softmax_scale=1 / math.sqrt(HEAD), causal=True, num_splits=1)
+
+    rows.append(("FLASH_ATTN", "FA4 flash_attn.cute", plain_loop(torch, fa_launch),
+                 graph_loop(torch, fa_launch)))
+    del cache
+    torch.cuda.empty_cache()
+
+    # FlashInfer: cache (pages, 2, block, kv_heads, head), NHD
+    import flashinfer
+
+    cache = torch.randn(pages, 2, BLOCK, KV_HEADS, HEAD, device=device,
+                        generator=generator).bfloat16()
+    fmeta = build_flashinfer_metadata(spec)
+    workspace = torch.zeros(128 << 20, dtype=torch.uint8, device=device)
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD")
+    wrapper.plan(torch.tensor(fmeta.paged_kv_indptr, dtype=torch.int32),
+                 torch.tensor(fmeta.paged_kv_indices, dtype=torch.int32),
+                 torch.tensor(fmeta.paged_kv_last_page_len, dtype=torch.int32),
+                 HEADS, KV_HEADS, HEAD, BLOCK, q_data_type=torch.bfloat16,
+                 kv_data_type=torch.bfloat16, sm_scale=1 / math.sqrt(HEAD))
+    out = torch.empty_like(queries)
+
+    def fi_launch() -> object:
+        return wrapper.run(queries, cache, out=out)
+
+    rows.append(("FLASHINFER", f"FlashInfer {flashinfer.__version__} decode",
+                 plain_loop(torch, fi_launch), graph_loop(torch, fi_launch)))
+
+    print(f"raw loops, {name} (KV read {work.kv_bytes / 1e9:.2f} GB), "
+          f"{torch.cuda.get_device_name(0)}")
+    print(f"{'backend':11s} {'library':28s} {'plain loop':>12s} {'graph loop':>12s} "
+          f"{'tool (bench)':>16s} {'tool/graph':>10s} {'tool/plain':>10s}")
+    for backend, label, plain, graph in rows:
+        median, mode = tool.get(backend, (float("nan"), "-"))
+        tbps = work.kv_bytes / (graph * 1e-6) / 1e12
+        print(f"{backend:11s} {label:28s} {plain:9.1f} us {graph:9.1f} us "
+              f"{median:9.1f} us {mode:5s} {median / graph:10.3f} {median / plain:10.3f}"
+              f"   (graph loop {tbps:.2f} TB/s)")
+    print(json.dumps({"rows": [{"backend": b, "plain_us": p, "graph_us": g,
+                                "tool_us": tool.get(b, (None, ""))[0]} for b, _, p, g in rows]}))
+
+
+if __name__ == "__main__":
+    main()
