@@ -230,6 +230,15 @@ def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tu
                 field="attention_backend", line=loaded.line_of(("attention_backend",)),
                 hint=close_matches(name.upper(), sorted(engine.backends)),
             )
+    if d.attention_config.mla_prefill_backend is not None:
+        from selector.mla_prefill import prefill_backend_name
+
+        try:
+            prefill_backend_name(engine, d.attention_config.mla_prefill_backend, catalog)
+        except InputError as exc:
+            raise InputError(exc.message, file=path, field="attention_config.mla_prefill_backend",
+                             hint=exc.hint, line=loaded.line_of(("attention_config", "mla_prefill_backend"))
+                             ) from None
     unknown_env = sorted(set(d.environment) - {k.removeprefix("env_") for k in engine.profile.environment})
     if unknown_env:
         options = [k.removeprefix("env_") for k in engine.profile.environment]
@@ -259,6 +268,7 @@ def _deployment_level_facts(d: Deployment, cc: int) -> dict[str, Any]:
         "cp_kv_cache_interleave_size": d.parallel.cp_kv_cache_interleave_size,
         "flash_attn_version": d.attention_config.flash_attn_version,
         "use_trtllm_attention": d.attention_config.use_trtllm_attention,
+        "mla_prefill_backend": d.attention_config.mla_prefill_backend,
         "num_speculative_tokens": d.speculative.num_speculative_tokens,
     }
     for name, value in d.environment.items():

@@ -123,12 +123,10 @@ def _load(path: Path, engine: EngineData, catalog: Catalog) -> MLAPrefillProfile
 
 def prefill_backend_name(engine: EngineData, name: str, catalog: Catalog | None = None) -> str:
     """Normalise ``-ac.mla_prefill_backend`` as vLLM does (case-insensitive enum name);
-    an unknown name is vLLM's configuration error."""
+    an unknown name is vLLM's configuration error (engines without the data: unchecked)."""
     data = load_mla_prefill(engine, catalog)
-    if data is None:
-        raise InputError(f"{engine.engine} has no MLA prefill-backend selection",
-                         field="attention_config.mla_prefill_backend",
-                         hint="remove attention_config.mla_prefill_backend")
+    if data is None:  # not modelled for this engine: nothing to check against
+        return name.upper()
     names = [b.name for b in data.backends]
     upper = name.upper()
     if upper in names:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector.report.mla import mla_json
 from selector.result import SolveResult
 
 __all__ = ["JSON_SCHEMA_VERSION", "result_to_json"]
@@ -69,4 +70,5 @@ def result_to_json(result: SolveResult, *, source: str | None = None,
         ],
         "facts": result.facts,
         "derived": result.derived,
+        "mla": mla_json(result),
     }

@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from selector.report.mla import mla_parts
 from selector.result import BackendVerdict, SolveResult
 
 __all__ = ["render_check", "render_explain"]
@@ -136,6 +137,7 @@ def render_check(result: SolveResult, *, device: str, source: str | None = None,
     runtime = _runtime_table(result)
     if runtime is not None:
         parts.append(runtime)
+    parts.extend(mla_parts(result, verbose))
     if result.suggestions:
         table = Table(title="Suggestions (each re-checked and valid)")
         table.add_column("change")

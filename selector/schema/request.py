@@ -79,6 +79,9 @@ class AttentionConfig(StrictModel):
     flash_attn_version: Literal[2, 3, 4] | None = None
     use_trtllm_attention: bool | None = None
     use_non_causal: bool = False
+    mla_prefill_backend: str | None = None
+    """``-ac.mla_prefill_backend``: pin the MLA prefill backend (``FLASH_ATTN``,
+    ``FLASHINFER``, ``TRTLLM_RAGGED``, ``TOKENSPEED_MLA``...); null = automatic."""
 
 
 class Parallel(StrictModel):

@@ -19,6 +19,7 @@ from selector.result import (
     BackendVerdict,
     Diagnostic,
     FactTrace,
+    MLAPrefillResult,
     RuntimePlan,
     SolveResult,
     Suggestion,
@@ -334,6 +335,13 @@ def solve(facts: Mapping[str, Any], *, engine: str | None = None,
                 warnings.append(Diagnostic(code="SE003", name=entry.name, severity="warning",
                                            message=text, hint=entry.hint))
     suggestions = _suggest(compiled, full, attention_backend) if (suggest and error) else ()
+    # MLA layers: vLLM's second selector, for the prefill kernel (selector.mla_prefill).
+    mla_prefill = _mla_prefill(engine_data, scope, outcome.selected, catalog)
+    if mla_prefill is not None:
+        if mla_prefill.fatal and error is None:
+            error = mla_prefill.error
+        if mla_prefill.warning is not None:
+            warnings.append(mla_prefill.warning)
     env_defaults = {k: v.default for k, v in engine_data.profile.environment.items()}
     return SolveResult(
         engine=engine_data.engine,
@@ -349,7 +357,23 @@ def solve(facts: Mapping[str, Any], *, engine: str | None = None,
         runtime=runtime,
         suggestions=suggestions,
         environment_defaults=env_defaults,
+        mla_prefill=mla_prefill,
     )
+
+
+def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: str | None,
+                 catalog: Catalog) -> MLAPrefillResult | None:
+    """The MLA prefill-backend selection of an MLA layer (None: not MLA, or the engine
+    has no such selector); a pinned name is checked for every layer, as vLLM parses it."""
+    from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
+
+    if load_mla_prefill(engine, catalog) is None:
+        return None
+    if not scope.get("use_mla"):
+        if scope.get("mla_prefill_backend") is not None:
+            prefill_backend_name(engine, str(scope["mla_prefill_backend"]), catalog)
+        return None
+    return select_mla_prefill(scope, engine, decode_backend=decode_backend, catalog=catalog)
 
 
 def explain_backend(result: SolveResult, backend: str,
