@@ -92,6 +92,9 @@ def _prefill_line(result: SolveResult, prefill: MLAPrefillResult) -> Text:
     if prefill.selected is not None:
         how = "pinned" if prefill.requested else "first valid of " + " > ".join(prefill.priority)
         return Text(f"MLA prefill: {prefill.selected} ({how}) for {prefill.config}.")
+    if prefill.fatal and prefill.requested:
+        return Text(f"MLA prefill: the pinned {prefill.requested} fails for {prefill.config}; vLLM fails "
+                    "while building the MLA layers (the error above).", style="red")
     if prefill.fatal:
         return Text(f"MLA prefill: no backend for {prefill.config}; vLLM fails while building the MLA "
                     "layers (the error above).", style="red")
