@@ -192,7 +192,7 @@ def render_svg(measurements: Measurements) -> str:
         x += 24 + 6.2 * len(label)
     out.append(f'<line x1="{_f(x)}" y1="{legend_y - 4}" x2="{_f(x + 24)}" y2="{legend_y - 4}" '
                f'stroke="black" stroke-width="1.5" stroke-dasharray="5,3"/>')
-    out.append(_text(x + 30, legend_y, "roofline floor; dot = eager, square = CUDA graph",
+    out.append(_text(x + 30, legend_y, "roofline floor; \u25cf eager, \u25a0 CUDA graph",
                      size=11))
     out.append("</svg>")
     return "\n".join(out) + "\n"

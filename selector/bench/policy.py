@@ -112,12 +112,16 @@ def _failure(result: BenchResult) -> str:
 
 def decide(measurements: Measurements, *, current: str | None, valid: Iterable[str],
            policy: Policy = "fastest", groups: Iterable[str] | None = None,
-           unmeasured: Mapping[str, str] | None = None) -> PolicyDecision:
-    """Score every valid measured backend over the shapes all of them ran; choose by ``policy``."""
+           unmeasured: Mapping[str, str] | None = None,
+           shapes: Iterable[str] | None = None) -> PolicyDecision:
+    """Score every valid measured backend over the shapes all of them ran (or only
+    ``shapes``, by name); choose by ``policy``."""
     valid_set = set(valid)
     wanted = set(groups) if groups is not None else None
+    wanted_shapes = set(shapes) if shapes is not None else None
     layers = {g.name: g.layers for g in measurements.deployment.groups}
-    results = [r for r in measurements.results if wanted is None or r.group in wanted]
+    results = [r for r in measurements.results if (wanted is None or r.group in wanted)
+               and (wanted_shapes is None or r.shape_name in wanted_shapes)]
     by_backend: dict[str, dict[tuple[str, str], BenchResult]] = {}
     for result in results:
         by_backend.setdefault(result.backend, {})[(result.group, result.shape_name)] = result

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from selector.errors import CannotRunHereError
 from selector.smoke.environment import FlashAttentionImpl
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["BenchEnvironment", "cuda_environment", "run_bench", "use_graph"]
+__all__ = ["BenchEnvironment", "catalog_entry", "cuda_environment", "run_bench", "use_graph"]
 
 Tensor: TypeAlias = Any
 Progress = Callable[[str], None]
@@ -78,7 +79,7 @@ class BenchEnvironment:
         return None
 
 
-def _catalog_entry(gpu_name: str, fallback: str | None) -> Any:
+def catalog_entry(gpu_name: str, fallback: str | None) -> Any:
     from selector.catalog import load_catalog
 
     catalog = load_catalog()
@@ -86,7 +87,9 @@ def _catalog_entry(gpu_name: str, fallback: str | None) -> Any:
     text = gpu_name.upper()
     for device in catalog.devices:
         for name in (device.name, *device.aliases):
-            if name.upper() in text and (best is None or len(name) > best[0]):
+            # whole words only: "NVIDIA H20" must not match "NVIDIA H200"
+            pattern = rf"(?<![A-Z0-9]){re.escape(name.upper())}(?![A-Z0-9])"
+            if re.search(pattern, text) and (best is None or len(name) > best[0]):
                 best = (len(name), device)
     if best is not None:
         return best[1]
@@ -115,7 +118,7 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
     torch.cuda.init()
     device = torch.device("cuda")
     properties = torch.cuda.get_device_properties(device)
-    entry = _catalog_entry(str(properties.name), deployment_device)
+    entry = catalog_entry(str(properties.name), deployment_device)
     info = DeviceInfo(
         name=str(properties.name), capability=f"{properties.major}.{properties.minor}",
         sm_count=int(properties.multi_processor_count),
