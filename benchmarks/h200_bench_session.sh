@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temper
 (MAX_JOBS=12 python3 benchmarks/flashinfer_warm.py > "$OUT/warm.log" 2>&1 &)
 log "bench (Llama GQA 32/8, head 128, bf16)"
 timeout "$(left 300)" python3 -m selector bench tests/fixtures/smoke/llama-h200.yaml \
-  --workload examples/bench-workload-llama.yaml --output "$OUT/bench" --policy fastest
+  --workload examples/workloads/llama-chat.yaml --output "$OUT/bench" --policy fastest
 echo "exit $?"
 log "raw CUDA-event loops, decode 128 x 4096"
 timeout "$(left 100)" python3 benchmarks/bench_rawloop.py "$OUT/bench/bench.json"

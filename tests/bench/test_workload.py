@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_example_workload_is_the_acceptance_grid() -> None:
-    workload = load_workload(REPO / "examples" / "bench-workload-llama.yaml")
+    workload = load_workload(REPO / "examples" / "workloads" / "llama-chat.yaml")
     names = [shape.name for shape in workload.shapes()]
     assert names[:9] == [f"decode {b}x{c}" for b in (1, 32, 128) for c in ("1k", "4k", "16k")]
     assert names[9:] == ["prefill 1x8k", "mixed 32x4k+2k"]
