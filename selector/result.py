@@ -79,13 +79,13 @@ class RuntimePlan:
     cudagraph_mode_requested: str
     cudagraph_mode: str
     cudagraph_messages: tuple[str, ...]
+    """vLLM's warnings (or error) from resolving the mode."""
     reorder_batch_threshold: int | None
     update_block_table: bool
-    """vLLM's warnings (or error) from resolving the mode."""
-    explained_facts: tuple[FactTrace, ...] = ()
-    """Derived facts the backend's data asks to show (e.g. the FlashAttention version)."""
     cudagraph_cost: tuple[str, ...] = ()
     """Plain-language consequences of a downgrade (which batches run piecewise or eager)."""
+    explained_facts: tuple[FactTrace, ...] = ()
+    """Derived facts the backend's data asks to show (e.g. the FlashAttention version)."""
     kv_cache_shape: str | None = None
     """Engines whose backends shape their own KV cache (vLLM 0.25.1): the
     ``get_kv_cache_shape`` template, e.g. ``(num_blocks, 2, block_size, num_kv_heads, head_size)``."""
