@@ -197,10 +197,13 @@ class CascadeRule(StrictModel):
 class Runtime(StrictModel):
     """Metadata-builder and impl properties that do not decide validity."""
 
-    cudagraph_support: tuple[LevelRule, ...] = (LevelRule(level="NEVER"),)
-    reorder_batch_threshold: tuple[ThresholdRule, ...] = (ThresholdRule(value=None),)
+    cudagraph_support: tuple[LevelRule, ...] = Field(
+        default_factory=lambda: (LevelRule(level="NEVER"),))
+    reorder_batch_threshold: tuple[ThresholdRule, ...] = Field(
+        default_factory=lambda: (ThresholdRule(value=None),))
     update_block_table: bool = False
-    kv_layouts: tuple[LayoutVariant, ...] = (LayoutVariant(layouts=None),)
+    kv_layouts: tuple[LayoutVariant, ...] = Field(
+        default_factory=lambda: (LayoutVariant(layouts=None),))
     query_len_support: Literal["SINGLE_ONLY", "UNIFORM", "VARLEN", None] = None
     lse_base: Literal["e", "2", None] = None
     report_facts: tuple[str, ...] = ()
@@ -242,13 +245,12 @@ class BackendSpec(StrictModel):
     """Accepted head sizes (``null``/empty = any)."""
     head_size_condition: Condition = True
     """An extra condition ANDed into the head-size check."""
-    kernel_block_sizes: tuple[BlockSizeVariant, ...] = (
-        BlockSizeVariant(sizes=(MultipleOf(multiple_of=1),)),
-    )
+    kernel_block_sizes: tuple[BlockSizeVariant, ...] = Field(
+        default_factory=lambda: (BlockSizeVariant(sizes=(MultipleOf(multiple_of=1),)),))
     compute_capability: Condition = True
     attn_types: tuple[AttnType, ...] = ("decoder",)
     facts: tuple[FactSpec, ...] = ()
     """Backend-local derived facts (e.g. a model attribute read with this backend's default)."""
-    features: Features = Features()
+    features: Features = Field(default_factory=lambda: Features())
     combination: tuple[CombinationRule, ...] = ()
-    runtime: Runtime = Runtime()
+    runtime: Runtime = Field(default_factory=lambda: Runtime())
