@@ -76,6 +76,16 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
     return documents
 
 
+def _looks_like_a_command_line(words: list[str]) -> bool:
+    """A cheap pre-test (file names never look like this) before the full parser decides."""
+    if not any("=" in w or Path(w).name in ("vllm", "python", "python3") or w.startswith("python")
+               for w in words):
+        return False
+    from selector.vllm_args import is_serve_command
+
+    return is_serve_command(words)
+
+
 def check(
     configs: Annotated[list[str], typer.Argument(
         help="Deployment files or globs (YAML, TOML or JSON), or after '--' a "
@@ -114,14 +124,12 @@ def check(
         expand_configs,
         resolve_devices,
     )
-    from selector.vllm_args import is_serve_command
-
     catalog = load_catalog()
     devices = resolve_devices(device or [], catalog)
     options = CheckOptions(engine=engine, devices=devices, strict=strict)
     command = None
     errors: list[InputError] = []
-    if is_serve_command(configs):
+    if _looks_like_a_command_line(configs):
         command, records = check_serve(configs, catalog, options, model=model,
                                        environ=dict(os.environ))
     else:

@@ -367,11 +367,12 @@ def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: s
     has no such selector); a pinned name is checked for every layer, as vLLM parses it."""
     from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
 
+    if not scope.get("use_mla") and scope.get("mla_prefill_backend") is None:
+        return None  # nothing to select or to check (and no need to load the data)
     if load_mla_prefill(engine, catalog) is None:
         return None
     if not scope.get("use_mla"):
-        if scope.get("mla_prefill_backend") is not None:
-            prefill_backend_name(engine, str(scope["mla_prefill_backend"]), catalog)
+        prefill_backend_name(engine, str(scope["mla_prefill_backend"]), catalog)
         return None
     return select_mla_prefill(scope, engine, decode_backend=decode_backend, catalog=catalog)
 
