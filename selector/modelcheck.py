@@ -19,7 +19,7 @@ from selector.result import SolveResult
 from selector.schema.types import MultipleOf as DataMultipleOf
 from selector.solver import solve
 
-__all__ = ["LayerSelection", "ModelCheckResult", "check_model", "layer_facts"]
+__all__ = ["LayerSelection", "ModelCheckResult", "check_model", "check_model_deployment", "layer_facts"]
 
 
 @dataclass(frozen=True)
@@ -184,3 +184,18 @@ def check_model(
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan)
+
+
+def check_model_deployment(loaded: Any, catalog: Catalog | None = None, *,
+                           engine: str | None = None) -> ModelCheckResult:
+    """:func:`check_model` for a loaded deployment file that names a ``model:``."""
+    from selector.config import deployment_model
+
+    catalog = catalog or load_catalog()
+    deployment = loaded.deployment
+    model, facts, kv_options = deployment_model(loaded, catalog)
+    return check_model(model, facts, engine=engine or deployment.engine,
+                       attention_backend=deployment.attention_backend,
+                       backend_per_kind=deployment.attention_config.backend_per_kind,
+                       cudagraph_mode=deployment.cudagraph_mode, options=kv_options,
+                       catalog=catalog)

@@ -243,25 +243,14 @@ def parse_measurements(data: Any, *, source: str = "<measurements>") -> Measurem
 
 
 def load_measurements(path: Path) -> Measurements:
-    """Read a measurements file; every failure is an :class:`InputError` (exit 2)."""
+    """Read a measurements file (or a folder holding bench.json); every failure is an
+    :class:`InputError` (exit 2)."""
+    from selector.inputfile import parse_json_text, read_text_file
+
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=source,
-                         hint="write one with `attn-select bench CONFIG --output DIR`") from None
-    except IsADirectoryError:
-        candidate = path / "bench.json"
-        if candidate.is_file():
-            return load_measurements(candidate)
-        raise InputError("is a directory without bench.json", file=source) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read: {error}", file=source) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"invalid JSON: {error.msg} (column {error.colno})", file=source,
-                         line=error.lineno) from None
-    except (ValueError, RecursionError) as error:
-        raise InputError(f"invalid JSON: {error}", file=source) from None
+    if path.is_dir() and (path / "bench.json").is_file():
+        return load_measurements(path / "bench.json")
+    text = read_text_file(path, what="a measurements file (bench.json)",
+                          directory_hint="write one with `attn-select bench CONFIG --output DIR`")
+    data = parse_json_text(text, source=source)
     return parse_measurements(data, source=source)

@@ -101,7 +101,7 @@ def bench_targets(config: Path) -> BenchTargets:
     and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
     """
     from selector.catalog import load_catalog
-    from selector.config import deployment_facts, deployment_model, load_deployment
+    from selector.config import deployment_facts, load_deployment
     from selector.solver import solve
 
     catalog = load_catalog()
@@ -110,14 +110,9 @@ def bench_targets(config: Path) -> BenchTargets:
     device = deployment.device if isinstance(deployment.device, str) else None
     groups: list[BenchGroup] = []
     if deployment.model is not None:
-        from selector.modelcheck import check_model
+        from selector.modelcheck import check_model_deployment
 
-        model, facts, kv_options = deployment_model(loaded, catalog)
-        checked = check_model(model, facts, engine=deployment.engine,
-                              attention_backend=deployment.attention_backend,
-                              backend_per_kind=deployment.attention_config.backend_per_kind,
-                              cudagraph_mode=deployment.cudagraph_mode, options=kv_options,
-                              catalog=catalog)
+        checked = check_model_deployment(loaded, catalog)
         if not checked.valid or checked.plan is None:
             raise InvalidDeploymentError(
                 f"{config}: vLLM would reject this deployment; `attn-select check {config}` "

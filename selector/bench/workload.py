@@ -17,7 +17,6 @@ scales that section's shapes when the policy adds times up.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,30 +305,13 @@ def parse_workload(data: Any, *, source: str = "<workload>",
 
 def load_workload(path: Path) -> BenchWorkload:
     """Read a YAML or JSON workload file; every failure is an :class:`InputError`."""
+    from selector.inputfile import parse_json_text, read_text_file
+
     source = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a workload file", file=source) from None
-    except OSError as error:
-        raise InputError(f"cannot read: {error}", file=source) from None
-    if len(raw) > 1 << 20:
-        raise InputError(f"the file is too large ({len(raw)} bytes)", file=source)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("the file is not UTF-8 text", file=source) from None
+    text = read_text_file(path, what="a workload file")
     lines: dict[tuple[str, ...], int] = {}
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError(f"invalid JSON: {error.msg} (column {error.colno})", file=source,
-                             line=error.lineno) from None
-        except (ValueError, RecursionError) as error:
-            raise InputError(f"invalid JSON: {error}", file=source) from None
+        data = parse_json_text(text, source=source)
     else:
         try:
             data = yaml.safe_load(text)

@@ -108,7 +108,7 @@ def smoke_plan_command(
 def _deployment_plans(config: Path) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
     from selector.catalog import load_catalog
-    from selector.config import deployment_facts, deployment_model, load_deployment
+    from selector.config import deployment_facts, load_deployment
     from selector.smoke.from_result import SMOKE_BACKENDS, plans_from_model, plans_from_result
     from selector.solver import solve
 
@@ -116,14 +116,9 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
     loaded = load_deployment(str(config))
     deployment = loaded.deployment
     if deployment.model is not None:
-        from selector.modelcheck import check_model
+        from selector.modelcheck import check_model_deployment
 
-        model, facts, kv_options = deployment_model(loaded, catalog)
-        checked = check_model(model, facts, engine=deployment.engine,
-                              attention_backend=deployment.attention_backend,
-                              backend_per_kind=deployment.attention_config.backend_per_kind,
-                              cudagraph_mode=deployment.cudagraph_mode, options=kv_options,
-                              catalog=catalog)
+        checked = check_model_deployment(loaded, catalog)
         if not checked.valid:
             raise InvalidDeploymentError(
                 f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")

@@ -18,7 +18,6 @@ Pure Python: no torch, no numpy.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -185,20 +184,8 @@ def parse_batch(data: Any, *, source: str = "<input>") -> BatchSpec:
 
 def load_batch_file(path: Path) -> BatchSpec:
     """Read and validate a batch file; every failure is an :class:`InputError` naming the file."""
+    from selector.inputfile import parse_json_text, read_text_file
+
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a JSON batch file", file=source) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read file: {error}", file=source) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"invalid JSON: {error.msg} (column {error.colno})", file=source,
-                         line=error.lineno) from None
-    except (ValueError, RecursionError) as error:
-        raise InputError(f"invalid JSON: {error}", file=source) from None
+    data = parse_json_text(read_text_file(path, what="a JSON batch file"), source=source)
     return parse_batch(data, source=source)
