@@ -251,6 +251,6 @@ class BackendSpec(StrictModel):
     attn_types: tuple[AttnType, ...] = ("decoder",)
     facts: tuple[FactSpec, ...] = ()
     """Backend-local derived facts (e.g. a model attribute read with this backend's default)."""
-    features: Features = Field(default_factory=lambda: Features())
+    features: Features = Field(default_factory=Features)
     combination: tuple[CombinationRule, ...] = ()
-    runtime: Runtime = Field(default_factory=lambda: Runtime())
+    runtime: Runtime = Field(default_factory=Runtime)

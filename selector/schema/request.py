@@ -126,10 +126,10 @@ class Deployment(StrictModel):
     attention_backend: str | None = None
     """``--attention-backend``; null or ``auto`` = automatic selection."""
     cudagraph_mode: CudaGraphMode = "FULL_AND_PIECEWISE"
-    attention_config: AttentionConfig = Field(default_factory=lambda: AttentionConfig())
-    layer: LayerSpec = Field(default_factory=lambda: LayerSpec())
-    parallel: Parallel = Field(default_factory=lambda: Parallel())
-    speculative: Speculative = Field(default_factory=lambda: Speculative())
+    attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
+    layer: LayerSpec = Field(default_factory=LayerSpec)
+    parallel: Parallel = Field(default_factory=Parallel)
+    speculative: Speculative = Field(default_factory=Speculative)
     batch_invariant: bool = False
     """``VLLM_BATCH_INVARIANT=1``."""
     kv_connector: KVConnector | None = None
