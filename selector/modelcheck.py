@@ -53,6 +53,10 @@ class ModelCheckResult:
         raise KeyError(layer)
 
 
+_LEGACY_LAYOUTS = {"NHD": "LBNHC", "HND": "LBHNC"}
+"""Engines before the 5-D layouts (vLLM 0.25.1) name layouts NHD / HND."""
+
+
 def layer_facts(layer: LayerFacts, model: ModelFacts) -> dict[str, Any]:
     """The request facts of one attention layer (vLLM's caller-side facts, section 5.1)."""
     mla = layer.mla
@@ -116,12 +120,14 @@ def _kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
     local = _local_facts(result, catalog)
     packing = local.get("kv_packing") or "dense"
     runtime = result.runtime
+    layouts = (tuple(_LEGACY_LAYOUTS.get(x, x) for x in runtime.kv_layouts)
+               if runtime.kv_layouts else None)
     fa_trace = runtime.fact("fa_version")
     return BackendKVFacts(
         name=spec.name,
         class_name=spec.class_name,
         kernel_block_sizes=sizes,
-        supported_layouts=runtime.kv_layouts,
+        supported_layouts=layouts,
         cudagraph_support=runtime.cudagraph_support,
         reorder_batch_threshold=runtime.reorder_batch_threshold,
         is_mla=spec.family == "mla",

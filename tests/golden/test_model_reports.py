@@ -85,3 +85,14 @@ def test_jamba_mamba_padding_on_h100() -> None:
     messages = doc["plan"]["block_size"]["messages"]
     assert any(m.startswith("Setting attention block size to") for m in messages)
     assert any(m.startswith("Padding mamba page size by") for m in messages)
+
+
+@pytest.mark.parametrize("fixture", [f for f in FIXTURES if f.stem.endswith("@b200")],
+                         ids=lambda f: f.stem)
+def test_every_preset_checks_under_the_older_engine_too(fixture: Path) -> None:
+    """vLLM 0.25.1 names layouts NHD / HND; the KV planner must still get 5-D names."""
+    os.chdir(ROOT)
+    code, out, err = run_cli(["check", str(fixture.relative_to(ROOT)), "--engine", "vllm==0.25.1",
+                              "--format", "json"])
+    assert code in (0, 1), err
+    assert json.loads(out)["engine"] == "vllm==0.25.1"
