@@ -26,6 +26,7 @@ os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
 from selector.bench.roofline import Geometry, shape_work  # noqa: E402
 from selector.smoke.metadata import build_flash_attn_metadata, build_flashinfer_metadata  # noqa: E402
 from selector.smoke.workload import uniform_decode_batch  # noqa: E402
+from smoke_bench import graph_loop  # noqa: E402 - the same loop as the smoke benchmark
 
 HEADS, KV_HEADS, HEAD, BLOCK = 32, 8, 128, 16
 
@@ -41,27 +42,6 @@ def plain_loop(torch: Any, launch: Any, repeats: int = 100) -> float:
     end.record()
     torch.cuda.synchronize()
     return 1000.0 * start.elapsed_time(end) / repeats
-
-
-def graph_loop(torch: Any, launch: Any, per_graph: int = 10, replays: int = 10) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        launch()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(per_graph):
-            launch()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return 1000.0 * start.elapsed_time(end) / (per_graph * replays)
 
 
 def tool_medians(path: Path, name: str) -> dict[str, tuple[float, str]]:
@@ -114,7 +94,7 @@ def main() -> None:
             softmax_scale=1 / math.sqrt(HEAD), causal=True, num_splits=1)
 
     rows.append(("FLASH_ATTN", "FA4 flash_attn.cute", plain_loop(torch, fa_launch),
-                 graph_loop(torch, fa_launch)))
+                 graph_loop(torch, fa_launch, replays=10)))
     del cache
     torch.cuda.empty_cache()
 
@@ -137,7 +117,7 @@ def main() -> None:
         return wrapper.run(queries, cache, out=out)
 
     rows.append(("FLASHINFER", f"FlashInfer {flashinfer.__version__} decode",
-                 plain_loop(torch, fi_launch), graph_loop(torch, fi_launch)))
+                 plain_loop(torch, fi_launch), graph_loop(torch, fi_launch, replays=10)))
 
     print(f"raw loops, {name} (KV read {work.kv_bytes / 1e9:.2f} GB), "
           f"{torch.cuda.get_device_name(0)}")

@@ -12,7 +12,9 @@ The public API (everything else is internal)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from selector._lazy import lazy_getattr
 
 __all__ = [
     "BackendVerdict",
@@ -56,11 +58,4 @@ if TYPE_CHECKING:
     from selector.sweep import sweep_lines
 
 
-def __getattr__(name: str) -> Any:
-    """Import public names on first use, so ``import selector`` stays light."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'selector' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

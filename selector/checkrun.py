@@ -162,22 +162,34 @@ def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
         findings.append(_finding("warning", warning.code, warning.name, warning.message,
                                  warning.hint, _field_of(warning.code), loaded, warning.backend))
     runtime = result.runtime if graphs else None
-    if runtime is not None and runtime.cudagraph_mode == "ERROR":
-        name, _ = CLI_CODES["AS003"]
-        message = runtime.cudagraph_messages[-1] if runtime.cudagraph_messages else \
-            f"CUDA-graph mode {runtime.cudagraph_mode_requested} is refused"
-        findings.append(_finding("error", "AS003", name, message,
-                                 "use cudagraph_mode PIECEWISE or NONE",
-                                 ("cudagraph_mode",), loaded, result.selected))
-    elif runtime is not None and runtime.cudagraph_mode != runtime.cudagraph_mode_requested:
-        name, _ = CLI_CODES["AS002"]
-        message = "; ".join(runtime.cudagraph_messages) or (
-            f"CUDA-graph mode {runtime.cudagraph_mode_requested} becomes {runtime.cudagraph_mode}")
-        findings.append(_finding("warning", "AS002", name, message,
-                                 f"request cudagraph_mode {runtime.cudagraph_mode} to make it "
-                                 "explicit, or pick a backend with fuller CUDA-graph support",
-                                 ("cudagraph_mode",), loaded, result.selected))
+    if runtime is not None:
+        refused = runtime.cudagraph_mode == "ERROR"
+        refusal = (runtime.cudagraph_messages[-1] if runtime.cudagraph_messages else
+                   f"CUDA-graph mode {runtime.cudagraph_mode_requested} is refused") if refused else None
+        findings.extend(_cudagraph_findings(
+            requested=runtime.cudagraph_mode_requested, resolved=runtime.cudagraph_mode,
+            warnings=runtime.cudagraph_messages, error=refusal, backend=result.selected,
+            loaded=loaded))
     return findings
+
+
+def _cudagraph_findings(*, requested: str | None, resolved: str | None,
+                        warnings: tuple[str, ...], error: str | None, backend: str | None,
+                        loaded: LoadedDeployment | None) -> list[Finding]:
+    """An error when vLLM refuses the requested CUDA-graph mode, a warning when it
+    downgrades it (for one layer or a whole model alike)."""
+    if error is not None:
+        name, _ = CLI_CODES["AS003"]
+        return [_finding("error", "AS003", name, error, "use cudagraph_mode PIECEWISE or NONE",
+                         ("cudagraph_mode",), loaded, backend)]
+    if requested != resolved:
+        name, _ = CLI_CODES["AS002"]
+        message = "; ".join(warnings) or f"CUDA-graph mode {requested} becomes {resolved}"
+        return [_finding("warning", "AS002", name, message,
+                         f"request cudagraph_mode {resolved} to make it explicit, or pick a "
+                         "backend with fuller CUDA-graph support",
+                         ("cudagraph_mode",), loaded, backend)]
+    return []
 
 
 def _record(result: SolveResult, *, source: str, artifact: str | None, device: str,
@@ -220,19 +232,10 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
         name, _ = CLI_CODES["AS005"]
         findings.append(_finding("warning", "AS005", name, warning, "", model_path, loaded))
     graphs = plan.cudagraph
-    if graphs is not None and graphs.error:
-        name, _ = CLI_CODES["AS003"]
-        findings.append(_finding("error", "AS003", name, graphs.error,
-                                 "use cudagraph_mode PIECEWISE or NONE", ("cudagraph_mode",),
-                                 loaded, graphs.min_support_backend))
-    elif graphs is not None and graphs.requested != graphs.resolved:
-        name, _ = CLI_CODES["AS002"]
-        message = "; ".join(graphs.warnings) or (
-            f"CUDA-graph mode {graphs.requested} becomes {graphs.resolved}")
-        findings.append(_finding("warning", "AS002", name, message,
-                                 f"request cudagraph_mode {graphs.resolved} to make it explicit, "
-                                 "or pick a backend with fuller CUDA-graph support",
-                                 ("cudagraph_mode",), loaded, graphs.min_support_backend))
+    if graphs is not None:
+        findings.extend(_cudagraph_findings(
+            requested=graphs.requested, resolved=graphs.resolved, warnings=graphs.warnings,
+            error=graphs.error or None, backend=graphs.min_support_backend, loaded=loaded))
     return findings
 
 

@@ -24,8 +24,8 @@ from selector.catalog import Catalog, CatalogError, EngineData, _read_yaml, _val
 from selector.errors import InputError
 from selector.result import Diagnostic, MLAPrefillResult, MLAPrefillVerdict
 from selector.schema.backend import BackendSpec
-from selector.schema.engine import FactSpec
 from selector.schema.mla_prefill import MLAPrefillBackendSpec, MLAPrefillProfile
+from selector.solver import derive_facts
 
 __all__ = [
     "DATA_FILE",
@@ -138,25 +138,14 @@ def prefill_backend_name(engine: EngineData, name: str, catalog: Catalog | None 
     )
 
 
-def _derive(facts: Iterable[FactSpec], scope: dict[str, Any]) -> None:
-    for fact in facts:
-        value = E.evaluate(_parse(fact.value) if isinstance(fact.value, str) else E.Literal(fact.value),
-                           scope)
-        scope[fact.name] = value
-        for step in fact.steps:
-            if _truth(step.when, scope):
-                scope[fact.name] = (E.evaluate(_parse(step.set), scope) if isinstance(step.set, str)
-                                    else step.set)
-
-
 def _scope(facts: Mapping[str, Any], engine: EngineData, data: MLAPrefillProfile) -> dict[str, Any]:
     profile = engine.profile
     scope: dict[str, Any] = {name: spec.default for name, spec in {**profile.inputs,
                                                                     **profile.environment}.items()}
     scope.update(facts)
     if any(f.name not in facts for f in profile.facts):
-        _derive(profile.facts, scope)
-    _derive(data.facts, scope)
+        derive_facts(profile.facts, scope)
+    derive_facts(data.facts, scope)
     return scope
 
 

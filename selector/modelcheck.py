@@ -11,13 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from selector import expr as E
 from selector.catalog import Catalog, load_catalog
-from selector.kv import BackendKVFacts, KVOptions, ModelPlan, MultipleOf, plan_model
+from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
 from selector.models import LayerFacts, ModelFacts
 from selector.result import SolveResult
-from selector.schema.types import MultipleOf as DataMultipleOf
-from selector.solver import solve
+from selector.solver import derive_facts, kernel_block_sizes_of, solve
 
 __all__ = ["LayerSelection", "ModelCheckResult", "check_model", "check_model_deployment", "layer_facts"]
 
@@ -99,10 +97,7 @@ def _local_facts(result: SolveResult, catalog: Catalog) -> dict[str, Any]:
     assert result.selected is not None
     spec = catalog.engine(result.engine).backends[result.selected]
     scope = {**result.facts, **result.derived}
-    for fact in spec.facts:
-        value = E.evaluate(E.parse(fact.value) if isinstance(fact.value, str) else E.Literal(fact.value),
-                           scope)
-        scope[fact.name] = value
+    derive_facts(spec.facts, scope)
     return scope
 
 
@@ -110,13 +105,7 @@ def _kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
     assert result.selected is not None and result.runtime is not None
     spec = catalog.engine(result.engine).backends[result.selected]
     scope = {**result.facts, **result.derived}
-    sizes: tuple[int | MultipleOf, ...] = ()
-    for variant in spec.kernel_block_sizes:
-        when = E.parse(variant.when) if isinstance(variant.when, str) else E.Literal(variant.when)
-        if E.evaluate(when, scope):
-            sizes = tuple(MultipleOf(multiple_of=s.multiple_of) if isinstance(s, DataMultipleOf) else s
-                          for s in variant.sizes)
-            break
+    sizes = kernel_block_sizes_of(spec, scope)
     local = _local_facts(result, catalog)
     packing = local.get("kv_packing") or "dense"
     runtime = result.runtime

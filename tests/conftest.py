@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -18,6 +19,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite golden files from the current output instead of comparing",
     )
+
+
+def _cuda_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they skip."""
+    del config
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items or _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs torch with a CUDA GPU")
+    for item in gpu_items:
+        item.add_marker(skip)
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@ groups, block sizes, layout, CUDA-graph mode and capacity."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from selector._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from selector.kv.backend_facts import (
@@ -169,11 +171,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import on first use, so importing one submodule stays light."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from selector.schema.types import MultipleOf
 
 __all__ = [
     "CG_LEVEL",
@@ -51,18 +53,6 @@ slots of ``head_size // 2 + head_size // 16`` bytes each.
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MultipleOf(_Frozen):
-    """A kernel block size rule: any multiple of ``multiple_of`` tokens."""
-
-    multiple_of: int = Field(gt=0)
-
-    def __repr__(self) -> str:
-        return f"MultipleOf({self.multiple_of})"
-
-    def __str__(self) -> str:
-        return repr(self)
 
 
 BlockSizeRule = int | MultipleOf

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from selector import expr as expr_lang
 
@@ -77,6 +77,12 @@ Condition = Annotated[bool | str, BeforeValidator(parse_condition)]
 
 
 class MultipleOf(StrictModel):
-    """A kernel block size rule: any multiple of ``multiple_of``."""
+    """A kernel block size rule: any multiple of ``multiple_of`` tokens (vLLM's ``MultipleOf``)."""
 
-    multiple_of: int
+    multiple_of: int = Field(gt=0)
+
+    def __repr__(self) -> str:
+        return f"MultipleOf({self.multiple_of})"
+
+    def __str__(self) -> str:
+        return repr(self)

@@ -6,7 +6,9 @@ inside :func:`run_smoke` only, so the CPU-side metadata tools work anywhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from selector._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from selector.smoke.plan import SmokeOptions, SmokePlan, SmokePlansFile, load_plans_file
@@ -29,14 +31,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import on first use, so the metadata tools do not load the GPU runner modules."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'selector.smoke' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

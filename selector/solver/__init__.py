@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from selector import expr as E
@@ -25,14 +25,17 @@ from selector.result import (
     Suggestion,
 )
 from selector.schema.backend import BackendSpec
+from selector.schema.engine import FactSpec
 from selector.schema.types import MultipleOf
 from selector.solver.compiled import CompiledEngine, Reason, compiled_for
 
 __all__ = [
     "SelectionOutcome",
+    "derive_facts",
     "evaluate_runtime",
     "explain_backend",
     "explicit_error",
+    "kernel_block_sizes_of",
     "no_valid_error",
     "select",
     "solve",
@@ -131,20 +134,32 @@ def select(compiled: CompiledEngine, facts: Mapping[str, Any],
     return SelectionOutcome(reasons, order, derived, None, no_valid_error(engine, facts, invalid))
 
 
-def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
-    """Re-derive one fact with the interpreter and record which steps applied."""
-    scope = dict(env)
-    for fact in engine.profile.facts:
-        value = E.evaluate(_expr(fact.value), scope)
-        scope[fact.name] = value
-        applied: list[str] = []
+def derive_facts(facts: Iterable[FactSpec], scope: dict[str, Any],
+                 until: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Derive ``facts`` into ``scope`` with the interpreter (the explaining path; the compiled
+    evaluator gives the same values), stopping after ``until``; returns, per fact, the notes
+    of the steps that applied."""
+    applied: dict[str, tuple[str, ...]] = {}
+    for fact in facts:
+        scope[fact.name] = E.evaluate(_expr(fact.value), scope)
+        notes: list[str] = []
         for step in fact.steps:
             if E.evaluate(_expr(step.when), scope):
                 scope[fact.name] = E.evaluate(_expr(step.set), scope)
-                applied.append(step.note or f"when {step.when}")
-        if fact.name == name:
-            return FactTrace(name=name, value=scope[name], steps=tuple(applied))
-    raise KeyError(name)
+                notes.append(step.note or f"when {step.when}")
+        applied[fact.name] = tuple(notes)
+        if fact.name == until:
+            break
+    return applied
+
+
+def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
+    """Re-derive one fact with the interpreter and record which steps applied."""
+    scope = dict(env)
+    applied = derive_facts(engine.profile.facts, scope, until=name)
+    if name not in applied:
+        raise KeyError(name)
+    return FactTrace(name=name, value=scope[name], steps=applied[name])
 
 
 def _expr(value: object) -> E.Expr:
@@ -158,6 +173,12 @@ def _first(rules: Any, scope: Mapping[str, Any]) -> Any:
         if E.evaluate(_expr(rule.when), scope):
             return rule
     return None
+
+
+def kernel_block_sizes_of(spec: BackendSpec, scope: Mapping[str, Any]) -> tuple[int | MultipleOf, ...]:
+    """The backend's kernel block sizes for these facts (its first matching variant)."""
+    variant = _first(spec.kernel_block_sizes, scope)
+    return variant.sizes if variant else ()
 
 
 def _size_text(size: int | MultipleOf) -> str:
@@ -179,8 +200,7 @@ def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
     """The selected backend's KV-cache and CUDA-graph consequences
     (``default_kv_layout``: the engine's process-wide layout for backends that
     shape their own KV cache)."""
-    variant = _first(spec.kernel_block_sizes, scope)
-    sizes: tuple[int | MultipleOf, ...] = variant.sizes if variant else ()
+    sizes = kernel_block_sizes_of(spec, scope)
     preferred = _preferred_block_size(sizes)
     block_size = scope.get("block_size") or preferred
     layouts_rule = _first(spec.runtime.kv_layouts, scope)

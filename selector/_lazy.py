@@ -1,0 +1,21 @@
+"""Package exports imported on first use, so importing one submodule stays light."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_getattr"]
+
+
+def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports ``exports[name]`` (a module path) on first use."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__
