@@ -23,10 +23,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
 
+from smoke_bench import graph_loop  # noqa: E402 - the same loop as the smoke benchmark
+
 from selector.bench.roofline import Geometry, shape_work  # noqa: E402
 from selector.smoke.metadata import build_flash_attn_metadata, build_flashinfer_metadata  # noqa: E402
 from selector.smoke.workload import uniform_decode_batch  # noqa: E402
-from smoke_bench import graph_loop  # noqa: E402 - the same loop as the smoke benchmark
 
 HEADS, KV_HEADS, HEAD, BLOCK = 32, 8, 128, 16
 
