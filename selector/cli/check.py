@@ -206,7 +206,11 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) 
         if record.model is not None:
             from selector.report.model import render_model
 
-            console.print(render_model(record.model, device=record.device, source=title))
+            architecture = [f for f in record.findings if f.code in ("AS131", "AS132")]
+            if architecture:
+                console.print(render_notes(architecture))
+            console.print(render_model(record.model, device=record.device, source=title,
+                                       valid=record.status == "valid"))
             others = [f for f in record.findings if f.level != "note" and f.code.startswith("AS0")]
             if others:
                 console.print(render_notes(others))
