@@ -13,9 +13,12 @@ For every config.json it
 1. imports vLLM as a CUDA platform of compute capability 9.0 with the shared
    oracle's ``bootstrap`` (``$ORACLE_DIR``, default ``/work/shared/oracle``:
    compiled extensions stubbed, ``current_platform`` = vLLM's NvmlCudaPlatform);
-2. builds ``ModelConfig`` / ``VllmConfig`` from the file (a copy in a temporary
-   directory, ``quantization_config`` removed: weight quantisation does not
-   change the attention layout, and the CPU cannot build quantised kernels);
+2. builds the ``VllmConfig`` exactly as ``vllm serve`` does
+   (``EngineArgs(...).create_engine_config()``: model-wide sliding window,
+   hybrid block-size alignment, the models' ``verify_and_update_config``) from
+   the file (a copy in a temporary directory, ``quantization_config`` removed:
+   weight quantisation does not change the attention layout, and the CPU cannot
+   build quantised kernels);
 3. instantiates the class vLLM's registry resolves
    (``get_model_architecture``) under ``torch.device("meta")``, so no weight
    memory is allocated;
@@ -46,6 +49,7 @@ Patches beyond the shared oracle's (all CPU-only necessities):
 * ``sparse_attn_indexer.has_deep_gemm`` answers True (the DeepSeek-V3.2
   indexer refuses to be built without the DeepGEMM library, which a GPU
   deployment has; it changes no cache shape);
+* ``current_platform.log_warnings`` is silent (it asks NVML about the GPUs);
 * ``registry._run_in_subprocess`` runs in this process (the subprocess would
   lack these patches);
 * ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on
@@ -199,6 +203,9 @@ def _bootstrap() -> None:
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()
+    from vllm.platforms import current_platform
+
+    type(current_platform).log_warnings = classmethod(lambda cls: None)  # type: ignore[method-assign]
     from vllm.model_executor.layers import sparse_attn_indexer
 
     sparse_attn_indexer.has_deep_gemm = lambda: True
@@ -305,7 +312,8 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     """vLLM's answer for one config.json (or the error vLLM raised)."""
     import torch
     import vllm
-    from vllm.config import CacheConfig, ModelConfig, VllmConfig, set_current_vllm_config
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
     from vllm.config.vllm import get_layers_from_vllm_config
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
     from vllm.model_executor.model_loader.utils import get_model_architecture
@@ -325,16 +333,16 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     }
     if notes:
         out["notes"] = notes
-    stage = "ModelConfig"
+    stage = "EngineArgs"
     try:
-        model_config = ModelConfig(
+        stage = "EngineArgs.create_engine_config"
+        vllm_config = EngineArgs(
             model=str(model_dir),
             skip_tokenizer_init=True,
             dtype=MODEL_DTYPE,
             max_model_len=_max_len(model_dir),
-        )
-        stage = "VllmConfig"
-        vllm_config = VllmConfig(model_config=model_config, cache_config=CacheConfig())
+        ).create_engine_config()
+        model_config = vllm_config.model_config
         stage = "model class"
         model_cls, arch = get_model_architecture(model_config)
         out["architecture"] = arch

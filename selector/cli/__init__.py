@@ -37,6 +37,7 @@ class ListWhat(str, Enum):
     devices = "devices"
     codes = "codes"
     engines = "engines"
+    models = "models"
 
 
 def _console() -> Console:
@@ -112,11 +113,13 @@ def explain(
 
 @app.command("list")
 def list_(
-    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes or engines.")],
+    what: Annotated[ListWhat, typer.Argument(
+        help="backends, devices, codes, engines or models.")],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
 ) -> None:
-    """List the shipped backends, devices, reason codes or engine profiles."""
+    """List the shipped backends, devices, reason codes, engine profiles or the model
+    architectures an engine version supports (with their layer family and presets)."""
     from selector.catalog import load_catalog
 
     catalog = load_catalog()
@@ -130,6 +133,10 @@ def list_(
                  "memory_gib": d.memory_gib, "hbm_bandwidth_tbs": d.hbm_bandwidth_tbs,
                  "bf16_dense_tflops": d.bf16_dense_tflops, "aliases": list(d.aliases)}
                 for d in catalog.devices]
+    elif what is ListWhat.models:
+        from selector.models.arch_registry import model_rows
+
+        rows = model_rows(catalog.engine(engine))
     elif what is ListWhat.codes:
         rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
                  "hint": c.hint} for c in catalog.codes.values()]

@@ -8,17 +8,21 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from selector.models.families import family_for
+
+if TYPE_CHECKING:
+    from selector.catalog import EngineData
 
 __all__ = [
     "ArchitectureStatus",
     "ModelRegistry",
     "architecture_status",
     "load_model_registry",
+    "model_rows",
 ]
 
 REGISTRY_FILE = "model_registry.json"
@@ -120,3 +124,46 @@ def architecture_status(
     template = messages["unsupported"]
     text = template.split(" Supported architectures:")[0].format(architectures=list(architectures))
     return ArchitectureStatus(architectures[0], engine, "unknown", message=text)
+
+
+@cache
+def _preset_architectures() -> dict[str, tuple[str, ...]]:
+    """architecture -> the presets whose config.json names it."""
+    from selector.models.presets import list_presets, preset_path
+
+    out: dict[str, list[str]] = {}
+    for name in list_presets():
+        raw = json.loads(preset_path(name).read_text(encoding="utf-8"))
+        for arch in raw.get("architectures") or ():
+            out.setdefault(arch, []).append(name)
+    return {arch: tuple(names) for arch, names in out.items()}
+
+
+def model_rows(engine: EngineData) -> list[dict[str, Any]]:
+    """One row per architecture the engine's vLLM supports (then the removed
+    ones): its vLLM module and table, the layer family mapping it and the presets."""
+    registry = load_model_registry(engine.directory)
+    if registry is None:
+        return []
+    presets = _preset_architectures()
+    rows: list[dict[str, Any]] = []
+    for arch in registry.supported:
+        family = family_for(arch)
+        rows.append({
+            "architecture": arch,
+            "status": "supported",
+            "module": registry.module_of(arch),
+            "table": registry.table_of(arch),
+            "family": family.name if family is not None else "-",
+            "presets": ", ".join(presets.get(arch, ())),
+        })
+    for arch, version in sorted(registry.previously_supported.items()):
+        rows.append({
+            "architecture": arch,
+            "status": f"removed (last vllm=={version})",
+            "module": None,
+            "table": None,
+            "family": "-",
+            "presets": "",
+        })
+    return rows
