@@ -223,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             f"vLLM refused {Path(r.config).name}" for r in group if r.vllm_status != "ok"
         )
         print(f"| {arch} | {len(group)} | {ok}/{layers} | {notes} |")
-    print(f"\n{agree}/{total} layers agree over {sum(r.vllm_status == 'ok' for r in rows)} configs vLLM built")
+    built = sum(r.vllm_status == "ok" for r in rows)
+    print(f"\n{agree}/{total} layers agree over {built} configs vLLM built")
     if args.verbose:
         for row in rows:
             if row.tool_error or row.differences:

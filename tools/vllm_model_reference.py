@@ -85,7 +85,8 @@ MODEL_DTYPE = "bfloat16"
 """``--dtype``: fixed, so that every answer is for the same activation dtype
 (float32 configs would otherwise be refused by every MLA backend)."""
 
-_PERMISSIVE = False
+_STATE = {"permissive": False}
+"""After vLLM's import-time capability queries, any missing op is an inert stub."""
 
 
 class _InertOp:
@@ -107,7 +108,7 @@ class _OpNamespace:
         try:
             return getattr(self._real, item)
         except AttributeError:
-            if _PERMISSIVE or "support" in item:
+            if _STATE["permissive"] or "support" in item:
                 return _InertOp(item)
             raise
 
@@ -174,7 +175,6 @@ def _device_tensors_on_meta() -> Any:
 
 
 def _bootstrap() -> None:
-    global _PERMISSIVE
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     sys.path.insert(0, str(ORACLE_DIR))
@@ -199,7 +199,7 @@ def _bootstrap() -> None:
     if isinstance(triton, importing.TritonPlaceholder):
         triton.Config = _TritonConfig
 
-    _PERMISSIVE = True
+    _STATE["permissive"] = True
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()
@@ -313,8 +313,8 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     import torch
     import vllm
     from vllm.config import set_current_vllm_config
-    from vllm.engine.arg_utils import EngineArgs
     from vllm.config.vllm import get_layers_from_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.utils.torch_utils import set_default_torch_dtype
@@ -404,6 +404,14 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
 
 
 def _max_len(model_dir: Path) -> int:
+    """``DEFAULT_MAX_MODEL_LEN``, or the config's own maximum when smaller
+    (vLLM refuses a longer ``max_model_len``)."""
+    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    for key in ("max_position_embeddings", "seq_length", "n_positions"):
+        value = text.get(key) or raw.get(key)
+        if isinstance(value, int | float) and value > 0:
+            return min(DEFAULT_MAX_MODEL_LEN, int(value))
     return DEFAULT_MAX_MODEL_LEN
 
 
@@ -418,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("configs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the answers already in --out for configs not given")
     args = parser.parse_args(argv)
     _bootstrap()
     results = []
@@ -429,6 +439,12 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             summary = result.get("error") or f"{len(result['layers'])} layers"
             print(f"{result['status']:5} {path}: {summary}"[:300], file=sys.stderr)
+    if args.merge and args.out.is_file():
+        fresh = {r["config"] for r in results}
+        with gzip.open(args.out, "rt", encoding="utf-8") as handle:
+            kept = [json.loads(line) for line in handle if line.strip()]
+        results = sorted([r for r in kept if r["config"] not in fresh] + results,
+                         key=lambda r: str(r["config"]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         raw = stack.enter_context(args.out.open("wb"))

@@ -47,7 +47,6 @@ RuleName = Literal[
     "list_pattern",
     "llama4",
     "block_configs",
-    "parallel",
 ]
 
 
@@ -73,10 +72,21 @@ class MixerRules(_Strict):
 
 class AttentionRules(_Strict):
     mla: str | None = None
+    multi_query: str | None = None
+    """A boolean config field: when true the layers have ``multi_query_heads``
+    KV heads (1 when that is unset); when false, one per query head."""
+    multi_query_heads: str | None = None
+    head_size_fields: list[str] = Field(default_factory=list)
+    """Config fields whose sum is the (K and V) head size."""
+    kv_heads_field: str | None = None
+    """The config field giving the KV heads (instead of the usual aliases)."""
     sinks: bool | dict[MixerName, str] = False
     head_size_v: str | None = None
     overrides: dict[MixerName, dict[str, str]] = Field(default_factory=dict)
     kv_sharing: str | None = None
+    window_offset: int = 0
+    """Added to the config's window on sliding layers (Cohere2 attends to
+    ``sliding_window + 1`` tokens)."""
 
 
 class SSMRules(_Strict):

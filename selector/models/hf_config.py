@@ -134,11 +134,14 @@ class _ConfigParser:
     def attention_common(self) -> dict[str, Any]:
         text = self.text
         num_q = text.int_("num_attention_heads")
-        num_kv = _kv_heads(text, num_q)
-        head = _head_size(text, self.hidden, num_q)
+        rules = self.family.attention
+        num_kv = self._kv_heads(num_q)
+        if rules.head_size_fields:
+            head = sum(text.int_(key, minimum=0) for key in rules.head_size_fields)
+        else:
+            head = _head_size(text, self.hidden, num_q)
         if head < 1:
             raise text.error("head_dim", f"derived head size {head} is not positive")
-        rules = self.family.attention
         head_v = text.int_(rules.head_size_v) if rules.head_size_v and text.has(rules.head_size_v) else head
         soft_cap = text.opt_float("attn_logit_softcapping")
         return {
@@ -151,6 +154,18 @@ class _ConfigParser:
             "logits_soft_cap": soft_cap if soft_cap else None,
             "alibi": _alibi(self.top, text, self.family),
         }
+
+    def _kv_heads(self, num_q: int) -> int:
+        rules = self.family.attention
+        text = self.text
+        if rules.kv_heads_field:
+            return text.int_(rules.kv_heads_field)
+        if rules.multi_query:
+            if not text.bool_(rules.multi_query):
+                return num_q
+            heads = rules.multi_query_heads
+            return text.int_(heads) if heads and text.has(heads) else 1
+        return _kv_heads(text, num_q)
 
     def layers(self) -> tuple[LayerFacts, ...]:
         text = self.text
@@ -234,7 +249,8 @@ class _ConfigParser:
                 if target in ("num_kv_heads", "num_q_heads"):
                     fields["total_" + target.removeprefix("num_")] = value
         fields["has_sink"] = self._sink(mixer)
-        fields["sliding_window"] = window if mixer == "sliding_attention" else None
+        sliding = mixer == "sliding_attention" and window is not None
+        fields["sliding_window"] = window + self.family.attention.window_offset if sliding else None
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
         fields["use_rope"] = not (self.family.mixers.rule == "llama4" and mixer == "full_attention")
         kind = "attention"
@@ -259,7 +275,7 @@ class _ConfigParser:
         if isinstance(sinks, bool):
             return sinks
         field = sinks.get(mixer)
-        return bool(field) and self.text.bool_(field)
+        return field is not None and self.text.bool_(field)
 
 
 def _text_reader(top: ConfigReader) -> ConfigReader:

@@ -53,8 +53,10 @@ def test_the_answers_exist_and_cover_every_preset_and_config() -> None:
     presets = {f"schemas/models/{name}.json" for name in list_presets()}
     configs = {f"tests/fixtures/hf_configs/{p.name}" for p in CONFIGS.glob("*.json")
                if p.stem != "broken_layer_types"}
+    edge = {f"tests/fixtures/hf_configs/edge/{p.name}" for p in (CONFIGS / "edge").glob("*.json")}
     assert presets <= covered, sorted(presets - covered)
     assert configs <= covered, sorted(configs - covered)
+    assert edge <= covered, sorted(edge - covered)
     assert len(configs) >= 40
 
 
