@@ -11,7 +11,7 @@ Run with an oracle interpreter (vLLM installed, CPU only)::
 For every config.json it
 
 1. imports vLLM as a CUDA platform of compute capability 9.0 with the shared
-   oracle's ``bootstrap`` (``$ORACLE_DIR``, default ``/work/shared/oracle``:
+   oracle's ``bootstrap`` (``$ORACLE_DIR``, default ``../shared/oracle``:
    compiled extensions stubbed, ``current_platform`` = vLLM's NvmlCudaPlatform);
 2. builds the ``VllmConfig`` exactly as ``vllm serve`` does
    (``EngineArgs(...).create_engine_config()``: model-wide sliding window,
@@ -54,6 +54,8 @@ Patches beyond the shared oracle's (all CPU-only necessities):
   lack these patches);
 * ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on
   the GPU explicitly go to ``meta``;
+* DeciLM's remote config class is replaced by a stand-in that keeps every key
+  (``_register_remote_configs``);
 * a one-process gloo "distributed" group of world size 1.
 """
 
@@ -74,7 +76,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-ORACLE_DIR = Path(os.environ.get("ORACLE_DIR", "/work/shared/oracle"))
+ORACLE_DIR = Path(os.environ.get("ORACLE_DIR") or next(
+    (p for p in (REPO.parent / "shared" / "oracle", Path("/work/shared/oracle")) if p.is_dir()),
+    REPO.parent / "shared" / "oracle",
+))
+"""The shared oracle (``../shared/oracle``) whose ``bootstrap`` imports vLLM CPU-only."""
 CAPABILITY = (9, 0)
 DEFAULT_MAX_MODEL_LEN = 8192
 """Every model is built with this ``max_model_len`` (clamped to the config's
@@ -174,6 +180,50 @@ def _device_tensors_on_meta() -> Any:
         torch.cuda.current_device = saved_current
 
 
+class _AttrDict(dict):  # type: ignore[type-arg]
+    """A JSON-serialisable dict whose keys also read as attributes."""
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return self[item]
+        except KeyError:
+            raise AttributeError(item) from None
+
+
+def _attr(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _AttrDict({k: _attr(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_attr(v) for v in value]
+    return value
+
+
+def _register_remote_configs() -> None:
+    """DeciLM (Nemotron NAS) ships its config class as remote code, which an
+    offline harness cannot fetch. A stand-in config class keeps every key and
+    gives ``block_configs`` the attribute access vLLM's ``nemotron_nas.py``
+    uses (``block_config.attention.n_heads_in_group``); every layer decision
+    is still vLLM's. Registered for ``model_type`` ``nemotron-nas``; the
+    config's ``auto_map`` is removed so transformers uses it."""
+    from transformers import AutoConfig, PretrainedConfig
+
+    class DeciLMStandInConfig(PretrainedConfig):  # type: ignore[misc]
+        model_type = "nemotron-nas"
+
+        def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
+            for key, value in kwargs.items():  # before the base class reads them
+                self.__dict__[key] = value
+            super().__init__(**kwargs)
+            for key, value in kwargs.items():
+                self.__dict__.setdefault(key, value)
+            self.block_configs = _attr(block_configs or [])
+
+    AutoConfig.register("nemotron-nas", DeciLMStandInConfig)
+
+
+_STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas"})
+
+
 def _bootstrap() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -223,6 +273,7 @@ def _bootstrap() -> None:
     )
     with set_current_vllm_config(VllmConfig()):
         initialize_model_parallel(1, 1)
+    _register_remote_configs()
 
 
 _LAYER_INDEX = re.compile(r"\.(?:layers|h|blocks|decoder\.layers)\.(\d+)\.")
@@ -283,6 +334,9 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
         if isinstance(sub, dict) and "quantization_config" in sub:
             del sub["quantization_config"]
             notes.append(f"{section}.quantization_config removed")
+    if raw.get("model_type") in _STAND_IN_MODEL_TYPES and "auto_map" in raw:
+        del raw["auto_map"]
+        notes.append("auto_map removed (stand-in config class for the remote code)")
     target = workdir / config_path.stem
     if target.exists():
         shutil.rmtree(target)

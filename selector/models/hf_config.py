@@ -249,8 +249,9 @@ class _ConfigParser:
                 if target in ("num_kv_heads", "num_q_heads"):
                     fields["total_" + target.removeprefix("num_")] = value
         fields["has_sink"] = self._sink(mixer)
-        sliding = mixer == "sliding_attention" and window is not None
-        fields["sliding_window"] = window + self.family.attention.window_offset if sliding else None
+        offset = self.family.attention.window_offset
+        sliding = window + offset if mixer == "sliding_attention" and window is not None else None
+        fields["sliding_window"] = sliding
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
         fields["use_rope"] = not (self.family.mixers.rule == "llama4" and mixer == "full_attention")
         kind = "attention"

@@ -133,8 +133,8 @@ def _block_configs(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerT
         attention = block.get("attention") if isinstance(block, dict) else None
         if not isinstance(attention, dict):
             raise text.error(f"{key}[{i}].attention", "expected an object")
-        skip = attention.get("no_op") or attention.get("replace_with_linear")
-        out.append("none" if skip else "full_attention")
+        # vLLM's nemotron_nas.py builds attention unless attention.no_op
+        out.append("none" if attention.get("no_op") else "full_attention")
     return out
 
 

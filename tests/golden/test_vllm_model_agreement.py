@@ -32,9 +32,6 @@ REFUSED: dict[str, tuple[str, str]] = {
     "XiaomiMiMo--MiMo-7B-Base.json": (
         "Transformers does not recognize", "needs the model's remote code (trust_remote_code), "
         "not available offline; MiMoForCausalLM is read with the llama family"),
-    "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json": (
-        "contains custom code", "DeciLM needs its remote config code, not available offline; "
-        "block_configs are read from the config (49 attention layers, 31 without a cache)"),
     "deepseek-ai--DeepSeek-V4-Flash.json": (
         "tilelang", "the CPU harness lacks tilelang; DeepSeek-V4 is unmapped (AS132)"),
     "moonshotai--Kimi-K2.5.json": (
