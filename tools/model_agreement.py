@@ -167,7 +167,11 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
         index = record["index"]
         role = _role(record)
         result.layers += 1
+        if role == "state" and index is not None and index >= model.num_layers:
+            index -= model.num_layers  # Falcon-H1 names its mixers model.<layers + i>.mixer
         layer = by_index.get(index)
+        if layer is not None and role == "state" and layer.has_parallel_state:
+            layer = layer.state_view()
         if layer is None:
             result.differences.append(f"layer {index}: vLLM has it, the tool does not")
             continue

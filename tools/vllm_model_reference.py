@@ -279,8 +279,12 @@ def _bootstrap() -> None:
 _LAYER_INDEX = re.compile(r"\.(?:layers|h|blocks|decoder\.layers)\.(\d+)\.")
 
 
+_TOP_INDEX = re.compile(r"^model\.(\d+)\.")
+"""Falcon-H1 registers its Mamba mixers as ``model.<num_hidden_layers + i>.mixer``."""
+
+
 def _layer_index(name: str) -> int | None:
-    match = _LAYER_INDEX.search("." + name)
+    match = _LAYER_INDEX.search("." + name) or _TOP_INDEX.search(name)
     return int(match.group(1)) if match else None
 
 

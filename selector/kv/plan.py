@@ -68,6 +68,10 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
         if layer.is_sparse:
             out.append((layer, options.indexer_backend, "indexer"))
         out.append((layer, effective_backend(layer, choose(layer)), "attention"))
+        if layer.has_parallel_state:
+            state = layer.state_view()
+            assert state.ssm is not None
+            out.append((state, _STATE_BACKENDS[state.ssm.ssm_type], "parallel_state"))
     return out
 
 
@@ -104,9 +108,9 @@ def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, ctx: SpecConte
         )
     spec = build_spec(layer, backend, ctx)
     return CacheEntry(
-        name=f"layers.{layer.index}",
+        name=f"layers.{layer.index}.mixer" if role == "parallel_state" else f"layers.{layer.index}",
         layer_index=layer.index,
-        role="state" if role == "state" else "attention",
+        role="state" if role in ("state", "parallel_state") else "attention",
         backend=backend,
         spec=spec,
         num_q_heads=layer.num_q_heads,

@@ -83,13 +83,16 @@ class Mamba2Dims(_Frozen):
     n_groups: int
     state_size: int
     conv_kernel: int
+    d_ssm: int | None = None
+    """The mixer's intermediate size when the model sets it apart from
+    ``num_heads * head_dim`` (Falcon-H1: ``mamba_d_ssm`` or ``mamba_expand * hidden_size``)."""
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
 
     @property
     def intermediate_size(self) -> int:
-        return self.num_heads * self.head_dim
+        return self.d_ssm if self.d_ssm is not None else self.num_heads * self.head_dim
 
 
 class GDNDims(_Frozen):
@@ -139,6 +142,17 @@ class LayerFacts(_Frozen):
     ssm: SSMDims | None = None
     kv_sharing_target: int | None = None
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
+
+    @property
+    def has_parallel_state(self) -> bool:
+        """An attention layer with a state-space mixer beside it (Falcon-H1):
+        one attention cache and one state for the same layer index."""
+        return self.is_attention and self.ssm is not None
+
+    def state_view(self) -> LayerFacts:
+        """The layer's state mixer as a layer of its own (``kind`` ``mamba`` or ``gdn``)."""
+        assert self.ssm is not None
+        return self.model_copy(update={"kind": "gdn" if self.ssm.ssm_type == "gdn" else "mamba"})
 
     @property
     def is_attention(self) -> bool:
@@ -218,7 +232,17 @@ class ModelFacts(_Frozen):
     @property
     def is_hybrid(self) -> bool:
         """Attention plus Mamba-style layers (vLLM's ``is_hybrid``)."""
-        return any(layer.is_ssm for layer in self.layers)
+        return any(layer.is_ssm or layer.has_parallel_state for layer in self.layers)
+
+    @property
+    def state_layers(self) -> tuple[LayerFacts, ...]:
+        """Every state-space mixer as a layer: the SSM layers and the states that
+        sit beside attention (Falcon-H1)."""
+        return tuple(
+            layer if layer.is_ssm else layer.state_view()
+            for layer in self.layers
+            if layer.is_ssm or layer.has_parallel_state
+        )
 
     @property
     def attention_layers(self) -> tuple[LayerFacts, ...]:

@@ -93,6 +93,8 @@ class SSMRules(_Strict):
     type: Literal["mamba1", "mamba2", "gdn"]
     fields: dict[str, list[Any]]
     """dimension -> [config field] or [config field, default]."""
+    parallel: bool = False
+    """Every attention layer also has this state mixer beside it (Falcon-H1)."""
     state_dtype: list[Any] | None = None
     """[config field] or [config field, default]: the SSM state dtype the model
     fixes when ``--mamba-ssm-cache-dtype`` is auto."""

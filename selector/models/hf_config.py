@@ -265,6 +265,8 @@ class _ConfigParser:
                 num_kv_heads=1,
                 total_kv_heads=1,
             )
+        if self.family.ssm is not None and self.family.ssm.parallel:
+            fields["ssm"] = read_ssm(self.text, self.family, self.hidden)
         if self.family.encoder_only:
             kind = "encoder_only"
         if mixer == "cross_attention" or index in self.cross_layers:

@@ -41,6 +41,7 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
         )
     if kind == "mamba2":
         return Mamba2Dims(
+            d_ssm=_d_ssm(text, family, hidden_size),
             num_heads=_field(text, family, "num_heads"),
             head_dim=_field(text, family, "head_dim"),
             n_groups=_field(text, family, "n_groups"),
@@ -71,3 +72,15 @@ def _state_dtype(text: ConfigReader, family: Family) -> str | None:
     if value is not None and value not in _STATE_DTYPES:
         raise text.error(key, f"unknown dtype {value!r}", hint="float32, float16 or bfloat16")
     return value
+
+
+def _d_ssm(text: ConfigReader, family: Family, hidden_size: int) -> int | None:
+    """Falcon-H1: ``mamba_d_ssm`` when set, else ``mamba_expand * hidden_size``
+    (vllm/model_executor/models/falcon_h1.py); None: ``num_heads * head_dim``."""
+    assert family.ssm is not None
+    fields = family.ssm.fields
+    if "d_ssm" in fields and text.has(str(fields["d_ssm"][0])):
+        return _field(text, family, "d_ssm")
+    if "expand" in fields and family.ssm.type == "mamba2":
+        return int(_field(text, family, "expand") * hidden_size)
+    return None

@@ -51,6 +51,8 @@ def shard_layer(model: ModelFacts, layer: LayerFacts, tp: int) -> LayerFacts:
     if layer.is_ssm:
         _check_ssm(model, layer, tp)
         return layer
+    if layer.has_parallel_state:
+        _check_ssm(model, layer, tp)
     total_q, total_kv = layer.total_q_heads, layer.total_kv_heads
     if total_q % tp:
         raise _fail(

@@ -103,6 +103,11 @@ def test_hybrid_models_get_vllm_state_pages() -> None:
     assert pages["nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"] == 2134016
     assert pages["qwen3-next-80b-a3b"] == 1097728
     assert pages["jamba-v0.1"] == 311296
+    assert pages["falcon-h1-7b-shape"] == 1594368
+    assert pages["granite-4-h-shape"] > 0
     model = load_model(CONFIGS / "nvidia--Nemotron-H-56B-Base-8K.json")
     kinds = [layer.kind for layer in model.layers]
     assert (kinds.count("attention"), kinds.count("mamba"), kinds.count("none")) == (10, 54, 54)
+    falcon = load_model(CONFIGS / "edge" / "falcon-h1-7b-shape.json")
+    assert all(layer.has_parallel_state for layer in falcon.layers)
+    assert len(falcon.state_layers) == falcon.num_layers == 44
