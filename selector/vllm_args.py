@@ -266,6 +266,22 @@ def _int(flag: str, value: str, *, low: int = 1, high: int = 1 << 20) -> int:
     return number
 
 
+def _bytes(flag: str, value: str) -> int:
+    """vLLM's ``human_readable_int``: ``8G`` is 8 x 2**30, ``8g`` is 8 x 10**9
+    (vllm/utils/argparse_utils.py:30-74)."""
+    text = value.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    if match:
+        number, suffix = match.groups()
+        if suffix.islower():
+            return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
+        if "." in number:
+            raise _bad(flag, f"Decimals are not allowed with binary suffixes like {suffix}. "
+                             f"Did you mean to use {number}{suffix.lower()} instead?")
+        return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+    return _int(flag, text, low=0, high=1 << 50)
+
+
 def _bool(flag: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -604,6 +620,8 @@ class _Settings:
     enable_prefix_caching: bool | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    max_num_seqs: int | None = None
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     disable_sliding_window: bool = False
     backend_per_kind: dict[str, str] = field(default_factory=dict)
@@ -826,6 +844,11 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     if "--max-num-batched-tokens" in values:
         s.kv_options["max_num_batched_tokens"] = _int("--max-num-batched-tokens",
                                                       values["--max-num-batched-tokens"])
+    if "--max-num-seqs" in values:
+        s.max_num_seqs = _int("--max-num-seqs", values["--max-num-seqs"])
+    if "--kv-cache-memory-bytes" in values:
+        s.kv_cache_memory_bytes = _bytes("--kv-cache-memory-bytes",
+                                         values["--kv-cache-memory-bytes"])
     if "--hf-overrides" in values:
         s.hf_overrides = _json_object("--hf-overrides", values["--hf-overrides"])
     if "--disable-sliding-window" in raw.order:
@@ -875,7 +898,10 @@ def _deployment(model: ModelFacts, model_ref: str, s: _Settings, engine: str | N
             kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
             attention_backend=s.attention_backend, cudagraph_mode=s.cudagraph_mode,
             max_model_len=s.max_model_len if s.max_model_len and s.max_model_len > 0 else None,
-            gpu_memory_utilization=s.gpu_memory_utilization or 0.9,
+            gpu_memory_utilization=s.gpu_memory_utilization,
+            kv_cache_memory_bytes=s.kv_cache_memory_bytes,
+            max_num_batched_tokens=s.kv_options.get("max_num_batched_tokens"),
+            max_num_seqs=s.max_num_seqs,
             enable_prefix_caching=True if s.enable_prefix_caching is None
             else s.enable_prefix_caching,
             attention_config=AttentionConfig(
