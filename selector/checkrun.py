@@ -352,15 +352,16 @@ def check_files(paths: Sequence[str], catalog: Catalog,
     return records, errors
 
 
-def _note_findings(command: ServeCommand) -> list[Finding]:
+def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
+    from selector.vllm_args import ARG_CODES
+
     out = []
     for note in command.notes:
-        from selector.vllm_args import ARG_CODES
-
-        name = ARG_CODES.get(note.code, ("note", ""))[0]
-        out.append(Finding(level="warning" if note.level == "warning" else "note",
-                           code=note.code, name=name, message=note.message, hint=note.hint,
-                           field=note.flag))
+        registered = catalog.codes.get(note.code)
+        name = registered.name if registered else ARG_CODES.get(note.code, ("note", ""))[0]
+        level: FindingLevel = note.level if note.level in ("warning", "error") else "note"
+        out.append(Finding(level=level, code=note.code, name=name, message=note.message,
+                           hint=note.hint, field=note.flag))
     return out
 
 
@@ -384,12 +385,14 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
                                   kv_options=variant.kv_options, source=source,
                                   settings=dict(variant.settings),
                                   environ=variant.environment)
-        notes = _note_findings(variant)
+        notes = _note_findings(variant, catalog)
         if options.strict:
             notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
         warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))
-        records.append(replace(record, findings=record.findings + tuple(notes),
-                               failed=record.failed or (options.strict and warned)))
+        refused = any(f.level == "error" and not f.code.startswith("AS1") for f in notes)
+        status: Status = "invalid" if refused and record.status == "valid" else record.status
+        records.append(replace(record, findings=record.findings + tuple(notes), status=status,
+                               failed=record.failed or refused or (options.strict and warned)))
     return command, records
 
 

@@ -13,6 +13,7 @@ one deployment per distinct layer signature: vLLM selects a backend per layer.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -55,12 +56,14 @@ ARG_CODES: dict[str, tuple[str, str]] = {
               "(or that attn-select does not model); it was passed over."),
     "AS105": ("model-resolved", "How MODEL was resolved to a config.json."),
     "AS106": ("max-model-len-too-long",
-              "--max-model-len is longer than the model's max_position_embeddings."),
+              "--max-model-len is longer than the model's max_position_embeddings "
+              "(no longer given: vLLM's refusal is reported as SU002)."),
     "AS107": ("setting-applied", "A vLLM setting or variable that attn-select applied."),
 }
 """Codes of the notes about a command line: code -> (name, summary)."""
 
-Level = Literal["info", "warning"]
+Level = Literal["info", "warning", "error"]
+"""``error``: vLLM refuses the command line itself (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -622,6 +625,7 @@ class _Settings:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     max_num_seqs: int | None = None
+    moe_backend: str | None = None
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     disable_sliding_window: bool = False
     backend_per_kind: dict[str, str] = field(default_factory=dict)
@@ -684,7 +688,19 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
                                    "that attn-select knows of"))
 
 
-def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) -> None:
+def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
+    """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
+    from selector.catalog import CatalogError
+    from selector.memory import startup_profile
+
+    try:
+        return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
+    except (CatalogError, InputError):
+        return frozenset()
+
+
+def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
+                        catalog: Catalog, engine: str | None) -> None:
     config: dict[str, Any] = {}
     level: int | None = None
     if "--compilation-config" in raw.values:
@@ -716,7 +732,21 @@ def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) 
             raise _bad(flag, f"unknown CUDA-graph mode {config['cudagraph_mode']!r}",
                        hint="valid: " + ", ".join(CUDAGRAPH_MODES))
         settings.cudagraph_mode = value
-    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level"))
+    fields = _compilation_fields(catalog, engine)
+    for key in config:
+        if fields and key not in fields:
+            value = config[key]
+            code = catalog.code("SU005")
+            close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+            notes.append(ServeNote(
+                "error", "SU005", f"--compilation-config.{key}",
+                code.message.format(flag="--compilation-config/-cc",
+                                    config_class="CompilationConfig", key=key,
+                                    input_value=repr(value), input_type=type(value).__name__),
+                hint=(f"did you mean {close[0]!r}?" if close
+                      else "see CompilationConfig's fields in vLLM's docs")))
+    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level")
+                   and (not fields or k in fields))
     if other:
         notes.append(ServeNote("info", "AS104", "--compilation-config",
                                "compilation settings that do not change backend selection "
@@ -813,7 +843,7 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
         s.cp_interleave = _int("--cp-kv-cache-interleave-size",
                                values["--cp-kv-cache-interleave-size"])
     _speculative_config(raw, s, notes)
-    _compilation_config(raw, s, notes)
+    _compilation_config(raw, s, notes, catalog, engine)
     if "--enforce-eager" in raw.order and "--no-enforce-eager" not in raw.order:
         s.cudagraph_mode = "NONE"
         notes.append(ServeNote("info", "AS107", "--enforce-eager",
@@ -844,6 +874,9 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     if "--max-num-batched-tokens" in values:
         s.kv_options["max_num_batched_tokens"] = _int("--max-num-batched-tokens",
                                                       values["--max-num-batched-tokens"])
+    if "--moe-backend" in values:
+        backend = values["--moe-backend"].strip().lower().replace("-", "_")
+        s.moe_backend = None if backend == "auto" else backend
     if "--max-num-seqs" in values:
         s.max_num_seqs = _int("--max-num-seqs", values["--max-num-seqs"])
     if "--kv-cache-memory-bytes" in values:
@@ -856,17 +889,16 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     return s
 
 
-def _flag_notes(raw: _Raw, notes: list[ServeNote]) -> None:
+def _flag_notes(raw: _Raw, notes: list[ServeNote], catalog: Catalog) -> None:
     seen: set[str] = set()
     for flag in raw.order:
         if flag in seen or flag.split(".", 1)[0] in _HANDLED:
             continue
         seen.add(flag)
         if flag in _REMOVED_FLAGS:
-            notes.append(ServeNote("warning", "AS102", flag,
-                                   f"{flag} was removed: vLLM 0.33.0 rejects it "
-                                   "('unrecognized arguments'); attn-select ignored it",
-                                   hint=f"use {_REMOVED_FLAGS[flag]}"))
+            code = catalog.code("SU004")
+            notes.append(ServeNote("error", "SU004", flag, code.message.format(flag=flag),
+                                   hint=code.hint.format(replacement=_REMOVED_FLAGS[flag])))
         elif _NOTEWORTHY.get(flag):
             notes.append(ServeNote("info", "AS104", flag, f"{flag}: {_NOTEWORTHY[flag]}"))
         elif not _is_known(flag):
@@ -902,6 +934,7 @@ def _deployment(model: ModelFacts, model_ref: str, s: _Settings, engine: str | N
             kv_cache_memory_bytes=s.kv_cache_memory_bytes,
             max_num_batched_tokens=s.kv_options.get("max_num_batched_tokens"),
             max_num_seqs=s.max_num_seqs,
+            moe_backend=s.moe_backend,
             enable_prefix_caching=True if s.enable_prefix_caching is None
             else s.enable_prefix_caching,
             attention_config=AttentionConfig(
@@ -964,7 +997,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
-    _flag_notes(raw, notes)
+    _flag_notes(raw, notes, catalog)
     settings = _settings(raw, catalog, engine, notes)
     _environment(env, settings, notes, catalog, engine)
     data, file, name, how = _load_raw_config(raw.model or "", model)
@@ -986,17 +1019,10 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     if any(layer.attention_chunk_size for layer in facts.layers):
         notes.append(ServeNote("info", "AS104", "model",
                                "chunked local-attention layers are checked as full attention"))
-    limit = facts.max_position_embeddings
-    if settings.max_model_len and limit and settings.max_model_len > limit:
-        notes.append(ServeNote(
-            "warning", "AS106", "--max-model-len",
-            f"--max-model-len {settings.max_model_len} exceeds the model's "
-            f"max_position_embeddings {limit}; vLLM refuses it unless "
-            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-            hint=f"use --max-model-len {limit} or less"))
     model_ref = name if not file.endswith("config.json") else file
     deployment = _deployment(facts, model_ref, settings, engine, device)
-    ordered = sorted(notes, key=lambda n: (n.level != "warning", notes.index(n)))
+    rank = {"error": 0, "warning": 1, "info": 2}
+    ordered = sorted(notes, key=lambda n: (rank[n.level], notes.index(n)))
     return ServeCommand(
         argv=tuple(argv), model=raw.model or (model or ""), model_source=facts.name,
         environment=env, settings=_summary(settings), deployment=deployment, model_facts=facts,

@@ -73,6 +73,8 @@ class Mxfp4Backend(_Strict):
     min_cc: int
     max_cc: int
     backend: str
+    flag: str
+    """The ``--moe-backend`` value that selects it."""
     intermediate_multiple: int
     hidden_multiple: int
 
@@ -83,6 +85,8 @@ class MemorySpec(_Strict):
     cudagraph_estimate_applied: bool
     scheduler_defaults: tuple[SchedulerDefault, ...]
     log: dict[str, str]
+    reserve_null_block: bool
+    """The fit check plans against available memory less one pool block (the null block)."""
     no_memory_code: str
     oom_code: str
     too_long_code: str
@@ -131,7 +135,11 @@ class StartupProfile(_Strict):
                 return scheme
         return None
 
-    def mxfp4_backend(self, cc: int) -> Mxfp4Backend:
+    def mxfp4_backend(self, cc: int, requested: str | None = None) -> Mxfp4Backend:
+        """The MXFP4 MoE backend vLLM picks on ``cc`` (or the one ``--moe-backend`` forces)."""
+        for row in self.memory.mxfp4_backends:
+            if requested and row.flag == requested:
+                return row
         for row in self.memory.mxfp4_backends:
             if row.min_cc <= cc <= row.max_cc:
                 return row

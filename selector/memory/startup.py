@@ -113,7 +113,7 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 nominal_gib: float | None, dtype: str, cudagraphs: bool,
                 gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
                 max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
-                reserved_bytes: int | None) -> MemoryBudget | None:
+                reserved_bytes: int | None, moe_backend: str | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``for_tp``)."""
     total = device_total_memory(device, nominal_gib)
     if total is None:
@@ -121,7 +121,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     raw = raw_config(model)
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
-                               tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile)
+                               tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
+                               moe_backend=moe_backend)
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,
@@ -146,7 +147,8 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
     cap = plan.capacity
     specs = [entry.spec for entry in plan.entries]
     fit = kv_fit(specs, available_bytes=budget.available_kv_bytes,
-                 pool_block_bytes=cap.bytes_per_block, max_model_len=cap.max_model_len,
+                 pool_block_bytes=cap.bytes_per_block if profile.memory.reserve_null_block else 0,
+                 max_model_len=cap.max_model_len,
                  in_flight_tokens=in_flight_tokens)
     mem = profile.memory
     if fit.outcome == "no_memory":

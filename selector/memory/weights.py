@@ -189,7 +189,8 @@ def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[Qu
 
 
 def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp: int,
-                     dtype_bytes: int, cc: int, profile: StartupProfile) -> WeightEstimate:
+                     dtype_bytes: int, cc: int, profile: StartupProfile,
+                     moe_backend: str | None = None) -> WeightEstimate:
     """The weights one of ``tp`` GPUs holds. ``layer_kinds``: each decoder layer's token
     mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts."""
     cfg = text_config(raw)
@@ -209,11 +210,11 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     linear_bits = scheme.bits_per_weight if scheme and scheme.layers == "linear" else base_bits
     expert_bits = scheme.bits_per_weight if scheme else base_bits
 
-    moe_backend = None
+    chosen_backend = None
     e_hidden, e_inter = hidden, expert_inter
     if scheme is not None and scheme.name == "mxfp4" and num_experts:
-        row = profile.mxfp4_backend(cc)
-        moe_backend = row.backend
+        row = profile.mxfp4_backend(cc, moe_backend)
+        chosen_backend = row.backend
         e_inter = _round_up(expert_inter, row.intermediate_multiple)
         e_hidden = _round_up(hidden, row.hidden_multiple)
 
@@ -259,5 +260,5 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     ]
     total = vocab * hidden * (1 if tied else 2) + total_attn + total_mlp + vision
     return WeightEstimate(parts=tuple(p for p in parts if p.params), total_params=total,
-                          quantization=scheme.name if scheme else None, moe_backend=moe_backend,
+                          quantization=scheme.name if scheme else None, moe_backend=chosen_backend,
                           tensor_parallel_size=tp)

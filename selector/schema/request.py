@@ -120,6 +120,8 @@ class Deployment(StrictModel):
     """``--max-num-batched-tokens`` (null: vLLM's default for the GPU); sizes the profile run."""
     max_num_seqs: int | None = Field(default=None, gt=0)
     """``--max-num-seqs`` (null: vLLM's default for the GPU); sizes the sampler's profile run."""
+    moe_backend: str | None = None
+    """``--moe-backend`` (null: auto); for MXFP4 experts it decides their padding."""
     reserved_memory_gib: float = Field(default=0.0, ge=0)
     """Memory that is not KV cache (weights, activations, CUDA graphs) per GPU, for the
     capacity estimate."""
