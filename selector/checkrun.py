@@ -284,8 +284,6 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
     artifact = loaded.path if source is None else None
     if deployment.model is not None:
         from selector.config import deployment_model
-        from selector.modelcheck import check_model
-
         from selector.startup_check import check_startup, tensor_parallel_record
 
         refused = tensor_parallel_record(loaded, catalog, options.engine, model)
@@ -309,12 +307,22 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
                              device=device_name, findings=_model_findings(checked, loaded),
                              options=options, settings=settings)
     facts = deployment_facts(loaded, catalog)
-    _, _, device_name = resolve_device(deployment, catalog)
+    _, cc, device_name = resolve_device(deployment, catalog)
     result = solve(facts, engine=options.engine or deployment.engine,
                    attention_backend=deployment.attention_backend,
                    cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
-    return _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
-                   findings=_result_findings(result, loaded), options=options, settings=settings)
+    record = _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
+                     findings=_result_findings(result, loaded), options=options,
+                     settings=settings)
+    from selector.memory import dtype_issue, startup_profile
+
+    issue = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
+                        dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
+                        cc=cc, device=device_name)
+    if issue is None:
+        return record
+    return replace(record, status="invalid", failed=True,
+                   findings=(_issue_finding(issue, loaded), *record.findings))
 
 
 def _input_error_record(exc: InputError, source: str) -> CheckRecord:

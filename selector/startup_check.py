@@ -25,8 +25,8 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
-from selector.models import ModelFacts
 from selector.modelcheck import ModelCheckResult, check_model
+from selector.models import ModelFacts
 
 __all__ = ["check_startup", "tensor_parallel_record"]
 

@@ -4,8 +4,9 @@ Pure: no I/O except reading the model's ``config.json`` (a shipped preset or a
 local directory, through :mod:`selector.models`); never prints or exits.  Bad
 values raise :class:`InputError` naming the flag.  Flags that do not change
 attention-backend selection are passed over with a note; knobs that vLLM 0.33.0
-removed or ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show
-the flag to use instead.
+ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show the flag to use
+instead; flags it removed and unknown keys inside ``--compilation-config`` are errors
+(vLLM refuses the command line).
 
 A model whose attention layers differ (sliding-window and full layers, say) gives
 one deployment per distinct layer signature: vLLM selects a backend per layer.
@@ -49,7 +50,8 @@ ARG_CODES: dict[str, tuple[str, str]] = {
     "AS101": ("ignored-environment-variable",
               "An environment variable that vLLM 0.33.0 no longer reads: it has no effect."),
     "AS102": ("removed-flag",
-              "A flag that vLLM 0.33.0 no longer accepts; the replacement is shown."),
+              "A flag that vLLM 0.33.0 no longer accepts (no longer given: vLLM refuses "
+              "the command line, reported as SU004)."),
     "AS103": ("unknown-flag", "A flag attn-select does not know; it was passed over."),
     "AS104": ("not-modelled",
               "A setting vLLM reads that does not change attention-backend selection "
@@ -277,11 +279,11 @@ def _bytes(flag: str, value: str) -> int:
     if match:
         number, suffix = match.groups()
         if suffix.islower():
-            return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
+            return int(float(number) * 10.0 ** (3 * "kmgt".index(suffix) + 3))
         if "." in number:
             raise _bad(flag, f"Decimals are not allowed with binary suffixes like {suffix}. "
                              f"Did you mean to use {number}{suffix.lower()} instead?")
-        return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+        return int(int(number) * 2 ** (10 * "KMGT".index(suffix) + 10))
     return _int(flag, text, low=0, high=1 << 50)
 
 

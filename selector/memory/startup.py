@@ -19,7 +19,7 @@ from selector.kv.capacity import Capacity
 from selector.kv.plan_types import ModelPlan
 from selector.memory.budget import MemoryBudget, memory_budget
 from selector.memory.fit import KVFit, format_gib, kv_fit
-from selector.memory.profile import StartupProfile, startup_profile
+from selector.memory.profile import StartupProfile
 from selector.memory.weights import estimate_weights, text_config
 from selector.models import ModelFacts
 

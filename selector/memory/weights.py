@@ -179,7 +179,7 @@ def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[Qu
         algo = qc["quantization"].get("quant_algo")
     if method == "compressed-tensors":
         groups = qc.get("config_groups")
-        first = next(iter(groups.values()), {}) if isinstance(groups, Mapping) and groups else {}
+        first: Any = next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
         weights = first.get("weights", {}) if isinstance(first, Mapping) else {}
         if isinstance(weights, Mapping) and weights.get("num_bits") == 4:
             kind = "nvfp4" if weights.get("type") == "float" else "int4-gptq"

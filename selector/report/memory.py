@@ -52,8 +52,8 @@ def memory_table(report: MemoryReport) -> Table:
     cap = report.capacity
     if cap is not None and cap.num_blocks is not None:
         table.add_row("KV blocks", str(cap.num_blocks), f"{cap.bytes_per_block:,} bytes per block")
-    for line in report.log:
-        table.add_row(Text("vLLM would log", style="dim"), "", Text(line))
+    for logged in report.log:
+        table.add_row(Text("vLLM would log", style="dim"), "", Text(logged))
     return table
 
 

@@ -270,3 +270,42 @@ def test_estimated_max_len_is_the_longest_that_fits(layers: int, block: int, len
         best = fit.estimated_max_len
         assert best == 0 or needed(best) <= available
         assert best == length or needed(best + 1) > available
+
+
+# ---------------------------------------------------------------- deployment files
+
+
+@pytest.mark.parametrize(("body", "line"), [
+    ("device: V100\ndtype: bfloat16\nlayer: {head_size: 128, num_heads: 32, num_kv_heads: 8}\n", 2),
+    ("device: T4\nmodel: llama-3.1-8b\ndtype: bfloat16\nmax_model_len: 8192\n", 3),
+])
+def test_files_with_explicit_bfloat16_on_turing_or_volta_fail(tmp_path: object, body: str,
+                                                              line: int) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "deploy.yaml"
+    path.write_text(body)
+    code, out, _ = run_cli(["check", str(path), "--format", "github"])
+    assert code == 1 and "SU001" in out and f",line={line}," in out
+
+
+def test_file_without_dtype_on_v100_is_not_refused(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "deploy.yaml"
+    path.write_text("device: V100\nlayer: {head_size: 128, num_heads: 32, num_kv_heads: 8}\n")
+    _, out, _ = run_cli(["check", str(path), "--format", "github"])
+    assert "SU001" not in out
+
+
+def test_file_max_model_len_and_memory_fields(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "deploy.yaml"
+    path.write_text("device: H100\nmodel: gpt-oss-20b\nmax_model_len: 1048576\n"
+                    "gpu_memory_utilization: 0.9\nmax_num_seqs: 128\n")
+    code, out, _ = run_cli(["check", str(path), "--format", "json"])
+    doc = json.loads(out)
+    assert code == 1 and "SU002" in _codes(doc)
+    assert doc["memory"]["inputs"]["max_num_seqs"] == 128
+    assert doc["memory"]["inputs"]["gpu_memory_utilization"] == 0.9
