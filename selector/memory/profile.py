@@ -21,6 +21,7 @@ __all__ = [
     "SchedulerDefault",
     "StartupChecks",
     "StartupProfile",
+    "VocabCheck",
     "startup_profile",
 ]
 
@@ -102,6 +103,10 @@ class CheckSpec(_Strict):
     min_cc: int | None = None
 
 
+class VocabCheck(CheckSpec):
+    padding: int
+
+
 class MaxLenCheck(CheckSpec):
     keys: tuple[str, ...]
     prescaled_rope_types: tuple[str, ...]
@@ -112,6 +117,7 @@ class StartupChecks(_Strict):
     bfloat16: CheckSpec
     max_model_len: MaxLenCheck
     tensor_parallel_heads: CheckSpec
+    tensor_parallel_vocab: VocabCheck
     removed_flag: CheckSpec
     unknown_json_key: CheckSpec
     compilation_config_fields: tuple[str, ...]
@@ -164,6 +170,7 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
                  profile.memory.oom_code,
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
                  profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
+                 profile.checks.tensor_parallel_vocab.code,
                  profile.checks.unknown_json_key.code):
         if code not in catalog.codes:
             raise CatalogError(f"{directory / 'startup.yaml'}: code {code} is not in "

@@ -20,7 +20,7 @@ from selector.kv.plan_types import ModelPlan
 from selector.memory.budget import MemoryBudget, memory_budget
 from selector.memory.fit import KVFit, format_gib, kv_fit
 from selector.memory.profile import StartupProfile
-from selector.memory.weights import estimate_weights, text_config
+from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
 
 __all__ = [
@@ -229,11 +229,20 @@ def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[
 
 def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: ModelFacts,
                           tp: int) -> StartupIssue | None:
-    """Attention heads not divisible by ``--tensor-parallel-size``."""
+    """Attention heads (then the padded vocabulary) not divisible by
+    ``--tensor-parallel-size``, in the order vLLM checks them."""
     heads = max((layer.total_q_heads or layer.num_q_heads for layer in model.layers
                  if layer.is_attention), default=0)
-    if heads == 0 or tp <= 1 or heads % tp == 0:
+    if tp <= 1:
         return None
-    return _issue(catalog, profile.checks.tensor_parallel_heads.code,
-                  ("parallel", "tensor_parallel_size"), total_num_attention_heads=heads,
-                  tensor_parallel_size=tp)
+    if heads and heads % tp:
+        return _issue(catalog, profile.checks.tensor_parallel_heads.code,
+                      ("parallel", "tensor_parallel_size"), total_num_attention_heads=heads,
+                      tensor_parallel_size=tp)
+    vocab_check = profile.checks.tensor_parallel_vocab
+    vocab = config_int(text_config(raw_config(model)), "vocab_size")
+    padded = -(-vocab // vocab_check.padding) * vocab_check.padding
+    if vocab and padded % tp:
+        return _issue(catalog, vocab_check.code, ("parallel", "tensor_parallel_size"),
+                      padded_vocab=padded, tensor_parallel_size=tp, padding=vocab_check.padding)
+    return None

@@ -109,6 +109,15 @@ def test_tensor_parallel_not_dividing_the_heads_is_invalid_not_bad_input() -> No
                                     "tensor parallel size (3).")
 
 
+def test_tensor_parallel_not_dividing_the_padded_vocab_is_refused() -> None:
+    """28 heads divide by 7, but VocabParallelEmbedding's divide() asserts on 152064
+    (vllm/model_executor/layers/vocab_parallel_embedding.py:304, distributed/utils.py:51-55)."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct",
+                       "-tp", "7"])
+    assert code == 1
+    assert _codes(doc)["SU006"] == "AssertionError: 152064 is not divisible by 7"
+
+
 # ---------------------------------------------------------------- removed flags, JSON keys
 
 
