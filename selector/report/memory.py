@@ -23,6 +23,13 @@ def _basis(basis: str) -> str:
     return {"estimate": "estimate", "vllm": "vLLM's formula", "input": "given"}[basis]
 
 
+def _profile_inputs(report: MemoryReport) -> str:
+    inputs = report.budget.inputs
+    text = (f"max_num_batched_tokens {inputs.max_num_batched_tokens}, max_num_seqs "
+            f"{inputs.max_num_seqs}, TP {inputs.tensor_parallel_size}")
+    return text + ("" if inputs.cudagraphs else ", no CUDA graphs")
+
+
 def memory_table(report: MemoryReport) -> Table:
     """Where one GPU's memory goes; estimates are labelled as such."""
     budget = report.budget
@@ -35,6 +42,7 @@ def memory_table(report: MemoryReport) -> Table:
                   Text(inputs.total_memory_source))
     table.add_row(Text(f"requested = ceil(total x {util})"),
                   f"{budget.requested_bytes / _GIB:.2f}", "vLLM's formula")
+    table.add_row("profile run inputs", "", Text(_profile_inputs(report)))
     for line in budget.lines:
         table.add_row(Text(f"- {line.name}"), f"{line.bytes / _GIB:.2f}",
                       Text(f"{_basis(line.basis)}: {line.detail}" if line.detail else _basis(line.basis)))
@@ -110,7 +118,8 @@ def memory_markdown(report: MemoryReport) -> list[str]:
              f"| GPU memory | {inputs.total_memory_bytes / _GIB:.2f} | "
              f"{inputs.total_memory_source.replace('|', '/')} |",
              f"| requested = ceil(total x {inputs.gpu_memory_utilization:g}) | "
-             f"{budget.requested_bytes / _GIB:.2f} | vLLM's formula |"]
+             f"{budget.requested_bytes / _GIB:.2f} | vLLM's formula |",
+             f"| profile run inputs | | {_profile_inputs(report)} |"]
     for line in budget.lines:
         how = _basis(line.basis) + (f": {line.detail}" if line.detail else "")
         lines.append(f"| - {line.name} | {line.bytes / _GIB:.2f} | {how.replace('|', '/')} |")
