@@ -316,13 +316,13 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
                      settings=settings)
     from selector.memory import dtype_issue, startup_profile
 
-    issue = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
-                        dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
-                        cc=cc, device=device_name)
-    if issue is None:
+    refusal = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
+                          dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
+                          cc=cc, device=device_name)
+    if refusal is None:
         return record
     return replace(record, status="invalid", failed=True,
-                   findings=(_issue_finding(issue, loaded), *record.findings))
+                   findings=(_issue_finding(refusal, loaded), *record.findings))
 
 
 def _input_error_record(exc: InputError, source: str) -> CheckRecord:
