@@ -65,6 +65,17 @@ def tensor_parallel_record(loaded: LoadedDeployment, catalog: Catalog, engine: s
     return issue, profile.engine, device
 
 
+def _memory_not_modelled(settings: Mapping[str, object] | None) -> bool:
+    """Pipeline parallelism (layers split across GPUs) and expert parallelism over data
+    parallel ranks place weights and KV layers in ways the budget does not model."""
+    if not settings:
+        return False
+    pp = settings.get("pipeline_parallel_size") or 1
+    dp = settings.get("data_parallel_size") or 1
+    ep = bool(settings.get("enable_expert_parallel"))
+    return (isinstance(pp, int) and pp > 1) or (ep and isinstance(dp, int) and dp > 1)
+
+
 def _explicit_dtype(loaded: LoadedDeployment, settings: Mapping[str, object] | None) -> bool:
     if settings is not None and "dtype" in settings:
         return settings["dtype"] not in (None, "auto")
@@ -81,7 +92,7 @@ def check_startup(model: ModelFacts, base: dict[str, Any], kv: KVOptions, *,
     profile = startup_profile(catalog, engine_name)
     device, cc, device_name = resolve_device(d, catalog)
     nominal = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
-    budget = plan_budget(
+    budget = None if _memory_not_modelled(settings) else plan_budget(
         model, profile, device=device_name, cc=cc, nominal_gib=nominal, dtype=d.dtype,
         cudagraphs=d.cudagraph_mode != "NONE", gpu_memory_utilization=d.gpu_memory_utilization,
         max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=d.max_num_seqs,

@@ -222,7 +222,8 @@ _NOTEWORTHY = {
     "--kv-cache-dtype-skip-layers": "per-layer KV dtype exceptions are not modelled",
     "--disable-hybrid-kv-cache-manager": "KV-cache grouping is not part of backend selection",
     "--config": "a vLLM YAML config file is not read; give its settings as flags",
-    "--pipeline-parallel-size": "pipeline parallelism does not change backend selection",
+    "--pipeline-parallel-size": "pipeline parallelism does not change backend selection; "
+                                "the start-up memory budget is not estimated with it",
     "--data-parallel-size": "data parallelism does not change backend selection",
     "--max-num-seqs": "",
 }
@@ -628,6 +629,9 @@ class _Settings:
     kv_cache_memory_bytes: int | None = None
     max_num_seqs: int | None = None
     moe_backend: str | None = None
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     disable_sliding_window: bool = False
     backend_per_kind: dict[str, str] = field(default_factory=dict)
@@ -876,6 +880,14 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     if "--max-num-batched-tokens" in values:
         s.kv_options["max_num_batched_tokens"] = _int("--max-num-batched-tokens",
                                                       values["--max-num-batched-tokens"])
+    if "--pipeline-parallel-size" in values:
+        s.pipeline_parallel_size = _int("--pipeline-parallel-size",
+                                        values["--pipeline-parallel-size"], high=1024)
+    if "--data-parallel-size" in values:
+        s.data_parallel_size = _int("--data-parallel-size", values["--data-parallel-size"],
+                                    high=65536)
+    s.enable_expert_parallel = ("--enable-expert-parallel" in raw.order
+                                and "--no-enable-expert-parallel" not in raw.order)
     if "--moe-backend" in values:
         backend = values["--moe-backend"].strip().lower().replace("-", "_")
         s.moe_backend = None if backend == "auto" else backend
@@ -978,6 +990,9 @@ def _summary(s: _Settings) -> dict[str, Any]:
         "gpu_memory_utilization": s.gpu_memory_utilization,
         "hf_overrides": s.hf_overrides or None,
         "batch_invariant": s.batch_invariant,
+        "pipeline_parallel_size": s.pipeline_parallel_size,
+        "data_parallel_size": s.data_parallel_size,
+        "enable_expert_parallel": s.enable_expert_parallel,
     }
 
 

@@ -318,3 +318,11 @@ def test_file_max_model_len_and_memory_fields(tmp_path: object) -> None:
     assert code == 1 and "SU002" in _codes(doc)
     assert doc["memory"]["inputs"]["max_num_seqs"] == 128
     assert doc["memory"]["inputs"]["gpu_memory_utilization"] == 0.9
+
+
+def test_pipeline_parallelism_leaves_the_budget_out() -> None:
+    """Layers split across GPUs: no memory verdict rather than a wrong one."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve",
+                       "meta-llama/Llama-3.1-70B-Instruct", "-tp", "4", "-pp", "2"])
+    assert code == 0 and doc["memory"] is None
+    assert not any(c.startswith("MM") for c in _codes(doc))
