@@ -101,3 +101,52 @@ def test_gpt_oss_120b_h100_at_095_is_near_the_logged_1_71_gib() -> None:
     case = next(c for c in CASES if c["id"] == "gpt-oss-120b-h100-095")
     predicted, _ = _predict(case)
     assert predicted == pytest.approx(1.71, abs=0.15)
+
+
+def _weights_gib(raw: dict[str, Any], tp: int = 1) -> float:
+    facts = parse_config(raw, file="x", name="x")
+    profile = startup_profile(load_catalog())
+    estimate = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in facts.layers),
+                                tp=tp, dtype_bytes=2, cc=90, profile=profile)
+    return estimate.bytes_per_gpu / GIB
+
+
+def test_quantization_config_sets_the_bits_per_weight() -> None:
+    """Llama-3.1-8B: 6.98B linear weights + 2 x 525M embedding / lm_head (bf16). The bits
+    per linear weight come from vLLM's storage: fp8 one byte (fp8.py); NVFP4 4 bits plus
+    one float8_e4m3fn scale per 16 (modelopt.py:814, 927); AWQ 4 bits plus an fp16 scale
+    and a packed 4-bit zero per 128 (auto_awq.py)."""
+    base = _raw("llama-3.1-8b")
+    linear = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+    embed = 2 * 128256 * 4096 * 2
+    cases = {
+        None: linear * 2,
+        "fp8": linear * 1,
+        "nvfp4": linear * 4.5 / 8,
+        "awq": linear * (4 + 20 / 128) / 8,
+    }
+    configs = {
+        "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+        "nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4"},
+        "awq": {"quant_method": "awq", "bits": 4, "group_size": 128},
+    }
+    for name, linear_bytes in cases.items():
+        raw = dict(base)
+        if name is not None:
+            raw["quantization_config"] = configs[name]
+        assert _weights_gib(raw) == pytest.approx((linear_bytes + embed) / GIB, rel=1e-3), name
+
+
+def test_moe_experts_shared_experts_and_tied_embeddings_count() -> None:
+    """DeepSeek-V3 is 671B parameters (its model card); gemma-3-27b ties its embeddings."""
+    raw = _raw("deepseek-v3")
+    facts = parse_config(raw, file="x", name="x")
+    estimate = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in facts.layers),
+                                tp=8, dtype_bytes=2, cc=90, profile=startup_profile(load_catalog()))
+    assert estimate.total_params / 1e9 == pytest.approx(671, rel=0.01)
+    assert estimate.quantization == "fp8"
+    tied = _raw("gemma-3-27b")
+    parts = {p.name for p in estimate_weights(
+        tied, layer_kinds=tuple(layer.kind for layer in parse_config(tied, file="x").layers),
+        tp=1, dtype_bytes=2, cc=90, profile=startup_profile(load_catalog())).parts}
+    assert "lm_head" not in parts and "vision tower" in parts
