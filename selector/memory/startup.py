@@ -203,8 +203,10 @@ def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tu
         rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
         if isinstance(rope, Mapping):
             rope_type = rope.get("rope_type", rope.get("type", "default"))
-            if rope_type not in spec.prescaled_rope_types and rope.get("factor") is not None:
-                factor = float(rope["factor"])
+            value = rope.get("factor")
+            if (rope_type not in spec.prescaled_rope_types and isinstance(value, int | float)
+                    and not isinstance(value, bool)):
+                factor = float(value)
         derived = derived * factor
     return derived, key_used
 

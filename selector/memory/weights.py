@@ -92,7 +92,8 @@ def _moe_layers(cfg: Mapping[str, Any], num_layers: int) -> list[bool]:
                        "interleave_moe_layer_step", default=1))
     period = config_int(cfg, "expert_layer_period")
     offset = config_int(cfg, "expert_layer_offset")
-    dense_only = set(cfg.get("mlp_only_layers") or ())
+    listed = cfg.get("mlp_only_layers")
+    dense_only = {i for i in listed if isinstance(i, int)} if isinstance(listed, list) else set()
     out = []
     for index in range(num_layers):
         if period:

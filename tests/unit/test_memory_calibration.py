@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import yaml
 
 from selector.catalog import load_catalog
@@ -150,3 +152,52 @@ def test_moe_experts_shared_experts_and_tied_embeddings_count() -> None:
         tied, layer_kinds=tuple(layer.kind for layer in parse_config(tied, file="x").layers),
         tp=1, dtype_bytes=2, cc=90, profile=startup_profile(load_catalog())).parts}
     assert "lm_head" not in parts and "vision tower" in parts
+
+
+_odd = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True),
+                 st.text(max_size=6), st.lists(st.integers(-3, 50), max_size=4),
+                 st.dictionaries(st.sampled_from(["factor", "rope_type", "type", "quant_method",
+                                                  "quant_algo", "bits", "group_size"]),
+                                 st.one_of(st.text(max_size=6), st.floats(), st.integers()),
+                                 max_size=3))
+
+
+@settings(max_examples=150, deadline=None)
+@given(extra=st.dictionaries(st.sampled_from([
+    "vocab_size", "intermediate_size", "num_local_experts", "num_experts", "n_routed_experts",
+    "moe_intermediate_size", "first_k_dense_replace", "mlp_only_layers", "decoder_sparse_step",
+    "n_shared_experts", "tie_word_embeddings", "quantization_config", "rope_scaling",
+    "model_max_length", "vision_config", "expert_layer_period"]), _odd, max_size=5),
+    tp=st.sampled_from([1, 2, 8]))
+def test_odd_config_values_never_crash_the_estimate(extra: dict[str, Any], tp: int) -> None:
+    """A hand-written config.json with odd weight keys gives a number, never a traceback."""
+    from selector.memory import derived_max_model_len
+
+    raw = {**_raw("llama-3.1-8b"), **extra}
+    profile = startup_profile(load_catalog())
+    facts = parse_config(_raw("llama-3.1-8b"), file="x", name="x")
+    estimate = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in facts.layers),
+                                tp=tp, dtype_bytes=2, cc=90, profile=profile)
+    assert estimate.bytes_per_gpu >= 0
+    derived_max_model_len(raw, profile)
+
+
+@settings(max_examples=60, deadline=None)
+@given(low=st.floats(0.05, 1.0), high=st.floats(0.05, 1.0))
+def test_only_the_requested_memory_moves_with_utilization(low: float, high: float) -> None:
+    """available = ceil(total x util) - reservations: utilization moves nothing else."""
+    import math
+
+    raw = _raw("llama-3.1-8b")
+    facts = parse_config(raw, file="x", name="x")
+    profile = startup_profile(load_catalog())
+    weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in facts.layers),
+                               tp=1, dtype_bytes=2, cc=90, profile=profile)
+    total = int(79.22 * GIB)
+
+    def available(util: float) -> int:
+        return memory_budget(raw, weights, profile, device="H100", total_memory_bytes=total,
+                             total_memory_source="x", gpu_memory_utilization=util,
+                             num_layers=32, dtype_bytes=2, cudagraphs=True).available_kv_bytes
+
+    assert available(high) - available(low) == math.ceil(total * high) - math.ceil(total * low)
