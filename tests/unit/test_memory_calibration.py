@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import yaml
 
 from selector.catalog import load_catalog
 from selector.memory import StartupProfile, estimate_weights, memory_budget, startup_profile
