@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from selector.errors import AttnSelectError, ExitCode, InputError
 
@@ -39,10 +36,10 @@ class ListWhat(str, Enum):
     engines = "engines"
 
 
-def _console() -> Console:
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False)
+def _console() -> Any:
+    from selector.cli.console import make_console
+
+    return make_console()
 
 
 def _emit_json(document: Any) -> None:
@@ -118,6 +115,7 @@ def list_(
 ) -> None:
     """List the shipped backends, devices, reason codes or engine profiles."""
     from selector.catalog import load_catalog
+    from selector.report.plain import PlainTable
 
     catalog = load_catalog()
     rows: list[dict[str, Any]]
@@ -143,7 +141,7 @@ def list_(
     if output_format is OutputFormat.json:
         _emit_json(rows)
         return
-    table = Table(title=what.value)
+    table = PlainTable(title=what.value)
     keys = [k for k in rows[0] if k not in ("aliases", "hint")] if rows else []
     for key in keys:
         table.add_column(key)

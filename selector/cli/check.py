@@ -37,11 +37,9 @@ _EPILOG = (
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from selector.cli.console import make_console
 
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False)
+    return make_console()
 
 
 def _stderr(error: InputError) -> None:

@@ -4,7 +4,6 @@ deployment or (``--all``) over a support matrix of representative configs."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -25,11 +24,9 @@ class DiffFormat(str, Enum):
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from selector.cli.console import make_console
 
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False)
+    return make_console()
 
 
 def _engines(from_engine: str | None, to_engine: str | None) -> tuple[str, str]:

@@ -6,11 +6,11 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from selector.kv import format_ranges
 from selector.modelcheck import ModelCheckResult
+from selector.report.plain import PlainTable, plain
 
 __all__ = ["model_to_json", "render_model"]
 
@@ -29,8 +29,8 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
                   style="bold green" if result.valid else "bold red")
     header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) "
                   f"on {device}, {result.engine}")
-    parts: list[RenderableType] = [Panel(header, title=source or "attn-select check", expand=False)]
-    layers = Table(title="Attention layers (each selected with its own facts)")
+    parts: list[RenderableType] = [Panel(header, title=plain(source or "attn-select check"), expand=False)]
+    layers = PlainTable(title="Attention layers (each selected with its own facts)")
     for column in ("layers", "kind", "heads q/kv", "head size", "window", "backend", "FA", "reasons"):
         layers.add_column(column)
     for selection in result.selections:
@@ -53,7 +53,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     plan = result.plan
     if plan is None:
         return Group(*parts)
-    groups = Table(title="KV-cache groups")
+    groups = PlainTable(title="KV-cache groups")
     for column in ("#", "layers", "spec", "backend(s)", "manager block", "kernel block",
                    "page bytes", "bytes/token", "CUDA graphs"):
         groups.add_column(column)
@@ -66,7 +66,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
                        kernel, ", ".join(str(p) for p in group.page_size_bytes),
                        str(group.bytes_per_token), group.cudagraph_support)
     parts.append(groups)
-    summary = Table(show_header=False, title="Negotiated")
+    summary = PlainTable(show_header=False, title="Negotiated")
     summary.add_column("item")
     summary.add_column("value")
     if plan.block_size is not None:

@@ -6,10 +6,10 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from selector.report.mla import mla_parts
+from selector.report.plain import PlainTable, plain
 from selector.result import BackendVerdict, SolveResult
 
 __all__ = ["render_check", "render_explain"]
@@ -48,8 +48,8 @@ def _why(result: SolveResult) -> list[str]:
     return lines
 
 
-def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> Table:
-    table = Table(title="Backends", show_lines=False, expand=False)
+def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> PlainTable:
+    table = PlainTable(title="Backends", show_lines=False, expand=False)
     table.add_column("#", justify="right")
     table.add_column("backend")
     table.add_column("verdict")
@@ -64,11 +64,11 @@ def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> Tabl
     return table
 
 
-def _runtime_table(result: SolveResult) -> Table | None:
+def _runtime_table(result: SolveResult) -> PlainTable | None:
     r = result.runtime
     if r is None:
         return None
-    table = Table(title=f"Plan for {result.selected}", show_header=False)
+    table = PlainTable(title=f"Plan for {result.selected}", show_header=False)
     table.add_column("item")
     table.add_column("value")
     for trace in r.explained_facts:
@@ -108,8 +108,8 @@ def _runtime_table(result: SolveResult) -> Table | None:
     return table
 
 
-def _environment_table(result: SolveResult) -> Table:
-    table = Table(title=_ENV_LABEL, show_header=False)
+def _environment_table(result: SolveResult) -> PlainTable:
+    table = PlainTable(title=_ENV_LABEL, show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for name, default in result.environment_defaults.items():
@@ -124,7 +124,7 @@ def render_check(result: SolveResult, *, device: str, source: str | None = None,
     """The ``check`` report."""
     parts: list[RenderableType] = []
     header = _verdict_line(result, device)
-    parts.append(Panel(header, title=source or "attn-select check", expand=False))
+    parts.append(Panel(header, title=plain(source or "attn-select check"), expand=False))
     if result.error is not None:
         parts.append(Text(f"vLLM would fail at start-up with:\n  ValueError: {result.error.message}",
                           style="red"))
@@ -139,7 +139,7 @@ def render_check(result: SolveResult, *, device: str, source: str | None = None,
         parts.append(runtime)
     parts.extend(mla_parts(result, verbose))
     if result.suggestions:
-        table = Table(title="Suggestions (each re-checked and valid)")
+        table = PlainTable(title="Suggestions (each re-checked and valid)")
         table.add_column("change")
         table.add_column("then selects")
         for s in result.suggestions:
@@ -173,7 +173,7 @@ def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any
         title.append(f" (priority #{verdict.priority_index + 1} of {len(result.priority)})")
     else:
         title.append(" (not in this configuration's priority list: reachable only with --attention-backend)")
-    table = Table(show_lines=False)
+    table = PlainTable(show_lines=False)
     table.add_column("check")
     table.add_column("result")
     table.add_column("rule")

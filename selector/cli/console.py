@@ -1,0 +1,17 @@
+"""The one terminal console of the CLI: data is never read as markup."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+
+__all__ = ["make_console"]
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console sized from ``COLUMNS`` (default 120), colourless under ``NO_COLOR``,
+    with markup and highlighting off (vLLM's reasons carry brackets)."""
+    width = int(os.environ.get("COLUMNS", "0") or 0) or None
+    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
+                   highlight=False, soft_wrap=False, markup=False, stderr=stderr)
