@@ -21,6 +21,25 @@ def _ranges(layers: tuple[int, ...]) -> str:
     return format_ranges(list(layers))
 
 
+def _failing_groups(result: ModelCheckResult) -> list[RenderableType]:
+    """For each layer group that fails: vLLM's error verbatim, the reasons of every backend
+    of its priority list, and the suggested fixes (each re-checked)."""
+    from selector.report.text import reasons_table, start_up_error, suggestions_table
+
+    parts: list[RenderableType] = []
+    for selection in result.selections:
+        r = selection.result
+        if r.error is None:
+            continue
+        where = f"layers {_ranges(selection.layers)} ({selection.kind})"
+        parts.append(start_up_error(r, prefix=f"{where}: "))
+        parts.append(reasons_table(r.verdicts, show_all=False, title=f"Backends for {where}"))
+        if r.suggestions:
+            parts.append(suggestions_table(
+                r, title=f"Suggestions for layers {_ranges(selection.layers)} (each re-checked)"))
+    return parts
+
+
 def render_model(result: ModelCheckResult, *, device: str, source: str | None = None) -> RenderableType:
     """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs."""
     model = result.model
@@ -39,7 +58,9 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
         fa = r.runtime.fact("fa_version") if r.runtime else None
         reasons = ""
         if r.error is not None:
-            reasons = r.error.message
+            codes = dict.fromkeys(d.code for v in r.verdicts if v.priority_index is not None
+                                  for d in v.reasons)
+            reasons = f"{r.error.code}: {r.error.name} ({', '.join(codes) or 'see below'})"
         layers.add_row(
             _ranges(selection.layers), selection.kind,
             f"{facts.get('model_num_q_heads')}/{facts.get('model_num_kv_heads')}",
@@ -50,6 +71,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             reasons,
         )
     parts.append(layers)
+    parts.extend(_failing_groups(result))
     plan = result.plan
     if plan is None:
         return Group(*parts)

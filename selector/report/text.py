@@ -12,7 +12,7 @@ from selector.report.mla import mla_parts
 from selector.report.plain import PlainTable, plain
 from selector.result import BackendVerdict, SolveResult
 
-__all__ = ["render_check", "render_explain"]
+__all__ = ["reasons_table", "render_check", "render_explain", "start_up_error", "suggestions_table"]
 
 _ENV_LABEL = "environment (vLLM probes these at start-up; defaults assume vLLM's pinned wheels)"
 
@@ -48,8 +48,11 @@ def _why(result: SolveResult) -> list[str]:
     return lines
 
 
-def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> PlainTable:
-    table = PlainTable(title="Backends", show_lines=False, expand=False)
+def reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool,
+                  title: str = "Backends") -> PlainTable:
+    """One row per backend (those of the priority list unless ``show_all``): valid or
+    not and vLLM's reasons with their codes."""
+    table = PlainTable(title=title, show_lines=False, expand=False)
     table.add_column("#", justify="right")
     table.add_column("backend")
     table.add_column("verdict")
@@ -61,6 +64,23 @@ def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> Plai
         verdict = Text("valid", style="green") if v.valid else Text("invalid", style="red")
         reasons = "\n".join(f"{d.message} [{d.code}]" for d in v.reasons) or "-"
         table.add_row(index, v.backend, verdict, reasons)
+    return table
+
+
+def start_up_error(result: SolveResult, prefix: str = "") -> Text:
+    """vLLM's start-up error, verbatim."""
+    message = result.error.message if result.error is not None else ""
+    return Text(f"{prefix}vLLM would fail at start-up with:\n  ValueError: {message}", style="red")
+
+
+def suggestions_table(result: SolveResult, title: str = "Suggestions (each re-checked and valid)"
+                      ) -> PlainTable:
+    """The suggested changes, each re-checked, and the backend each then selects."""
+    table = PlainTable(title=title)
+    table.add_column("change")
+    table.add_column("then selects")
+    for suggestion in result.suggestions:
+        table.add_row(suggestion.summary, suggestion.selected)
     return table
 
 
@@ -126,25 +146,19 @@ def render_check(result: SolveResult, *, device: str, source: str | None = None,
     header = _verdict_line(result, device)
     parts.append(Panel(header, title=plain(source or "attn-select check"), expand=False))
     if result.error is not None:
-        parts.append(Text(f"vLLM would fail at start-up with:\n  ValueError: {result.error.message}",
-                          style="red"))
+        parts.append(start_up_error(result))
     for warning in result.warnings:
         parts.append(Text(f"warning [{warning.code}]: {warning.message}", style="yellow"))
     why = _why(result)
     if why:
         parts.append(Text("Why: " + " ".join(why)))
-    parts.append(_reasons_table(result.verdicts, show_all=verbose > 0))
+    parts.append(reasons_table(result.verdicts, show_all=verbose > 0))
     runtime = _runtime_table(result)
     if runtime is not None:
         parts.append(runtime)
     parts.extend(mla_parts(result, verbose))
     if result.suggestions:
-        table = PlainTable(title="Suggestions (each re-checked and valid)")
-        table.add_column("change")
-        table.add_column("then selects")
-        for s in result.suggestions:
-            table.add_row(s.summary, s.selected)
-        parts.append(table)
+        parts.append(suggestions_table(result))
     if verbose > 0:
         parts.append(_environment_table(result))
     else:
