@@ -492,53 +492,10 @@ def _tokenize(argv: Sequence[str]) -> _Raw:
 # ---------------------------------------------------------------- the model
 
 
-def _preset_names() -> dict[str, str]:
-    """Lower-case aliases -> preset name: each preset's name and the repository
-    name of its ``_name_or_path``."""
-    from selector.models import list_presets, preset_dir
-
-    names: dict[str, str] = {}
-    for preset in list_presets():
-        names[preset.lower()] = preset
-        try:
-            data = json.loads((preset_dir() / f"{preset}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        origin = data.get("_name_or_path") if isinstance(data, dict) else None
-        if isinstance(origin, str) and origin:
-            names.setdefault(origin.lower(), preset)
-            names.setdefault(origin.rsplit("/", 1)[-1].lower(), preset)
-    return names
-
-
-_VARIANT_SUFFIX = re.compile(
-    r"^[-_.](instruct|it|chat|base|hf|exp|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|"
-    r"fp8-dynamic|bf16|thinking|\d{4})([-_.].*)?$", re.IGNORECASE)
-
-
-def _match_preset(name: str) -> str | None:
-    """A Hugging Face id or a directory name -> the preset of the same architecture
-    (``meta-llama/Llama-3.1-8B-Instruct`` -> ``llama-3.1-8b``); None if unsure."""
-    names = _preset_names()
-    text = name.strip().rstrip("/").lower()
-    if text in names:
-        return names[text]
-    base = text.rsplit("/", 1)[-1]
-    if base in names:
-        return names[base]
-    best: tuple[int, str] | None = None
-    for alias, preset in names.items():
-        if "/" in alias:
-            continue
-        if base.startswith(alias) and _VARIANT_SUFFIX.match(base[len(alias):]) and (
-                best is None or len(alias) > best[0]):
-            best = (len(alias), preset)
-    return best[1] if best else None
-
-
 def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], str, str, str]:
     """(config.json mapping, file, display name, how it was resolved)."""
     from selector.models import list_presets, preset_dir
+    from selector.models.presets import match_preset, preset_origin
 
     target = override or model
     path = Path(target).expanduser()
@@ -549,7 +506,7 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
         how = f"read {file}"
     else:
         presets = list_presets()
-        preset = _match_preset(target)
+        preset = match_preset(target)
         if preset is None:
             lowered = {p.lower(): p for p in presets}
             preset = lowered.get(target.strip().lower())
@@ -561,7 +518,7 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
                 hint="pass the model's directory (with config.json) or name a preset with "
                      "attn-select check --model PRESET; presets: " + ", ".join(presets))
         file = str(preset_dir() / f"{preset}.json")
-        exact = _preset_names().get(target.strip().lower()) == preset
+        exact = target.strip().rstrip("/").lower() == (preset_origin(preset) or "").lower()
         if preset.lower() == target.strip().lower():
             how = f"the shipped preset {preset!r}"
         elif exact:

@@ -34,6 +34,7 @@ class ListWhat(str, Enum):
     devices = "devices"
     codes = "codes"
     engines = "engines"
+    presets = "presets"
 
 
 def _console() -> Any:
@@ -109,11 +110,11 @@ def explain(
 
 @app.command("list")
 def list_(
-    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes or engines.")],
+    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes, engines or presets.")],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
 ) -> None:
-    """List the shipped backends, devices, reason codes or engine profiles."""
+    """List the shipped backends, devices, reason codes, engine profiles or model presets."""
     from selector.catalog import load_catalog
     from selector.report.plain import PlainTable
 
@@ -131,6 +132,14 @@ def list_(
     elif what is ListWhat.codes:
         rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
                  "hint": c.hint} for c in catalog.codes.values()]
+    elif what is ListWhat.presets:
+        from selector.models import presets
+
+        aliases = presets.preset_aliases()
+        rows = [{"name": name, "architecture": presets.preset_architecture(name),
+                 "config_of": presets.preset_origin(name) or "-",
+                 "aliases": [a for a in aliases[name] if a not in (name, presets.preset_origin(name))]}
+                for name in presets.list_presets()]
     else:
         rows = []
         for name in catalog.engine_names:

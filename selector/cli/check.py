@@ -36,10 +36,10 @@ _EPILOG = (
 )
 
 
-def _console() -> Any:
+def _console(file: Any = None) -> Any:
     from selector.cli.console import make_console
 
-    return make_console()
+    return make_console(file=file)
 
 
 def _stderr(error: InputError) -> None:
@@ -138,7 +138,7 @@ def check(
     for error in errors:
         _stderr(error)
     text = _render(records, command, output_format, verbose=verbose,
-                   fleet=len(devices) > 1)
+                   fleet=len(devices) > 1, to_text=output is not None)
     if measurements is not None:
         from selector.cli.bench import measured_policy
 
@@ -152,8 +152,8 @@ def check(
 
 
 def _render(records: list[Any], command: Any, output_format: CheckFormat, *, verbose: int,
-            fleet: bool) -> str | None:
-    """The report as text (None: printed to the console directly)."""
+            fleet: bool, to_text: bool = False) -> str | None:
+    """The report as text (None: printed to the console directly, unless ``to_text``)."""
     from selector import __version__
     from selector.report.github import render_github
     from selector.report.junit import render_junit
@@ -183,15 +183,21 @@ def _render(records: list[Any], command: Any, output_format: CheckFormat, *, ver
         return render_github(records)
     if output_format is CheckFormat.markdown:
         return render_markdown(records)
-    _print_text(records, command, verbose=verbose, fleet=fleet)
+    if to_text:
+        import io
+
+        buffer = io.StringIO()
+        _print_text(records, command, verbose=verbose, fleet=fleet, console=_console(buffer))
+        return buffer.getvalue()
+    _print_text(records, command, verbose=verbose, fleet=fleet, console=_console())
     return None
 
 
-def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) -> None:
+def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
+                console: Any) -> None:
     from selector.report import render_check
     from selector.report.summary import render_fleet, render_notes
 
-    console = _console()
     if command is not None:
         notes = list(dict.fromkeys(f for r in records for f in r.findings
                                    if f.code.startswith("AS1")))
