@@ -60,7 +60,8 @@ def explain(
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
     layer: Annotated[int | None, typer.Option(
-        "--layer", "-l", help="For a model deployment: the layer index to explain (default 0).")] = None,
+        "--layer", "-l", help="For a model deployment: the layer index to explain (default: the first "
+             "attention layer).")] = None,
 ) -> None:
     """Every check of one backend for a deployment (or one layer of a model): the rule,
     the facts it read, the result."""
@@ -79,7 +80,10 @@ def explain(
         from selector.modelcheck import layer_facts
 
         model, base, _ = deployment_model(loaded, catalog)
-        index = 0 if layer is None else layer
+        attention = [i for i, facts_of in enumerate(model.layers) if facts_of.is_attention]
+        if not attention:
+            raise InputError("the model has no attention layer to explain", field="model")
+        index = attention[0] if layer is None else layer
         if not 0 <= index < len(model.layers):
             raise InputError(f"layer {index} does not exist (the model has {len(model.layers)} layers)",
                              field="--layer", hint=f"give 0 to {len(model.layers) - 1}")

@@ -57,8 +57,12 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
             document = model_to_json(record.model, source=record.source, device=record.device)
         elif record.result is not None:
             document = result_to_json(record.result, source=record.source, device=record.device)
-        else:
-            continue
+        else:  # the input could not be read: reported, as in JUnit and SARIF
+            from selector.report.json import JSON_SCHEMA_VERSION
+
+            document = {"schema_version": JSON_SCHEMA_VERSION, "source": record.source,
+                        "device": None, "engine": record.engine, "valid": False,
+                        "status": record.status}
         document["passed"] = not record.failed
         document["findings"] = [
             {"level": f.level, "code": f.code, "name": f.name, "message": f.message,

@@ -66,3 +66,42 @@ def test_other_architectures_do_not_resolve(hf_id: str, tmp_path: Path) -> None:
     path.write_text(f"device: H100\nmodel: {hf_id}\n", encoding="utf-8")
     code, _, err = run_cli(["check", str(path)])
     assert code == 2 and "d.yaml:2" in err and "list presets" in err
+
+
+def test_a_layer_block_next_to_a_model_is_an_error_not_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "both.yaml"
+    path.write_text("device: H100\nmodel: llama-3.1-8b\nlayer:\n  head_size: 64\n",
+                    encoding="utf-8")
+    code, _, err = run_cli(["check", str(path)])
+    assert code == 2
+    assert f"{path}:3: field 'layer'" in err and "remove `layer:`" in err
+
+
+def test_diff_file_all_as_the_readme_shows() -> None:
+    code, out, err = run_cli(["diff", VALID, "--from", "vllm==0.25.1", "--to", "vllm==0.33.0",
+                              "--all"])
+    assert code in (0, 1), err
+    assert "TRITON_ATTN" in out  # unchanged backends are listed too
+
+
+def test_explain_defaults_to_the_first_attention_layer(tmp_path: Path) -> None:
+    # Qwen3-Next: layers 0-2 are Gated DeltaNet, layer 3 is the first full attention
+    path = tmp_path / "qwen3-next.yaml"
+    path.write_text("device: H100\nmodel: qwen3-next-80b-a3b\nparallel: {tensor_parallel_size: 4}\n",
+                    encoding="utf-8")
+    code, out, err = run_cli(["explain", "FLASH_ATTN", str(path), "--format", "json"])
+    assert code == 0, err
+    assert json.loads(out)["layer"] == 3
+    code, _, err = run_cli(["explain", "FLASH_ATTN", str(path), "--layer", "0"])
+    assert code == 2 and "not attention" in err
+
+
+def test_json_output_includes_unreadable_files(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("device: H100\nlayer: {head_size: nope}\n", encoding="utf-8")
+    code, out, _ = run_cli(["check", str(broken), VALID, "--format", "json"])
+    assert code == 2
+    documents = json.loads(out)
+    assert [Path(d["source"]).name for d in documents] == ["broken.yaml", "llama-3.1-8b-h100.yaml"]
+    assert documents[0]["status"] == "error" and documents[0]["passed"] is False
+    assert documents[0]["findings"][0]["line"] == 2
