@@ -24,6 +24,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from selector import __version__
+
+        sys.stdout.write(f"attn-select {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", is_eager=True,
+        callback=_print_version)] = False,
+) -> None:
+    """Validate and select vLLM attention backends before deploy, explain why, and prove
+    the choice on a GPU."""
+    del version
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"

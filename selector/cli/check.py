@@ -110,6 +110,10 @@ def check(
         "--model", help="For a command line: the model preset or directory with config.json "
                         "to use instead of MODEL (when MODEL is a path on another machine).",
     )] = None,
+    ignore: Annotated[list[str] | None, typer.Option(
+        "--ignore", help="Acknowledge a warning code (repeatable, e.g. --ignore AS005): it stays "
+                         "in the report as a note and no longer fails --strict. A deployment "
+                         "file can list its own under `ignore:`.")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
     measurements: Annotated[Path | None, typer.Option(
@@ -125,10 +129,12 @@ def check(
         exit_code,
         expand_configs,
         resolve_devices,
+        validate_ignored,
     )
     catalog = load_catalog()
     devices = resolve_devices(device or [], catalog)
-    options = CheckOptions(engine=engine, devices=devices, strict=strict)
+    options = CheckOptions(engine=engine, devices=devices, strict=strict,
+                           ignore=validate_ignored(ignore or [], catalog))
     command = None
     errors: list[InputError] = []
     if _looks_like_a_command_line(configs):
@@ -215,7 +221,7 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
             from selector.report.model import render_model
 
             console.print(render_model(record.model, device=record.device, source=title))
-            others = [f for f in record.findings if f.level != "note" and f.code.startswith("AS0")]
+            others = [f for f in record.findings if f.code.startswith("AS0")]
             if others:
                 console.print(render_notes(others))
         elif record.result is not None:

@@ -1,0 +1,67 @@
+"""Friction a new user hits first: acknowledging warnings under --strict, --version,
+pasted docker / python -m command lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selector import __version__
+from tests.fuzz.test_config_fuzz import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+GEMMA3 = "device: H100\nmodel: gemma-3-27b\nparallel: {tensor_parallel_size: 4}\n"
+
+
+def test_strict_fails_on_an_unacknowledged_warning(tmp_path: Path) -> None:
+    path = tmp_path / "gemma3.yaml"
+    path.write_text(GEMMA3, encoding="utf-8")
+    code, out, _ = run_cli(["check", str(path), "--strict", "--format", "github"])
+    assert code == 1 and "AS005" in out
+
+
+@pytest.mark.parametrize("how", ["flag", "file"])
+def test_ignore_acknowledges_a_warning(how: str, tmp_path: Path) -> None:
+    path = tmp_path / "gemma3.yaml"
+    text = GEMMA3 + ("ignore: [AS005]\n" if how == "file" else "")
+    path.write_text(text, encoding="utf-8")
+    argv = ["check", str(path), "--strict", "--format", "github"]
+    if how == "flag":
+        argv += ["--ignore", "as005"]
+    code, out, err = run_cli(argv)
+    assert code == 0, out + err
+    assert "::notice" in out and "acknowledged: ignore AS005" in out  # still shown
+
+
+def test_ignore_never_hides_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("device: L40S\nattention_backend: FLASHINFER\nmodel: gpt-oss-20b\n"
+                    "ignore: [SE002]\n", encoding="utf-8")
+    code, out, _ = run_cli(["check", str(path), "--format", "github"])
+    assert code == 1 and "::error" in out
+
+
+def test_llama4_under_strict_with_its_warnings_acknowledged(tmp_path: Path) -> None:
+    path = tmp_path / "scout.yaml"
+    path.write_text("device: H100\nmodel: llama-4-scout\nparallel: {tensor_parallel_size: 4}\n",
+                    encoding="utf-8")
+    assert run_cli(["check", str(path), "--strict"])[0] == 1
+    code, _, err = run_cli(["check", str(path), "--strict", "--ignore", "AS002",
+                            "--ignore", "AS005"])
+    assert code == 0, err
+
+
+def test_unknown_ignored_codes_are_input_errors(tmp_path: Path) -> None:
+    code, _, err = run_cli(["check", str(ROOT / "examples" / "llama-3.1-8b-h100.yaml"),
+                              "--ignore", "AS05"])
+    assert code == 2 and "did you mean" in err and "AS005" in err
+    path = tmp_path / "d.yaml"
+    path.write_text(GEMMA3 + "ignore: [NOPE1]\n", encoding="utf-8")
+    code, _, err = run_cli(["check", str(path)])
+    assert code == 2 and f"{path}:4: field 'ignore'" in err
+
+
+def test_version() -> None:
+    code, out, _ = run_cli(["--version"])
+    assert code == 0 and out.strip() == f"attn-select {__version__}"
