@@ -375,6 +375,68 @@ def _split_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, words[index:]
 
 
+# `docker run` / `podman run` options that take no value (every other option takes one,
+# unless written as --opt=value); combined short flags such as -it or -dit are these too.
+_CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl"})
+_CONTAINER_NO_VALUE = frozenset({
+    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init",
+    "-P", "--publish-all", "--read-only", "--no-healthcheck", "--oom-kill-disable",
+    "--sig-proxy", "--disable-content-trust", "-q", "--quiet", "--help",
+})
+_CONTAINER_ENV_FLAGS = frozenset({"-e", "--env"})
+_PRIVILEGE_WRAPPERS = frozenset({"sudo"})
+
+
+def _is_container_flag_without_value(word: str) -> bool:
+    if word in _CONTAINER_NO_VALUE or "=" in word:
+        return True
+    return re.fullmatch(r"-[dit]{2,3}", word) is not None  # -it, -dit, -itd ...
+
+
+def _unwrap_container(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``docker run [docker options] IMAGE [args]`` -> the ``vllm serve`` command the
+    vLLM image runs with those args (its entry point), and the ``-e NAME=value``
+    variables; any other command line is returned as it is."""
+    index = 0
+    while index < len(words) and Path(words[index]).name in _PRIVILEGE_WRAPPERS:
+        index += 1
+    if index >= len(words) or Path(words[index]).name not in _CONTAINER_RUNNERS:
+        return words, {}
+    runner = words[index]
+    index += 1
+    if index >= len(words) or words[index] not in ("run", "container"):
+        raise _bad(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
+    if words[index] == "container":
+        index += 1  # `docker container run`
+        if index >= len(words) or words[index] != "run":
+            raise _bad(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
+    index += 1
+    env: dict[str, str] = {}
+    while index < len(words) and words[index].startswith("-"):
+        word = words[index]
+        index += 1
+        name, _, inline = word.partition("=")
+        if name in _CONTAINER_ENV_FLAGS or name.startswith("--env="):
+            value = inline if "=" in word else (words[index] if index < len(words) else "")
+            if "=" not in word:
+                index += 1
+            match = _ENV_ASSIGNMENT.match(value)
+            if match:
+                env[match.group(1)] = match.group(2)
+            continue
+        if _is_container_flag_without_value(word):
+            continue
+        index += 1  # the option's value (-v a:b, --gpus all, -p 8000:8000, ...)
+    if index >= len(words):
+        raise _bad(runner, f"no image in this `{runner} run` line",
+                   hint=f"write {runner} run [options] vllm/vllm-openai [vllm serve flags]")
+    rest = words[index + 1:]  # after the image
+    if rest and (Path(rest[0]).name == "vllm" or re.fullmatch(r"python(\d+(\.\d+)?)?",
+                                                              Path(rest[0]).name)):
+        return rest, env  # the entry point given explicitly
+    return ["vllm", "serve", *rest], env
+
+
 def _command_body(words: list[str]) -> list[str]:
     if not words:
         raise _bad("MODEL", "no command given after '--'",
@@ -409,6 +471,8 @@ def is_serve_command(words: Sequence[str]) -> bool:
         return True
     if not rest:
         return False
+    if any(Path(w).name in _CONTAINER_RUNNERS for w in rest[:2]) and "run" in rest[1:4]:
+        return True
     head = Path(rest[0]).name
     return head == "vllm" or (re.fullmatch(r"python(\d+(\.\d+)?)?", head) is not None
                               and len(rest) > 2 and rest[1] == "-m")
@@ -432,6 +496,8 @@ def _normalise_flag(word: str) -> tuple[str, str | None]:
 
 def _tokenize(argv: Sequence[str]) -> _Raw:
     env, words = _split_prefix(argv)
+    words, container_env = _unwrap_container(words)
+    env.update(container_env)
     body = _command_body(words)
     raw = _Raw(argv=tuple(argv), env=env)
     index = 0

@@ -80,7 +80,8 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
 
 def _looks_like_a_command_line(words: list[str]) -> bool:
     """A cheap pre-test (file names never look like this) before the full parser decides."""
-    if not any("=" in w or Path(w).name in ("vllm", "python", "python3") or w.startswith("python")
+    if not any("=" in w or Path(w).name in ("vllm", "python", "python3", "docker", "podman",
+                                           "nerdctl", "sudo") or w.startswith("python")
                for w in words):
         return False
     from selector.vllm_args import is_serve_command

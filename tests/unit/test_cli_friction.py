@@ -65,3 +65,43 @@ def test_unknown_ignored_codes_are_input_errors(tmp_path: Path) -> None:
 def test_version() -> None:
     code, out, _ = run_cli(["--version"])
     assert code == 0 and out.strip() == f"attn-select {__version__}"
+
+
+DOCKER_LINES = [
+    # the vLLM docs' docker line (older images: the api_server entry point, --model)
+    ["docker", "run", "--runtime", "nvidia", "--gpus", "all", "-v",
+     "~/.cache/huggingface:/root/.cache/huggingface", "--env", "HUGGING_FACE_HUB_TOKEN=x",
+     "-p", "8000:8000", "--ipc=host", "vllm/vllm-openai:latest", "--model",
+     "mistralai/Mistral-7B-v0.1"],
+    # newer images run `vllm serve`: a positional MODEL; combined short flags; sudo
+    ["sudo", "docker", "run", "-it", "--rm", "--gpus", "all", "--shm-size", "16g",
+     "vllm/vllm-openai:v0.33.0", "mistralai/Mistral-7B-v0.1", "--max-model-len", "4096"],
+    ["podman", "run", "-d", "--device", "nvidia.com/gpu=all", "vllm/vllm-openai",
+     "vllm", "serve", "mistralai/Mistral-7B-v0.1"],
+    ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "mistralai/Mistral-7B-v0.1"],
+    ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model=mistralai/Mistral-7B-v0.1",
+     "--port", "8000"],
+]
+
+
+@pytest.mark.parametrize("line", DOCKER_LINES, ids=[" ".join(line[:2]) for line in DOCKER_LINES])
+def test_pasted_docker_and_python_m_lines_are_understood(line: list[str]) -> None:
+    import json
+
+    code, out, err = run_cli(["check", "--device", "H100", "--format", "json", "--", *line])
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["model"]["name"] == "mistral-7b-v0.1"
+    assert "no such file" not in err
+
+
+def test_docker_env_flags_reach_the_check() -> None:
+    code, out, _ = run_cli(["check", "--device", "H100", "--format", "github", "--", "docker",
+                            "run", "--gpus", "all", "-e", "VLLM_ATTENTION_BACKEND=FLASHINFER",
+                            "vllm/vllm-openai", "--model", "mistralai/Mistral-7B-v0.1"])
+    assert code == 0 and "AS101" in out  # vLLM 0.33.0 does not read it, as on a plain line
+
+
+def test_a_docker_line_without_an_image_is_a_clear_error() -> None:
+    code, _, err = run_cli(["check", "--device", "H100", "--", "docker", "run", "--gpus", "all"])
+    assert code == 2 and "no image" in err and "Traceback" not in err
