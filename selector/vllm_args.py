@@ -100,8 +100,14 @@ class ServeCommand:
     (``vllm_compile``, ``kv_cache_layout``, ``max_num_batched_tokens``)."""
 
     @property
+    def shown_argv(self) -> tuple[str, ...]:
+        """The words as given, secrets (tokens, API keys) shown as ``***``."""
+        return tuple(_redacted(self.argv))
+
+    @property
     def command_line(self) -> str:
-        return " ".join(_quote(a) for a in self.argv)
+        """The command line as given, secrets (tokens, API keys) shown as ``***``."""
+        return " ".join(_quote(a) for a in self.shown_argv)
 
     def for_device(self, device: str | DeviceRef, catalog: Catalog) -> ServeCommand:
         """The same command on another device (``--dtype auto`` picks float16 on
@@ -116,6 +122,34 @@ class ServeCommand:
             if note not in notes:
                 notes.append(note)
         return replace(self, deployment=deployment, notes=tuple(notes))
+
+
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
+_SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+def _redacted(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the values of secret variables (``HF_TOKEN=...``, ``-e
+    HUGGING_FACE_HUB_TOKEN=...``) and of ``--api-key`` / ``--hf-token`` replaced by ``***``,
+    so that reports and CI logs never repeat them."""
+    out: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        flag, equals, _ = word.partition("=")
+        if flag in _SECRET_FLAGS:
+            out.append(f"{flag}=***" if equals else word)
+            hide_next = not equals
+            continue
+        match = _ENV_ASSIGNMENT.match(word)
+        if match and _SECRET_NAME.search(match.group(1)):
+            out.append(f"{match.group(1)}=***")
+            continue
+        out.append(word)
+    return out
 
 
 def _quote(arg: str) -> str:

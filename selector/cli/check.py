@@ -71,7 +71,7 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
         if record.group is not None:
             document["layer_group"] = record.group
         if command is not None:
-            document["command"] = {"argv": list(command.argv), "model": command.model,
+            document["command"] = {"argv": list(command.shown_argv), "model": command.model,
                                    "model_source": command.model_source,
                                    "settings": record.settings}
         documents.append(document)
@@ -226,8 +226,9 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
             if others:
                 console.print(render_notes(others))
         elif record.result is not None:
+            acknowledged = frozenset(f.code for f in record.findings if f.level == "note")
             console.print(render_check(record.result, device=record.device, source=title,
-                                       verbose=verbose))
+                                       verbose=verbose, acknowledged=acknowledged))
     if fleet:
         console.print(render_fleet(records))
 

@@ -140,15 +140,19 @@ def _environment_table(result: SolveResult) -> PlainTable:
 
 
 def render_check(result: SolveResult, *, device: str, source: str | None = None,
-                 verbose: int = 0) -> RenderableType:
-    """The ``check`` report."""
+                 verbose: int = 0, acknowledged: frozenset[str] = frozenset()) -> RenderableType:
+    """The ``check`` report (``acknowledged``: warning codes the user ignores; shown as info)."""
     parts: list[RenderableType] = []
     header = _verdict_line(result, device)
     parts.append(Panel(header, title=plain(source or "attn-select check"), expand=False))
     if result.error is not None:
         parts.append(start_up_error(result))
     for warning in result.warnings:
-        parts.append(Text(f"warning [{warning.code}]: {warning.message}", style="yellow"))
+        if warning.code in acknowledged:
+            parts.append(Text(f"info [{warning.code}]: {warning.message} (acknowledged: ignore "
+                              f"{warning.code})", style="dim"))
+        else:
+            parts.append(Text(f"warning [{warning.code}]: {warning.message}", style="yellow"))
     why = _why(result)
     if why:
         parts.append(Text("Why: " + " ".join(why)))

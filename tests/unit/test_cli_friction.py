@@ -105,3 +105,25 @@ def test_docker_env_flags_reach_the_check() -> None:
 def test_a_docker_line_without_an_image_is_a_clear_error() -> None:
     code, _, err = run_cli(["check", "--device", "H100", "--", "docker", "run", "--gpus", "all"])
     assert code == 2 and "no image" in err and "Traceback" not in err
+
+
+def test_secrets_on_a_pasted_line_are_never_repeated() -> None:
+    line = ["HF_TOKEN=hf_secret1", "docker", "run", "--gpus", "all", "-e",
+            "HUGGING_FACE_HUB_TOKEN=hf_secret2", "vllm/vllm-openai", "--model",
+            "mistralai/Mistral-7B-v0.1", "--api-key", "sk-secret3"]
+    for output_format in ("text", "json", "github", "sarif", "junit", "markdown"):
+        code, out, err = run_cli(["check", "--device", "H100", "--format", output_format, "--",
+                                  *line])
+        assert code == 0, err
+        assert "secret" not in out + err, output_format
+
+
+def test_an_acknowledged_warning_reads_as_info_in_the_text_report(tmp_path: Path) -> None:
+    # vLLM warns that --block-size 16 precludes FLASHINFER_MLA and CUTLASS_MLA on Blackwell
+    path = tmp_path / "mla.yaml"
+    path.write_text("device: B200\nblock_size: 16\nlayer:\n  num_heads: 128\n  mla: {kv_lora_rank: 512, "
+                    "qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}\n", encoding="utf-8")
+    code, out, _ = run_cli(["check", str(path), "--strict"])
+    assert code == 1 and "warning [SE003]" in out
+    code, out, _ = run_cli(["check", str(path), "--strict", "--ignore", "SE003"])
+    assert code == 0 and "info [SE003]" in out and "warning [SE003]" not in out
