@@ -13,8 +13,8 @@ from typing import Any
 
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract, resolve_calls
-from selector.smoke.plan import SmokeOptions, SmokePlan
 from selector.smoke.graphs import capacity_batch
+from selector.smoke.plan import SmokeOptions, SmokePlan
 from selector.smoke.workload import (
     graph_capacity_pages,
     long_context_for,

@@ -144,6 +144,9 @@ class _GroupRun:
                  libraries: _Libraries, device: Any, progress: Progress) -> None:
         self.torch, self.plan, self.options = torch, plan, options
         self.libraries, self.device, self.progress = libraries, device, progress
+        self.synchronize: Callable[[], None] = (torch.cuda.synchronize
+                                                if getattr(device, "type", "") == "cuda"
+                                                else lambda: None)
         self.report = GroupReport(plan)
         long_context = long_context_for(plan)
         self.workload = (mla_decode_batch(plan.kernel_block_size, options.seed, long_context)
@@ -247,7 +250,7 @@ class _GroupRun:
                 if not self.guard(f"layer {layer.name}"):
                     return False
                 output = step.run(layer.queries, layer.cache, layer.sinks)
-                torch.cuda.synchronize()
+                self.synchronize()
                 comparison = compare(torch, output, layer.reference, atol=self.atol,
                                      rtol=self.rtol)
                 self.outputs.append(output)
