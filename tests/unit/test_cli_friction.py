@@ -11,7 +11,8 @@ from selector import __version__
 from tests.fuzz.test_config_fuzz import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-GEMMA3 = "device: H100\nmodel: gemma-3-27b\nparallel: {tensor_parallel_size: 4}\n"
+GEMMA3 = ("device: H100\nmodel: gemma-3-27b\nmax_model_len: 8192\n"
+          "parallel: {tensor_parallel_size: 4}\n")
 
 
 def test_strict_fails_on_an_unacknowledged_warning(tmp_path: Path) -> None:
@@ -44,7 +45,8 @@ def test_ignore_never_hides_an_error(tmp_path: Path) -> None:
 
 def test_llama4_under_strict_with_its_warnings_acknowledged(tmp_path: Path) -> None:
     path = tmp_path / "scout.yaml"
-    path.write_text("device: H100\nmodel: llama-4-scout\nparallel: {tensor_parallel_size: 4}\n",
+    path.write_text("device: H100\nmodel: llama-4-scout\nmax_model_len: 8192\n"
+                    "parallel: {tensor_parallel_size: 4}\n",
                     encoding="utf-8")
     assert run_cli(["check", str(path), "--strict"])[0] == 1
     code, _, err = run_cli(["check", str(path), "--strict", "--ignore", "AS002",
@@ -59,7 +61,7 @@ def test_unknown_ignored_codes_are_input_errors(tmp_path: Path) -> None:
     path = tmp_path / "d.yaml"
     path.write_text(GEMMA3 + "ignore: [NOPE1]\n", encoding="utf-8")
     code, _, err = run_cli(["check", str(path)])
-    assert code == 2 and f"{path}:4: field 'ignore'" in err
+    assert code == 2 and f"{path}:5: field 'ignore'" in err
 
 
 def test_version() -> None:
