@@ -90,6 +90,9 @@ def _adapt(spec: ProviderSpec, entry_point: str, arguments: dict[str, Any],
            torch: Torch) -> dict[str, Any]:
     """vLLM's keyword arguments -> the provider entry point's, as the data says."""
     kwargs = dict(arguments)
+    for name, default in spec.defaults.get(entry_point, {}).items():
+        if kwargs.get(name) is None:
+            kwargs[name] = default.value
     for name in spec.drops.get(entry_point, []):
         kwargs.pop(name, None)
     kwargs.update(spec.force.get(entry_point, {}))
