@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from selector.memory import MemoryReport, StartupIssue
+from selector.report.plain import PlainTable
 
 __all__ = ["issue_json", "memory_json", "memory_markdown", "memory_table"]
 
@@ -30,11 +30,12 @@ def _profile_inputs(report: MemoryReport) -> str:
     return text + ("" if inputs.cudagraphs else ", no CUDA graphs")
 
 
-def memory_table(report: MemoryReport) -> Table:
+def memory_table(report: MemoryReport) -> PlainTable:
     """Where one GPU's memory goes; estimates are labelled as such."""
     budget = report.budget
     inputs = budget.inputs
-    table = Table(title="Memory per GPU at start-up (estimates are labelled)", show_header=True)
+    table = PlainTable(title="Memory per GPU at start-up (estimates are labelled)",
+                       show_header=True)
     for column in ("item", "GiB", "how it is known"):
         table.add_column(column)
     util = f"{inputs.gpu_memory_utilization:g}" + (" (vLLM's default)" if inputs.utilization_default else "")
