@@ -24,9 +24,11 @@ from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
 
 if TYPE_CHECKING:
+    from selector.catalog import EngineData
     from selector.memory import StartupIssue
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
+    from selector.models.arch_registry import ModelRegistry
     from selector.vllm_args import ServeCommand
 
 __all__ = [
@@ -285,12 +287,23 @@ def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | Non
     """vLLM's verdict on the model's architecture for the engine version: an
     error (AS131, vLLM's own wording) when it refuses it, a warning (AS132) when
     it supports it but no family maps its layers."""
-    from selector.models.arch_registry import architecture_status, load_model_registry
+    from selector.models.arch_registry import load_model_registry
 
     data = catalog.engine(engine)
+    refused = [_finding("error", "AS133", CLI_CODES["AS133"][0],
+                        f"{data.engine} refuses the model at start-up: AssertionError: {text}",
+                        "change the config field the message names", ("model",), loaded)
+               for text in model.refusals]
     registry = load_model_registry(data.directory)
     if registry is None:
-        return []
+        return refused
+    return refused + _registry_findings(model, registry, data, loaded)
+
+
+def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineData,
+                       loaded: LoadedDeployment | None) -> list[Finding]:
+    from selector.models.arch_registry import architecture_status
+
     status = architecture_status(model.architectures or (model.architecture,), registry,
                                  data.engine)
     path = ("model",)
@@ -325,7 +338,7 @@ def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source:
     findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
-    refused_model = any(f.code == "AS131" for f in findings)
+    refused_model = any(f.code in ("AS131", "AS133") for f in findings)
     if options.strict:
         findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
     plan = result.plan

@@ -199,29 +199,39 @@ def _attr(value: Any) -> Any:
 
 
 def _register_remote_configs() -> None:
-    """DeciLM (Nemotron NAS) ships its config class as remote code, which an
-    offline harness cannot fetch. A stand-in config class keeps every key and
-    gives ``block_configs`` the attribute access vLLM's ``nemotron_nas.py``
-    uses (``block_config.attention.n_heads_in_group``); every layer decision
-    is still vLLM's. Registered for ``model_type`` ``nemotron-nas``; the
-    config's ``auto_map`` is removed so transformers uses it."""
+    """DeciLM (Nemotron NAS) and MiniCPM3 ship their config class as
+    remote code, which an offline harness cannot fetch. A stand-in config class
+    keeps every key and gives ``block_configs`` the attribute access vLLM's
+    ``nemotron_nas.py`` uses (``block_config.attention.n_heads_in_group``);
+    every layer decision is still vLLM's. The config's ``auto_map`` is removed
+    so transformers uses it."""
     from transformers import AutoConfig, PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    class DeciLMStandInConfig(PretrainedConfig):  # type: ignore[misc]
-        model_type = "nemotron-nas"
+    for model_type in sorted(_STAND_IN_MODEL_TYPES):
+        if model_type in CONFIG_MAPPING:
+            continue  # transformers has the class itself: only auto_map is dropped
 
-        def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
-            for key, value in kwargs.items():  # before the base class reads them
-                self.__dict__[key] = value
-            super().__init__(**kwargs)
-            for key, value in kwargs.items():
-                self.__dict__.setdefault(key, value)
-            self.block_configs = _attr(block_configs or [])
+        class StandInConfig(PretrainedConfig):  # type: ignore[misc]
+            def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
+                for key, value in kwargs.items():  # before the base class reads them
+                    self.__dict__[key] = value
+                super().__init__(**kwargs)
+                for key, value in kwargs.items():
+                    self.__dict__.setdefault(key, value)
+                if block_configs is not None:
+                    self.block_configs = _attr(block_configs)
 
-    AutoConfig.register("nemotron-nas", DeciLMStandInConfig)
+        StandInConfig.model_type = model_type
+        StandInConfig.__name__ = f"StandInConfig_{model_type}"
+        AutoConfig.register(model_type, StandInConfig)
 
 
-_STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas"})
+_STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3"})
+"""Model types whose config class is remote code: DeciLM (Nemotron NAS) and
+MiniCPM3 (transformers has its class: only ``auto_map`` is dropped). The
+stand-in keeps every key of the config.json as an attribute. MiMo is not
+stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``."""
 
 
 def _bootstrap() -> None:

@@ -223,7 +223,7 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
         if record.model is not None:
             from selector.report.model import render_model
 
-            architecture = [f for f in record.findings if f.code in ("AS131", "AS132")]
+            architecture = [f for f in record.findings if f.code in ("AS131", "AS132", "AS133")]
             if architecture:
                 console.print(render_notes(architecture))
             console.print(render_model(record.model, device=record.device, source=title,

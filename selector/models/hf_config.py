@@ -16,7 +16,7 @@ from selector.errors import InputError
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
 from selector.models.families import GENERIC, Family, families, family_for
-from selector.models.layer_patterns import MixerType, resolve_mixers
+from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
 from selector.models.ssm_config import read_ssm
 
 __all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
@@ -154,6 +154,10 @@ class _ConfigParser:
             "logits_soft_cap": soft_cap if soft_cap else None,
             "alibi": _alibi(self.top, text, self.family),
         }
+
+    def refusals(self) -> tuple[str, ...]:
+        refusal = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
+        return (refusal,) if refusal else ()
 
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention
@@ -330,6 +334,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
             is_mm_prefix_lm=_is_mm_prefix_lm(top, family),
             family=family.name if mapped else None,
+            refusals=parser.refusals(),
             layers=parser.layers(),
         )
     except ValidationError as exc:  # defensive: the reader validates first

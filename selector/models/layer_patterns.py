@@ -10,7 +10,13 @@ from typing import Any, get_args
 from selector.models.config_reader import ConfigReader
 from selector.models.families import MixerName, MixerRules
 
-__all__ = ["LAYER_TYPE_TOKENS", "MixerType", "model_wide_window", "resolve_mixers"]
+__all__ = [
+    "LAYER_TYPE_TOKENS",
+    "MixerType",
+    "mixed_window_refusal",
+    "model_wide_window",
+    "resolve_mixers",
+]
 
 MixerType = MixerName
 
@@ -59,9 +65,26 @@ def _alternating(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerTyp
 
 
 def _qwen_window(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    """transformers' Qwen2Config: ``sliding_window`` only with
+    ``use_sliding_window``, and layer i slides when ``i >= max_window_layers``
+    (its ``layer_types``); vLLM's Qwen2Model refuses a mix of the two (see
+    :func:`mixed_window_refusal`)."""
     windowed = text.bool_("use_sliding_window") and text.has("sliding_window")
     first = text.int_("max_window_layers", 28, minimum=0)
     return _sliding_if([windowed and i >= first for i in range(n)])
+
+
+def mixed_window_refusal(text: ConfigReader, rules: MixerRules, n: int) -> str | None:
+    """The family's start-up refusal for a config whose layer_types would mix
+    sliding and full attention (Qwen2: ``max_window_layers`` inside the stack)."""
+    if rules.refuse_mixed is None or rules.rule != "qwen_window":
+        return None
+    if not (text.bool_("use_sliding_window") and text.has("sliding_window")):
+        return None
+    first = text.int_("max_window_layers", 28, minimum=0)
+    if 0 < first < n:
+        return rules.refuse_mixed.format(max_window_layers=first, num_hidden_layers=n)
+    return None
 
 
 def _interval(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:

@@ -34,6 +34,8 @@ REFUSED: dict[str, tuple[str, str]] = {
         "not available offline; MiMoForCausalLM is read with the llama family"),
     "deepseek-ai--DeepSeek-V4-Flash.json": (
         "tilelang", "the CPU harness lacks tilelang; DeepSeek-V4 is unmapped (AS132)"),
+    "qwen2-window-mixed-shape.json": (
+        "Sliding window for some but all layers is not supported", "AS133 with the same text"),
     "moonshotai--Kimi-K2.5.json": (
         "accelerator", "the vision tower touches the device on CPU; its text model is DeepSeek-V3 MLA"),
 }
@@ -111,3 +113,14 @@ def test_hybrid_models_get_vllm_state_pages() -> None:
     falcon = load_model(CONFIGS / "edge" / "falcon-h1-7b-shape.json")
     assert all(layer.has_parallel_state for layer in falcon.layers)
     assert len(falcon.state_layers) == falcon.num_layers == 44
+
+
+def test_start_up_refusals_read_from_the_config_are_vllms() -> None:
+    """vLLM's Qwen2Model refuses layer_types mixing sliding and full layers; the
+    model reader states the same sentence (AS133)."""
+    answer = next(a for a in _answers() if "qwen2-window-mixed" in str(a["config"]))
+    model = load_model(CONFIGS / "edge" / "qwen2-window-mixed-shape.json")
+    assert model.refusals and model.refusals[0] in str(answer["error"])
+    windowed = load_model(CONFIGS / "edge" / "qwen2-window-all-shape.json")
+    assert windowed.refusals == ()
+    assert {layer.sliding_window for layer in windowed.layers} == {None}  # as vLLM builds it

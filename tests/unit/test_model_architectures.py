@@ -149,3 +149,12 @@ def _deployment_for(tmp_path: Path, config: Path) -> Path:
     path = tmp_path / "d.yaml"
     path.write_text(f"device: H100\nmodel: {config}\n")
     return path
+
+
+def test_a_layout_vllm_refuses_exits_1_in_its_words(tmp_path: Path) -> None:
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / "edge" / "qwen2-window-mixed-shape.json"
+    code, out, _ = run_cli(["check", str(_deployment_for(tmp_path, config)), "--format", "json"])
+    assert code == 1
+    finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS133")
+    assert "Sliding window for some but all layers is not supported" in finding["message"]
+    assert "vllm==0.33.0" in finding["message"]

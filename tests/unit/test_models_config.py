@@ -75,6 +75,8 @@ def test_explicit_layer_types_win() -> None:
 
 
 def test_qwen_max_window_layers() -> None:
+    """Qwen2Config's layer_types (sliding from max_window_layers on); vLLM's
+    Qwen2Model refuses a mix (checked against vLLM in tests/golden)."""
     config = _base(
         architectures=["Qwen2ForCausalLM"],
         model_type="qwen2",
@@ -82,12 +84,14 @@ def test_qwen_max_window_layers() -> None:
         sliding_window=256,
         max_window_layers=2,
     )
-    assert [layer.sliding_window for layer in parse_config(config, file="x").layers] == [
-        None,
-        None,
-        256,
-        256,
-    ]
+    model = parse_config(config, file="x")
+    assert [layer.sliding_window for layer in model.layers] == [None, None, 256, 256]
+    assert "Sliding window for some but all layers is not supported" in model.refusals[0]
+    config["max_window_layers"] = 4
+    assert parse_config(config, file="x").refusals == ()
+    assert {layer.sliding_window for layer in parse_config(config, file="x").layers} == {None}
+    config["use_sliding_window"] = False
+    assert {layer.sliding_window for layer in parse_config(config, file="x").layers} == {None}
 
 
 def test_alibi_detection() -> None:
