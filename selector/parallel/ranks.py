@@ -176,12 +176,17 @@ class RankWork:
         local = self.rank * len(self.own_q_heads)
         return context[:, local:local + len(self.own_q_heads)]
 
-    def finish(self, context_out: Tensor, context_lse: Tensor, base: LseBase) -> Tensor:
+    def finish(self, context_out: Tensor, context_lse: Tensor, base: LseBase, *,
+               own_heads_only: bool = False) -> Tensor:
         """DCP: merge this rank's heads of the combined context part with its new-token
-        part (natural log, merge_attn_states) where the backend makes that second pass."""
+        part (natural log, merge_attn_states) where the backend makes that second pass.
+        ``context_*`` cover the group's gathered heads, or this rank's own heads only
+        (after a reduce-scatter) with ``own_heads_only``."""
         torch = self.torch
-        out = self.own_rows(context_out).float()
-        lse = to_natural(self.own_rows(context_lse), base)
+        if not own_heads_only:
+            context_out, context_lse = self.own_rows(context_out), self.own_rows(context_lse)
+        out = context_out.float()
+        lse = to_natural(context_lse, base)
         needs = self.needs_query_part()
         if not any(needs):
             return out

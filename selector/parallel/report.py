@@ -70,6 +70,19 @@ class ShardReport:
             } for p in self.plans],
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ShardReport:
+        report = cls(device=data["device"], processes=data["processes"])
+        for item in data["plans"]:
+            plan = ShardPlanReport(item["name"], item["backend"], item["split"],
+                                   item["implementation"], item["batch"],
+                                   item["merge_lse_base"], collective_us=item["collective_us"],
+                                   notes=list(item["notes"]))
+            plan.ranks = [RankResult(**rank) for rank in item["ranks"]]
+            plan.checks = [ShardCheck(**check) for check in item["checks"]]
+            report.plans.append(plan)
+        return report
+
     def render_lines(self) -> list[str]:
         mode = "one process per rank" if self.processes > 1 else "ranks in turn on one device"
         lines = [f"shard check on {self.device} ({mode})"]

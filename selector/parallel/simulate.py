@@ -27,7 +27,7 @@ from selector.parallel.report import RankResult, ShardCheck, ShardPlanReport, Sh
 from selector.parallel.workload import ShardWorkload, shard_workload
 from selector.smoke.reference import compare, tolerance_for
 
-__all__ = ["PlanSetup", "import_torch", "run_shard_check", "setup_plan", "time_call"]
+__all__ = ["PlanSetup", "heads_label", "import_torch", "run_shard_check", "setup_plan", "time_call"]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
@@ -66,7 +66,7 @@ def time_call(torch: Torch, device: Any, call: Callable[[], object], repeats: in
     return times[len(times) // 2]
 
 
-def _heads(values: Sequence[int]) -> str:
+def heads_label(values: Sequence[int]) -> str:
     return f"{values[0]}-{values[-1]}" if len(values) > 1 else str(values[0])
 
 
@@ -115,7 +115,7 @@ class PlanSetup:
         return self.reference[:, index]
 
     def rank_result(self, work: RankWork, kernel_us: float) -> RankResult:
-        return RankResult(work.rank, _heads(work.own_q_heads), _heads(work.kv_heads),
+        return RankResult(work.rank, heads_label(work.own_q_heads), heads_label(work.kv_heads),
                           work.kv_tokens, kernel_us)
 
     def compare(self, output: Tensor, name: str) -> ShardCheck:
