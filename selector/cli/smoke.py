@@ -31,6 +31,23 @@ class ReportFormat(str, Enum):
     json = "json"
 
 
+class ShardMode(str, Enum):
+    auto = "auto"
+    only = "only"
+    off = "off"
+
+
+class KernelSource(str, Enum):
+    native = "native"
+    torch = "torch"
+
+
+class LseBaseChoice(str, Enum):
+    e = "e"
+    two = "2"
+    swapped = "swapped"
+
+
 @contextmanager
 def _progress(console: Console) -> Iterator[Progress]:
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -129,8 +146,10 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
                        attention_backend=deployment.attention_backend,
                        cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
         if not result.valid:
+            reason = f": {result.error.message}" if result.error is not None else ""
             raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+                f"{config}: vLLM would reject this deployment{reason}; "
+                f"`attn-select check {config}` says more")
         plans = plans_from_result(result, name=config.stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap)
@@ -153,6 +172,25 @@ def smoke_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int, typer.Option("--seed", help="Batch and data seed.")] = 0,
+    shards: Annotated[ShardMode, typer.Option(
+        "--shards", case_sensitive=False,
+        help="Shard check of a tensor- or decode-context-parallel deployment: every rank's "
+             "share (its heads; under DCP its interleaved KV tokens), merged as vLLM merges "
+             "them, against the whole-cache reference. auto: with DCP the shard check "
+             "alone, with TP only after the smoke check; only; off.")] = ShardMode.auto,
+    gpus: Annotated[int | None, typer.Option(
+        "--gpus", min=1, help="Run the shard check with one process per rank on this many "
+                              "GPUs (torch.distributed, NCCL); default: every rank in turn "
+                              "on one GPU.")] = None,
+    kernels: Annotated[KernelSource, typer.Option(
+        "--kernels", case_sensitive=False,
+        help="Shard check kernels: native (the backend's) or torch (a plain-torch stand-in "
+             "that runs on the CPU, over gloo with --gpus).")] = KernelSource.native,
+    merge_lse_base: Annotated[LseBaseChoice | None, typer.Option(
+        "--merge-lse-base", case_sensitive=False,
+        help="Merge the DCP partial outputs as if the kernels returned this LSE base "
+             "(swapped: the other one of each backend's) instead of the backend's: a "
+             "deliberate mix-up, the check must fail.")] = None,
 ) -> None:
     """Check a deployment, then run its FlashAttention / FlashInfer kernels on this GPU on a
     paged KV cache built exactly as negotiated, and prove them against a reference.
@@ -160,17 +198,45 @@ def smoke_command(
     Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
     kernel or check fails, 4 when this machine cannot run it.
     """
+    from selector.parallel.from_deployment import shard_plans
+    from selector.parallel.plan import ShardOptions
     from selector.smoke.plan import SmokeOptions
 
     try:
         plans = _deployment_plans(config)
+        shard_list = shard_plans(config, plans) if shards is not ShardMode.off else []
+        if shards is ShardMode.only and not shard_list:
+            raise InputError("the deployment does not split attention over ranks "
+                             "(tensor_parallel_size and decode_context_parallel_size are 1)",
+                             file=str(config), field="parallel",
+                             hint="drop --shards only, or set parallel.tensor_parallel_size")
+        if gpus is not None and not shard_list:
+            raise InputError("--gpus runs the shard check, and this deployment has none",
+                             file=str(config), field="parallel",
+                             hint="set parallel.tensor_parallel_size or "
+                                  "decode_context_parallel_size")
     except AttnSelectError as error:
         message = error.render() if isinstance(error, InputError) else str(error)
         Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                    highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
-    options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
-    run_plans(plans, options, output_format=output_format)
+    uses_dcp = any(plan.uses_dcp for plan in shard_list)
+    standard = shards is ShardMode.off or (
+        shards is ShardMode.auto and not uses_dcp and kernels is KernelSource.native
+        and gpus is None)
+    if standard:
+        options = SmokeOptions(seed=seed, measure=measure,
+                               **({"repeats": repeats} if repeats else {}))
+        run_plans(plans, options, output_format=output_format)
+    if shard_list:
+        from selector.cli.shards import run_shards
+
+        shard_options = ShardOptions(
+            seed=seed, kernels=kernels.value,
+            merge_lse_base=merge_lse_base.value if merge_lse_base else None,
+            **({"repeats": repeats} if repeats else {}))
+        run_shards(shard_list, shard_options, gpus=gpus,
+                   as_json=output_format is ReportFormat.json)
 
 
 def register(app: typer.Typer) -> None:

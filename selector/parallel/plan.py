@@ -113,9 +113,9 @@ class ShardOptions(BaseModel):
     seed: int = 0
     kernels: Literal["native", "torch"] = "native"
     """``native``: the backend's real kernels; ``torch``: the plain-torch stand-in."""
-    merge_lse_base: Literal["e", "2"] | None = None
-    """Merge as if the kernels returned this base (a deliberate mix-up, to prove the check
-    catches one); None: the backend data's base."""
+    merge_lse_base: Literal["e", "2", "swapped"] | None = None
+    """Merge as if the kernels returned this base (``swapped``: the other one of each
+    plan's), a deliberate mix-up to prove the check catches one; None: the data's base."""
     repeats: Annotated[int, Field(ge=1, le=1000)] = 5
     device: str | None = None
     """torch device (default: ``cuda`` with native kernels, ``cpu`` with the stand-in)."""

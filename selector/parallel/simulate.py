@@ -27,7 +27,7 @@ from selector.parallel.report import RankResult, ShardCheck, ShardPlanReport, Sh
 from selector.parallel.workload import ShardWorkload, shard_workload
 from selector.smoke.reference import compare, tolerance_for
 
-__all__ = ["PlanSetup", "heads_label", "import_torch", "run_shard_check", "setup_plan", "time_call"]
+__all__ = ["PlanSetup", "heads_label", "import_torch", "merge_base", "run_shard_check", "setup_plan", "time_call"]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
@@ -47,6 +47,16 @@ def import_torch(options: ShardOptions) -> tuple[Torch, Any]:
             f"{torch.__version__} sees none (the torch stand-in runs on the CPU: "
             "--kernels torch)")
     return torch, torch.device(name)
+
+
+def merge_base(plan: ShardPlan, options: ShardOptions) -> LseBase:
+    """The base the merge reads the LSEs in: the backend data's unless a mix-up is asked."""
+    chosen = options.merge_lse_base
+    if chosen is None:
+        return plan.lse_base
+    if chosen == "swapped":
+        return "2" if plan.lse_base == "e" else "e"
+    return chosen
 
 
 def time_call(torch: Torch, device: Any, call: Callable[[], object], repeats: int) -> float:
@@ -82,7 +92,7 @@ class PlanSetup:
         self.kernel: LseAttention = load_lse_attention(
             torch, plan.backend, device, kernels=options.kernels, lse_base=plan.lse_base,
             kv_layout=plan.kv_layout, dtype=plan.dtype)
-        self.merge_base: LseBase = options.merge_lse_base or plan.lse_base
+        self.merge_base: LseBase = merge_base(plan, options)
         self.workload: ShardWorkload = shard_workload(
             plan.kernel_block_size, plan.decode_context_parallel_size,
             plan.cp_kv_cache_interleave_size, options.seed)
@@ -182,7 +192,7 @@ def run_shard_check(plans: Sequence[ShardPlan], options: ShardOptions | None = N
             raise
         except Exception as error:
             failed = ShardPlanReport(plan.name, plan.backend, plan.describe(), "-", "-",
-                                     options.merge_lse_base or plan.lse_base)
+                                     merge_base(plan, options))
             failed.checks.append(ShardCheck("kernel call", False,
                                             f"{type(error).__name__}: {error}"[:400]))
             report.plans.append(failed)
