@@ -33,6 +33,7 @@ class ReportFormat(str, Enum):
 
 class ShardMode(str, Enum):
     auto = "auto"
+    with_smoke = "with"
     only = "only"
     off = "off"
 
@@ -68,7 +69,7 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
               output_format: ReportFormat = ReportFormat.text) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
-    from selector.smoke.report import SmokeChecksFailed
+    from selector.smoke.report import SmokeChecksFailed, SmokeSubstituted
     from selector.smoke.runner import run_smoke
 
     out = Console(soft_wrap=output_format is ReportFormat.json)
@@ -82,6 +83,10 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
         _print_report(failure.report, output_format, out)
         err.print(f"error: {failure}", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.SMOKE_FAILED)) from None
+    except SmokeSubstituted as substituted:
+        _print_report(substituted.report, output_format, out)
+        err.print(f"error: {substituted}", markup=False, highlight=False)
+        raise typer.Exit(int(ExitCode.SUBSTITUTED)) from None
     except AttnSelectError as error:
         err.print(f"error: {error}", markup=False, highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
@@ -126,7 +131,7 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
     from selector.catalog import load_catalog
     from selector.config import deployment_facts, load_deployment
-    from selector.smoke.from_result import SMOKE_BACKENDS, plans_from_model, plans_from_result
+    from selector.smoke.from_result import plans_from_model, plans_from_result
     from selector.solver import solve
 
     catalog = load_catalog()
@@ -156,8 +161,8 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
-            f"the plan selects {', '.join(selected)}; the smoke check has kernel runners for "
-            f"{' and '.join(SMOKE_BACKENDS)} only", file=str(config),
+            f"the plan selects {', '.join(selected)}, and no attention group has a backend "
+            "to smoke-test", file=str(config),
             hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
     return plans
 
@@ -176,8 +181,9 @@ def smoke_command(
         "--shards", case_sensitive=False,
         help="Shard check of a tensor- or decode-context-parallel deployment: every rank's "
              "share (its heads; under DCP its interleaved KV tokens), merged as vLLM merges "
-             "them, against the whole-cache reference. auto: with DCP the shard check "
-             "alone, with TP only after the smoke check; only; off.")] = ShardMode.auto,
+             "them, against the whole-cache reference. auto: the shard check alone for "
+             "DCP, the smoke check alone for TP; with: the smoke check, then the shard "
+             "check; only; off.")] = ShardMode.auto,
     gpus: Annotated[int | None, typer.Option(
         "--gpus", min=1, help="Run the shard check with one process per rank on this many "
                               "GPUs (torch.distributed, NCCL); default: every rank in turn "
@@ -191,12 +197,17 @@ def smoke_command(
         help="Merge the DCP partial outputs as if the kernels returned this LSE base "
              "(swapped: the other one of each backend's) instead of the backend's: a "
              "deliberate mix-up, the check must fail.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every kernel call the run would make (backend, providers, "
+        "entry points, arguments) without a GPU or torch.")] = False,
 ) -> None:
-    """Check a deployment, then run its FlashAttention / FlashInfer kernels on this GPU on a
-    paged KV cache built exactly as negotiated, and prove them against a reference.
+    """Check a deployment, then run its attention kernels on this GPU, called exactly as
+    vLLM calls them (the engine's kernel call contract), on a paged KV cache built exactly
+    as negotiated, and prove them against a reference.
 
     Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
-    kernel or check fails, 4 when this machine cannot run it.
+    kernel or check fails, 4 when this machine cannot run it, 5 when every check passed
+    but on another kernel than the plan negotiated (SUBSTITUTED).
     """
     from selector.parallel.from_deployment import shard_plans
     from selector.parallel.plan import ShardOptions
@@ -204,8 +215,16 @@ def smoke_command(
 
     try:
         plans = _deployment_plans(config)
-        shard_list = shard_plans(config, plans) if shards is not ShardMode.off else []
-        if shards is ShardMode.only and not shard_list:
+        options = SmokeOptions(seed=seed, measure=measure,
+                               **({"repeats": repeats} if repeats else {}))
+        if dry_run:
+            _print_dry_run(plans, options, output_format)
+            return
+        shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
+            else ([], [])
+        if shards is ShardMode.auto:
+            shard_list = [plan for plan in shard_list if plan.uses_dcp]
+        if shards in (ShardMode.only, ShardMode.with_smoke) and not shard_list:
             raise InputError("the deployment does not split attention over ranks "
                              "(tensor_parallel_size and decode_context_parallel_size are 1)",
                              file=str(config), field="parallel",
@@ -220,13 +239,13 @@ def smoke_command(
         Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                    highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
-    uses_dcp = any(plan.uses_dcp for plan in shard_list)
-    standard = shards is ShardMode.off or (
-        shards is ShardMode.auto and not uses_dcp and kernels is KernelSource.native
-        and gpus is None)
+    standard = shards in (ShardMode.off, ShardMode.with_smoke) or (
+        shards is ShardMode.auto and not shard_list)
+    for name in skipped:
+        Console(stderr=True, soft_wrap=True).print(
+            f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "
+            "shard-checked yet)", markup=False, highlight=False)
     if standard:
-        options = SmokeOptions(seed=seed, measure=measure,
-                               **({"repeats": repeats} if repeats else {}))
         run_plans(plans, options, output_format=output_format)
     if shard_list:
         from selector.cli.shards import run_shards
@@ -237,6 +256,31 @@ def smoke_command(
             **({"repeats": repeats} if repeats else {}))
         run_shards(shard_list, shard_options, gpus=gpus,
                    as_json=output_format is ReportFormat.json)
+
+
+def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
+                   output_format: ReportFormat) -> None:
+    from selector.smoke.dry_run import dry_run
+
+    data = dry_run(plans, options)
+    out = Console(soft_wrap=True)
+    if output_format is ReportFormat.json:
+        out.out(json.dumps(data, indent=2), highlight=False)
+        return
+    for entry in data["plans"]:
+        plan = entry["plan"]
+        out.print(f"{plan['name']}: {plan['backend']} ({entry['engine']})", markup=False,
+                  highlight=False)
+        order = ", ".join(p["id"] + ("" if p["runs_negotiated_kernel"] else " (substitute)")
+                          for p in entry["providers"])
+        out.print(f"  providers, in order: {order}", markup=False, highlight=False)
+        for call in entry["calls"] + entry.get("graph_calls", []):
+            out.print(f"  {call['call']}: {call['entry_point']}  ({call['source']})",
+                      markup=False, highlight=False)
+            for stage in ("construct", "plan", "run", "arguments"):
+                if stage in call:
+                    args = ", ".join(f"{k}={v}" for k, v in call[stage].items())
+                    out.print(f"    {stage}: {args}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

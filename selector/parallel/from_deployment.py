@@ -11,7 +11,7 @@ from selector.errors import CannotRunHereError, InputError
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["shard_plans"]
+__all__ = ["SHARD_BACKENDS", "shard_plans"]
 
 
 def _model_totals(loaded: object, plan: SmokePlan) -> tuple[int, int]:
@@ -25,9 +25,19 @@ def _model_totals(loaded: object, plan: SmokePlan) -> tuple[int, int]:
     raise InputError(f"no attention layer of head size {plan.head_size} in the model")
 
 
-def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> list[ShardPlan]:
+SHARD_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
+
+
+def _checkable(plan: SmokePlan) -> bool:
+    return plan.backend in SHARD_BACKENDS and not plan.is_mla and not plan.fp8_kv \
+        and not plan.has_sinks and plan.softmax_scale is None
+
+
+def shard_plans(config: Path, plans: Sequence[SmokePlan]
+                ) -> tuple[list[ShardPlan], list[str]]:
     """One shard plan per smoke plan when the deployment splits attention over ranks
-    (tensor_parallel_size or decode_context_parallel_size > 1); else none."""
+    (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
+    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
     from selector.catalog import load_catalog
     from selector.config import load_deployment
 
@@ -36,10 +46,17 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> list[ShardPlan]:
     parallel = deployment.parallel
     tp, dcp = parallel.tensor_parallel_size, parallel.decode_context_parallel_size
     if tp == 1 and dcp == 1:
-        return []
+        return [], []
     engine = load_catalog().engine(deployment.engine)
     out = []
+    skipped = [plan.name for plan in plans if not _checkable(plan)]
+    if skipped and dcp > 1:
+        raise CannotRunHereError(
+            f"plan '{skipped[0]}': DCP shard checks run FLASH_ATTN and FLASHINFER with a "
+            "model-dtype KV cache and no sinks; this plan is not shard-checked yet")
     for plan in plans:
+        if not _checkable(plan):
+            continue
         runtime = engine.backend(plan.backend).runtime
         if dcp > 1 and (runtime.lse_base is None or runtime.dcp_decode_kv is None):
             raise CannotRunHereError(
@@ -67,4 +84,4 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> list[ShardPlan]:
                 f"vLLM would refuse this split at start-up: {message}", file=str(config),
                 field="parallel", line=loaded.line_of(("parallel",)),
                 hint="change tensor_parallel_size / decode_context_parallel_size") from None
-    return out
+    return out, skipped

@@ -160,13 +160,31 @@ def _int32(torch: Torch, values: list[int], device: Any) -> Tensor:
 
 def _fa3_compiled_op(torch: Torch) -> Any:
     """``torch.ops._vllm_fa3_C.fwd`` from ``$VLLM_KERNELS_DIR`` (see shared/gpu)."""
-    root = os.environ.get("VLLM_KERNELS_DIR")
-    if not root:
-        raise ImportError("VLLM_KERNELS_DIR is not set")
-    for path in sorted(Path(root).rglob("_vllm_fa3_C*.so")):
-        torch.ops.load_library(str(path))
-        return torch.ops._vllm_fa3_C.fwd
-    raise ImportError(f"no _vllm_fa3_C*.so under {root}")
+    namespace = torch.ops._vllm_fa3_C
+    if not hasattr(namespace, "fwd"):
+        root = os.environ.get("VLLM_KERNELS_DIR")
+        if not root:
+            raise ImportError("VLLM_KERNELS_DIR is not set")
+        found = sorted(Path(root).rglob("_vllm_fa3_C*.so"))
+        if not found:
+            raise ImportError(f"no _vllm_fa3_C*.so under {root}")
+        torch.ops.load_library(str(found[0]))
+    return namespace.fwd.default
+
+
+def _bind_by_schema(torch: Torch, op: Any, values: dict[str, Any]) -> list[Any]:
+    """Positional arguments for ``op`` from ``values`` by the op schema's names; optional
+    arguments not given are None (the vLLM 0.25.1 build's schema is recorded in
+    tests/fixtures/kernel_contract/vllm-0.25.1-_vllm_fa3_C-schemas.txt)."""
+    bound = []
+    for argument in op._schema.arguments:
+        if argument.name in values:
+            bound.append(values[argument.name])
+        elif isinstance(argument.type, torch._C.OptionalType):
+            bound.append(None)
+        else:
+            raise TypeError(f"no value for the op argument {argument.name!r} ({op._schema})")
+    return bound
 
 
 class FlashAttentionLse:
@@ -210,14 +228,17 @@ class FlashAttentionLse:
                 softcap=softcap or 0.0, block_table=block_table, return_softmax_lse=True,
                 fa_version=3)
         else:
-            # positional order of vLLM's own call (vllm_flash_attn/flash_attn_interface.py
-            # 0.33.0:388-424), cut to the loaded op's schema (older builds lack cp_*)
-            values = [q, k, v, None, None, None, None, cu_seqlens_q, cu_seqlens_k, None,
-                      None, seqused_k, max_q, max_k, block_table, None, None, None, None,
-                      None, None, None, None, scale, causal, window[0], window[1],
-                      softcap or 0.0, True, None, 0, None, 0, None, 1, 0, None]
-            count = len(self._op.default._schema.arguments)
-            out, lse, *_ = self._op(*values[:count])
+            # the names vLLM's own wrapper fills (vllm_flash_attn/flash_attn_interface.py,
+            # 0.33.0:388-424): paged KV through page_table + seqused_k, or ragged KV
+            # through cu_seqlens_k; no split override (num_splits 0), no rotary, no cp
+            values = {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q,
+                      "cu_seqlens_k": cu_seqlens_k, "seqused_k": seqused_k,
+                      "max_seqlen_q": max_q, "max_seqlen_k": max_k, "page_table": block_table,
+                      "softmax_scale": scale, "is_causal": causal,
+                      "window_size_left": window[0], "window_size_right": window[1],
+                      "softcap": softcap or 0.0, "is_rotary_interleaved": True,
+                      "num_splits": 0, "sm_margin": 0, "cp_world_size": 1, "cp_rank": 0}
+            out, lse, *_ = self._op(*_bind_by_schema(self.torch, self._op, values))
         return out, lse.transpose(0, 1).float()
 
     def paged(self, queries: Tensor, cache: PagedKvCache, call: PagedCall
