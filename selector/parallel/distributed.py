@@ -77,7 +77,7 @@ def run_distributed(plans: Sequence[ShardPlan], options: ShardOptions, *, proces
         children = []
         for rank in range(processes):
             log = open(root / f"rank{rank}.log", "w", encoding="utf-8")  # noqa: SIM115
-            children.append((subprocess.Popen(  # noqa: S603 (our own interpreter and module)
+            children.append((subprocess.Popen(
                 [sys.executable, "-m", "selector.parallel.worker", "--spec", str(spec),
                  "--rank", str(rank), "--world", str(processes), "--port", str(port),
                  "--out", str(out)],

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from selector.config import LoadedDeployment
 from selector.errors import CannotRunHereError, InputError
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
@@ -14,11 +15,11 @@ from selector.smoke.plan import SmokePlan
 __all__ = ["SHARD_BACKENDS", "shard_plans"]
 
 
-def _model_totals(loaded: object, plan: SmokePlan) -> tuple[int, int]:
+def _model_totals(loaded: LoadedDeployment, plan: SmokePlan) -> tuple[int, int]:
     from selector.catalog import load_catalog
     from selector.modelcheck import check_model_deployment
 
-    checked = check_model_deployment(loaded, load_catalog())  # type: ignore[arg-type]
+    checked = check_model_deployment(loaded, load_catalog())
     for layer in checked.model.layers:
         if layer.total_q_heads and layer.head_size == plan.head_size:
             return layer.total_q_heads, layer.total_kv_heads or layer.total_q_heads

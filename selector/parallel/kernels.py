@@ -31,6 +31,7 @@ import importlib
 import math
 import os
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
@@ -67,15 +68,14 @@ class PagedCall:
 
     @property
     def max_q(self) -> int:
-        return max(b - a for a, b in zip(self.cu_seqlens_q, self.cu_seqlens_q[1:],
-                                         strict=False))
+        return max(b - a for a, b in pairwise(self.cu_seqlens_q))
 
     @property
     def max_k(self) -> int:
         return max(self.kv_lens) if self.kv_lens else 0
 
     def padded_table(self) -> list[list[int]]:
-        width = max(1, max(len(row) for row in self.block_table))
+        width = max([1, *(len(row) for row in self.block_table)])
         return [row + [0] * (width - len(row)) for row in self.block_table]
 
 
@@ -145,7 +145,7 @@ class TorchAttention:
                *, softcap: float | None) -> tuple[Tensor, Tensor]:
         torch = self.torch
         outs, lses = [], []
-        for start, stop in zip(cu_seqlens, cu_seqlens[1:], strict=False):
+        for start, stop in pairwise(cu_seqlens):
             out, lse = _attend(torch, queries[start:stop], keys[start:stop],
                                values[start:stop], causal=True, window_left=None,
                                softcap=softcap)
@@ -257,7 +257,7 @@ class FlashAttentionLse:
     def ragged(self, queries: Tensor, keys: Tensor, values: Tensor, cu_seqlens: list[int],
                *, softcap: float | None) -> tuple[Tensor, Tensor]:
         cu = _int32(self.torch, cu_seqlens, self.device)
-        longest = max(b - a for a, b in zip(cu_seqlens, cu_seqlens[1:], strict=False))
+        longest = max(b - a for a, b in pairwise(cu_seqlens))
         return self._call(queries.contiguous(), keys.contiguous(), values.contiguous(),
                           cu_seqlens_q=cu, max_q=longest, max_k=longest, seqused_k=None,
                           cu_seqlens_k=cu, block_table=None, causal=True, window_left=None,
@@ -308,7 +308,7 @@ class FlashInferLse:
         q_heads, head_size = int(queries.shape[1]), int(queries.shape[2])
         kv_heads = int(cache.key.shape[2])
         starts = call.cu_seqlens_q
-        lengths = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        lengths = [b - a for a, b in pairwise(starts)]
         decodes = [i for i, n in enumerate(lengths) if n == 1]
         prefills = [i for i, n in enumerate(lengths) if n > 1]
         if decodes != list(range(len(decodes))):

@@ -27,8 +27,14 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["LseBase", "combine_lse", "correct_partial", "merge_two", "merge_partials",
-           "to_natural"]
+__all__ = [
+    "LseBase",
+    "combine_lse",
+    "correct_partial",
+    "merge_partials",
+    "merge_two",
+    "to_natural",
+]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any

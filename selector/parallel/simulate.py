@@ -27,7 +27,8 @@ from selector.parallel.report import RankResult, ShardCheck, ShardPlanReport, Sh
 from selector.parallel.workload import ShardWorkload, shard_workload
 from selector.smoke.reference import compare, tolerance_for
 
-__all__ = ["PlanSetup", "heads_label", "import_torch", "merge_base", "run_shard_check", "setup_plan", "time_call"]
+__all__ = ["PlanSetup", "heads_label", "import_torch", "merge_base", "run_shard_check",
+           "time_call"]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
