@@ -280,9 +280,23 @@ class FlashInferLse:
         self.dtype = torch_dtype(torch, dtype)
         self.label = f"FlashInfer {getattr(self.flashinfer, '__version__', '?')} " \
                      "(decode with tensor cores)"
+        self._wrappers: dict[str, Any] = {}
 
-    def _workspace(self) -> Tensor:
-        return self.torch.zeros(_WORKSPACE_BYTES, dtype=self.torch.uint8, device=self.device)
+    def _wrapper(self, kind: str) -> Any:
+        """One wrapper (and workspace) per kind, created once and planned per call."""
+        if kind not in self._wrappers:
+            fi = self.flashinfer
+            workspace = self.torch.zeros(_WORKSPACE_BYTES, dtype=self.torch.uint8,
+                                         device=self.device)
+            if kind == "decode":
+                wrapper = fi.BatchDecodeWithPagedKVCacheWrapper(workspace, self.layout,
+                                                                use_tensor_cores=True)
+            elif kind == "prefill":
+                wrapper = fi.BatchPrefillWithPagedKVCacheWrapper(workspace, self.layout)
+            else:  # new tokens as (tokens, heads, dim) rows: NHD
+                wrapper = fi.BatchPrefillWithRaggedKVCacheWrapper(workspace, "NHD")
+            self._wrappers[kind] = wrapper
+        return self._wrappers[kind]
 
     def _shared(self, head_size: int, call_softcap: float | None,
                 window_left: int | None) -> dict[str, Any]:
@@ -299,12 +313,13 @@ class FlashInferLse:
             indices.extend(pages)
             indptr.append(indptr[-1] + len(pages))
             last.append(length - (len(pages) - 1) * call.block_size if pages else 0)
-        return (_int32(torch, indptr, self.device), _int32(torch, indices, self.device),
-                _int32(torch, last, self.device))
+        # plan() reads these on the host (as vLLM passes them: flashinfer.py:1543-1549)
+        return (_int32(torch, indptr, "cpu"), _int32(torch, indices, "cpu"),
+                _int32(torch, last, "cpu"))
 
     def paged(self, queries: Tensor, cache: PagedKvCache, call: PagedCall
               ) -> tuple[Tensor, Tensor]:
-        torch, fi = self.torch, self.flashinfer
+        torch = self.torch
         q_heads, head_size = int(queries.shape[1]), int(queries.shape[2])
         kv_heads = int(cache.key.shape[2])
         starts = call.cu_seqlens_q
@@ -318,18 +333,17 @@ class FlashInferLse:
         shared = self._shared(head_size, call.softcap, call.window_left)
         split = len(decodes)
         if decodes:
-            wrapper = fi.BatchDecodeWithPagedKVCacheWrapper(self._workspace(), self.layout,
-                                                            use_tensor_cores=True)
+            wrapper = self._wrapper("decode")
             indptr, indices, last = self._csr(call, decodes)
             wrapper.plan(indptr, indices, last, q_heads, kv_heads, head_size, call.block_size,
                          **shared)
             o, s = wrapper.run(queries[:split].contiguous(), cache.storage, return_lse=True)
             out[:split], lse[:split] = o, s
         if prefills:
-            wrapper = fi.BatchPrefillWithPagedKVCacheWrapper(self._workspace(), self.layout)
+            wrapper = self._wrapper("prefill")
             indptr, indices, last = self._csr(call, prefills)
             qo = [starts[i] - starts[split] for i in prefills] + [starts[-1] - starts[split]]
-            wrapper.plan(_int32(torch, qo, self.device), indptr, indices, last, q_heads,
+            wrapper.plan(_int32(torch, qo, "cpu"), indptr, indices, last, q_heads,
                          kv_heads, head_size, call.block_size, causal=call.causal, **shared)
             o, s = wrapper.run(queries[starts[split]:].contiguous(), cache.storage,
                                return_lse=True)
@@ -338,9 +352,8 @@ class FlashInferLse:
 
     def ragged(self, queries: Tensor, keys: Tensor, values: Tensor, cu_seqlens: list[int],
                *, softcap: float | None) -> tuple[Tensor, Tensor]:
-        wrapper = self.flashinfer.BatchPrefillWithRaggedKVCacheWrapper(self._workspace(),
-                                                                       self.layout)
-        indptr = _int32(self.torch, cu_seqlens, self.device)
+        wrapper = self._wrapper("ragged")
+        indptr = _int32(self.torch, cu_seqlens, "cpu")
         wrapper.plan(indptr, indptr, int(queries.shape[1]), int(keys.shape[1]),
                      int(queries.shape[2]), causal=True,
                      **self._shared(int(queries.shape[2]), softcap, None))

@@ -24,7 +24,7 @@ class RankResult:
     kv_tokens: int
     """KV tokens this rank's cache holds for the batch (all requests)."""
     kernel_us: float
-    """Wall time of this rank's attention calls (median of the repeats)."""
+    """Wall time of this rank's attention calls, host-side planning included (median)."""
 
 
 @dataclass

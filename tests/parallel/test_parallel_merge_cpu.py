@@ -135,3 +135,47 @@ def test_cli_gpus_must_match_the_group(tmp_path: Path) -> None:
     result = CliRunner().invoke(make_app(), ["smoke", config, "--kernels", "torch", "--gpus", "4"])
     assert result.exit_code == 2
     assert "--gpus 2" in result.output
+
+
+@pytest.fixture
+def fake_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real-kernel adapters over doubles of FlashInfer and vLLM's FA3 entry points."""
+    import sys
+    import types
+
+    import fake_kernels
+
+    module = types.ModuleType("vllm.vllm_flash_attn")
+    module.flash_attn_varlen_func = fake_kernels.fake_varlen  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm.vllm_flash_attn", module)
+    monkeypatch.setitem(sys.modules, "flashinfer", fake_kernels.FakeFlashInfer)
+
+
+@pytest.mark.usefixtures("fake_libraries")
+def test_native_adapters_with_the_libraries_conventions() -> None:
+    plans = [_plan("FLASH_ATTN", decode_context_parallel_size=2),
+             _plan("FLASHINFER", decode_context_parallel_size=4, kv_layout="HND"),
+             _plan("FLASHINFER", num_heads=64, num_kv_heads=8, tensor_parallel_size=2)]
+    options = ShardOptions(kernels="native", device="cpu", repeats=1)
+    report = run_shard_check(plans, options)
+    assert [p.passed for p in report.plans] == [True] * 3, report.render_lines()
+    assert "vllm.vllm_flash_attn" in report.plans[0].implementation
+    swapped = run_shard_check(plans[:2], options.model_copy(update={"merge_lse_base":
+                                                                    "swapped"}))
+    assert [p.passed for p in swapped.plans] == [False, False]
+
+
+@pytest.mark.usefixtures("fake_libraries")
+def test_fa3_op_bound_by_its_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import fake_kernels
+
+    from selector.parallel import kernels
+
+    monkeypatch.setitem(sys.modules, "vllm.vllm_flash_attn", None)
+    monkeypatch.setattr(kernels, "_fa3_compiled_op", lambda torch: fake_kernels.FakeFa3Op())
+    report = run_shard_check([_plan("FLASH_ATTN", decode_context_parallel_size=2)],
+                             ShardOptions(kernels="native", device="cpu", repeats=1))
+    assert report.plans[0].passed, report.render_lines()
+    assert "_vllm_fa3_C" in report.plans[0].implementation
