@@ -15,7 +15,7 @@ OUT=${OUT:-/tmp/h200-out}
 CARRY=${CARRY:-.gpucarry}
 SITE=$HOME/gpu-site
 KERNELS=$HOME/vllm-kernels
-mkdir -p "$OUT" "$SITE" "$KERNELS"
+mkdir -p "$OUT/smokes" "$SITE" "$KERNELS"
 T0=$(date +%s)
 log() { echo; echo "== $* (t=$(( $(date +%s) - T0 )) s)"; }
 left() { local r=$(( ${BUDGET:-560} - ($(date +%s) - T0) )); [ "$r" -lt 1 ] && r=1; [ "$r" -lt "$1" ] && echo "$r" || echo "$1"; }
@@ -38,19 +38,15 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,nohe
 
 smoke() {  # smoke NAME: text report (verdict time per stage) + JSON report
   log "smoke $1"
-  timeout "$(left 240)" python3 -m selector smoke "tests/fixtures/smoke/$1.yaml" 2>&1 | tee "$OUT/smoke-$1.txt"
+  timeout "$(left 240)" python3 -m selector smoke "tests/fixtures/smoke/$1.yaml" 2>&1 | tee "$OUT/smokes/smoke-$1.txt"
   echo "exit ${PIPESTATUS[0]}"
 }
 if [ "$MODE" = smoke ] || [ "$MODE" = all ]; then
-  for name in llama-h200 deepseek-v3-tp8-h200-flashmla deepseek-v3-tp8-h200 gpt-oss-20b-h200 gqa16-tp2-h200 llama-fp8kv-h200 ${EXTRA_SMOKES:-}; do
+  for name in ${SMOKES:-llama-h200 deepseek-v3-tp8-h200-flashmla deepseek-v3-tp8-h200 gpt-oss-20b-h200 gemma-2-9b-h200 gqa16-tp2-h200 llama-fp8kv-h200 gemma-3-27b-h200}; do
     smoke "$name"
   done
   log "warm-cache verdict time (second run)"
-  timeout "$(left 60)" python3 -m selector smoke tests/fixtures/smoke/llama-h200.yaml --no-measure 2>&1 | tail -14
-fi
-if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
-  log "pytest -m gpu --gpu-required"
-  timeout "$(left 300)" python3 -m pytest tests/smoke tests/bench -m gpu -q -p no:cacheprovider --gpu-required 2>&1 | tail -25
+  timeout "$(left 60)" python3 -m selector smoke tests/fixtures/smoke/llama-h200.yaml --no-measure 2>&1 | tail -24
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
   log "bench (Llama GQA 32/8, head 128, bf16) + raw loops"
@@ -59,8 +55,13 @@ if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
     --workload examples/workloads/llama-chat.yaml --output "$OUT/bench" --policy fastest 2>&1 | tail -40
   timeout "$(left 90)" python3 benchmarks/bench_rawloop.py "$OUT/bench/bench.json" 2>&1 | tee "$OUT/rawloop.txt"
 fi
+if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
+  log "pytest -m gpu --gpu-required"
+  timeout "$(left 300)" python3 -m pytest tests/smoke tests/bench -m gpu -q -p no:cacheprovider --gpu-required 2>&1 | tail -25
+fi
+tar -C "$OUT" -cf "$OUT/smokes.tar" smokes && rm -rf "$OUT/smokes"  # at most 8 files come back
 log "save FlashInfer's JIT cache"
-if [ -d "$HOME/.cache/flashinfer" ]; then
+if [ -d "$HOME/.cache/flashinfer" ] && [ -z "${NO_CACHE_SAVE:-}" ]; then
   tar -C "$HOME" -cf - .cache/flashinfer | xz -T16 -3 | split -b 15m - "$OUT/flashinfer-cache.tar.xz."
   ls -la "$OUT"/flashinfer-cache.tar.xz.*
 fi

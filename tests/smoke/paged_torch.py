@@ -159,12 +159,21 @@ class _Wrapper:
 
 class DecodeWrapper(_Wrapper):
     def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD", *,
-                 use_tensor_cores: bool = False, **kwargs: Any) -> None:
+                 use_tensor_cores: bool = False, use_cuda_graph: bool = False,
+                 paged_kv_indptr_buffer: Any = None, paged_kv_indices_buffer: Any = None,
+                 paged_kv_last_page_len_buffer: Any = None, **kwargs: Any) -> None:
         assert use_tensor_cores, "vLLM builds its decode wrapper with tensor cores"
+        assert not use_cuda_graph or paged_kv_indptr_buffer is not None
+        self._buffers = (paged_kv_indptr_buffer, paged_kv_indices_buffer,
+                         paged_kv_last_page_len_buffer)
         super().__init__(float_workspace_buffer, kv_layout, **kwargs)
 
     def plan(self, *, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int, **kwargs: Any) -> None:
+        if self._buffers[0] is not None:  # graph mode: plan() fills the fixed buffers
+            for buffer, values in zip(self._buffers, (indptr, indices, last_page_len),
+                                      strict=True):
+                buffer[:len(values)] = values
         self._store(list(range(len(last_page_len) + 1)), indptr, indices, last_page_len,
                     page_size, kwargs)
 

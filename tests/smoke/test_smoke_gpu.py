@@ -74,6 +74,18 @@ def test_gpt_oss_sinks_and_window_with_contexts_past_the_window() -> None:
     assert report.status == "PASS"
 
 
+def test_gemma2_window_4096_and_soft_cap_50() -> None:
+    report = run(deployment("gemma-2-9b-h200"))
+    assert any(g.plan.sliding_window == 4096 for g in report.groups)
+    assert report.status == "PASS"
+
+
+def test_fp8_flashinfer_decode_on_gqa16() -> None:
+    plan = deployment("gqa16-tp2-h200")[0].model_copy(update={
+        "kv_cache_dtype": "fp8", "k_scale": 0.5, "v_scale": 2.0, "name": "gqa16-fp8"})
+    assert run([plan]).status == "PASS"
+
+
 @pytest.mark.parametrize(("q_heads", "kv_heads", "head"), [
     (8, 8, 128), (16, 8, 128), (16, 4, 64), (32, 4, 256), (64, 8, 128), (32, 2, 128)])
 def test_fa3_gqa_groups_and_head_sizes(q_heads: int, kv_heads: int, head: int) -> None:
