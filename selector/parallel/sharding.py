@@ -13,7 +13,7 @@ Pure Python (no torch); every rule cites the vLLM source it restates.
 * **DCP groups** are consecutive tensor-parallel ranks (``vllm/distributed/
   parallel_state.py:2248-2257``: ``all_ranks.transpose(-1, -2).reshape(-1, dcp)``,
   PCP 1); the query heads of a group are all-gathered before attention
-  (``flash_attn.py:1518`` ``get_dcp_group().all_gather(query, dim=1)``;
+  (``flash_attn.py:1516`` ``get_dcp_group().all_gather(query, dim=1)``;
   ``flashinfer.py:2608``), so each rank attends with ``dcp * heads_per_rank`` heads.
 * **Tensor parallelism (TP).** Rank ``r`` holds query heads ``[r*H/T, (r+1)*H/T)``; with
   ``T > KV`` each KV head is replicated on ``T / KV`` consecutive ranks and rank ``r``
