@@ -15,8 +15,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from selector.errors import CannotRunHereError, InputError
 from selector.parallel.plan import ShardOptions, ShardPlan
@@ -51,8 +53,35 @@ def _gpu_count() -> int:
     return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
 
 
+def _wait(children: list[tuple[subprocess.Popen[bytes], Any]], root: Path,
+          timeout_s: float) -> list[str]:
+    """Wait for every rank; when one fails (or time runs out) stop the others, which
+    would otherwise wait in a collective for it."""
+    deadline = time.monotonic() + timeout_s
+    codes: dict[int, int] = {}
+    while len(codes) < len(children):
+        for rank, (child, _) in enumerate(children):
+            if rank not in codes and child.poll() is not None:
+                codes[rank] = child.returncode
+        failed = any(code != 0 for code in codes.values())
+        if failed or time.monotonic() > deadline:
+            for rank, (child, _) in enumerate(children):
+                if rank not in codes:
+                    child.kill()
+                    codes[rank] = child.wait()
+            break
+        time.sleep(0.2)
+    failures = []
+    for rank, (_, log) in enumerate(children):
+        log.close()
+        if codes[rank] != 0:
+            tail = (root / f"rank{rank}.log").read_text(encoding="utf-8")[-600:]
+            failures.append(f"rank {rank} exited {codes[rank]}: {tail.strip()}")
+    return failures
+
+
 def run_distributed(plans: Sequence[ShardPlan], options: ShardOptions, *, processes: int,
-                    progress: Progress | None = None, timeout_s: float = 900.0
+                    progress: Progress | None = None, timeout_s: float = 540.0
                     ) -> ShardReport:
     """Run every plan with one process per rank; the report comes from rank 0."""
     _check_world(plans, processes)
@@ -83,17 +112,7 @@ def run_distributed(plans: Sequence[ShardPlan], options: ShardOptions, *, proces
                  "--out", str(out)],
                 env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)), stdout=log,
                 stderr=subprocess.STDOUT), log))
-        failures = []
-        for rank, (child, log) in enumerate(children):
-            try:
-                code = child.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                code = -9
-            log.close()
-            if code != 0:
-                tail = (root / f"rank{rank}.log").read_text(encoding="utf-8")[-600:]
-                failures.append(f"rank {rank} exited {code}: {tail.strip()}")
+        failures = _wait(children, root, timeout_s)
         if failures or not out.exists():
             report = ShardReport(device="-", processes=processes)
             failed = ShardPlanReport("process group", "-", f"{processes} processes", "-", "-",
