@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from selector.config import LoadedDeployment
-from selector.errors import CannotRunHereError, InputError
+from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
 
@@ -81,8 +81,6 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]
                 dcp_decode_kv=runtime.dcp_decode_kv or "context"))
         except ValidationError as error:
             message = error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
-            raise InputError(
-                f"vLLM would refuse this split at start-up: {message}", file=str(config),
-                field="parallel", line=loaded.line_of(("parallel",)),
-                hint="change tensor_parallel_size / decode_context_parallel_size") from None
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would refuse this split at start-up: {message}") from None
     return out, skipped

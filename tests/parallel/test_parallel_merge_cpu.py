@@ -179,3 +179,33 @@ def test_fa3_op_bound_by_its_schema(monkeypatch: pytest.MonkeyPatch) -> None:
                              ShardOptions(kernels="native", device="cpu", repeats=1))
     assert report.plans[0].passed, report.render_lines()
     assert "_vllm_fa3_C" in report.plans[0].implementation
+
+
+def test_cli_model_preset_tp_shards(tmp_path: Path) -> None:
+    config = tmp_path / "llama70b.yaml"
+    config.write_text("device: H200\nmodel: llama-3.1-70b\nparallel: {tensor_parallel_size: 8}\n")
+    result = CliRunner().invoke(make_app(), ["smoke", str(config), "--shards", "only",
+                                             "--kernels", "torch", "--repeats", "1"])
+    assert result.exit_code == 0, result.output
+    assert "TP 8 (8 q / 1 KV heads per rank of 64/8 heads)" in result.output
+
+
+def test_cli_split_vllm_refuses_quotes_vllm(tmp_path: Path) -> None:
+    config = tmp_path / "split.yaml"
+    config.write_text("device: H200\ndtype: bfloat16\n"
+                      "layer: {head_size: 128, num_heads: 32, num_kv_heads: 8}\n"
+                      "parallel: {tensor_parallel_size: 4, decode_context_parallel_size: 2}\n")
+    result = CliRunner().invoke(make_app(), ["smoke", str(config), "--kernels", "torch"])
+    assert result.exit_code == 1
+    assert "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` (4)" \
+        in result.output
+
+
+def test_cli_backend_without_dcp_gets_vllms_reason(tmp_path: Path) -> None:
+    config = tmp_path / "triton.yaml"
+    config.write_text("device: H200\ndtype: bfloat16\nattention_backend: TRITON_ATTN\n"
+                      "layer: {head_size: 128, num_heads: 32, num_kv_heads: 2}\n"
+                      "parallel: {tensor_parallel_size: 8, decode_context_parallel_size: 2}\n")
+    result = CliRunner().invoke(make_app(), ["smoke", str(config), "--kernels", "torch"])
+    assert result.exit_code == 1
+    assert "Reason: ['DCP not supported']" in result.output
