@@ -20,6 +20,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from selector.errors import AttnSelectError, ExitCode, InputError, InvalidDeploymentError
 
 if TYPE_CHECKING:
+    from selector.parallel.plan import ShardPlan
     from selector.smoke.plan import SmokeOptions, SmokePlan
     from selector.smoke.report import SmokeReport
 
@@ -217,13 +218,15 @@ def smoke_command(
         plans = _deployment_plans(config)
         options = SmokeOptions(seed=seed, measure=measure,
                                **({"repeats": repeats} if repeats else {}))
-        if dry_run:
-            _print_dry_run(plans, options, output_format)
-            return
         shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
             else ([], [])
         if shards is ShardMode.auto:
             shard_list = [plan for plan in shard_list if plan.uses_dcp]
+        if dry_run:
+            _print_dry_run(plans, options, output_format, shard_list=shard_list,
+                           standard=shards is not ShardMode.only and (
+                               shards is not ShardMode.auto or not shard_list))
+            return
         if shards in (ShardMode.only, ShardMode.with_smoke) and not shard_list:
             raise InputError("the deployment does not split attention over ranks "
                              "(tensor_parallel_size and decode_context_parallel_size are 1)",
@@ -259,13 +262,32 @@ def smoke_command(
 
 
 def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
-                   output_format: ReportFormat) -> None:
+                   output_format: ReportFormat, *, shard_list: Sequence[ShardPlan] = (),
+                   standard: bool = True) -> None:
+    from selector.parallel.dry_run import shard_dry_run
     from selector.smoke.dry_run import dry_run
 
-    data = dry_run(plans, options)
+    data = dry_run(plans, options) if standard else {}
+    if shard_list:
+        data.update(shard_dry_run(shard_list, options.seed))
     out = Console(soft_wrap=True)
     if output_format is ReportFormat.json:
         out.out(json.dumps(data, indent=2), highlight=False)
+        return
+    for shard in data.get("shards", []):
+        out.print(f"{shard['plan']['name']}: shard check, {shard['split']}", markup=False,
+                  highlight=False)
+        for rank in shard["ranks"]:
+            lengths = rank.get("kv_lens_read", rank.get("kv_lens"))
+            out.print(f"  rank {rank['rank']}: q heads {rank['own_q_heads']}, KV heads "
+                      f"{rank['kv_heads']}, KV lengths read {lengths}", markup=False,
+                      highlight=False)
+        for name, call in shard["calls"].items():
+            out.print(f"  {name}: {call}", markup=False, highlight=False)
+        if "merge" in shard:
+            out.print(f"  merge: {shard['merge']['combine']}; {shard['merge']['second_pass']}",
+                      markup=False, highlight=False)
+    if not standard:
         return
     for entry in data["plans"]:
         plan = entry["plan"]

@@ -39,6 +39,7 @@ from selector.errors import CannotRunHereError
 from selector.smoke.tensors import PagedKvCache, torch_dtype
 
 __all__ = [
+    "ADAPTERS",
     "FlashAttentionLse",
     "FlashInferLse",
     "LseAttention",
@@ -191,6 +192,13 @@ class FlashAttentionLse:
     """FlashAttention 3 with ``return_softmax_lse`` (natural-log LSE)."""
 
     lse_base = "e"
+    CALLS = {
+        "paged": "flash_attn_varlen_func(q, key_cache, value_cache, cu_seqlens_q, "
+                 "seqused_k=<kv_lens>, block_table, causal=<causal>, softcap, "
+                 "return_softmax_lse=True, fa_version=3) -> (out, lse[heads, tokens])",
+        "ragged": "flash_attn_varlen_func(q, k_new, v_new, cu_seqlens_q, cu_seqlens_k="
+                  "cu_seqlens_q, causal=True, return_softmax_lse=True, fa_version=3)",
+    }
 
     def __init__(self, torch: Torch, device: Any) -> None:
         self.torch, self.device = torch, device
@@ -268,6 +276,15 @@ class FlashInferLse:
     """FlashInfer wrappers as vLLM 0.33.0 builds them, each run with ``return_lse``."""
 
     lse_base = "2"
+    CALLS = {
+        "paged": "decodes: BatchDecodeWithPagedKVCacheWrapper(workspace, layout, "
+                 "use_tensor_cores=True).plan(indptr, indices, last_page_len, ...) .run(q, "
+                 "kv_cache, return_lse=True); longer rows: BatchPrefillWithPagedKVCacheWrapper"
+                 "(workspace, layout).plan(qo_indptr, ..., causal=<causal>) .run(q, kv_cache, "
+                 "return_lse=True) -> (out, lse[tokens, heads], base 2)",
+        "ragged": "BatchPrefillWithRaggedKVCacheWrapper(workspace, 'NHD').plan(qo_indptr, "
+                  "kv_indptr, ..., causal=True) .run(q, k_new, v_new, return_lse=True)",
+    }
 
     def __init__(self, torch: Torch, device: Any, *, kv_layout: str, dtype: str) -> None:
         try:
@@ -368,6 +385,11 @@ def load_lse_attention(torch: Torch, backend: str, device: Any, *, kernels: str,
     or the torch stand-in returning the LSE in ``lse_base`` (``kernels='torch'``)."""
     if kernels == "torch":
         return TorchAttention(torch, lse_base)
-    if backend == "FLASH_ATTN":
+    if ADAPTERS[backend] is FlashAttentionLse:
         return FlashAttentionLse(torch, device)
     return FlashInferLse(torch, device, kv_layout=kv_layout, dtype=dtype)
+
+
+ADAPTERS: dict[str, type[FlashAttentionLse] | type[FlashInferLse]] = {
+    "FLASH_ATTN": FlashAttentionLse, "FLASHINFER": FlashInferLse}
+"""The real-kernel adapter per backend."""

@@ -108,3 +108,28 @@ def test_workload_hits_the_split_edges() -> None:
     decodes = [r.query_len == 1 for r in workload.requests]
     assert decodes == sorted(decodes, reverse=True)  # decodes first
     assert 0 not in {b for r in workload.requests for b in r.block_ids}
+
+
+def test_dry_run_without_torch() -> None:
+    """``smoke --dry-run`` of a DCP deployment: the ranks' reads and calls, no torch."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = Path(__file__).parents[2] / "examples" / "parallel" / "gqa-32q-2kv-h200-tp8-dcp2.yaml"
+    code = ("import json, sys; from selector.cli import main; sys.argv = ['attn-select', "
+            f"'smoke', {str(config)!r}, '--dry-run', '--format', 'json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules, 'dry run imported torch'\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    data = json.loads(result.stdout)
+    assert "plans" not in data  # DCP: the standard smoke does not run
+    shards = {s["plan"]["backend"]: s for s in data["shards"]}
+    assert shards["FLASHINFER"]["merge"]["lse_base"] == "2"
+    assert shards["FLASH_ATTN"]["merge"]["lse_base"] == "e"
+    workload = shard_workload(16, dcp_size=2)
+    for rank in shards["FLASH_ATTN"]["ranks"]:
+        assert rank["kv_lens_read"] == [
+            dcp_local_seq_len(r.context_len, 2, rank["rank"]) for r in workload.requests]
