@@ -10,7 +10,8 @@
 # It runs, each step under its own time limit:
 #   1. DCP 2 and DCP 4 (GQA 32/2 heads at TP 8) for FLASH_ATTN (vLLM's FA3) and
 #      FLASHINFER, every rank in turn on the one GPU, merged by LSE;
-#   2. TP 2 / 4 / 8 head shards of Llama-3.1-70B-like attention (64/8 heads);
+#   2. TP 2 / 4 / 8 head shards of Llama-3.1-70B-like attention (64/8 heads), and TP 16
+#      (each KV head replicated on 2 ranks);
 #   3. the injected LSE-base mix-up (must exit 3);
 #   4. DCP 2 over NCCL, one process per GPU, when the machine has 2+ GPUs (else "not run");
 #   5. pytest tests/parallel (CPU tests and the gpu-marked ones).
@@ -49,7 +50,7 @@ shard() {  # shard LABEL EXPECTED_EXIT FILE [ARGS...]: the text report and its e
 for d in 2 4; do
   shard "dcp$d" 0 "examples/parallel/gqa-32q-2kv-h200-tp8-dcp$d.yaml"
 done
-for t in 2 4 8; do
+for t in 2 4 8 16; do
   shard "tp$t" 0 "examples/parallel/llama-3.1-70b-attn-h200-tp$t.yaml" --shards only
 done
 shard "dcp2-lse-mixup" 3 "examples/parallel/gqa-32q-2kv-h200-tp8-dcp2.yaml" --merge-lse-base swapped

@@ -27,7 +27,8 @@ def _plans(name: str) -> list[ShardPlan]:
 
 
 @pytest.mark.parametrize("name", ["gqa-32q-2kv-h200-tp8-dcp2", "gqa-32q-2kv-h200-tp8-dcp4",
-                                  "llama-3.1-70b-attn-h200-tp8"])
+                                  "llama-3.1-70b-attn-h200-tp8",
+                                  "llama-3.1-70b-attn-h200-tp16"])
 def test_real_kernels_merge_to_the_reference(name: str) -> None:
     from selector.parallel.simulate import run_shard_check
 
