@@ -378,9 +378,12 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, d
         cudagraph_mode=d.cudagraph_mode,
         connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
         max_model_len=d.max_model_len,
-        gpu_memory_utilization=d.gpu_memory_utilization,
+        gpu_memory_utilization=d.gpu_memory_utilization or 0.9,
         device_memory_bytes=int(memory_gib * 1024**3) if memory_gib else None,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3),
+        **({"max_num_batched_tokens": d.max_num_batched_tokens}
+           if d.max_num_batched_tokens else {}),
+        **({"max_num_seqs": d.max_num_seqs} if d.max_num_seqs else {}),
     )
     facts = _deployment_level_facts(d, cc)
     if d.dtype is None:  # pragma: no cover - dtype has a default
