@@ -72,7 +72,8 @@ class SmokePlan(BaseModel):
     v_scale: Annotated[float, Field(gt=0)] = 1.0
     has_sinks: bool = Field(default=False, description="the layer has attention sinks (gpt-oss)")
     kv_lora_rank: _Positive | None = Field(default=None, description="MLA latent size")
-    qk_rope_head_dim: _Positive | None = Field(default=None, description="MLA rope part")
+    qk_rope_head_dim: Annotated[int, Field(ge=0, strict=True)] | None = Field(
+        default=None, description="MLA rope part (0 for a rope-free, NoPE model)")
     softmax_scale: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="softmax scale (default head_size ** -0.5)")
     sliding_window: Annotated[int, Field(ge=1, strict=True)] | None = Field(

@@ -107,3 +107,15 @@ def test_gemma2_soft_cap_and_window_runs_past_the_window() -> None:
     assert max(r["context_len"] for r in windowed["batch"]["requests"]) > 4096
     attention = next(c for c in windowed["calls"] if c["call"] == "attention")
     assert attention["arguments"]["softcap"] == 50.0
+
+
+def test_a_rope_free_mla_model_gets_a_plan_with_no_rope_part() -> None:
+    # a NoPE MLA layer (qk_rope_head_dim 0) is valid in vLLM 0.33.0 (FLASH_ATTN_MLA on an
+    # H100); its smoke plan once failed validation and exited 70
+    config = ROOT / "tests" / "fixtures" / "diff" / "h100-mla-nope-512.yaml"
+    result = CliRunner().invoke(make_app(), ["smoke", str(config), "--dry-run", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)["plans"][0]["plan"]
+    assert (plan["backend"], plan["head_size"], plan["qk_rope_head_dim"]) == \
+        ("FLASH_ATTN_MLA", 512, 0)
+    assert plan["softmax_scale"] == 256 ** -0.5  # (qk_nope_head_dim + qk_rope_head_dim) ** -0.5
