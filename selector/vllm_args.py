@@ -661,6 +661,14 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
     return data, file, name, how
 
 
+def _is_shipped_preset(file: str) -> bool:
+    """Whether ``file`` is one of the shipped presets (a deployment names those by name;
+    any other config.json, whatever its file name, by its path)."""
+    from selector.models import preset_dir
+
+    return Path(file).resolve().parent == preset_dir().resolve()
+
+
 # ---------------------------------------------------------------- settings
 
 
@@ -1093,7 +1101,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     if any(layer.attention_chunk_size for layer in facts.layers):
         notes.append(ServeNote("info", "AS104", "model",
                                "chunked local-attention layers are checked as full attention"))
-    model_ref = name if not file.endswith("config.json") else file
+    model_ref = name if _is_shipped_preset(file) else file
     deployment = _deployment(facts, model_ref, settings, engine, device)
     rank = {"error": 0, "warning": 1, "info": 2}
     ordered = sorted(notes, key=lambda n: (rank[n.level], notes.index(n)))

@@ -110,6 +110,20 @@ def test_serve_fleet_and_model_override() -> None:
     assert "| H200 | ✅ valid |" in out and "| L40S | ❌ invalid |" in out
 
 
+def test_serve_model_override_reads_a_config_json_of_any_file_name(tmp_path: Path) -> None:
+    # a local config file that is not named config.json was once looked up as a preset of
+    # its stem ("unknown model preset 'gpt-oss'", exit 2)
+    config = tmp_path / "gpt-oss.json"
+    config.write_text((FIXTURES / "hf_configs" / "openai--gpt-oss-20b.json").read_text("utf-8"),
+                      encoding="utf-8")
+    for argv in (["--model", str(config), "--", "vllm", "serve", "openai/gpt-oss-20b"],
+                 ["--", "vllm", "serve", str(config)]):
+        code, out, err = run_cli(["check", "--device", "H100", "--format", "json", *argv])
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["command"]["model_source"] == "gpt-oss" and doc["model"]["num_layers"] == 24
+
+
 # ---------------------------------------------------------------- the formats
 
 
