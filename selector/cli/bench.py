@@ -128,17 +128,16 @@ def _record_results(record: Any) -> list[tuple[str, Any]]:
             for s in model.selections if s.result is not None]
 
 
-def measured_policy(path: Path, records: list[Any], output_format: Any,
-                    text: str | None) -> str | None:
-    """``check --measurements FILE``: the measured-fastest valid backend per checked deployment.
+def measured_policy(path: Path, measurements: Measurements, records: list[Any],
+                    output_format: Any, text: str | None) -> str | None:
+    """``check --measurements FILE``: the measured-fastest valid backend per checked deployment
+(``measurements``: FILE, read before any report is printed).
 
     JSON output gains a ``measured_policy`` object per document; text output gets a panel
     after the report; the other formats are left as they are (a note goes to stderr).
     """
-    from selector.bench.measurements import load_measurements
     from selector.bench.policy import apply_measurements
 
-    measurements = load_measurements(path)
     decisions: list[tuple[str, PolicyDecision]] = [
         (label, apply_measurements(result, measurements))
         for record in records for label, result in _record_results(record)]

@@ -135,6 +135,11 @@ def check(
         validate_ignored,
     )
     catalog = load_catalog()
+    measured = None
+    if measurements is not None:  # a bad file fails before any report is printed
+        from selector.bench.measurements import load_measurements
+
+        measured = load_measurements(measurements)
     devices = resolve_devices(device or [], catalog)
     options = CheckOptions(engine=engine, devices=devices, strict=strict,
                            ignore=validate_ignored(ignore or [], catalog))
@@ -152,10 +157,10 @@ def check(
         _stderr(error)
     text = _render(records, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1, to_text=output is not None)
-    if measurements is not None:
+    if measurements is not None and measured is not None:
         from selector.cli.bench import measured_policy
 
-        text = measured_policy(measurements, records, output_format, text)
+        text = measured_policy(measurements, measured, records, output_format, text)
     if text is not None:
         if output is not None:
             output.write_text(text, encoding="utf-8")

@@ -162,3 +162,4 @@ def test_check_measurements_bad_file_exits_2(tmp_path: Path) -> None:
                             text=True, check=False)
     assert result.returncode == 2, result.stderr
     assert f"{bad}: field 'schema'" in result.stderr
+    assert result.stdout == ""  # refused before any report is printed
