@@ -51,7 +51,7 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
               output_format: ReportFormat = ReportFormat.text) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
-    from selector.smoke.report import SmokeChecksFailed
+    from selector.smoke.report import SmokeChecksFailed, SmokeSubstituted
     from selector.smoke.runner import run_smoke
 
     out = Console(soft_wrap=output_format is ReportFormat.json)
@@ -65,6 +65,10 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
         _print_report(failure.report, output_format, out)
         err.print(f"error: {failure}", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.SMOKE_FAILED)) from None
+    except SmokeSubstituted as substituted:
+        _print_report(substituted.report, output_format, out)
+        err.print(f"error: {substituted}", markup=False, highlight=False)
+        raise typer.Exit(int(ExitCode.SUBSTITUTED)) from None
     except AttnSelectError as error:
         err.print(f"error: {error}", markup=False, highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
@@ -109,7 +113,7 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
     from selector.catalog import load_catalog
     from selector.config import deployment_facts, load_deployment
-    from selector.smoke.from_result import SMOKE_BACKENDS, plans_from_model, plans_from_result
+    from selector.smoke.from_result import plans_from_model, plans_from_result
     from selector.solver import solve
 
     catalog = load_catalog()
@@ -137,8 +141,8 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
-            f"the plan selects {', '.join(selected)}; the smoke check has kernel runners for "
-            f"{' and '.join(SMOKE_BACKENDS)} only", file=str(config),
+            f"the plan selects {', '.join(selected)}, and no attention group has a backend "
+            "to smoke-test", file=str(config),
             hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
     return plans
 
@@ -153,24 +157,58 @@ def smoke_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int, typer.Option("--seed", help="Batch and data seed.")] = 0,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every kernel call the run would make (backend, providers, "
+        "entry points, arguments) without a GPU or torch.")] = False,
 ) -> None:
-    """Check a deployment, then run its FlashAttention / FlashInfer kernels on this GPU on a
-    paged KV cache built exactly as negotiated, and prove them against a reference.
+    """Check a deployment, then run its attention kernels on this GPU, called exactly as
+    vLLM calls them (the engine's kernel call contract), on a paged KV cache built exactly
+    as negotiated, and prove them against a reference.
 
     Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
-    kernel or check fails, 4 when this machine cannot run it.
+    kernel or check fails, 4 when this machine cannot run it, 5 when every check passed
+    but on another kernel than the plan negotiated (SUBSTITUTED).
     """
     from selector.smoke.plan import SmokeOptions
 
     try:
         plans = _deployment_plans(config)
+        options = SmokeOptions(seed=seed, measure=measure,
+                               **({"repeats": repeats} if repeats else {}))
+        if dry_run:
+            _print_dry_run(plans, options, output_format)
+            return
     except AttnSelectError as error:
         message = error.render() if isinstance(error, InputError) else str(error)
         Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                    highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
-    options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
     run_plans(plans, options, output_format=output_format)
+
+
+def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
+                   output_format: ReportFormat) -> None:
+    from selector.smoke.dry_run import dry_run
+
+    data = dry_run(plans, options)
+    out = Console(soft_wrap=True)
+    if output_format is ReportFormat.json:
+        out.out(json.dumps(data, indent=2), highlight=False)
+        return
+    for entry in data["plans"]:
+        plan = entry["plan"]
+        out.print(f"{plan['name']}: {plan['backend']} ({entry['engine']})", markup=False,
+                  highlight=False)
+        order = ", ".join(p["id"] + ("" if p["runs_negotiated_kernel"] else " (substitute)")
+                          for p in entry["providers"])
+        out.print(f"  providers, in order: {order}", markup=False, highlight=False)
+        for call in entry["calls"] + entry.get("graph_calls", []):
+            out.print(f"  {call['call']}: {call['entry_point']}  ({call['source']})",
+                      markup=False, highlight=False)
+            for stage in ("construct", "plan", "run", "arguments"):
+                if stage in call:
+                    args = ", ".join(f"{k}={v}" for k, v in call[stage].items())
+                    out.print(f"    {stage}: {args}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
