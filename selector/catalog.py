@@ -202,6 +202,19 @@ class Catalog:
             )
         return matches[-1]
 
+    def engine_file(self, requested: str | None, filename: str) -> Path | None:
+        """``filename`` from the engine's folder, or else from the nearest older profile
+        it extends that has one (files such as ``startup.yaml`` and
+        ``kernel-calls.yaml`` are inherited whole); None when no profile of the chain
+        has it."""
+        name: str | None = self._resolve(requested)
+        while name is not None:
+            path = self.engine_dirs[name] / filename
+            if path.is_file():
+                return path
+            name = self.engine(name).profile.extends
+        return None
+
     def device(self, name: str) -> Device:
         """A device by name, alias or ``nvidia-smi`` name (case and punctuation do not
         matter); otherwise the device whose name's words all appear as whole words in
