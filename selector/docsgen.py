@@ -496,11 +496,14 @@ def _backend_section(name: str, spec: BackendSpec, catalog: Catalog, codes_page:
         lines.append(f"- Query lengths: {runtime.query_len_support}")
     if runtime.lse_base:
         lines.append(f"- LSE base: {runtime.lse_base}")
+    if runtime.dcp_decode_kv:
+        lines.append(f"- DCP decode reads from the sharded cache: {runtime.dcp_decode_kv}")
     for note in runtime.notes:
         lines.append(f"- {_cell(note)}")
     extra = {k: v for k, v in runtime.model_dump(mode="json", exclude_defaults=True).items()
              if k not in ("cudagraph_support", "reorder_batch_threshold", "update_block_table",
-                          "kv_layouts", "query_len_support", "lse_base", "notes",
+                          "kv_layouts", "query_len_support", "lse_base", "dcp_decode_kv",
+                          "notes",
                           "report_facts")}
     if extra:
         lines += ["", "```yaml", yaml.safe_dump(extra, sort_keys=True).rstrip(), "```"]
