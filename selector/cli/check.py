@@ -98,7 +98,7 @@ def check(
     output_format: Annotated[CheckFormat, typer.Option(
         "--format", "-f", help="Output format.")] = CheckFormat.text,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest).",
+        "--engine", help="Engine profile, exact (vllm==X.Y.Z) or a range ('vllm>=0.30') (default: newest).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,

@@ -164,8 +164,11 @@ def _load(path: Path) -> StartupProfile:
 def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfile:
     """The start-up data of ``engine`` (default: the catalog's default engine)."""
     name = catalog.engine(engine).engine
-    directory = catalog.engine_dirs[name]
-    profile = _load(directory / "startup.yaml")
+    path = catalog.engine_file(name, "startup.yaml")
+    if path is None:
+        raise CatalogError(f"{name}: no startup.yaml in its profile folder or a profile it extends")
+    directory = path.parent
+    profile = _load(path)
     for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
                  profile.memory.oom_code,
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
