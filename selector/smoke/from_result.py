@@ -96,7 +96,8 @@ def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | N
 
 def plans_from_model(check: Any) -> list[SmokePlan]:
     """One plan per attention group of a model check (``ModelCheckResult``) that runs a
-    smoke backend, with the group's negotiated kernel block size, layout and graph mode."""
+    smoke backend, with the group's negotiated kernel block size, layout and graph mode
+    (state groups of Mamba / GDN layers have no attention kernel and get none)."""
     plan = check.plan
     if plan is None:
         return []
@@ -108,8 +109,10 @@ def plans_from_model(check: Any) -> list[SmokePlan]:
         for attention in group.attention_groups:
             backend = attention.backend.name
             first = int(attention.layers.split(",")[0].split("-")[0])
-            selection = check.selection_of(first)
             layer = check.model.layer(first)
+            if not layer.is_attention:  # a Mamba / GDN state group: no attention kernel
+                continue
+            selection = check.selection_of(first)
             key = (backend, attention.kernel_block_size, layer.sliding_window, layer.head_size)
             if key in seen:
                 continue

@@ -47,6 +47,18 @@ def test_model_plan_per_attention_group() -> None:
     assert all(p.backend == "FLASH_ATTN" and p.fa_version == 3 and p.head_size == 64 for p in plans)
 
 
+def test_hybrid_models_plan_their_attention_groups_only() -> None:
+    # Jamba's Mamba-1 and Qwen3-Next's GDN state groups have no attention kernel; their
+    # groups once crashed the smoke plans (KeyError, exit 70)
+    facts = {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}
+    for preset, attention_layers in (("jamba-v0.1", "4, 12, 20, 28"),
+                                     ("qwen3-next-80b-a3b", "3, 7, 11, 15")):
+        plans = plans_from_model(check_model(load_model(preset).for_tp(1), facts))
+        assert plans, preset
+        assert all(p.name.split(" layers ")[1].startswith(attention_layers) for p in plans)
+        assert all(p.backend in ("FLASH_ATTN", "FLASHINFER") for p in plans)
+
+
 def test_cli_smoke_without_a_gpu_or_with_an_invalid_deployment(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     code, _, _ = run_cli(["smoke", str(root / "examples" / "gpt-oss-20b-l40s-flashinfer.yaml")])
