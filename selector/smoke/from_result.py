@@ -97,7 +97,8 @@ def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | N
 def plans_from_model(check: Any) -> list[SmokePlan]:
     """One plan per attention group of a model check (``ModelCheckResult``) that runs a
     smoke backend, with the group's negotiated kernel block size, layout and graph mode
-    (state groups of Mamba / GDN layers have no attention kernel and get none)."""
+    (groups of a backend the solver did not select for their layers, the Mamba / GDN
+    state groups and the sparse indexer's cache, have no attention kernel and get none)."""
     plan = check.plan
     if plan is None:
         return []
@@ -110,9 +111,9 @@ def plans_from_model(check: Any) -> list[SmokePlan]:
             backend = attention.backend.name
             first = int(attention.layers.split(",")[0].split("-")[0])
             layer = check.model.layer(first)
-            if not layer.is_attention:  # a Mamba / GDN state group: no attention kernel
-                continue
-            selection = check.selection_of(first)
+            selection = next((s for s in check.selections if first in s.layers), None)
+            if selection is None or selection.result.selected != backend:
+                continue  # a state group (Mamba, GDN) or a side cache (the sparse indexer)
             key = (backend, attention.kernel_block_size, layer.sliding_window, layer.head_size)
             if key in seen:
                 continue

@@ -59,6 +59,16 @@ def test_hybrid_models_plan_their_attention_groups_only() -> None:
         assert all(p.backend in ("FLASH_ATTN", "FLASHINFER") for p in plans)
 
 
+def test_sparse_mla_plans_skip_the_indexer_cache() -> None:
+    # DeepSeek-V3.2's indexer K cache is a KV group of its own (DEEPSEEK_V32_INDEXER), not a
+    # selectable backend; planning it once refused a valid deployment (exit 2)
+    checked = check_model(load_model("deepseek-v3.2").for_tp(8),
+                          {"cc": 100, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None})
+    assert checked.valid
+    plans = plans_from_model(checked)
+    assert [p.backend for p in plans] == [checked.selections[0].result.selected]
+
+
 def test_cli_smoke_without_a_gpu_or_with_an_invalid_deployment(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     code, _, _ = run_cli(["smoke", str(root / "examples" / "gpt-oss-20b-l40s-flashinfer.yaml")])
