@@ -163,7 +163,12 @@ def check(
         text = measured_policy(measurements, measured, records, output_format, text)
     if text is not None:
         if output is not None:
-            output.write_text(text, encoding="utf-8")
+            try:
+                output.write_text(text, encoding="utf-8")
+            except OSError as error:
+                raise InputError(f"cannot write the report: {error.strerror or error}",
+                                 file=str(output), field="--output",
+                                 hint="give a writable file path") from None
         else:
             sys.stdout.write(text)
     raise typer.Exit(int(exit_code(records, len(errors))))

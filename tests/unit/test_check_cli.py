@@ -208,3 +208,10 @@ def test_output_file(tmp_path: Path) -> None:
     code, out, _ = run_cli(["check", VALID, "--format", "sarif", "-o", str(target)])
     assert code == 0 and out == ""
     assert json.loads(target.read_text("utf-8"))["version"] == "2.1.0"
+
+
+def test_an_unwritable_output_file_exits_2_naming_it(tmp_path: Path) -> None:
+    # once an internal error (exit 70)
+    for target in (tmp_path / "missing" / "report.txt", tmp_path):
+        code, _, err = run_cli(["check", VALID, "-o", str(target)])
+        assert code == 2 and f"{target}: field '--output': cannot write the report" in err
