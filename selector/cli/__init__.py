@@ -215,11 +215,21 @@ def sweep(
         if not path.is_file():
             raise InputError("no such file", file=source, hint="give a JSON Lines file or '-' for stdin")
         stream = path.open(encoding="utf-8")
-    out = output.open("w", encoding="utf-8") if output else sys.stdout
+    try:
+        out = output.open("w", encoding="utf-8") if output else sys.stdout
+    except OSError as error:
+        if stream is not sys.stdin:
+            stream.close()
+        raise InputError(f"cannot write the verdicts: {error.strerror or error}",
+                         file=str(output), field="--output",
+                         hint="give a writable file path") from None
     try:
         write = out.write
         for line in sweep_lines(stream, data, names):
             write(line + "\n")
+    except UnicodeDecodeError:
+        raise InputError("the file is not UTF-8 text", file=source,
+                         hint="write the configs as UTF-8 JSON Lines") from None
     finally:
         if output:
             out.close()

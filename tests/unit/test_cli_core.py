@@ -96,6 +96,18 @@ def test_sweep_writes_the_oracle_shape(tmp_path: Path) -> None:
     assert "unknown field(s) ['bogus']" in lines[3]["error"]
 
 
+def test_sweep_bad_files_exit_2_naming_them(tmp_path: Path) -> None:
+    # an unwritable -o and a file that is not UTF-8 were internal errors (exit 70)
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"device_capability": "9.0", "head_size": 128}) + "\n")
+    for target in (tmp_path / "missing" / "out.jsonl", tmp_path):
+        code, _, err = run_cli(["sweep", str(source), "-o", str(target)])
+        assert code == 2 and f"{target}: field '--output': cannot write the verdicts" in err
+    source.write_bytes(b"\xff\xfe{}\n")
+    code, _, err = run_cli(["sweep", str(source)])
+    assert code == 2 and f"{source}: the file is not UTF-8 text" in err
+
+
 def test_usage_errors_exit_2() -> None:
     assert run_cli(["check"])[0] == 2
     assert run_cli(["list", "nothing"])[0] == 2
