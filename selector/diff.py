@@ -463,8 +463,15 @@ def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
 
     from selector.catalog import load_catalog
     from selector.config import deployment_facts
+    from selector.errors import InputError
     from selector.solver import solve
 
+    if loaded.deployment.model is not None:
+        raise InputError(
+            "diff compares single-layer deployments (`layer:`); a `model:` deployment is not "
+            "diffed yet", file=loaded.path, field="model", line=loaded.line_of(("model",)),
+            hint=f"run attn-select check {loaded.path} --engine vllm==A and --engine vllm==B, "
+                 "or diff a file with the layer's facts under `layer:`")
     catalog = catalog or load_catalog()
     data = catalog.engine(engine)
     deployment = loaded.deployment.model_copy(update={"engine": data.engine})

@@ -84,6 +84,15 @@ def test_diff_file_all_as_the_readme_shows() -> None:
     assert "TRITON_ATTN" in out  # unchanged backends are listed too
 
 
+def test_diff_of_a_model_deployment_says_what_to_run_instead() -> None:
+    # once "missing head_size ... or a `model:`" for a file that has a `model:`
+    model = str(ROOT / "tests" / "fixtures" / "models" / "llama-3.1-8b@h100.yaml")
+    code, _, err = run_cli(["diff", model])
+    assert code == 2
+    assert f"{model}:3: field 'model': diff compares single-layer deployments" in err
+    assert "--engine vllm==A" in err
+
+
 def test_explain_defaults_to_the_first_attention_layer(tmp_path: Path) -> None:
     # Qwen3-Next: layers 0-2 are Gated DeltaNet, layer 3 is the first full attention
     path = tmp_path / "qwen3-next.yaml"
