@@ -65,7 +65,9 @@ class SmokePlan(BaseModel):
         default=90, description="compute capability of the plan's GPU, major*10+minor")
     fa_version: Literal[2, 3, 4] | None = Field(
         default=None, description="FlashAttention version the plan negotiated (FLASH_ATTN only)")
-    kernel_block_size: Annotated[int, Field(ge=1, le=4096, strict=True)]
+    kernel_block_size: Annotated[int, Field(ge=1, le=65536, strict=True)] = Field(
+        description="tokens per kernel page; a hybrid model's attention pages can exceed "
+                    "4096 (vLLM aligns them to the Mamba state's page size)")
     kv_layout: Literal["NHD", "HND"] = "NHD"
     cudagraph_mode: CudaGraphMode = "NONE"
     num_q_heads: _Positive

@@ -77,3 +77,18 @@ def test_cli_smoke_without_a_gpu_or_with_an_invalid_deployment(tmp_path: Path) -
     triton.write_text("device: T4\ndtype: float16\nlayer: {head_size: 128, num_heads: 32, num_kv_heads: 8}\n")
     code, _, err = run_cli(["smoke", str(triton)])
     assert code == 4 and "TRITON_ATTN cannot be smoke-tested here" in err
+
+
+def test_a_hybrid_models_large_attention_page_gets_a_plan() -> None:
+    # Nemotron-H: vLLM aligns the attention block to the Mamba state's page (4128 tokens
+    # per page at TP 1); the smoke plan once capped pages at 4096 and exited 70
+    root = Path(__file__).resolve().parents[2]
+    model = load_model(str(root / "tests" / "fixtures" / "hf_configs" /
+                           "nvidia--Nemotron-H-56B-Base-8K.json")).for_tp(1)
+    checked = check_model(model, {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto",
+                                  "block_size": None})
+    plans = plans_from_model(checked)
+    assert plans and all(p.kernel_block_size > 4096 for p in plans)
+    assert {p.kernel_block_size for p in plans} == {
+        g.kernel_block_size or g.manager_block_size for g in checked.plan.groups
+        if g.kind == "full_attention"}
