@@ -29,6 +29,23 @@ CLI_CODES: dict[str, tuple[str, str]] = {
               "The whole-model KV-cache plan fails: vLLM would raise at start-up."),
     "AS005": ("kv-plan-warning",
               "The whole-model KV-cache plan works with a caveat vLLM warns about."),
+    "AS020": ("fleet-check-failed",
+              "Fleet run (--ray): a kernel or check failed on a device type (exit code 3)."),
+    "AS021": ("fleet-device-absent",
+              "Fleet run (--ray): no alive node of a requested device type (exit code 4)."),
+    "AS022": ("fleet-cannot-run",
+              "Fleet run (--ray): a node cannot run it: torch, a GPU, a kernel library or "
+              "attn-select itself is missing there (exit code 4)."),
+    "AS023": ("fleet-timed-out",
+              "Fleet run (--ray): no answer within --timeout; the task was cancelled "
+              "(exit code 4)."),
+    "AS024": ("fleet-worker-died",
+              "Fleet run (--ray): the task's worker process or node died (exit code 4)."),
+    "AS025": ("fleet-cancelled",
+              "Fleet run (--ray): interrupted (Ctrl-C); the task was cancelled."),
+    "AS026": ("fleet-task-error",
+              "Fleet run (--ray): the task ended with an unexpected error, a deployment "
+              "vLLM rejects on that device, bad input, or a status of its own."),
 }
 """Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
 
