@@ -182,11 +182,12 @@ def test_bench_writes_one_file_per_device_and_check_picks_them(tmp_path: Path) -
     workload = tmp_path / "workload.json"
     workload.write_text(json.dumps({
         "decode": {"batch_sizes": [1], "context_lengths": [40]},
-        "settings": {"min_repeats": 2, "max_repeats": 3, "warmup": 1, "builder_repeats": 1}}))
+        "settings": {"min_repeats": 3, "max_repeats": 4, "warmup": 1, "builder_repeats": 2}}))
     result = CliRunner().invoke(app, [
         "bench", CONFIG, "--ray", "auto", "--device", "H100", "--device", "B200",
         "--device", "H20", "--workload", str(workload), "--output", str(tmp_path / "out"),
         "--format", "json"], catch_exceptions=False)
+    assert result.stdout.startswith("{"), result.output
     document = json.loads(result.stdout)
     by_device = rows(document)
     assert by_device["H20"]["status"] == "absent"
@@ -198,6 +199,7 @@ def test_bench_writes_one_file_per_device_and_check_picks_them(tmp_path: Path) -
     checked = CliRunner().invoke(app, [
         "check", CONFIG, "--device", "H100", "--device", "B200", "--device", "H20",
         "--format", "json", "--measurements", str(tmp_path / "out")], catch_exceptions=False)
+    assert checked.stdout.startswith("["), checked.output
     documents = json.loads(checked.stdout)
     policies = {d["device"]: d.get("measured_policy") for d in documents}
     assert policies["H100"]["measurements"].endswith("H100/bench.json")

@@ -1,0 +1,118 @@
+"""The fleet layer without a cluster: exit-code rules, node discovery from ``ray.nodes()``
+entries, device names, row JSON, and that nothing imports Ray unless --ray is given."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from selector.errors import ExitCode, InputError
+from selector.fleet.cluster import nodes_by_type
+from selector.fleet.outcome import DeviceOutcome, fleet_exit_code
+from selector.fleet.run import CLUSTER, resolve_requested
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = "tests/fixtures/fleet/small-gqa.yaml"
+CODES = st.sampled_from([0, 1, 2, 3, 4, 5, 70])
+
+
+@given(st.lists(CODES, min_size=1, max_size=8))
+def test_exit_code_follows_checks_rules(codes: list[int]) -> None:
+    code = fleet_exit_code(codes)
+    assert code in codes
+    if all(c == 0 for c in codes):
+        assert code == 0
+    if 2 in codes:
+        assert code == 2
+    elif 3 in codes and not {1, 70} & set(codes):
+        assert code == 3
+    elif set(codes) <= {0, 4} and 4 in codes:
+        assert code == 4
+    assert fleet_exit_code(list(reversed(codes))) == code
+
+
+def test_rows_take_the_status_of_the_nodes_exit_code() -> None:
+    statuses = {code: DeviceOutcome.answered(device="H100", config="x.yaml",
+                                             exit_code=code).status
+                for code in (0, 1, 2, 3, 4, 70, 5)}
+    assert statuses == {0: "passed", 1: "invalid", 2: "input-error", 3: "failed",
+                        4: "cannot-run", 70: "error", 5: "other"}
+
+
+@given(st.sampled_from(["passed", "failed", "absent", "timed-out", "worker-died"]),
+       st.lists(st.text(max_size=30), max_size=3), st.none() | st.floats(0, 1e4))
+def test_rows_round_trip_through_json(status: str, errors: list[str],
+                                      elapsed: float | None) -> None:
+    row = DeviceOutcome(device="B200", config="d.yaml", status=status,  # type: ignore[arg-type]
+                        exit_code=4, errors=errors, elapsed_s=elapsed, node="n1")
+    again = DeviceOutcome.from_json(row.to_json())
+    assert again.to_json() == row.to_json()
+
+
+def _node(node_id: str, *, alive: bool = True, gpus: float = 8, types: tuple[str, ...] = (),
+          label: str | None = None) -> dict[str, object]:
+    resources: dict[str, float] = {"CPU": 64, "GPU": gpus}
+    resources.update({f"accelerator_type:{t}": 1 for t in types})
+    return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": f"10.0.0.{node_id}",
+            "NodeManagerHostname": f"host{node_id}", "Resources": resources,
+            "Labels": {"ray.io/accelerator-type": label} if label else {}}
+
+
+def test_nodes_are_found_by_resource_and_label() -> None:
+    found = nodes_by_type([
+        _node("1", types=("H100",)), _node("2", types=("H100",), gpus=2),
+        _node("3", label="B200"), _node("4", alive=False, types=("L40S",)),
+        _node("5", gpus=0, types=("A10G",)), _node("6")])
+    assert sorted(found) == ["A10G", "B200", "H100"]
+    assert [n.node_id for n in found["H100"]] == ["1", "2"]  # most GPUs first
+    assert found["B200"][0].label == "host3 (10.0.0.3)"
+    assert found["A10G"][0].gpus == 0
+
+
+def test_requested_devices_resolve_through_the_catalog() -> None:
+    assert resolve_requested([]) == [CLUSTER]
+    assert resolve_requested(["h100-sxm", "H100", "cluster", "B200"]) == ["H100", CLUSTER, "B200"]
+    with pytest.raises(InputError) as caught:
+        resolve_requested(["H1000"])
+    assert caught.value.exit_code == ExitCode.USAGE
+
+
+def test_fleet_only_flags_need_ray() -> None:
+    from selector.cli import app, register_commands
+
+    register_commands()
+    for extra in (["--format", "junit"], ["--device", "H100"], [CONFIG]):
+        result = CliRunner().invoke(app, ["smoke", CONFIG, *extra])
+        assert result.exit_code == 2, result.output
+        assert "only with --ray" in result.output
+
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from typer.testing import CliRunner
+    from selector.cli import app, register_commands
+    register_commands()
+    runner = CliRunner()
+    for args in (["smoke", "--help"], ["bench", "--help"], ["smoke", "{config}"],
+                 ["check", "{config}"]):
+        runner.invoke(app, args)
+    assert "ray" not in sys.modules, "a command without --ray imported Ray"
+    sys.modules["ray"] = None  # Ray not installed
+    result = runner.invoke(app, ["smoke", "{config}", "--ray", "auto"])
+    assert result.exit_code == 4, result.output
+    assert "pip install 'attn-select[ray]'" in result.output, result.output
+    print("ok")
+""").replace("{config}", CONFIG)
+
+
+def test_nothing_imports_ray_unless_asked() -> None:
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
