@@ -13,11 +13,11 @@ workers' PYTHONPATH). Device types misbehave on purpose, by name:
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -180,4 +180,3 @@ def bench_on_cpu(request: dict[str, Any]) -> dict[str, Any]:
     info = environment.device_info.model_copy(update={
         "name": f"CPU stand-in for {request['device']}", "catalog_name": request["device"]})
     return entry.bench_on_this_node(request, environment=replace(environment, device_info=info))
- 
