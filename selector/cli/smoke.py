@@ -62,7 +62,7 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
               output_format: ReportFormat = ReportFormat.text) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
-    from selector.smoke.report import SmokeChecksFailed
+    from selector.smoke.report import SmokeChecksFailed, SmokeSubstituted
     from selector.smoke.runner import run_smoke
 
     out = Console(soft_wrap=output_format is ReportFormat.json)
@@ -76,6 +76,10 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
         _print_report(failure.report, output_format, out)
         err.print(f"error: {failure}", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.SMOKE_FAILED)) from None
+    except SmokeSubstituted as substituted:
+        _print_report(substituted.report, output_format, out)
+        err.print(f"error: {substituted}", markup=False, highlight=False)
+        raise typer.Exit(int(ExitCode.SUBSTITUTED)) from None
     except AttnSelectError as error:
         err.print(f"error: {error}", markup=False, highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
@@ -141,6 +145,9 @@ def smoke_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int, typer.Option("--seed", help="Batch and data seed.")] = 0,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every kernel call the run would make (backend, providers, "
+        "entry points, arguments) without a GPU or torch.")] = False,
     ray: Annotated[str | None, typer.Option(
         "--ray", metavar="auto|local|ADDRESS", help=_RAY_HELP)] = None,
     device: Annotated[list[str] | None, typer.Option(
@@ -156,19 +163,21 @@ def smoke_command(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="With --ray: write the report to this file.")] = None,
 ) -> None:
-    """Check a deployment, then run its FlashAttention / FlashInfer kernels on this GPU on a
-    paged KV cache built exactly as negotiated, and prove them against a reference.
+    """Check a deployment, then run its attention kernels on this GPU, called exactly as
+    vLLM calls them (the engine's kernel call contract), on a paged KV cache built exactly
+    as negotiated, and prove them against a reference.
 
     With --ray, run the same check on one node of every GPU type of a Ray cluster and merge
     the answers into one fleet report.
 
     Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
-    kernel or check fails, 4 when this machine (with --ray: some device) cannot run it.
+    kernel or check fails, 4 when this machine (with --ray: some device) cannot run it, 5
+    when every check passed but on another kernel than the plan negotiated (SUBSTITUTED).
     """
     from selector.smoke.plan import SmokeOptions
 
     options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
-    if ray is not None:
+    if ray is not None and not dry_run:
         from selector.cli.fleet import FleetFormat, run_smoke_fleet
 
         raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
@@ -179,21 +188,51 @@ def smoke_command(
                                            (f"--format {output_format.value}",
                                             output_format.value not in ("text", "json")),
                                            ("--device", bool(device)), ("--output", bool(output)),
-                                           ("--ship-code", ship_code)) if given]
+                                           ("--ship-code", ship_code), ("--dry-run", ray))
+                  if given]
     if local_only:
         Console(stderr=True, soft_wrap=True).print(
-            f"error: {', '.join(local_only)}: only with --ray (a fleet run); the local smoke "
-            "runs one deployment on this GPU", markup=False, highlight=False)
+            f"error: {', '.join(local_only)}: only with --ray (a fleet run; not with "
+            "--dry-run); the local smoke runs one deployment on this GPU", markup=False,
+            highlight=False)
         raise typer.Exit(int(ExitCode.USAGE))
-    config = configs[0]
+    local_format = ReportFormat(output_format.value)
     try:
-        plans = _deployment_plans(config)
+        plans = _deployment_plans(configs[0])
+        if dry_run:
+            _print_dry_run(plans, options, local_format)
+            return
     except AttnSelectError as error:
         message = error.render() if isinstance(error, InputError) else str(error)
         Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                    highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
-    run_plans(plans, options, output_format=ReportFormat(output_format.value))
+    run_plans(plans, options, output_format=local_format)
+
+
+def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
+                   output_format: ReportFormat) -> None:
+    from selector.smoke.dry_run import dry_run
+
+    data = dry_run(plans, options)
+    out = Console(soft_wrap=True)
+    if output_format is ReportFormat.json:
+        out.out(json.dumps(data, indent=2), highlight=False)
+        return
+    for entry in data["plans"]:
+        plan = entry["plan"]
+        out.print(f"{plan['name']}: {plan['backend']} ({entry['engine']})", markup=False,
+                  highlight=False)
+        order = ", ".join(p["id"] + ("" if p["runs_negotiated_kernel"] else " (substitute)")
+                          for p in entry["providers"])
+        out.print(f"  providers, in order: {order}", markup=False, highlight=False)
+        for call in entry["calls"] + entry.get("graph_calls", []):
+            out.print(f"  {call['call']}: {call['entry_point']}  ({call['source']})",
+                      markup=False, highlight=False)
+            for stage in ("construct", "plan", "run", "arguments"):
+                if stage in call:
+                    args = ", ".join(f"{k}={v}" for k, v in call[stage].items())
+                    out.print(f"    {stage}: {args}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,6 +22,7 @@ from selector.errors import AttnSelectError, CannotRunHereError, ExitCode, Input
 if TYPE_CHECKING:
     from selector.bench.runner import BenchEnvironment
     from selector.config import LoadedDeployment
+    from selector.smoke.runner import SmokeMachine
 
 __all__ = ["NODE_INSTALL_HINT", "bench_on_this_node", "smoke_on_this_node"]
 
@@ -59,13 +60,15 @@ def _error_answer(request: dict[str, Any], started: float, error: Exception,
                    **payload)
 
 
-def smoke_on_this_node(request: dict[str, Any]) -> dict[str, Any]:
+def smoke_on_this_node(request: dict[str, Any], *,
+                       machine: SmokeMachine | None = None) -> dict[str, Any]:
     """The smoke check of one deployment on this node's GPU, as ``smoke CONFIG`` runs it.
 
     ``request``: ``config`` (the file's name), ``text`` (its content), ``device`` (the
     catalog name the plans are negotiated for) and ``options`` (:class:`SmokeOptions` as
     JSON). Returns ``exit_code`` (what the local command exits with), ``report`` (the
-    local JSON report, or None when none was made), ``errors`` and ``hint``.
+    local JSON report, or None when none was made), ``errors`` and ``hint``. ``machine``:
+    where the kernels run (None: this node's GPU, as the local command does).
     """
     started = time.perf_counter()
     try:
@@ -74,12 +77,13 @@ def smoke_on_this_node(request: dict[str, Any]) -> dict[str, Any]:
 
         plans = deployment_plans(_loaded(request))
         options = SmokeOptions.model_validate(request.get("options") or {})
-        report = run_smoke(plans, options)
+        report = run_smoke(plans, options, machine=machine)
     except Exception as error:
         carried = getattr(error, "report", None)
         document = carried.to_json() if carried is not None else None
         failures = list(carried.failures()) if carried is not None else []
         answer = _error_answer(request, started, error, report=document)
+        answer["hint"] = None if carried is not None else answer["hint"]
         if failures:
             answer["errors"] = failures
         return answer

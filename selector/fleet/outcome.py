@@ -23,12 +23,14 @@ __all__ = [
 FLEET_SCHEMA = "attn-select-fleet/1"
 
 OutcomeStatus = Literal["passed", "failed", "cannot-run", "absent", "timed-out",
-                        "worker-died", "cancelled", "invalid", "input-error", "error", "other"]
+                        "worker-died", "cancelled", "invalid", "input-error", "error",
+                        "substituted", "other"]
 """passed / failed: the smoke verdict of that device; cannot-run: the node lacks torch, a
 GPU or a kernel library; absent: no node of that type in the cluster; timed-out: no answer
 within ``--timeout`` (cancelled); worker-died: the task's process or node died; cancelled:
 interrupted (Ctrl-C); invalid: vLLM rejects the deployment on that device; input-error:
-bad input; error: an unexpected error inside the task (a bug); other: the node's pipeline
+bad input; error: an unexpected error inside the task (a bug); substituted: every check
+passed, but on another kernel than the plan negotiated (exit 5); other: the node's pipeline
 ended with an exit code of its own (its report says which status)."""
 
 _SEVERITY = (ExitCode.USAGE, ExitCode.INTERNAL, ExitCode.INVALID, ExitCode.SMOKE_FAILED)
@@ -50,7 +52,8 @@ def fleet_exit_code(codes: list[int]) -> int:
 
 _ANSWERED: dict[int, OutcomeStatus] = {
     ExitCode.OK: "passed", ExitCode.SMOKE_FAILED: "failed", ExitCode.CANNOT_RUN: "cannot-run",
-    ExitCode.INVALID: "invalid", ExitCode.USAGE: "input-error", ExitCode.INTERNAL: "error"}
+    ExitCode.INVALID: "invalid", ExitCode.USAGE: "input-error", ExitCode.INTERNAL: "error",
+    ExitCode.SUBSTITUTED: "substituted"}
 
 
 def _status_of(exit_code: int) -> OutcomeStatus:

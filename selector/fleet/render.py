@@ -25,7 +25,7 @@ __all__ = ["STATUS_CODES", "render_github", "render_json", "render_junit", "rend
 STATUS_CODES: dict[str, str] = {
     "failed": "AS020", "absent": "AS021", "cannot-run": "AS022", "timed-out": "AS023",
     "worker-died": "AS024", "cancelled": "AS025", "invalid": "AS026", "input-error": "AS001",
-    "error": "AS026", "other": "AS026",
+    "error": "AS026", "other": "AS026", "substituted": "AS027",
 }
 """Row status -> the code (``schemas``' CLI codes) a CI report files it under."""
 

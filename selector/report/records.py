@@ -46,6 +46,9 @@ CLI_CODES: dict[str, tuple[str, str]] = {
     "AS026": ("fleet-task-error",
               "Fleet run (--ray): the task ended with an unexpected error, a deployment "
               "vLLM rejects on that device, bad input, or a status of its own."),
+    "AS027": ("fleet-substituted",
+              "Fleet run (--ray): every check passed, but on another kernel than the plan "
+              "negotiated (SUBSTITUTED, exit code 5)."),
 }
 """Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
 

@@ -30,11 +30,11 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     """The smoke plans of a loaded deployment on its own device.
 
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject it and
-    :class:`InputError` (exit 2) when no negotiated backend has a kernel runner.
+    :class:`InputError` (exit 2) when no attention group has a backend to smoke-test.
     """
     from selector.catalog import load_catalog
     from selector.config import deployment_facts
-    from selector.smoke.from_result import SMOKE_BACKENDS, plans_from_model, plans_from_result
+    from selector.smoke.from_result import plans_from_model, plans_from_result
     from selector.solver import solve
 
     catalog = load_catalog()
@@ -62,7 +62,7 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
-            f"the plan selects {', '.join(selected)}; the smoke check has kernel runners for "
-            f"{' and '.join(SMOKE_BACKENDS)} only", file=str(config),
+            f"the plan selects {', '.join(selected)}, and no attention group has a backend "
+            "to smoke-test", file=str(config),
             hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
     return plans

@@ -41,9 +41,9 @@ def test_exit_code_follows_checks_rules(codes: list[int]) -> None:
 def test_rows_take_the_status_of_the_nodes_exit_code() -> None:
     statuses = {code: DeviceOutcome.answered(device="H100", config="x.yaml",
                                              exit_code=code).status
-                for code in (0, 1, 2, 3, 4, 70, 5)}
+                for code in (0, 1, 2, 3, 4, 70, 5, 6)}
     assert statuses == {0: "passed", 1: "invalid", 2: "input-error", 3: "failed",
-                        4: "cannot-run", 70: "error", 5: "other"}
+                        4: "cannot-run", 70: "error", 5: "substituted", 6: "other"}
 
 
 @given(st.sampled_from(["passed", "failed", "absent", "timed-out", "worker-died"]),
