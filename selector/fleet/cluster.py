@@ -17,6 +17,7 @@ __all__ = ["RAY_INSTALL_HINT", "RayCluster", "RayNode", "connect", "import_ray"]
 RAY_INSTALL_HINT = "pip install 'attn-select[ray]'"
 ACCELERATOR_RESOURCE = "accelerator_type:"
 ACCELERATOR_LABEL = "ray.io/accelerator-type"
+LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024
 
 
 def import_ray() -> ModuleType:
@@ -110,7 +111,14 @@ def connect(address: str, *, ship_code: bool = False) -> RayCluster:
     settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False,
                                 "runtime_env": _runtime_env(ship_code)}
     if address == "local":
-        ray.init(include_dashboard=False, **settings)
+        # the tasks return small JSON documents: a small object store (default: 30% of RAM)
+        try:
+            ray.init(include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                     **settings)
+        except (OSError, RuntimeError, ConnectionError, ValueError) as error:
+            raise CannotRunHereError(
+                f"cannot start a local Ray cluster: {type(error).__name__}: "
+                f"{str(error).splitlines()[0][:300]}") from None
         return RayCluster(ray, "local", started_here=True, joined_here=True)
     target = (os.environ.get("RAY_ADDRESS") or "auto") if address == "auto" else address
     try:

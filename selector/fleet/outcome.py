@@ -173,6 +173,15 @@ class FleetReport:
     def passed(self) -> bool:
         return bool(self.outcomes) and all(o.passed for o in self.outcomes)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FleetReport:
+        """A report read back from its JSON form (``--format json``)."""
+        command = "bench" if data.get("command") == "bench" else "smoke"
+        return cls(command=command, cluster=str(data.get("cluster", "")),
+                   outcomes=[DeviceOutcome.from_json(row) for row in data.get("devices", [])],
+                   elapsed_s=float(data.get("elapsed_s") or 0.0),
+                   interrupted=bool(data.get("interrupted", False)))
+
     def to_json(self) -> dict[str, Any]:
         return {"schema": FLEET_SCHEMA, "command": self.command, "cluster": self.cluster,
                 "passed": self.passed, "exit_code": self.exit_code,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from selector.errors import ExitCode, InputError
+from selector.errors import CannotRunHereError, ExitCode, InputError
 from selector.fleet.outcome import DeviceOutcome, FleetReport
 
 __all__ = ["CLUSTER", "FleetRequest", "resolve_requested", "run_fleet"]
@@ -88,6 +88,11 @@ def run_fleet(request: FleetRequest, *, progress: Callable[[str], None] = lambda
         if CLUSTER in requested:
             devices += [d for d in sorted(by_device) if d not in devices]
             devices += [t for t in unknown if t not in devices]
+        if not devices:
+            raise CannotRunHereError(
+                f"the Ray cluster ({cluster.address}) offers no GPU type: no alive node has an "
+                "accelerator_type:* resource or a ray.io/accelerator-type label (Ray sets them "
+                "on nodes with NVIDIA GPUs)")
         rows: list[DeviceOutcome | None] = []
         tasks: list[FleetTask] = []
         settings_key = "options" if request.command == "smoke" else "workload"

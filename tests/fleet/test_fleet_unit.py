@@ -116,3 +116,51 @@ def test_nothing_imports_ray_unless_asked() -> None:
     result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
+
+
+def test_ray_local_starts_a_cluster_and_stops_it() -> None:
+    """``--ray local`` on a machine without GPUs: the row says the type is absent (exit 4),
+    and the cluster it started is gone when the command returns."""
+    pytest.importorskip("ray")
+    from conftest import _processes_of
+
+    import shutil
+    import tempfile
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="rayt", dir="/tmp"))  # Ray's sockets: short paths
+    env = {**__import__("os").environ, "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_TMPDIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "selector", "smoke", CONFIG, "--ray", "local", "--device", "H200",
+         "--format", "json"], cwd=REPO, capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 4, result.stdout + result.stderr
+    document = __import__("json").loads(result.stdout)
+    assert document["cluster"] == "local"
+    assert [(r["device"], r["status"]) for r in document["devices"]] == [("H200", "absent")]
+    sessions = [str(p) for p in tmp_path.glob("**/session_2*")]
+    assert sessions, "the local cluster wrote no session under RAY_TMPDIR"
+    assert all(_processes_of(session) == [] for session in sessions)
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_a_cluster_without_gpu_types_is_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from selector.errors import CannotRunHereError
+    from selector.fleet import cluster as cluster_module
+    from selector.fleet.run import FleetRequest, run_fleet
+
+    class NoGpus:
+        closed = False
+
+        def __init__(self) -> None:
+            self.address = "fake"
+
+        def refresh(self) -> dict[str, list[object]]:
+            return {}
+
+        def close(self) -> None:
+            NoGpus.closed = True
+
+    monkeypatch.setattr(cluster_module, "connect", lambda *a, **k: NoGpus())
+    with pytest.raises(CannotRunHereError, match="offers no GPU type"):
+        run_fleet(FleetRequest(command="smoke", configs=(CONFIG,)))
+    assert NoGpus.closed
