@@ -176,7 +176,8 @@ class FleetReport:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FleetReport:
         """A report read back from its JSON form (``--format json``)."""
-        command = "bench" if data.get("command") == "bench" else "smoke"
+        command: Literal["smoke", "bench"] = "bench" if data.get("command") == "bench" \
+            else "smoke"
         return cls(command=command, cluster=str(data.get("cluster", "")),
                    outcomes=[DeviceOutcome.from_json(row) for row in data.get("devices", [])],
                    elapsed_s=float(data.get("elapsed_s") or 0.0),

@@ -122,10 +122,10 @@ def test_ray_local_starts_a_cluster_and_stops_it() -> None:
     """``--ray local`` on a machine without GPUs: the row says the type is absent (exit 4),
     and the cluster it started is gone when the command returns."""
     pytest.importorskip("ray")
-    from conftest import _processes_of
-
     import shutil
     import tempfile
+
+    from conftest import _processes_of
 
     tmp_path = Path(tempfile.mkdtemp(prefix="rayt", dir="/tmp"))  # Ray's sockets: short paths
     env = {**__import__("os").environ, "RAY_USAGE_STATS_ENABLED": "0",
