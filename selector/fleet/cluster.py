@@ -6,11 +6,10 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from selector.errors import CannotRunHereError
+from selector.errors import CannotRunHereError, InputError
 
 __all__ = ["RAY_INSTALL_HINT", "RayCluster", "RayNode", "connect", "import_ray"]
 
@@ -93,23 +92,20 @@ class RayCluster:
             self.ray.shutdown()
 
 
-def _runtime_env(ship_code: bool) -> dict[str, Any] | None:
-    if not ship_code:
-        return None
-    import selector
-
-    return {"py_modules": [str(Path(selector.__file__).resolve().parent)]}
-
-
-def connect(address: str, *, ship_code: bool = False) -> RayCluster:
+def connect(address: str, *, runtime_env: dict[str, Any] | None = None) -> RayCluster:
     """``auto``: this process's Ray session, ``RAY_ADDRESS``, or a cluster running on this
     machine; ``local``: start one here (stopped again by :meth:`RayCluster.close`); any
-    other value: a Ray address (``HOST:PORT`` or ``ray://HOST:PORT``)."""
+    other value: a Ray address (``HOST:PORT`` or ``ray://HOST:PORT``). ``runtime_env``:
+    the job's runtime environment (``--ship-code``: ``py_modules``)."""
     ray = import_ray()
     if ray.is_initialized():
+        if runtime_env:
+            raise InputError("--ship-code needs a Ray session of its own, and this process "
+                             "has joined one already", field="--ship-code",
+                             hint="run attn-select in a process of its own")
         return RayCluster(ray, address, started_here=False, joined_here=False)
     settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False,
-                                "runtime_env": _runtime_env(ship_code)}
+                                "runtime_env": runtime_env}
     if address == "local":
         # the tasks return small JSON documents: a small object store (default: 30% of RAM)
         try:

@@ -66,6 +66,7 @@ def _answered(task: FleetTask, answer: dict[str, Any], elapsed: float) -> Device
         node=str(answer.get("hostname") or task.node.label),
         errors=[str(e) for e in answer.get("errors") or []], hint=answer.get("hint"),
         elapsed_s=round(elapsed, 3), report=answer.get("report"),
+        worker=dict(answer.get("worker") or {}),
         payload={k: v for k, v in answer.items() if k == "measurements" and v is not None})
 
 

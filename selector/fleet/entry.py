@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from selector.errors import AttnSelectError, CannotRunHereError, ExitCode, InputError
@@ -41,9 +43,13 @@ def _loaded(request: dict[str, Any]) -> LoadedDeployment:
 def _answer(request: dict[str, Any], started: float, exit_code: int, *,
             errors: list[str] | None = None, hint: str | None = None,
             **payload: Any) -> dict[str, Any]:
+    import selector
+
+    worker = {"attn-select": selector.__version__, "python": sys.version.split()[0],
+              "code": str(Path(selector.__file__).resolve().parent)}
     return {"device": request.get("device"), "config": request.get("config"),
             "exit_code": int(exit_code), "errors": errors or [], "hint": hint,
-            "hostname": socket.gethostname(),
+            "hostname": socket.gethostname(), "worker": worker,
             "elapsed_s": round(time.perf_counter() - started, 3), **payload}
 
 

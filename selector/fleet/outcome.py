@@ -83,6 +83,8 @@ class DeviceOutcome:
     """Wall seconds from submitting the task to its answer (the verdict time)."""
     report: dict[str, Any] | None = None
     """The local command's JSON report, as that node produced it."""
+    worker: dict[str, str] = field(default_factory=dict)
+    """The attn-select build that answered (version, where its code lives, Python)."""
     payload: dict[str, Any] = field(default_factory=dict)
     """What else the node returned (a bench: ``measurements``); not part of the report."""
 
@@ -139,7 +141,7 @@ class DeviceOutcome:
                 "ray_type": self.ray_type, "node_id": self.node_id, "node": self.node,
                 "backends": self.backends, "providers": self.providers,
                 "errors": self.errors, "hint": self.hint, "elapsed_s": self.elapsed_s,
-                "report": self.report}
+                "worker": self.worker, "report": self.report}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DeviceOutcome:
@@ -149,7 +151,8 @@ class DeviceOutcome:
                    exit_code=int(data["exit_code"]), ray_type=data.get("ray_type"),
                    node_id=data.get("node_id"), node=data.get("node"),
                    errors=[str(e) for e in data.get("errors", [])], hint=data.get("hint"),
-                   elapsed_s=data.get("elapsed_s"), report=data.get("report"))
+                   elapsed_s=data.get("elapsed_s"), report=data.get("report"),
+                   worker={str(k): str(v) for k, v in (data.get("worker") or {}).items()})
 
 
 @dataclass

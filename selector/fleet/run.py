@@ -3,6 +3,7 @@ requested device type, run the tasks, and merge every answer into one report."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,8 +72,19 @@ def run_fleet(request: FleetRequest, *, progress: Callable[[str], None] = lambda
     started = time.perf_counter()
     deployments = _read(request.configs)
     requested = resolve_requested(request.devices)
-    progress(f"joining the Ray cluster ({request.address})")
-    cluster = connect(request.address, ship_code=request.ship_code)
+    shipped = None
+    if request.ship_code:
+        from selector.fleet.shipping import shipped_code
+
+        progress("packing this attn-select for the workers")
+        shipped = shipped_code()
+    try:
+        progress(f"joining the Ray cluster ({request.address})")
+        cluster = connect(request.address, runtime_env={"py_modules": [str(shipped)]}
+                          if shipped is not None else None)
+    finally:
+        if shipped is not None:  # Ray uploaded it when the session started
+            shutil.rmtree(shipped.parent, ignore_errors=True)
     report = FleetReport(command=request.command, cluster=cluster.address)
     try:
         types = cluster.refresh()

@@ -39,6 +39,8 @@ def ray_cluster() -> Iterator[Any]:
     pytest.importorskip("torch")
     ray = pytest.importorskip("ray")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # no OOM killer: on a shared CI box the node's memory use is not the tests' own doing
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     ray.init(num_cpus=2, num_gpus=len(CLUSTER_TYPES),
              resources={f"accelerator_type:{name}": 1 for name in CLUSTER_TYPES},

@@ -71,16 +71,16 @@ def test_every_device_gets_its_answer(mixed_run: dict[str, Any]) -> None:
     assert by_device["H100"]["backends"][0] == "FLASH_ATTN FA3"
     assert by_device["B200"]["backends"][0] == "FLASHINFER"
     absent = by_device["H20"]
-    assert absent["status"] == "absent" and absent["exit_code"] == 4
+    assert absent["status"] == "absent" and absent["exit_code"] == 4, absent
     assert "no alive node with a H20 GPU" in absent["errors"][0]
     raised = by_device["A100"]
-    assert raised["status"] == "failed" and raised["exit_code"] == 3
+    assert raised["status"] == "failed" and raised["exit_code"] == 3, raised
     assert any("illegal memory access" in e for e in raised["errors"]), raised["errors"]
     missing = by_device["A10G"]
-    assert missing["status"] == "cannot-run" and missing["exit_code"] == 4
+    assert missing["status"] == "cannot-run" and missing["exit_code"] == 4, missing
     assert "CUDA" in missing["errors"][0] and "attn-select[gpu]" in missing["hint"]
     died = by_device["L4"]
-    assert died["status"] == "worker-died" and died["exit_code"] == 4
+    assert died["status"] == "worker-died" and died["exit_code"] == 4, died
     assert "worker died on node" in died["errors"][0] and died["node"]
     # a kernel failed somewhere: 3 wins over the devices that could not run
     assert mixed_run["exit_code"] == 3 == document["exit_code"]
@@ -205,3 +205,40 @@ def test_bench_writes_one_file_per_device_and_check_picks_them(tmp_path: Path) -
     assert policies["B200"]["measurements"].endswith("B200/bench.json")
     assert policies["H20"] is None
     assert "no measurements for H20" in checked.stderr
+
+
+def test_another_process_joins_by_address_and_ships_its_code(ray_cluster: Any,
+                                                             tmp_path: Path) -> None:
+    """A second driver joins the test cluster through RAY_ADDRESS with --ship-code: the
+    worker imports the packed copy (the real entry then finds no CUDA: exit 4 + hint)."""
+    import os
+    import subprocess
+    import sys
+
+    address = ray_cluster.get_runtime_context().gcs_address
+    env = {**os.environ, "RAY_ADDRESS": address, "RAY_USAGE_STATS_ENABLED": "0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "selector", "smoke", str(REPO / CONFIG), "--ray", "auto",
+         "--device", "H100", "--ship-code", "--no-measure", "--format", "json",
+         "--timeout", "240"],
+        # elsewhere than the checkout: Ray puts the driver's folder on the workers' path
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 4, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    row = document["devices"][0]
+    assert document["cluster"] == address
+    assert row["status"] == "cannot-run" and "attn-select[gpu]" in row["hint"], row
+    code = row["worker"]["code"]
+    assert code != str(REPO / "selector") and "runtime_resources" in code, row["worker"]
+
+
+def test_a_worker_without_the_code_gets_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from selector.fleet import dispatch
+
+    monkeypatch.setitem(dispatch.ENTRIES, "smoke", "attn_select_not_installed_here:smoke")
+    result = fleet("--device", "H100", "--format", "json", "--timeout", "120")
+    assert result.exit_code == 4, result.output
+    row = json.loads(result.stdout)["devices"][0]
+    assert row["status"] == "cannot-run"
+    assert "cannot be loaded on node" in row["errors"][0]
+    assert "attn-select[gpu]" in row["hint"] and "--ship-code" in row["hint"]
