@@ -16,7 +16,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-CLUSTER_TYPES = ("H100", "B200", "L40S", "A100", "A10G", "L4")
+CLUSTER_TYPES = ("H100", "B200", "L40S", "A100", "A10G", "L4", "A10")
 """GPU types the test cluster offers (H20, asked for in the tests, is absent)."""
 
 

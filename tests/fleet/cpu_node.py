@@ -8,7 +8,8 @@ workers' PYTHONPATH). Device types misbehave on purpose, by name:
 
 - ``L40S`` hangs (the timeout cancels it), ``L4`` kills its worker process,
 - ``A100``'s kernel raises (the smoke reports a failed kernel call, exit 3),
-- ``A10G`` runs without the stand-ins: CPU torch, no kernel library (exit 4 with the hint).
+- ``A10G`` runs without the stand-ins: CPU torch, no kernel library (exit 4 with the hint),
+- ``A10``'s task raises outside the pipeline (a bug: exit 70, named with its node).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from selector.smoke.plan import SmokePlan
 from selector.smoke.providers import Provider, ProviderChoice
 from selector.smoke.runner import SmokeMachine
 
-HANGS, CRASHES, RAISES, NO_LIBRARIES = "L40S", "L4", "A100", "A10G"
+HANGS, CRASHES, RAISES, NO_LIBRARIES, BUGGY = "L40S", "L4", "A100", "A10G", "A10"
 
 
 class FakeGraph:
@@ -231,6 +232,8 @@ def smoke_on_cpu(request: dict[str, Any]) -> dict[str, Any]:
         time.sleep(3600)
     if device == CRASHES:
         os._exit(1)
+    if device == BUGGY:
+        raise ValueError("a bug in the task (stand-in)")
     if device == NO_LIBRARIES:
         return entry.smoke_on_this_node(request)
     return entry.smoke_on_this_node(request, machine=cpu_machine(device))

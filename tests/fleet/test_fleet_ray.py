@@ -151,6 +151,15 @@ def test_a_task_over_the_timeout_is_cancelled_and_reported(tmp_path: Path) -> No
     assert any("no answer within 3 s: cancelled on node" in e for e in errors), errors
 
 
+def test_a_task_that_raises_is_an_error_row_with_its_node() -> None:
+    result = fleet("--device", "A10", "--format", "json", "--timeout", "120")
+    assert result.exit_code == 70, result.output
+    row = json.loads(result.stdout)["devices"][0]
+    assert row["status"] == "error" and row["node"], row
+    assert row["errors"][0].startswith("the task raised on node ")
+    assert "ValueError: a bug in the task (stand-in)" in row["errors"][0]
+
+
 def test_ctrl_c_cancels_every_task(monkeypatch: pytest.MonkeyPatch, ray_cluster: Any) -> None:
     from selector.fleet.run import FleetRequest, run_fleet
 
