@@ -184,17 +184,17 @@ def smoke_command(
                               timeout_s=timeout, options=options.model_dump(mode="json"),
                               output_format=FleetFormat(output_format.value), output=output,
                               ship_code=ship_code)
-    local_only = [name for name, given in (("several CONFIG files", len(configs) > 1),
+    fleet_only = [name for name, given in (("several CONFIG files", len(configs) > 1),
                                            (f"--format {output_format.value}",
                                             output_format.value not in ("text", "json")),
                                            ("--device", bool(device)), ("--output", bool(output)),
-                                           ("--ship-code", ship_code), ("--dry-run", ray))
+                                           ("--ship-code", ship_code), ("--ray", bool(ray)))
                   if given]
-    if local_only:
+    if fleet_only:
         Console(stderr=True, soft_wrap=True).print(
-            f"error: {', '.join(local_only)}: only with --ray (a fleet run; not with "
-            "--dry-run); the local smoke runs one deployment on this GPU", markup=False,
-            highlight=False)
+            f"error: {', '.join(fleet_only)}: only for a fleet run (--ray, without --dry-run); "
+            "the local smoke (and --dry-run) takes one deployment on this machine",
+            markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.USAGE))
     local_format = ReportFormat(output_format.value)
     try:

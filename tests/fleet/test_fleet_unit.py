@@ -91,7 +91,9 @@ def test_fleet_only_flags_need_ray() -> None:
     for extra in (["--format", "junit"], ["--device", "H100"], [CONFIG]):
         result = CliRunner().invoke(app, ["smoke", CONFIG, *extra])
         assert result.exit_code == 2, result.output
-        assert "only with --ray" in result.output
+        assert "only for a fleet run (--ray" in result.output
+    result = CliRunner().invoke(app, ["smoke", CONFIG, "--dry-run", "--ray", "auto"])
+    assert result.exit_code == 2 and "--ray: only for a fleet run" in result.output
 
 
 SCRIPT = textwrap.dedent("""
