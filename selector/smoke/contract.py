@@ -110,6 +110,8 @@ class ProviderSpec(BaseModel):
     fixed: dict[str, dict[str, Any]] = Field(default_factory=dict)
     same_as: dict[str, dict[str, str]] = Field(default_factory=dict)
     drops: dict[str, list[str]] = Field(default_factory=dict)
+    defaults: dict[str, dict[str, ArgSpec]] = Field(default_factory=dict)
+    """The entry point's Python defaults for arguments a vLLM call leaves out (an op has none)."""
     unsupported: dict[str, list[str]] = Field(default_factory=dict)
     force: dict[str, dict[str, Any]] = Field(default_factory=dict)
     positional: dict[str, list[str]] = Field(default_factory=dict)

@@ -145,25 +145,20 @@ class _FlashInferHarness(_GraphHarness):
                  device: Any) -> None:
         self.torch, self.plan, self.cache = torch, plan, cache
         width = graph_capacity_pages(plan.kernel_block_size)
-        dtype = cache.storage.dtype
-        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
-                                   dtype=dtype, device=device)
-        self.output = torch.zeros_like(self.queries)
         self.indptr = torch.zeros(GRAPH_REQUESTS + 1, dtype=torch.int32, device=device)
         self.indices = torch.zeros(GRAPH_REQUESTS * width, dtype=torch.int32, device=device)
         self.last_page_len = torch.zeros(GRAPH_REQUESTS, dtype=torch.int32, device=device)
-        self.wrappers = FlashInferWrappers(torch, flashinfer, plan, device, graph_capture=True)
+        self.wrappers = FlashInferWrappers(
+            torch, flashinfer, plan, device, graph_capture=True, phases=("decode",),
+            buffers={"graph_indptr": self.indptr, "graph_indices": self.indices,
+                     "graph_last_page_len": self.last_page_len})
         self.workspace = self.wrappers.workspace
-        decode = self.wrappers.calls["decode"]
-        arguments = materialize(decode.arguments("construct"), {"workspace": self.workspace},
-                                torch)
-        # vLLM hands a graph-mode decode wrapper its persistent page-table buffers
-        # (flashinfer.py, _get_decode_wrapper); the other arguments come from the contract
-        self.wrapper = getattr(flashinfer, decode.entry_point)(
-            **arguments, paged_kv_indptr_buffer=self.indptr,
-            paged_kv_indices_buffer=self.indices, paged_kv_last_page_len_buffer=self.last_page_len)
-        self.wrappers.wrappers["decode"] = self.wrapper
+        self.wrapper = self.wrappers.decode
         self.query_dtype = self.wrappers.query_dtype("decode")
+        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                   dtype=self.query_dtype.torch(torch), device=device)
+        self.output = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                  dtype=getattr(torch, plan.dtype), device=device)
         self.sinks: Tensor | None = None
         self.buffers = {"queries": self.queries, "output": self.output, "indptr": self.indptr,
                         "indices": self.indices, "last_page_len": self.last_page_len,
@@ -185,7 +180,8 @@ class _FlashInferHarness(_GraphHarness):
         fill_cache(torch, self.cache, batch, data, slots,
                    token_order=metadata.token_permutation)
         order = torch.tensor(metadata.token_permutation, device=self.queries.device)
-        self.queries.copy_(data.flat_queries(torch)[order].to(self.queries.dtype))
+        self.queries.copy_(quantize_query(torch, data.flat_queries(torch)[order],
+                                          self.query_dtype, plan.q_scale))
         indptr = torch.tensor(metadata.paged_kv_indptr, dtype=torch.int32)
         last = torch.tensor(metadata.paged_kv_last_page_len, dtype=torch.int32)
         lengths = ((indptr[1:] - indptr[:-1] - 1) * plan.kernel_block_size + last).to(torch.int32)

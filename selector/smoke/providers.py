@@ -90,6 +90,9 @@ def _adapt(spec: ProviderSpec, entry_point: str, arguments: dict[str, Any],
            torch: Torch) -> dict[str, Any]:
     """vLLM's keyword arguments -> the provider entry point's, as the data says."""
     kwargs = dict(arguments)
+    for name, default in spec.defaults.get(entry_point, {}).items():
+        if kwargs.get(name) is None:
+            kwargs[name] = default.value
     for name in spec.drops.get(entry_point, []):
         kwargs.pop(name, None)
     kwargs.update(spec.force.get(entry_point, {}))
@@ -130,9 +133,8 @@ def _module_entry(spec: ProviderSpec, entry_point: str, function: Callable[..., 
 def _op_entry(spec: ProviderSpec, entry_point: str, op: Any, torch: Torch
               ) -> Callable[..., Any]:
     schema = op._schema
-    names = [argument.name for argument in schema.arguments]
-    optional = {argument.name: isinstance(argument.type, torch._C.OptionalType)
-                for argument in schema.arguments}
+    arguments_ = list(schema.arguments)
+    names = [argument.name for argument in arguments_]
     order = spec.positional.get(entry_point)
     if order is not None and len(order) != len(names):
         raise CannotRunHereError(
@@ -142,21 +144,28 @@ def _op_entry(spec: ProviderSpec, entry_point: str, op: Any, torch: Torch
     def call(**arguments: Any) -> Any:
         kwargs = _adapt(spec, entry_point, arguments, torch)
         if order is not None:
-            values = [kwargs.pop(name, None) for name in order]
-        else:
-            values = []
-            for name in names:
-                if name in kwargs:
-                    values.append(kwargs.pop(name))
-                elif optional[name]:
-                    values.append(None)
-                else:
-                    raise TypeError(f"{spec.id}.{entry_point}: no value for required op "
-                                    f"argument {name!r} ({schema})")
+            return _first(op(*[kwargs.pop(name, None) for name in order]))
+        positional: list[Any] = []
+        keywords: dict[str, Any] = {}
+        for argument in arguments_:
+            name = argument.name
+            if name in kwargs:
+                value = kwargs.pop(name)
+            elif argument.has_default_value():
+                continue
+            elif isinstance(argument.type, torch._C.OptionalType):
+                value = None
+            else:
+                raise TypeError(f"{spec.id}.{entry_point}: no value for required op "
+                                f"argument {name!r} ({schema})")
+            if argument.kwarg_only:
+                keywords[name] = value
+            else:
+                positional.append(value)
         if kwargs:
             raise TypeError(f"{spec.id}.{entry_point}: the op has no argument(s) "
                             f"{sorted(kwargs)} ({schema})")
-        return _first(op(*values))
+        return _first(op(*positional, **keywords))
     return call
 
 

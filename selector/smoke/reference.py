@@ -23,7 +23,7 @@ Torch: TypeAlias = Any
 
 _TOLERANCE = {"bfloat16": (2e-2, 2e-2), "float16": (4e-3, 4e-3)}
 """(atol, rtol) per dtype, against a float32 reference computed from the same inputs."""
-FP8_TOLERANCE = (6e-2, 6e-2)
+FP8_TOLERANCE = (1e-1, 5e-2)
 """fp8 kernels also round the softmax probabilities to fp8 before the PV product."""
 
 

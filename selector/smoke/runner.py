@@ -58,7 +58,7 @@ RUNNABLE_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "FLASHMLA", "FLASH_ATTN_MLA")
 """Backends with a kernel runner; each is called as its engine's kernel call contract says."""
 RUNNABLE_BACKENDS_WHY = {
     "TRITON_ATTN": "vLLM's Triton attention ops (vllm.v1.attention.ops.triton_unified_attention)"
-                   " import only with the vllm package; the contract records the call",
+                   " import only with the vllm package (the contract records its entry point)",
     "TRITON_MLA": "vLLM's Triton MLA decode op imports only with the vllm package",
     "CUTLASS_MLA": "CUTLASS_MLA's kernels are Blackwell-only (SM100)",
     "FLASHINFER_MLA": "FlashInfer's MLA decode here is trtllm-gen, Blackwell-only (SM100)",
@@ -144,6 +144,9 @@ class _GroupRun:
                  libraries: _Libraries, device: Any, progress: Progress) -> None:
         self.torch, self.plan, self.options = torch, plan, options
         self.libraries, self.device, self.progress = libraries, device, progress
+        self.synchronize: Callable[[], None] = (torch.cuda.synchronize
+                                                if getattr(device, "type", "") == "cuda"
+                                                else lambda: None)
         self.report = GroupReport(plan)
         long_context = long_context_for(plan)
         self.workload = (mla_decode_batch(plan.kernel_block_size, options.seed, long_context)
@@ -241,13 +244,12 @@ class _GroupRun:
                 report.implementation += f", prefill {step.wrappers.prefill_backend}"
                 self.progress(f"{self.plan.name}: running FlashInfer for each layer")
             else:
-                self.progress(f"{self.plan.name}: running {report.implementation} "
-                              "(a new shape compiles in ~5 s)")
+                self.progress(f"{self.plan.name}: running {report.implementation}")
             for layer in self.layers:
                 if not self.guard(f"layer {layer.name}"):
                     return False
                 output = step.run(layer.queries, layer.cache, layer.sinks)
-                torch.cuda.synchronize()
+                self.synchronize()
                 comparison = compare(torch, output, layer.reference, atol=self.atol,
                                      rtol=self.rtol)
                 self.outputs.append(output)

@@ -149,11 +149,12 @@ class FlashInferWrappers:
     constructed with the contract's ``construct`` arguments (tensor cores for decode...)."""
 
     def __init__(self, torch: Torch, flashinfer: Any, plan: SmokePlan, device: Any,
-                 *, graph_capture: bool = False, buffers: dict[str, Tensor] | None = None
-                 ) -> None:
+                 *, graph_capture: bool = False, buffers: dict[str, Tensor] | None = None,
+                 phases: tuple[str, ...] = ("decode", "prefill")) -> None:
         self.torch = torch
         self.calls = {call.phase or call.name: call
-                      for call in resolve_calls(plan, graph_capture=graph_capture)}
+                      for call in resolve_calls(plan, graph_capture=graph_capture)
+                      if (call.phase or call.name) in phases}
         self.workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
         tensors = {"workspace": self.workspace, **(buffers or {})}
         self.wrappers: dict[str, Any] = {}

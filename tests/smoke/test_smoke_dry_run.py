@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "smoke"
 GOLDEN = ROOT / "tests" / "golden" / "smoke_dry_run"
 CASES = ["llama-h200", "gpt-oss-20b-h200", "llama-fp8kv-h200", "deepseek-v3-tp8-h200",
-         "deepseek-v3-tp8-h200-flashmla", "gqa16-tp2-h200"]
+         "deepseek-v3-tp8-h200-flashmla", "gqa16-tp2-h200", "gemma-2-9b-h200"]
 
 
 def make_app() -> typer.Typer:
@@ -93,3 +93,17 @@ def test_dry_run_imports_no_torch() -> None:
             "'--dry-run']\ntry:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
             "assert 'torch' not in sys.modules and 'flashinfer' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_backend_that_cannot_run_here_exits_4_naming_why() -> None:
+    result = CliRunner().invoke(make_app(), ["smoke", str(FIXTURES / "gemma-3-27b-h200.yaml")])
+    assert result.exit_code == 4, result.output
+    assert "TRITON_ATTN" in result.stderr and "vllm package" in result.stderr
+
+
+def test_gemma2_soft_cap_and_window_runs_past_the_window() -> None:
+    windowed = _plans("gemma-2-9b-h200")[0]
+    assert windowed["plan"]["sliding_window"] == 4096
+    assert max(r["context_len"] for r in windowed["batch"]["requests"]) > 4096
+    attention = next(c for c in windowed["calls"] if c["call"] == "attention")
+    assert attention["arguments"]["softcap"] == 50.0
