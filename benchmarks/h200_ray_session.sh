@@ -7,9 +7,10 @@
 # call: .gpuwheels/ray/p1 (split_aa + jsonschema, jsonschema-specifications, referencing,
 # rpds-py), p2 (split_ab), p3 (split_ac + ray.sha256). Calls 1 and 2 only copy their part:
 #     mkdir -p ~/ray-stage && cp .gpuwheels/ray/p1/* ~/ray-stage/     (then p2)
-# Call 3 carries p3 and runs this script. The kernel libraries must be installed already
-# (~/gpu-env.sh, ../shared/gpu/README.md); with .gpuwheels/p3/install-on-device carried
-# too, it installs them from ~/gpu-stage first.
+# Call 3 carries p3 and runs this script. The kernel libraries come first, as
+# ../shared/gpu/README.md brings them (~/gpu-env.sh); with .gpuwheels/part2 (part1 staged
+# in ~/gpu-stage) or .gpuwheels/part3 (vLLM's FA3 / FlashMLA) carried too, this script
+# runs their installers itself.
 # Output: $OUT/local.json, $OUT/fleet.json, $OUT/fleet.txt, $OUT/fleet.md, $OUT/fleet.xml.
 set -u
 OUT=${OUT:-/tmp/ray-out}
@@ -23,12 +24,15 @@ log() { echo; echo "== $* (t=$(( $(date +%s) - T0 )) s)"; }
 left() { local r=$(( 570 - ($(date +%s) - T0) )); [ "$r" -lt 1 ] && r=1; [ "$r" -lt "$1" ] && echo "$r" || echo "$1"; }
 
 log "kernel libraries"
-if [ ! -f ~/gpu-env.sh ] && [ -f .gpuwheels/p3/install-on-device ]; then
-  cp .gpuwheels/p3/* ~/gpu-stage/ 2>/dev/null
-  bash .gpuwheels/p3/install-on-device 2>&1 | tail -2
+if [ ! -f ~/gpu-env.sh ] && [ -f .gpuwheels/part2/install-on-device ]; then
+  bash .gpuwheels/part2/install-on-device 2>&1 | tail -2   # part1 copied to ~/gpu-stage before
 fi
 [ -f ~/gpu-env.sh ] || { echo "no ~/gpu-env.sh: install the kernel libraries first (../shared/gpu/README.md)"; exit 4; }
 . ~/gpu-env.sh
+if [ -z "${VLLM_KERNELS_DIR:-}" ] && [ -f .gpuwheels/part3/install-vllm-kernels ]; then
+  bash .gpuwheels/part3/install-vllm-kernels 2>&1 | tail -2 && . ~/gpu-env.sh
+fi
+echo "VLLM_KERNELS_DIR=${VLLM_KERNELS_DIR:-unset}"
 
 log "Ray wheel: reassemble and install into $SITE"
 for part in .gpuwheels/ray/p1 .gpuwheels/ray/p2 .gpuwheels/ray/p3; do
