@@ -16,22 +16,10 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ray_processes import processes_of  # noqa: E402
+
 CLUSTER_TYPES = ("H100", "B200", "L40S", "A100", "A10G", "L4", "A10")
 """GPU types the test cluster offers (H20, asked for in the tests, is absent)."""
-
-
-def _processes_of(session_dir: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if session_dir in command:
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +41,9 @@ def ray_cluster() -> Iterator[Any]:
     finally:
         ray.shutdown()
     deadline = time.monotonic() + 30
-    while _processes_of(session) and time.monotonic() < deadline:
+    while processes_of(session) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _processes_of(session) == [], f"Ray processes left behind: {_processes_of(session)}"
+    assert processes_of(session) == [], f"Ray processes left behind: {processes_of(session)}"
 
 
 @pytest.fixture

@@ -127,7 +127,7 @@ def test_ray_local_starts_a_cluster_and_stops_it() -> None:
     import shutil
     import tempfile
 
-    from conftest import _processes_of
+    from ray_processes import processes_of
 
     tmp_path = Path(tempfile.mkdtemp(prefix="rayt", dir="/tmp"))  # Ray's sockets: short paths
     env = {**__import__("os").environ, "RAY_USAGE_STATS_ENABLED": "0",
@@ -141,7 +141,7 @@ def test_ray_local_starts_a_cluster_and_stops_it() -> None:
     assert [(r["device"], r["status"]) for r in document["devices"]] == [("H200", "absent")]
     sessions = [str(p) for p in tmp_path.glob("**/session_2*")]
     assert sessions, "the local cluster wrote no session under RAY_TMPDIR"
-    assert all(_processes_of(session) == [] for session in sessions)
+    assert all(processes_of(session) == [] for session in sessions)
     shutil.rmtree(tmp_path, ignore_errors=True)
 
 
