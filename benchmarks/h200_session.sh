@@ -30,6 +30,9 @@ done
 cp "$CARRY/VERSIONS" "$KERNELS/" 2>/dev/null
 if ls .gpucache/flashinfer-cache.tar.xz.* >/dev/null 2>&1 && [ ! -d "$HOME/.cache/flashinfer" ]; then
   cat .gpucache/flashinfer-cache.tar.xz.* | tar -xJf - -C "$HOME"
+  # the wheels were just unpacked (new mtimes): make the cached objects newer than their
+  # sources, or ninja rebuilds every module
+  find "$HOME/.cache/flashinfer" -exec touch {} +
 fi
 export PYTHONPATH=$PWD:$SITE FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=16 PYTHONUNBUFFERED=1
 export VLLM_KERNELS_DIR=$KERNELS COLUMNS=160 NO_COLOR=1

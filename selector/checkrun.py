@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from selector.catalog import Catalog
+from selector.catalog import Catalog, close_matches
 from selector.config import LoadedDeployment, deployment_facts, load_deployment, resolve_device
 from selector.errors import ExitCode, InputError
 from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
@@ -35,7 +35,9 @@ __all__ = [
     "check_serve",
     "exit_code",
     "expand_configs",
+    "known_codes",
     "resolve_devices",
+    "validate_ignored",
 ]
 
 _DEPLOYMENT_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
@@ -67,6 +69,8 @@ class CheckOptions:
     engine: str | None = None
     devices: tuple[str | DeviceRef, ...] = ()
     strict: bool = False
+    ignore: frozenset[str] = frozenset()
+    """Warning codes acknowledged (``--ignore``): reported as notes, never a failure."""
 
 
 def expand_configs(patterns: Sequence[str]) -> list[str]:
@@ -192,9 +196,40 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
     return []
 
 
+def known_codes(catalog: Catalog) -> frozenset[str]:
+    """Every code a finding can carry: vLLM's reasons, the check's and the command line's."""
+    from selector.vllm_args import ARG_CODES
+
+    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(ARG_CODES)
+
+
+def validate_ignored(codes: Sequence[str], catalog: Catalog, *, file: str | None = None,
+                     field: str = "--ignore", line: int | None = None) -> frozenset[str]:
+    """Codes to acknowledge, upper-cased; an unknown code is an input error."""
+    known = known_codes(catalog)
+    out = set()
+    for raw in codes:
+        code = raw.strip().upper()
+        if code not in known:
+            raise InputError(f"unknown code {raw!r}", file=file, field=field, line=line,
+                             hint=close_matches(code, sorted(known))
+                             or "see attn-select list codes")
+        out.add(code)
+    return frozenset(out)
+
+
+def _acknowledge(findings: Sequence[Finding], ignore: frozenset[str]) -> list[Finding]:
+    """Warnings whose code is ignored become notes (still shown; never a failure).
+    Errors stay errors: vLLM refuses them whatever the file says."""
+    return [replace(f, level="note", hint=(f.hint + "; " if f.hint else "")
+                    + f"acknowledged: ignore {f.code}")
+            if f.level == "warning" and f.code in ignore else f for f in findings]
+
+
 def _record(result: SolveResult, *, source: str, artifact: str | None, device: str,
             findings: list[Finding], options: CheckOptions, group: str | None = None,
             settings: dict[str, object] | None = None) -> CheckRecord:
+    findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
     if options.strict:
@@ -242,6 +277,7 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
 def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
                   artifact: str | None, device: str, findings: list[Finding],
                   options: CheckOptions, settings: dict[str, object] | None = None) -> CheckRecord:
+    findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
     if options.strict:
@@ -275,6 +311,10 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
 
     deployment = loaded.deployment
     artifact = loaded.path if source is None else None
+    if deployment.ignore:
+        options = replace(options, ignore=options.ignore | validate_ignored(
+            deployment.ignore, catalog, file=loaded.path, field="ignore",
+            line=loaded.line_of(("ignore",))))
     if deployment.model is not None:
         from selector.config import deployment_model
         from selector.modelcheck import check_model
@@ -368,7 +408,7 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
         record = check_deployment(loaded, catalog, options, model=variant.model_facts,
                                   kv_options=variant.kv_options, source=source,
                                   settings=dict(variant.settings))
-        notes = _note_findings(variant)
+        notes = _acknowledge(_note_findings(variant), options.ignore)
         if options.strict:
             notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
         warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))

@@ -173,6 +173,11 @@ def parse_deployment(path: str, text: str) -> LoadedDeployment:
             probe = probe[:-1]
         raise InputError(message + more, file=path, field=field_path or None, hint=hint or None,
                          line=line) from None
+    if deployment.model is not None and "layer" in data:
+        raise InputError("`layer:` and `model:` cannot be combined: with a model every layer's "
+                         "facts come from its config.json, so this block would be ignored",
+                         file=path, field="layer", line=lines.get(("layer",)),
+                         hint="remove `layer:` (or remove `model:` to check one uniform layer)")
     return LoadedDeployment(path=path, text=text, deployment=deployment, lines=lines)
 
 

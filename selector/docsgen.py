@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from selector.catalog import Catalog, EngineData
+from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
 from selector.schema.engine import PriorityEntry
 
@@ -546,6 +548,34 @@ def _devices_page(catalog: Catalog) -> str:
     return "\n".join(lines) + "\n"
 
 
+class _GlossaryTerm(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    term: str
+    meaning: str
+    source: str
+
+
+class _Glossary(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    terms: tuple[_GlossaryTerm, ...]
+
+
+def _glossary_page(root: Path) -> str:
+    """docs/glossary.md from schemas/glossary.yaml: the terms the reports use."""
+    path = root / "glossary.yaml"
+    glossary = _Glossary.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    lines = [
+        _MD_BANNER, "", "# Glossary", "",
+        "The terms attn-select's reports use, and where vLLM defines each (paths inside the "
+        "`vllm` package, vLLM 0.33.0).", "",
+    ]
+    for entry in glossary.terms:
+        lines += [f"**{entry.term}**  ", f"{entry.meaning}  ", f"_vLLM: {entry.source}_", ""]
+    return "\n".join(lines)
+
+
 def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     lines = [
         _MD_BANNER, "", "# Support matrix", "",
@@ -558,7 +588,9 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
                      f"{_cell(engine.profile.description)}, {len(engine.backends)} backends")
     lines += ["", "## Reference", "",
               "- [Reason codes](reason-codes.md)",
-              "- [Devices](devices.md)", "", "## JSON Schemas of the input files", "",
+              "- [Devices](devices.md)",
+              "- [Glossary](glossary.md) (layouts such as LBNHC, `%16`, block sizes, CUDA "
+              "graphs)", "", "## JSON Schemas of the input files", "",
               "For editors and `check-jsonschema`; in `schemas/jsonschema/`:", ""]
     lines += [f"- `schemas/jsonschema/{name}`" for name in sorted(schemas)]
     return "\n".join(lines) + "\n"
@@ -571,6 +603,7 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
         GeneratedFile("docs/support-matrix.md", _index_page(catalog, schemas)),
         GeneratedFile("docs/reason-codes.md", _codes_page(catalog)),
         GeneratedFile("docs/devices.md", _devices_page(catalog)),
+        GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):
         files.append(GeneratedFile(f"docs/engines/{_engine_slug(engine.engine)}.md",

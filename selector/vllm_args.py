@@ -100,8 +100,14 @@ class ServeCommand:
     (``vllm_compile``, ``kv_cache_layout``, ``max_num_batched_tokens``)."""
 
     @property
+    def shown_argv(self) -> tuple[str, ...]:
+        """The words as given, secrets (tokens, API keys) shown as ``***``."""
+        return tuple(_redacted(self.argv))
+
+    @property
     def command_line(self) -> str:
-        return " ".join(_quote(a) for a in self.argv)
+        """The command line as given, secrets (tokens, API keys) shown as ``***``."""
+        return " ".join(_quote(a) for a in self.shown_argv)
 
     def for_device(self, device: str | DeviceRef, catalog: Catalog) -> ServeCommand:
         """The same command on another device (``--dtype auto`` picks float16 on
@@ -116,6 +122,34 @@ class ServeCommand:
             if note not in notes:
                 notes.append(note)
         return replace(self, deployment=deployment, notes=tuple(notes))
+
+
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
+_SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+def _redacted(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the values of secret variables (``HF_TOKEN=...``, ``-e
+    HUGGING_FACE_HUB_TOKEN=...``) and of ``--api-key`` / ``--hf-token`` replaced by ``***``,
+    so that reports and CI logs never repeat them."""
+    out: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        flag, equals, _ = word.partition("=")
+        if flag in _SECRET_FLAGS:
+            out.append(f"{flag}=***" if equals else word)
+            hide_next = not equals
+            continue
+        match = _ENV_ASSIGNMENT.match(word)
+        if match and _SECRET_NAME.search(match.group(1)):
+            out.append(f"{match.group(1)}=***")
+            continue
+        out.append(word)
+    return out
 
 
 def _quote(arg: str) -> str:
@@ -375,6 +409,68 @@ def _split_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, words[index:]
 
 
+# `docker run` / `podman run` options that take no value (every other option takes one,
+# unless written as --opt=value); combined short flags such as -it or -dit are these too.
+_CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl"})
+_CONTAINER_NO_VALUE = frozenset({
+    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init",
+    "-P", "--publish-all", "--read-only", "--no-healthcheck", "--oom-kill-disable",
+    "--sig-proxy", "--disable-content-trust", "-q", "--quiet", "--help",
+})
+_CONTAINER_ENV_FLAGS = frozenset({"-e", "--env"})
+_PRIVILEGE_WRAPPERS = frozenset({"sudo"})
+
+
+def _is_container_flag_without_value(word: str) -> bool:
+    if word in _CONTAINER_NO_VALUE or "=" in word:
+        return True
+    return re.fullmatch(r"-[dit]{2,3}", word) is not None  # -it, -dit, -itd ...
+
+
+def _unwrap_container(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``docker run [docker options] IMAGE [args]`` -> the ``vllm serve`` command the
+    vLLM image runs with those args (its entry point), and the ``-e NAME=value``
+    variables; any other command line is returned as it is."""
+    index = 0
+    while index < len(words) and Path(words[index]).name in _PRIVILEGE_WRAPPERS:
+        index += 1
+    if index >= len(words) or Path(words[index]).name not in _CONTAINER_RUNNERS:
+        return words, {}
+    runner = words[index]
+    index += 1
+    if index >= len(words) or words[index] not in ("run", "container"):
+        raise _bad(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
+    if words[index] == "container":
+        index += 1  # `docker container run`
+        if index >= len(words) or words[index] != "run":
+            raise _bad(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
+    index += 1
+    env: dict[str, str] = {}
+    while index < len(words) and words[index].startswith("-"):
+        word = words[index]
+        index += 1
+        name, _, inline = word.partition("=")
+        if name in _CONTAINER_ENV_FLAGS or name.startswith("--env="):
+            value = inline if "=" in word else (words[index] if index < len(words) else "")
+            if "=" not in word:
+                index += 1
+            match = _ENV_ASSIGNMENT.match(value)
+            if match:
+                env[match.group(1)] = match.group(2)
+            continue
+        if _is_container_flag_without_value(word):
+            continue
+        index += 1  # the option's value (-v a:b, --gpus all, -p 8000:8000, ...)
+    if index >= len(words):
+        raise _bad(runner, f"no image in this `{runner} run` line",
+                   hint=f"write {runner} run [options] vllm/vllm-openai [vllm serve flags]")
+    rest = words[index + 1:]  # after the image
+    if rest and (Path(rest[0]).name == "vllm" or re.fullmatch(r"python(\d+(\.\d+)?)?",
+                                                              Path(rest[0]).name)):
+        return rest, env  # the entry point given explicitly
+    return ["vllm", "serve", *rest], env
+
+
 def _command_body(words: list[str]) -> list[str]:
     if not words:
         raise _bad("MODEL", "no command given after '--'",
@@ -409,6 +505,8 @@ def is_serve_command(words: Sequence[str]) -> bool:
         return True
     if not rest:
         return False
+    if any(Path(w).name in _CONTAINER_RUNNERS for w in rest[:2]) and "run" in rest[1:4]:
+        return True
     head = Path(rest[0]).name
     return head == "vllm" or (re.fullmatch(r"python(\d+(\.\d+)?)?", head) is not None
                               and len(rest) > 2 and rest[1] == "-m")
@@ -432,6 +530,8 @@ def _normalise_flag(word: str) -> tuple[str, str | None]:
 
 def _tokenize(argv: Sequence[str]) -> _Raw:
     env, words = _split_prefix(argv)
+    words, container_env = _unwrap_container(words)
+    env.update(container_env)
     body = _command_body(words)
     raw = _Raw(argv=tuple(argv), env=env)
     index = 0
@@ -492,53 +592,10 @@ def _tokenize(argv: Sequence[str]) -> _Raw:
 # ---------------------------------------------------------------- the model
 
 
-def _preset_names() -> dict[str, str]:
-    """Lower-case aliases -> preset name: each preset's name and the repository
-    name of its ``_name_or_path``."""
-    from selector.models import list_presets, preset_dir
-
-    names: dict[str, str] = {}
-    for preset in list_presets():
-        names[preset.lower()] = preset
-        try:
-            data = json.loads((preset_dir() / f"{preset}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        origin = data.get("_name_or_path") if isinstance(data, dict) else None
-        if isinstance(origin, str) and origin:
-            names.setdefault(origin.lower(), preset)
-            names.setdefault(origin.rsplit("/", 1)[-1].lower(), preset)
-    return names
-
-
-_VARIANT_SUFFIX = re.compile(
-    r"^[-_.](instruct|it|chat|base|hf|exp|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|"
-    r"fp8-dynamic|bf16|thinking|\d{4})([-_.].*)?$", re.IGNORECASE)
-
-
-def _match_preset(name: str) -> str | None:
-    """A Hugging Face id or a directory name -> the preset of the same architecture
-    (``meta-llama/Llama-3.1-8B-Instruct`` -> ``llama-3.1-8b``); None if unsure."""
-    names = _preset_names()
-    text = name.strip().rstrip("/").lower()
-    if text in names:
-        return names[text]
-    base = text.rsplit("/", 1)[-1]
-    if base in names:
-        return names[base]
-    best: tuple[int, str] | None = None
-    for alias, preset in names.items():
-        if "/" in alias:
-            continue
-        if base.startswith(alias) and _VARIANT_SUFFIX.match(base[len(alias):]) and (
-                best is None or len(alias) > best[0]):
-            best = (len(alias), preset)
-    return best[1] if best else None
-
-
 def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], str, str, str]:
     """(config.json mapping, file, display name, how it was resolved)."""
     from selector.models import list_presets, preset_dir
+    from selector.models.presets import match_preset, preset_origin
 
     target = override or model
     path = Path(target).expanduser()
@@ -549,7 +606,7 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
         how = f"read {file}"
     else:
         presets = list_presets()
-        preset = _match_preset(target)
+        preset = match_preset(target)
         if preset is None:
             lowered = {p.lower(): p for p in presets}
             preset = lowered.get(target.strip().lower())
@@ -561,7 +618,7 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
                 hint="pass the model's directory (with config.json) or name a preset with "
                      "attn-select check --model PRESET; presets: " + ", ".join(presets))
         file = str(preset_dir() / f"{preset}.json")
-        exact = _preset_names().get(target.strip().lower()) == preset
+        exact = target.strip().rstrip("/").lower() == (preset_origin(preset) or "").lower()
         if preset.lower() == target.strip().lower():
             how = f"the shipped preset {preset!r}"
         elif exact:

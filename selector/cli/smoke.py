@@ -97,6 +97,9 @@ def smoke_plan_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int | None, typer.Option("--seed", help="Batch and data seed.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every kernel call the run would make, without a GPU or "
+        "torch.")] = False,
 ) -> None:
     """Run the real attention kernels for each plan on this GPU and prove the outputs.
 
@@ -117,6 +120,14 @@ def smoke_plan_command(
     if seed is not None:
         overrides["seed"] = seed
     options = plans_file.options.model_copy(update=overrides)
+    if dry_run:
+        try:
+            _print_dry_run(plans_file.plans, options, output_format)
+        except AttnSelectError as error:
+            Console(stderr=True, soft_wrap=True).print(f"error: {error}", markup=False,
+                                                       highlight=False)
+            raise typer.Exit(int(error.exit_code)) from None
+        return
     run_plans(plans_file.plans, options, output_format=output_format)
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from selector.fleet.outcome import DeviceOutcome, FleetReport
+from selector.report.plain import PlainTable
 
 __all__ = ["STATUS_CODES", "render_github", "render_json", "render_junit", "render_markdown",
            "render_sarif", "render_table"]
@@ -47,8 +47,8 @@ def _name(outcome: DeviceOutcome, report: FleetReport) -> str:
 
 def render_table(report: FleetReport) -> RenderableType:
     """The fleet table and a one-line verdict."""
-    table = Table(title=_title(report), show_header=True, header_style="bold",
-                  title_justify="left")
+    table = PlainTable(title=_title(report), show_header=True, header_style="bold",
+                       title_justify="left")
     table.add_column("device")
     table.add_column("verdict")
     table.add_column("backend")

@@ -135,6 +135,9 @@ class Deployment(StrictModel):
     kv_connector: KVConnector | None = None
     environment: dict[str, bool] = {}
     """Run-time facts vLLM probes (without the ``env_`` prefix), e.g. ``{fa3_built: false}``."""
+    ignore: list[str] = []
+    """Warning codes acknowledged for this deployment, as ``check --ignore CODE`` does (e.g.
+    ``[AS005]``): they stay in the report as notes and no longer fail ``--strict``."""
 
     @field_validator("attention_backend")
     @classmethod

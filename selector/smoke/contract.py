@@ -211,11 +211,19 @@ def _batch_value(function: Callable[[BatchSpec], int]) -> Callable[[_Context], A
     return read
 
 
+def _q_tokens_per_kv_head(context: _Context) -> int | None:
+    """FlashMLA's ``num_q_tokens_per_head_k``: longest query x query heads (one KV head)."""
+    if context.batch is None:
+        return None
+    return max(r.query_len for r in context.batch.requests) * context.plan.num_q_heads
+
+
 QUANTITIES: dict[str, Callable[[_Context], Any]] = {
     "num_requests": _batch_value(lambda batch: len(batch.requests)),
     "max_query_len": _batch_value(lambda batch: max(r.query_len for r in batch.requests)),
     "max_seq_len": _batch_value(lambda batch: max(r.seq_len for r in batch.requests)),
     "num_q_heads": lambda c: c.plan.num_q_heads,
+    "q_tokens_per_kv_head": _q_tokens_per_kv_head,
     "num_kv_heads": lambda c: c.plan.num_kv_heads,
     "head_size": lambda c: c.plan.head_size,
     "page_size": lambda c: c.plan.kernel_block_size,

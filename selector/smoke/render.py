@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from selector.report.plain import PlainTable
 from selector.smoke.report import GroupReport, SmokeReport
 
 __all__ = ["render_report"]
@@ -38,8 +38,8 @@ def _plan_line(group: GroupReport) -> Text:
     return line
 
 
-def _checks_table(group: GroupReport) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+def _checks_table(group: GroupReport) -> PlainTable:
+    table = PlainTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("check")
     table.add_column("result")
     table.add_column("max abs", justify="right")
@@ -52,8 +52,8 @@ def _checks_table(group: GroupReport) -> Table:
     return table
 
 
-def _timings_table(group: GroupReport) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+def _timings_table(group: GroupReport) -> PlainTable:
+    table = PlainTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("kernel time (CUDA events)")
     table.add_column("median us", justify="right")
     table.add_column("min us", justify="right")
@@ -66,8 +66,8 @@ def _timings_table(group: GroupReport) -> Table:
     return table
 
 
-def _stages_table(report: SmokeReport) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+def _stages_table(report: SmokeReport) -> PlainTable:
+    table = PlainTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("time to verdict")
     table.add_column("s", justify="right")
     for stage, seconds in report.stages:
