@@ -166,3 +166,21 @@ def test_a_cluster_without_gpu_types_is_an_answer(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(CannotRunHereError, match="offers no GPU type"):
         run_fleet(FleetRequest(command="smoke", configs=(CONFIG,)))
     assert NoGpus.closed
+
+
+RAY_NVIDIA_TYPES = {
+    # ray/util/accelerators/accelerators.py (Ray 2.60.0): the accelerator_type names Ray
+    # gives NVIDIA GPUs -> the catalog device (None: a GPU the catalog does not list)
+    "V100": "V100", "P100": None, "T4": "T4", "P4": None, "K80": None, "A10G": "A10G",
+    "L4": "L4", "L40S": "L40S", "A100": "A100", "H100": "H100", "H200": "H200", "H20": "H20",
+    "B200": "B200", "B300": "B300", "GB200": "GB200", "GB300": None,
+    "RTX-PRO-6000": "RTX PRO 6000", "A100-40G": "A100-40GB", "A100-80G": "A100",
+    # nvidia_gpu.py's fallback for consumer cards: the product name, hyphen-joined
+    "GeForce-RTX-5090": "RTX 5090", "GeForce-RTX-4090": "RTX 4090",
+}
+
+
+def test_rays_gpu_type_names_map_to_catalog_devices() -> None:
+    from selector.fleet.run import _catalog_name
+
+    assert {name: _catalog_name(name) for name in RAY_NVIDIA_TYPES} == RAY_NVIDIA_TYPES
