@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -92,6 +93,27 @@ class RayCluster:
             self.ray.shutdown()
 
 
+CONNECT_TIMEOUT_S = 10.0
+"""How long to wait for a Ray address to accept a connection (Ray itself retries for
+minutes)."""
+
+
+def _check_reachable(target: str) -> None:
+    """Raise :class:`CannotRunHereError` unless ``HOST:PORT`` (or ``ray://HOST:PORT``)
+    accepts a TCP connection within :data:`CONNECT_TIMEOUT_S`."""
+    host, _, port = target.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"{target!r} is not a Ray address", field="--ray",
+                         hint="auto, local, HOST:PORT (the GCS, e.g. head:6379) or "
+                              "ray://HOST:PORT (Ray Client, e.g. head:10001)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise CannotRunHereError(
+            f"cannot reach the Ray cluster at {target}: {error} (is the head node up, and "
+            "is that its GCS or Ray Client port?)") from None
+
+
 def connect(address: str, *, runtime_env: dict[str, Any] | None = None) -> RayCluster:
     """``auto``: this process's Ray session, ``RAY_ADDRESS``, or a cluster running on this
     machine; ``local``: start one here (stopped again by :meth:`RayCluster.close`); any
@@ -117,6 +139,8 @@ def connect(address: str, *, runtime_env: dict[str, Any] | None = None) -> RayCl
                 f"{str(error).splitlines()[0][:300]}") from None
         return RayCluster(ray, "local", started_here=True, joined_here=True)
     target = (os.environ.get("RAY_ADDRESS") or "auto") if address == "auto" else address
+    if target != "auto":
+        _check_reachable(target)
     try:
         ray.init(address=target, **settings)
     except (ConnectionError, RuntimeError, ValueError) as error:

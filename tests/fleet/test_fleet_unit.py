@@ -184,3 +184,23 @@ def test_rays_gpu_type_names_map_to_catalog_devices() -> None:
     from selector.fleet.run import _catalog_name
 
     assert {name: _catalog_name(name) for name in RAY_NVIDIA_TYPES} == RAY_NVIDIA_TYPES
+
+
+def test_an_address_that_is_no_cluster_is_an_answer_not_a_hang() -> None:
+    pytest.importorskip("ray")
+    import socket
+    import time
+
+    from selector.cli import app, register_commands
+
+    register_commands()
+    with socket.socket() as server:  # a port that refuses: bound, never listening
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        started = time.monotonic()
+        result = CliRunner().invoke(app, ["smoke", CONFIG, "--ray", f"127.0.0.1:{port}"])
+    assert result.exit_code == 4, result.output
+    assert "cannot reach the Ray cluster at 127.0.0.1:" in result.output
+    assert time.monotonic() - started < 30
+    result = CliRunner().invoke(app, ["smoke", CONFIG, "--ray", "head-without-port"])
+    assert result.exit_code == 2 and "is not a Ray address" in result.output
