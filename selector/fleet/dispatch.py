@@ -127,6 +127,7 @@ def run_tasks(cluster: RayCluster, tasks: Sequence[FleetTask], *, command: str,
                                for index, task in enumerate(tasks)}
     outcomes: dict[int, DeviceOutcome] = {}
     interrupted = False
+    lost: str | None = None
     deadline = started + timeout_s
     try:
         while pending:
@@ -146,13 +147,25 @@ def run_tasks(cluster: RayCluster, tasks: Sequence[FleetTask], *, command: str,
                     outcomes[index] = _failed(ray, tasks[index], error, elapsed)
     except KeyboardInterrupt:
         interrupted = True
+    except Exception as error:  # the driver lost the cluster (a Ray Client or GCS failure)
+        lost = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}" \
+            if str(error).strip() else type(error).__name__
     for ref, index in pending.items():
-        ray.cancel(ref, force=True)
+        try:
+            ray.cancel(ref, force=True)
+        except Exception:  # already finished, or the cluster is gone
+            pass
         task = tasks[index]
         if interrupted:
             outcomes[index] = _row(task, status="cancelled", exit_code=ExitCode.CANNOT_RUN,
                                    errors=[f"interrupted (Ctrl-C): cancelled on node "
                                            f"{task.node.label}"], hint=None, elapsed=None)
+        elif lost:
+            outcomes[index] = _row(task, status="cannot-run", exit_code=ExitCode.CANNOT_RUN,
+                                   errors=[f"lost the Ray cluster while waiting for node "
+                                           f"{task.node.label}: {lost}"],
+                                   hint="check the head node and the network, then run again",
+                                   elapsed=time.perf_counter() - started)
         else:
             outcomes[index] = _row(
                 task, status="timed-out", exit_code=ExitCode.CANNOT_RUN,

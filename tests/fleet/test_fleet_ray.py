@@ -251,3 +251,19 @@ def test_a_worker_without_the_code_gets_the_install_hint(monkeypatch: pytest.Mon
     assert row["status"] == "cannot-run"
     assert "cannot be loaded on node" in row["errors"][0]
     assert "attn-select[gpu]" in row["hint"] and "--ship-code" in row["hint"]
+
+
+def test_losing_the_cluster_is_an_answer(monkeypatch: pytest.MonkeyPatch,
+                                         ray_cluster: Any) -> None:
+    from selector.fleet.run import FleetRequest, run_fleet
+
+    def lost(*_: Any, **__: Any) -> Any:
+        raise ConnectionError("GCS connection lost (stand-in)")
+
+    monkeypatch.setattr(ray_cluster, "wait", lost)
+    report = run_fleet(FleetRequest(command="smoke", configs=(CONFIG,), devices=("L40S",),
+                                    timeout_s=60, settings={"measure": False}))
+    row = report.outcomes[0]
+    assert (row.status, row.exit_code, report.exit_code) == ("cannot-run", 4, 4)
+    assert "lost the Ray cluster while waiting for node" in row.errors[0]
+    assert "GCS connection lost" in row.errors[0]
