@@ -54,11 +54,11 @@ python3 -c "import ray, torch; print('ray', ray.__version__, '| torch', torch.__
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
 
 log "local smoke $CONFIG"
-timeout "$(left 280)" python3 -m selector smoke "$CONFIG" --format json > "$OUT/local.json"
+timeout "$(left 280)" python3 -m selector smoke "$CONFIG" --no-measure --format json > "$OUT/local.json"
 echo "local exit $?"
 
 log "fleet smoke $CONFIG --ray local --device H200"
-timeout "$(left 250)" python3 -m selector smoke "$CONFIG" --ray local --device H200 --format json > "$OUT/fleet.json"
+timeout "$(left 250)" python3 -m selector smoke "$CONFIG" --ray local --device H200 --no-measure --format json > "$OUT/fleet.json"
 echo "fleet exit $?"
 
 log "fleet report and verdicts compared"
