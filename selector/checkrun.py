@@ -24,8 +24,11 @@ from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
 
 if TYPE_CHECKING:
+    from selector.catalog import EngineData
+    from selector.memory import StartupIssue
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
+    from selector.models.arch_registry import ModelRegistry
     from selector.vllm_args import ServeCommand
 
 __all__ = [
@@ -246,10 +249,15 @@ def _record(result: SolveResult, *, source: str, artifact: str | None, device: s
     )
 
 
+def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
+    return _finding("error", issue.code, issue.name, issue.message, issue.hint,
+                    issue.field or None, loaded)
+
+
 def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
     from selector.kv import format_ranges
 
-    findings: list[Finding] = []
+    findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for selection in result.selections:
         prefix = f"layers {format_ranges(list(selection.layers))} ({selection.kind}): "
         for finding in _result_findings(selection.result, loaded, graphs=False):
@@ -274,17 +282,68 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
     return findings
 
 
+def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | None,
+                          loaded: LoadedDeployment | None) -> list[Finding]:
+    """vLLM's verdict on the model's architecture for the engine version: an
+    error (AS131, vLLM's own wording) when it refuses it, a warning (AS132) when
+    it supports it but no family maps its layers."""
+    from selector.models.arch_registry import load_model_registry
+
+    data = catalog.engine(engine)
+    refused = [_finding("error", "AS133", CLI_CODES["AS133"][0],
+                        f"{data.engine} refuses the model at start-up: AssertionError: {text}",
+                        "change the config field the message names", ("model",), loaded)
+               for text in model.refusals]
+    registry = load_model_registry(data.directory)
+    if registry is None:
+        return refused
+    return refused + _registry_findings(model, registry, data, loaded)
+
+
+def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineData,
+                       loaded: LoadedDeployment | None) -> list[Finding]:
+    from selector.models.arch_registry import architecture_status
+
+    status = architecture_status(model.architectures or (model.architecture,), registry,
+                                 data.engine)
+    path = ("model",)
+    if status.status == "supported":
+        if model.family is not None:
+            return []
+        name, _ = CLI_CODES["AS132"]
+        return [_finding(
+            "warning", "AS132", name,
+            f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
+            "every layer was checked as uniform attention",
+            "add its family to schemas/models/families.yaml (the rules are in its header) "
+            "or compare the layer table with the model; --strict makes this a failure",
+            path, loaded)]
+    name, _ = CLI_CODES["AS131"]
+    if status.status == "removed":
+        hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "
+                "last release that does")
+    elif status.status == "out_of_tree":
+        hint = "install the plugin named in the message"
+    else:
+        hint = (f"`attn-select list models --engine {data.engine}` lists the architectures "
+                "it supports; check the config's architectures field")
+    return [_finding("error", "AS131", name,
+                     f"{data.engine} refuses the model at start-up: ValueError: {status.message}",
+                     hint, path, loaded)]
+
+
 def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
                   artifact: str | None, device: str, findings: list[Finding],
                   options: CheckOptions, settings: dict[str, object] | None = None) -> CheckRecord:
     findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
+    refused_model = any(f.code in ("AS131", "AS133") for f in findings)
     if options.strict:
         findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
     plan = result.plan
     refused = plan is not None and plan.cudagraph is not None and plan.cudagraph.error
-    status: Status = "valid" if result.valid and not refused else "invalid"
+    status: Status = "valid" if result.valid and not refused and not refused_model else "invalid"
     selected = [s.result.selected for s in result.selections if s.result.selected]
     return CheckRecord(
         source=source, artifact=artifact, device=device, engine=result.engine, status=status,
@@ -300,7 +359,8 @@ def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source:
 def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckOptions, *,
                      model: ModelFacts | None = None, kv_options: Mapping[str, Any] | None = None,
                      source: str | None = None,
-                     settings: dict[str, object] | None = None) -> CheckRecord:
+                     settings: dict[str, object] | None = None,
+                     environ: Mapping[str, str] | None = None) -> CheckRecord:
     """Solve one loaded deployment (on its own device) and build its record.
 
     A deployment with ``model:`` gets the whole-model check (every layer, then the
@@ -317,29 +377,47 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
             line=loaded.line_of(("ignore",))))
     if deployment.model is not None:
         from selector.config import deployment_model
-        from selector.modelcheck import check_model
+        from selector.startup_check import check_startup, tensor_parallel_record
 
+        refused = tensor_parallel_record(loaded, catalog, options.engine, model)
+        if refused is not None:
+            issue, engine_name, device_name = refused
+            finding = _issue_finding(issue, loaded)
+            return CheckRecord(source=source or loaded.path, artifact=artifact,
+                               device=device_name, engine=engine_name, status="invalid",
+                               failed=True, findings=(finding,), strict=options.strict,
+                               settings=settings)
         facts_model, base, kv = deployment_model(loaded, catalog)
         _, _, device_name = resolve_device(deployment, catalog)
         if model is not None:
             facts_model = model.for_tp(deployment.parallel.tensor_parallel_size)
         if kv_options:
             kv = kv.model_copy(update=dict(kv_options))
-        checked = check_model(
-            facts_model, base, engine=options.engine or deployment.engine,
-            attention_backend=deployment.attention_backend,
-            backend_per_kind=deployment.attention_config.backend_per_kind,
-            cudagraph_mode=deployment.cudagraph_mode, options=kv, catalog=catalog)
+        checked = check_startup(
+            facts_model, base, kv, loaded=loaded, catalog=catalog, engine=options.engine,
+            settings=settings, environ=environ)
+        findings = architecture_findings(facts_model, catalog, options.engine or deployment.engine,
+                                         loaded) + _model_findings(checked, loaded)
         return _model_record(checked, loaded, source=source or loaded.path, artifact=artifact,
-                             device=device_name, findings=_model_findings(checked, loaded),
+                             device=device_name, findings=findings,
                              options=options, settings=settings)
     facts = deployment_facts(loaded, catalog)
-    _, _, device_name = resolve_device(deployment, catalog)
+    _, cc, device_name = resolve_device(deployment, catalog)
     result = solve(facts, engine=options.engine or deployment.engine,
                    attention_backend=deployment.attention_backend,
                    cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
-    return _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
-                   findings=_result_findings(result, loaded), options=options, settings=settings)
+    record = _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
+                     findings=_result_findings(result, loaded), options=options,
+                     settings=settings)
+    from selector.memory import dtype_issue, startup_profile
+
+    refusal = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
+                          dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
+                          cc=cc, device=device_name)
+    if refusal is None:
+        return record
+    return replace(record, status="invalid", failed=True,
+                   findings=(_issue_finding(refusal, loaded), *record.findings))
 
 
 def _input_error_record(exc: InputError, source: str) -> CheckRecord:
@@ -377,15 +455,16 @@ def check_files(paths: Sequence[str], catalog: Catalog,
     return records, errors
 
 
-def _note_findings(command: ServeCommand) -> list[Finding]:
+def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
+    from selector.vllm_args import ARG_CODES
+
     out = []
     for note in command.notes:
-        from selector.vllm_args import ARG_CODES
-
-        name = ARG_CODES.get(note.code, ("note", ""))[0]
-        out.append(Finding(level="warning" if note.level == "warning" else "note",
-                           code=note.code, name=name, message=note.message, hint=note.hint,
-                           field=note.flag))
+        registered = catalog.codes.get(note.code)
+        name = registered.name if registered else ARG_CODES.get(note.code, ("note", ""))[0]
+        level: FindingLevel = note.level if note.level in ("warning", "error") else "note"
+        out.append(Finding(level=level, code=note.code, name=name, message=note.message,
+                           hint=note.hint, field=note.flag))
     return out
 
 
@@ -407,13 +486,16 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
         loaded = LoadedDeployment(path=source, text="", deployment=variant.deployment, lines={})
         record = check_deployment(loaded, catalog, options, model=variant.model_facts,
                                   kv_options=variant.kv_options, source=source,
-                                  settings=dict(variant.settings))
-        notes = _acknowledge(_note_findings(variant), options.ignore)
+                                  settings=dict(variant.settings),
+                                  environ=variant.environment)
+        notes = _acknowledge(_note_findings(variant, catalog), options.ignore)
         if options.strict:
             notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
         warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))
-        records.append(replace(record, findings=record.findings + tuple(notes),
-                               failed=record.failed or (options.strict and warned)))
+        refused = any(f.level == "error" and not f.code.startswith("AS1") for f in notes)
+        status: Status = "invalid" if refused and record.status == "valid" else record.status
+        records.append(replace(record, findings=record.findings + tuple(notes), status=status,
+                               failed=record.failed or refused or (options.strict and warned)))
     return command, records
 
 

@@ -366,8 +366,10 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, d
     try:
         model = load_model(reference).for_tp(d.parallel.tensor_parallel_size)
     except InputError as exc:
+        in_config = exc.file is not None and exc.file != path
         raise InputError(exc.message, file=exc.file or path, field=exc.field or "model",
-                         hint=exc.hint, line=loaded.line_of(("model",))) from None
+                         hint=exc.hint,
+                         line=exc.line if in_config else loaded.line_of(("model",))) from None
     device, _, _ = resolve_device(d, catalog)
     memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
     options = KVOptions(
@@ -378,9 +380,12 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, d
         cudagraph_mode=d.cudagraph_mode,
         connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
         max_model_len=d.max_model_len,
-        gpu_memory_utilization=d.gpu_memory_utilization,
+        gpu_memory_utilization=d.gpu_memory_utilization or 0.9,
         device_memory_bytes=int(memory_gib * 1024**3) if memory_gib else None,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3),
+        **({"max_num_batched_tokens": d.max_num_batched_tokens}
+           if d.max_num_batched_tokens else {}),
+        **({"max_num_seqs": d.max_num_seqs} if d.max_num_seqs else {}),
     )
     facts = _deployment_level_facts(d, cc)
     if d.dtype is None:  # pragma: no cover - dtype has a default

@@ -3,9 +3,10 @@
 Pure: no I/O except reading the model's ``config.json`` (a shipped preset or a
 local directory, through :mod:`selector.models`); never prints or exits.  Bad
 values raise :class:`InputError` naming the flag.  Flags that do not change
-attention-backend selection are passed over with a note; knobs that vLLM 0.33.0
-removed or ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show
-the flag to use instead.
+attention-backend selection are passed over with a note; knobs that the newest engine
+ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show the flag to use
+instead; flags it removed and unknown keys inside ``--compilation-config`` are errors
+(vLLM refuses the command line).
 
 A model whose attention layers differ (sliding-window and full layers, say) gives
 one deployment per distinct layer signature: vLLM selects a backend per layer.
@@ -13,6 +14,7 @@ one deployment per distinct layer signature: vLLM selects a backend per layer.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -46,21 +48,24 @@ SOURCE = "vllm serve"
 
 ARG_CODES: dict[str, tuple[str, str]] = {
     "AS101": ("ignored-environment-variable",
-              "An environment variable that vLLM 0.33.0 no longer reads: it has no effect."),
+              "An environment variable that the engine no longer reads: it has no effect."),
     "AS102": ("removed-flag",
-              "A flag that vLLM 0.33.0 no longer accepts; the replacement is shown."),
+              "A flag that the engine no longer accepts (no longer given: vLLM refuses "
+              "the command line, reported as SU004)."),
     "AS103": ("unknown-flag", "A flag attn-select does not know; it was passed over."),
     "AS104": ("not-modelled",
               "A setting vLLM reads that does not change attention-backend selection "
               "(or that attn-select does not model); it was passed over."),
     "AS105": ("model-resolved", "How MODEL was resolved to a config.json."),
     "AS106": ("max-model-len-too-long",
-              "--max-model-len is longer than the model's max_position_embeddings."),
+              "--max-model-len is longer than the model's max_position_embeddings "
+              "(no longer given: vLLM's refusal is reported as SU002)."),
     "AS107": ("setting-applied", "A vLLM setting or variable that attn-select applied."),
 }
 """Codes of the notes about a command line: code -> (name, summary)."""
 
-Level = Literal["info", "warning"]
+Level = Literal["info", "warning", "error"]
+"""``error``: vLLM refuses the command line itself (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -251,7 +256,8 @@ _NOTEWORTHY = {
     "--kv-cache-dtype-skip-layers": "per-layer KV dtype exceptions are not modelled",
     "--disable-hybrid-kv-cache-manager": "KV-cache grouping is not part of backend selection",
     "--config": "a vLLM YAML config file is not read; give its settings as flags",
-    "--pipeline-parallel-size": "pipeline parallelism does not change backend selection",
+    "--pipeline-parallel-size": "pipeline parallelism does not change backend selection; "
+                                "the start-up memory budget is not estimated with it",
     "--data-parallel-size": "data parallelism does not change backend selection",
     "--max-num-seqs": "",
 }
@@ -298,6 +304,22 @@ def _int(flag: str, value: str, *, low: int = 1, high: int = 1 << 20) -> int:
     if not low <= number <= high:
         raise _bad(flag, f"{number} is out of range", hint=f"give {low}..{high}")
     return number
+
+
+def _bytes(flag: str, value: str) -> int:
+    """vLLM's ``human_readable_int``: ``8G`` is 8 x 2**30, ``8g`` is 8 x 10**9
+    (vllm/utils/argparse_utils.py:30-74)."""
+    text = value.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    if match:
+        number, suffix = match.groups()
+        if suffix.islower():
+            return int(float(number) * 10.0 ** (3 * "kmgt".index(suffix) + 3))
+        if "." in number:
+            raise _bad(flag, f"Decimals are not allowed with binary suffixes like {suffix}. "
+                             f"Did you mean to use {number}{suffix.lower()} instead?")
+        return int(int(number) * 2 ** (10 * "KMGT".index(suffix) + 10))
+    return _int(flag, text, low=0, high=1 << 50)
 
 
 def _bool(flag: str, value: Any) -> bool:
@@ -661,6 +683,12 @@ class _Settings:
     enable_prefix_caching: bool | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    max_num_seqs: int | None = None
+    moe_backend: str | None = None
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     disable_sliding_window: bool = False
     backend_per_kind: dict[str, str] = field(default_factory=dict)
@@ -718,12 +746,25 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
         else:
+            label = catalog.engine(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
-                                   f"{flag}: vLLM 0.33.0's AttentionConfig has no field {key!r} "
+                                   f"{flag}: {label}'s AttentionConfig has no field {key!r} "
                                    "that attn-select knows of"))
 
 
-def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) -> None:
+def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
+    """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
+    from selector.catalog import CatalogError
+    from selector.memory import startup_profile
+
+    try:
+        return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
+    except (CatalogError, InputError):
+        return frozenset()
+
+
+def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
+                        catalog: Catalog, engine: str | None) -> None:
     config: dict[str, Any] = {}
     level: int | None = None
     if "--compilation-config" in raw.values:
@@ -755,7 +796,21 @@ def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) 
             raise _bad(flag, f"unknown CUDA-graph mode {config['cudagraph_mode']!r}",
                        hint="valid: " + ", ".join(CUDAGRAPH_MODES))
         settings.cudagraph_mode = value
-    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level"))
+    fields = _compilation_fields(catalog, engine)
+    for key in config:
+        if fields and key not in fields:
+            value = config[key]
+            code = catalog.code("SU005")
+            close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+            notes.append(ServeNote(
+                "error", "SU005", f"--compilation-config.{key}",
+                code.message.format(flag="--compilation-config/-cc",
+                                    config_class="CompilationConfig", key=key,
+                                    input_value=repr(value), input_type=type(value).__name__),
+                hint=(f"did you mean {close[0]!r}?" if close
+                      else "see CompilationConfig's fields in vLLM's docs")))
+    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level")
+                   and (not fields or k in fields))
     if other:
         notes.append(ServeNote("info", "AS104", "--compilation-config",
                                "compilation settings that do not change backend selection "
@@ -797,9 +852,10 @@ def _environment(env: Mapping[str, str], settings: _Settings, notes: list[ServeN
             if name == "VLLM_USE_TRTLLM_ATTENTION" and shown.strip() in ("0", "1"):
                 shown = "true" if shown.strip() == "1" else "false"
             flag = replacement.format(value=shown) if replacement else ""
-            message = f"{name}={value} has no effect: vLLM 0.33.0 does not read it"
+            label = catalog.engine(engine).label
+            message = f"{name}={value} has no effect: {label} does not read it"
             if name == "VLLM_USE_V1":
-                message = f"{name}={value} has no effect: V1 is vLLM 0.33.0's only engine"
+                message = f"{name}={value} has no effect: V1 is {label}'s only engine"
             notes.append(ServeNote(level, "AS101", name, message,
                                    hint=f"use {flag}" if flag else ""))
         elif name == "VLLM_BATCH_INVARIANT":
@@ -852,7 +908,7 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
         s.cp_interleave = _int("--cp-kv-cache-interleave-size",
                                values["--cp-kv-cache-interleave-size"])
     _speculative_config(raw, s, notes)
-    _compilation_config(raw, s, notes)
+    _compilation_config(raw, s, notes, catalog, engine)
     if "--enforce-eager" in raw.order and "--no-enforce-eager" not in raw.order:
         s.cudagraph_mode = "NONE"
         notes.append(ServeNote("info", "AS107", "--enforce-eager",
@@ -883,6 +939,22 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     if "--max-num-batched-tokens" in values:
         s.kv_options["max_num_batched_tokens"] = _int("--max-num-batched-tokens",
                                                       values["--max-num-batched-tokens"])
+    if "--pipeline-parallel-size" in values:
+        s.pipeline_parallel_size = _int("--pipeline-parallel-size",
+                                        values["--pipeline-parallel-size"], high=1024)
+    if "--data-parallel-size" in values:
+        s.data_parallel_size = _int("--data-parallel-size", values["--data-parallel-size"],
+                                    high=65536)
+    s.enable_expert_parallel = ("--enable-expert-parallel" in raw.order
+                                and "--no-enable-expert-parallel" not in raw.order)
+    if "--moe-backend" in values:
+        backend = values["--moe-backend"].strip().lower().replace("-", "_")
+        s.moe_backend = None if backend == "auto" else backend
+    if "--max-num-seqs" in values:
+        s.max_num_seqs = _int("--max-num-seqs", values["--max-num-seqs"])
+    if "--kv-cache-memory-bytes" in values:
+        s.kv_cache_memory_bytes = _bytes("--kv-cache-memory-bytes",
+                                         values["--kv-cache-memory-bytes"])
     if "--hf-overrides" in values:
         s.hf_overrides = _json_object("--hf-overrides", values["--hf-overrides"])
     if "--disable-sliding-window" in raw.order:
@@ -890,17 +962,16 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     return s
 
 
-def _flag_notes(raw: _Raw, notes: list[ServeNote]) -> None:
+def _flag_notes(raw: _Raw, notes: list[ServeNote], catalog: Catalog) -> None:
     seen: set[str] = set()
     for flag in raw.order:
         if flag in seen or flag.split(".", 1)[0] in _HANDLED:
             continue
         seen.add(flag)
         if flag in _REMOVED_FLAGS:
-            notes.append(ServeNote("warning", "AS102", flag,
-                                   f"{flag} was removed: vLLM 0.33.0 rejects it "
-                                   "('unrecognized arguments'); attn-select ignored it",
-                                   hint=f"use {_REMOVED_FLAGS[flag]}"))
+            code = catalog.code("SU004")
+            notes.append(ServeNote("error", "SU004", flag, code.message.format(flag=flag),
+                                   hint=code.hint.format(replacement=_REMOVED_FLAGS[flag])))
         elif _NOTEWORTHY.get(flag):
             notes.append(ServeNote("info", "AS104", flag, f"{flag}: {_NOTEWORTHY[flag]}"))
         elif not _is_known(flag):
@@ -932,7 +1003,11 @@ def _deployment(model: ModelFacts, model_ref: str, s: _Settings, engine: str | N
             kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
             attention_backend=s.attention_backend, cudagraph_mode=s.cudagraph_mode,
             max_model_len=s.max_model_len if s.max_model_len and s.max_model_len > 0 else None,
-            gpu_memory_utilization=s.gpu_memory_utilization or 0.9,
+            gpu_memory_utilization=s.gpu_memory_utilization,
+            kv_cache_memory_bytes=s.kv_cache_memory_bytes,
+            max_num_batched_tokens=s.kv_options.get("max_num_batched_tokens"),
+            max_num_seqs=s.max_num_seqs,
+            moe_backend=s.moe_backend,
             enable_prefix_caching=True if s.enable_prefix_caching is None
             else s.enable_prefix_caching,
             attention_config=AttentionConfig(
@@ -974,6 +1049,9 @@ def _summary(s: _Settings) -> dict[str, Any]:
         "gpu_memory_utilization": s.gpu_memory_utilization,
         "hf_overrides": s.hf_overrides or None,
         "batch_invariant": s.batch_invariant,
+        "pipeline_parallel_size": s.pipeline_parallel_size,
+        "data_parallel_size": s.data_parallel_size,
+        "enable_expert_parallel": s.enable_expert_parallel,
     }
 
 
@@ -995,7 +1073,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
-    _flag_notes(raw, notes)
+    _flag_notes(raw, notes, catalog)
     settings = _settings(raw, catalog, engine, notes)
     _environment(env, settings, notes, catalog, engine)
     data, file, name, how = _load_raw_config(raw.model or "", model)
@@ -1017,17 +1095,10 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     if any(layer.attention_chunk_size for layer in facts.layers):
         notes.append(ServeNote("info", "AS104", "model",
                                "chunked local-attention layers are checked as full attention"))
-    limit = facts.max_position_embeddings
-    if settings.max_model_len and limit and settings.max_model_len > limit:
-        notes.append(ServeNote(
-            "warning", "AS106", "--max-model-len",
-            f"--max-model-len {settings.max_model_len} exceeds the model's "
-            f"max_position_embeddings {limit}; vLLM refuses it unless "
-            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-            hint=f"use --max-model-len {limit} or less"))
     model_ref = name if not file.endswith("config.json") else file
     deployment = _deployment(facts, model_ref, settings, engine, device)
-    ordered = sorted(notes, key=lambda n: (n.level != "warning", notes.index(n)))
+    rank = {"error": 0, "warning": 1, "info": 2}
+    ordered = sorted(notes, key=lambda n: (rank[n.level], notes.index(n)))
     return ServeCommand(
         argv=tuple(argv), model=raw.model or (model or ""), model_source=facts.name,
         environment=env, settings=_summary(settings), deployment=deployment, model_facts=facts,

@@ -57,13 +57,15 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
             document = model_to_json(record.model, source=record.source, device=record.device)
         elif record.result is not None:
             document = result_to_json(record.result, source=record.source, device=record.device)
-        else:  # the input could not be read: reported, as in JUnit and SARIF
+        else:  # unreadable input, or refused before any layer was solved (SU003, SU006)
             from selector.report.json import JSON_SCHEMA_VERSION
 
             document = {"schema_version": JSON_SCHEMA_VERSION, "source": record.source,
-                        "device": None, "engine": record.engine, "valid": False,
-                        "status": record.status}
+                        "device": record.device if record.status == "invalid" else None,
+                        "engine": record.engine, "valid": False, "status": record.status}
         document["passed"] = not record.failed
+        if record.status != "valid":
+            document["valid"] = False
         document["findings"] = [
             {"level": f.level, "code": f.code, "name": f.name, "message": f.message,
              "hint": f.hint, "line": f.line, "field": f.field, "backend": f.backend}
@@ -96,7 +98,7 @@ def check(
     output_format: Annotated[CheckFormat, typer.Option(
         "--format", "-f", help="Output format.")] = CheckFormat.text,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest).",
+        "--engine", help="Engine profile, exact (vllm==X.Y.Z) or a range ('vllm>=0.30') (default: newest).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
@@ -222,14 +224,22 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
         if record.model is not None:
             from selector.report.model import render_model
 
-            console.print(render_model(record.model, device=record.device, source=title))
-            others = [f for f in record.findings if f.code.startswith("AS0")]
+            architecture = [f for f in record.findings if f.code in ("AS131", "AS132", "AS133")]
+            if architecture:
+                console.print(render_notes(architecture))
+            console.print(render_model(record.model, device=record.device, source=title,
+                                       valid=record.status == "valid"))
+            shown = {issue.code for issue in record.model.startup}
+            others = [f for f in record.findings if f.code.startswith("AS0") or (
+                f.level != "note" and f.code not in shown and not f.code.startswith("AS1"))]
             if others:
                 console.print(render_notes(others))
         elif record.result is not None:
             acknowledged = frozenset(f.code for f in record.findings if f.level == "note")
             console.print(render_check(record.result, device=record.device, source=title,
                                        verbose=verbose, acknowledged=acknowledged))
+        elif record.status == "invalid":  # refused before any layer was solved
+            console.print(render_notes([f for f in record.findings if f.level == "error"]))
     if fleet:
         console.print(render_fleet(records))
 

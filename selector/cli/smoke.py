@@ -20,6 +20,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
+    from selector.parallel.plan import ShardPlan
     from selector.smoke.plan import SmokeOptions, SmokePlan
     from selector.smoke.report import SmokeReport
 
@@ -40,6 +41,24 @@ class SmokeFormat(str, Enum):
     markdown = "markdown"
     github = "github"
     sarif = "sarif"
+
+
+class ShardMode(str, Enum):
+    auto = "auto"
+    with_smoke = "with"
+    only = "only"
+    off = "off"
+
+
+class KernelSource(str, Enum):
+    native = "native"
+    torch = "torch"
+
+
+class LseBaseChoice(str, Enum):
+    e = "e"
+    two = "2"
+    swapped = "swapped"
 
 
 @contextmanager
@@ -156,6 +175,26 @@ def smoke_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int, typer.Option("--seed", help="Batch and data seed.")] = 0,
+    shards: Annotated[ShardMode, typer.Option(
+        "--shards", case_sensitive=False,
+        help="Shard check of a tensor- or decode-context-parallel deployment: every rank's "
+             "share (its heads; under DCP its interleaved KV tokens), merged as vLLM merges "
+             "them, against the whole-cache reference. auto: the shard check alone for "
+             "DCP, the smoke check alone for TP; with: the smoke check, then the shard "
+             "check; only; off.")] = ShardMode.auto,
+    gpus: Annotated[int | None, typer.Option(
+        "--gpus", min=1, help="Run the shard check with one process per rank on this many "
+                              "GPUs (torch.distributed, NCCL); default: every rank in turn "
+                              "on one GPU.")] = None,
+    kernels: Annotated[KernelSource, typer.Option(
+        "--kernels", case_sensitive=False,
+        help="Shard check kernels: native (the backend's) or torch (a plain-torch stand-in "
+             "that runs on the CPU, over gloo with --gpus).")] = KernelSource.native,
+    merge_lse_base: Annotated[LseBaseChoice | None, typer.Option(
+        "--merge-lse-base", case_sensitive=False,
+        help="Merge the DCP partial outputs as if the kernels returned this LSE base "
+             "(swapped: the other one of each backend's) instead of the backend's: a "
+             "deliberate mix-up, the check must fail.")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print every kernel call the run would make (backend, providers, "
         "entry points, arguments) without a GPU or torch.")] = False,
@@ -185,10 +224,16 @@ def smoke_command(
     kernel or check fails, 4 when this machine (with --ray: some device) cannot run it, 5
     when every check passed but on another kernel than the plan negotiated (SUBSTITUTED).
     """
+    from selector.parallel.from_deployment import shard_plans
+    from selector.parallel.plan import ShardOptions
     from selector.smoke.plan import SmokeOptions
 
     options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
-    if ray is not None and not dry_run:
+    local_only = [name for name, given in (
+        ("--dry-run", dry_run), ("--shards", shards is not ShardMode.auto),
+        ("--gpus", gpus is not None), ("--kernels", kernels is not KernelSource.native),
+        ("--merge-lse-base", merge_lse_base is not None)) if given]
+    if ray is not None and not local_only:
         from selector.cli.fleet import FleetFormat, run_smoke_fleet
 
         raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
@@ -203,32 +248,83 @@ def smoke_command(
                   if given]
     if fleet_only:
         Console(stderr=True, soft_wrap=True).print(
-            f"error: {', '.join(fleet_only)}: only for a fleet run (--ray, without --dry-run); "
-            "the local smoke (and --dry-run) takes one deployment on this machine",
-            markup=False, highlight=False)
+            f"error: {', '.join(fleet_only)}: only for a fleet run (--ray, without "
+            f"{' or '.join(local_only) or '--dry-run'}); the local smoke takes one deployment "
+            "on this machine", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.USAGE))
-    local_format = ReportFormat(output_format.value)
+    config, local_format = configs[0], ReportFormat(output_format.value)
     try:
-        plans = _deployment_plans(configs[0])
+        plans = _deployment_plans(config)
+        shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
+            else ([], [])
+        if shards is ShardMode.auto:
+            shard_list = [plan for plan in shard_list if plan.uses_dcp]
         if dry_run:
-            _print_dry_run(plans, options, local_format)
+            _print_dry_run(plans, options, local_format, shard_list=shard_list,
+                           standard=shards is not ShardMode.only and (
+                               shards is not ShardMode.auto or not shard_list))
             return
+        if shards in (ShardMode.only, ShardMode.with_smoke) and not shard_list:
+            raise InputError("the deployment does not split attention over ranks "
+                             "(tensor_parallel_size and decode_context_parallel_size are 1)",
+                             file=str(config), field="parallel",
+                             hint="drop --shards only, or set parallel.tensor_parallel_size")
+        if gpus is not None and not shard_list:
+            raise InputError("--gpus runs the shard check, and this deployment has none",
+                             file=str(config), field="parallel",
+                             hint="set parallel.tensor_parallel_size or "
+                                  "decode_context_parallel_size")
     except AttnSelectError as error:
         message = error.render() if isinstance(error, InputError) else str(error)
         Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                    highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
-    run_plans(plans, options, output_format=local_format)
+    standard = shards in (ShardMode.off, ShardMode.with_smoke) or (
+        shards is ShardMode.auto and not shard_list)
+    for name in skipped:
+        Console(stderr=True, soft_wrap=True).print(
+            f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "
+            "shard-checked yet)", markup=False, highlight=False)
+    if standard:
+        run_plans(plans, options, output_format=local_format)
+    if shard_list:
+        from selector.cli.shards import run_shards
+
+        shard_options = ShardOptions(
+            seed=seed, kernels=kernels.value,
+            merge_lse_base=merge_lse_base.value if merge_lse_base else None,
+            **({"repeats": repeats} if repeats else {}))
+        run_shards(shard_list, shard_options, gpus=gpus,
+                   as_json=local_format is ReportFormat.json)
 
 
 def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
-                   output_format: ReportFormat) -> None:
+                   output_format: ReportFormat, *, shard_list: Sequence[ShardPlan] = (),
+                   standard: bool = True) -> None:
+    from selector.parallel.dry_run import shard_dry_run
     from selector.smoke.dry_run import dry_run
 
-    data = dry_run(plans, options)
+    data = dry_run(plans, options) if standard else {}
+    if shard_list:
+        data.update(shard_dry_run(shard_list, options.seed))
     out = Console(soft_wrap=True)
     if output_format is ReportFormat.json:
         out.out(json.dumps(data, indent=2), highlight=False)
+        return
+    for shard in data.get("shards", []):
+        out.print(f"{shard['plan']['name']}: shard check, {shard['split']}", markup=False,
+                  highlight=False)
+        for rank in shard["ranks"]:
+            lengths = rank.get("kv_lens_read", rank.get("kv_lens"))
+            out.print(f"  rank {rank['rank']}: q heads {rank['own_q_heads']}, KV heads "
+                      f"{rank['kv_heads']}, KV lengths read {lengths}", markup=False,
+                      highlight=False)
+        for name, call in shard["calls"].items():
+            out.print(f"  {name}: {call}", markup=False, highlight=False)
+        if "merge" in shard:
+            out.print(f"  merge: {shard['merge']['combine']}; {shard['merge']['second_pass']}",
+                      markup=False, highlight=False)
+    if not standard:
         return
     for entry in data["plans"]:
         plan = entry["plan"]

@@ -40,12 +40,14 @@ def _failing_groups(result: ModelCheckResult) -> list[RenderableType]:
     return parts
 
 
-def render_model(result: ModelCheckResult, *, device: str, source: str | None = None) -> RenderableType:
-    """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs."""
+def render_model(result: ModelCheckResult, *, device: str, source: str | None = None,
+                 valid: bool | None = None) -> RenderableType:
+    """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs.
+    ``valid`` overrides the verdict (e.g. the engine refuses the architecture)."""
     model = result.model
+    ok = result.valid if valid is None else valid
     header = Text()
-    header.append("VALID  " if result.valid else "INVALID  ",
-                  style="bold green" if result.valid else "bold red")
+    header.append("VALID  " if ok else "INVALID  ", style="bold green" if ok else "bold red")
     header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) "
                   f"on {device}, {result.engine}")
     parts: list[RenderableType] = [Panel(header, title=plain(source or "attn-select check"), expand=False)]
@@ -74,7 +76,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     parts.extend(_failing_groups(result))
     plan = result.plan
     if plan is None:
-        return Group(*parts)
+        return Group(*parts, *_startup_parts(result))
     groups = PlainTable(title="KV-cache groups")
     for column in ("#", "layers", "spec", "backend(s)", "manager block", "kernel block",
                    "page bytes", "bytes/token", "CUDA graphs"):
@@ -121,13 +123,31 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     for error in plan.errors:
         summary.add_row(Text("error", style="red"), f"{error.exc_type}: {error.message}")
     parts.append(summary)
-    return Group(*parts)
+    return Group(*parts, *_startup_parts(result))
+
+
+def _startup_parts(result: ModelCheckResult) -> list[RenderableType]:
+    """The memory budget and vLLM's start-up refusals, each in vLLM's words."""
+    from selector.report.memory import memory_table
+
+    parts: list[RenderableType] = []
+    if result.memory is not None:
+        parts.append(memory_table(result.memory))
+    for issue in result.startup:
+        line = Text()
+        line.append(f"vLLM refuses to start [{issue.code}]: ", style="bold red")
+        line.append(issue.message)
+        if issue.hint:
+            line.append(f"\n  fix: {issue.hint}", style="dim")
+        parts.append(line)
+    return parts
 
 
 def model_to_json(result: ModelCheckResult, *, source: str | None = None,
                   device: str | None = None) -> dict[str, Any]:
     """The same as a JSON document (``schema_version`` shared with ``check``)."""
     from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
+    from selector.report.memory import issue_json, memory_json
 
     return {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -143,4 +163,6 @@ def model_to_json(result: ModelCheckResult, *, source: str | None = None,
             for s in result.selections
         ],
         "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
+        "memory": memory_json(result.memory) if result.memory is not None else None,
+        "startup_errors": [issue_json(issue) for issue in result.startup],
     }

@@ -146,10 +146,12 @@ class KernelContract(BaseModel):
 def contract_path(engine: str) -> Path:
     from selector.catalog import load_catalog
 
-    directories = load_catalog().engine_dirs
+    catalog = load_catalog()
+    directories = catalog.engine_dirs
     if engine not in directories:
         raise CatalogError(f"no engine profile for {engine} (known: {', '.join(directories)})")
-    return directories[engine] / "kernel-calls.yaml"
+    # inherited whole from the nearest profile of the chain that has one
+    return catalog.engine_file(engine, "kernel-calls.yaml") or directories[engine] / "kernel-calls.yaml"
 
 
 @functools.cache

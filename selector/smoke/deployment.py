@@ -54,8 +54,10 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
                        attention_backend=deployment.attention_backend,
                        cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
         if not result.valid:
+            reason = f": {result.error.message}" if result.error is not None else ""
             raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+                f"{config}: vLLM would reject this deployment{reason}; "
+                f"`attn-select check {config}` says more")
         plans = plans_from_result(result, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap)
