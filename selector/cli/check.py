@@ -120,7 +120,8 @@ def check(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
     measurements: Annotated[Path | None, typer.Option(
-        "--measurements", help="bench.json from `attn-select bench`: also show the valid "
+        "--measurements", help="bench.json from `attn-select bench` (or the folder of a "
+                               "`bench --ray` run: the file of each device): also show the valid "
                                "backend measured fastest and the flag that pins it.")] = None,
 ) -> None:
     """Validate every backend for each deployment, select one, explain why."""
@@ -135,11 +136,14 @@ def check(
         validate_ignored,
     )
     catalog = load_catalog()
-    measured = None
     if measurements is not None:  # a bad file fails before any report is printed
         from selector.bench.measurements import load_measurements
+        from selector.cli.bench import measurements_by_device
 
-        measured = load_measurements(measurements)
+        if measurements.is_dir():
+            measurements_by_device(measurements)
+        else:
+            load_measurements(measurements)
     devices = resolve_devices(device or [], catalog)
     options = CheckOptions(engine=engine, devices=devices, strict=strict,
                            ignore=validate_ignored(ignore or [], catalog))
@@ -157,10 +161,10 @@ def check(
         _stderr(error)
     text = _render(records, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1, to_text=output is not None)
-    if measurements is not None and measured is not None:
+    if measurements is not None:
         from selector.cli.bench import measured_policy
 
-        text = measured_policy(measurements, measured, records, output_format, text)
+        text = measured_policy(measurements, records, output_format, text)
     if text is not None:
         if output is not None:
             try:
