@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.catalog import CatalogError
-from selector.errors import CannotRunHereError
+from selector.errors import CannotRunHereError, InputError
 from selector.smoke.batch import BatchSpec
 from selector.smoke.plan import SmokePlan
 
@@ -149,7 +149,9 @@ def contract_path(engine: str) -> Path:
     catalog = load_catalog()
     directories = catalog.engine_dirs
     if engine not in directories:
-        raise CatalogError(f"no engine profile for {engine} (known: {', '.join(directories)})")
+        # a plan's engine is the user's input (a deployment's is checked against the catalog)
+        raise InputError(f"no engine profile for {engine}", field="engine",
+                         hint="known: " + ", ".join(directories))
     # inherited whole from the nearest profile of the chain that has one
     return catalog.engine_file(engine, "kernel-calls.yaml") or directories[engine] / "kernel-calls.yaml"
 

@@ -184,9 +184,17 @@ def load_plans_file(path: Path) -> SmokePlansFile:
     if isinstance(data, list):
         data = {"plans": data}
     try:
-        return SmokePlansFile.model_validate(data)
+        plans = SmokePlansFile.model_validate(data)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
         raise InputError(message, file=source,
                          field=_location(tuple(first["loc"])) or None) from None
+    from selector.catalog import load_catalog
+
+    known = load_catalog().engine_dirs
+    for index, plan in enumerate(plans.plans):
+        if plan.engine not in known:
+            raise InputError(f"no engine profile for {plan.engine}", file=source,
+                             field=f"plans[{index}].engine", hint="known: " + ", ".join(known))
+    return plans

@@ -59,6 +59,10 @@ def test_without_gpu_exits_4_and_says_how_to_install() -> None:
      '"num_kv_heads": 4, "head_size": 64}]', "not a multiple"),
     ('[{"backend": "FLASHINFER", "fa_version": 3, "kernel_block_size": 16, '
      '"num_q_heads": 8, "num_kv_heads": 4, "head_size": 64}]', "FLASH_ATTN backends only"),
+    # an engine without a profile was an internal error (exit 70)
+    ('[{"backend": "FLASHINFER", "engine": "vllm==9", "kernel_block_size": 16, '
+     '"num_q_heads": 8, "num_kv_heads": 4, "head_size": 64}]',
+     "field 'plans[0].engine': no engine profile for vllm==9"),
 ])
 def test_bad_plans_file_exits_2(tmp_path: Path, content: str | None, fragment: str) -> None:
     path = tmp_path / "plans.json"
