@@ -42,7 +42,13 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     deployment = loaded.deployment
     if deployment.model is not None:
         from selector.modelcheck import check_model_deployment
+        from selector.startup_check import tensor_parallel_record
 
+        refused = tensor_parallel_record(loaded, catalog, None, None)
+        if refused is not None:  # as check reports it (exit 1), before the model is sharded
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment: {refused[0].message.rstrip('.')}; "
+                f"`attn-select check {config}` says more")
         checked = check_model_deployment(loaded, catalog)
         if not checked.valid:
             raise InvalidDeploymentError(

@@ -92,3 +92,16 @@ def test_a_hybrid_models_large_attention_page_gets_a_plan() -> None:
     assert {p.kernel_block_size for p in plans} == {
         g.kernel_block_size or g.manager_block_size for g in checked.plan.groups
         if g.kind == "full_attention"}
+
+
+def test_cli_smoke_of_a_model_tp_cannot_split_exits_1_as_check_does(tmp_path: Path) -> None:
+    # 28 heads over TP 8: vLLM refuses at start-up; check says so (exit 1), the smoke once
+    # exited 2 as if the file were bad input
+    root = Path(__file__).resolve().parents[2]
+    path = tmp_path / "qwen.yaml"
+    path.write_text(f"device: B200\nmodel: {root}/tests/fixtures/hf_configs/Qwen--Qwen2.5-7B.json\n"
+                    "parallel: {tensor_parallel_size: 8}\n", encoding="utf-8")
+    assert run_cli(["check", str(path)])[0] == 1
+    code, _, err = run_cli(["smoke", str(path), "--dry-run"])
+    assert code == 1
+    assert "must be divisible by tensor parallel size (8); `attn-select check" in err
