@@ -7,14 +7,14 @@ records are built (:mod:`selector.checkrun`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from selector.catalog import RegisteredCodes
 from selector.result import SolveResult
 
-__all__ = ["CLI_CODES", "CheckRecord", "Finding", "FindingLevel", "Status"]
+__all__ = ["CLI_CODES", "CheckRecord", "CheckReport", "Finding", "FindingLevel", "Status"]
 
 FindingLevel = Literal["error", "warning", "note"]
 Status = Literal["valid", "invalid", "error"]
@@ -79,3 +79,16 @@ class CheckRecord:
     @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.level == "warning")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything a ``check`` reporter renders: the records and how they were asked for."""
+
+    records: Sequence[CheckRecord]
+    command: Any = None
+    """The parsed ``vllm serve`` command line (:class:`selector.vllm_args.ServeCommand`),
+    or None for deployment files."""
+    verbose: int = 0
+    fleet: bool = False
+    """Several devices were checked: the text report ends with the fleet table."""
