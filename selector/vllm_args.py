@@ -390,7 +390,6 @@ class _Raw:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     model: str | None = None
-    model_flag: str = "MODEL"
     values: dict[str, str] = field(default_factory=dict)
     """flag -> its value (the last one wins, as with argparse)."""
     dotted: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -590,7 +589,6 @@ def _tokenize(argv: Sequence[str]) -> _Raw:
                 raise _bad(flag, "expected a value after this flag")
             if raw.model is None:
                 raw.model = value
-                raw.model_flag = "--model"
             continue
         raw.order.append(flag)
         raw.values[flag] = value if value is not None else ""
