@@ -167,8 +167,8 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
     """An error when vLLM refuses the requested CUDA-graph mode, a warning when it
     downgrades it (for one layer or a whole model alike)."""
     if error is not None:
-        name, _ = CLI_CODES["AS003"]
-        return [_finding("error", "AS003", name, error, "use cudagraph_mode PIECEWISE or NONE",
+        refused = load_catalog().cli_codes["AS003"]
+        return [_finding("error", "AS003", refused.name, error, refused.hint,
                          ("cudagraph_mode",), loaded, backend)]
     if requested != resolved:
         name, _ = CLI_CODES["AS002"]
@@ -271,9 +271,10 @@ def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | Non
     from selector.models.arch_registry import load_model_registry
 
     data = catalog.engine(engine)
-    refused = [_finding("error", "AS133", CLI_CODES["AS133"][0],
+    code = catalog.cli_codes["AS133"]
+    refused = [_finding("error", "AS133", code.name,
                         f"{data.engine} refuses the model at start-up: AssertionError: {text}",
-                        "change the config field the message names", ("model",), loaded)
+                        code.hint, ("model",), loaded)
                for text in model.refusals]
     registry = load_model_registry(data.directory)
     if registry is None:
@@ -291,14 +292,11 @@ def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineD
     if status.status == "supported":
         if model.family is not None:
             return []
-        name, _ = CLI_CODES["AS132"]
+        unmapped = load_catalog().cli_codes["AS132"]
         return [_finding(
-            "warning", "AS132", name,
+            "warning", "AS132", unmapped.name,
             f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
-            "every layer was checked as uniform attention",
-            "add its family to schemas/models/families.yaml (the rules are in its header) "
-            "or compare the layer table with the model; --strict makes this a failure",
-            path, loaded)]
+            "every layer was checked as uniform attention", unmapped.hint, path, loaded)]
     name, _ = CLI_CODES["AS131"]
     if status.status == "removed":
         hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "

@@ -43,6 +43,8 @@ class ToolCode(StrictModel):
     """The deployment field the finding is about, dotted (None: not located)."""
     summary: str
     """What a finding with this code means."""
+    hint: str = ""
+    """How to fix it, where one fix serves every finding with this code."""
     aliases: tuple[str, ...] = ()
 
 
