@@ -21,7 +21,7 @@ Prints (or writes) one JSON object:
 * ``backends``: per backend, the class-level answers of vLLM's own methods,
   called with the oracle's CUDA mocks and a default ``VllmConfig``:
   ``class_name``, ``is_mla``, ``is_sparse``, ``dtypes``, ``kv_cache_dtypes``
-  (``supported_kv_cache_dtypes``), ``head_sizes`` (``get_supported_head_sizes``),
+  (the ``CacheDType`` values ``supports_kv_cache_dtype`` accepts; ``null``: all), ``head_sizes`` (``get_supported_head_sizes``),
   ``kernel_block_sizes`` (``get_supported_kernel_block_sizes``; ``MultipleOf(n)``
   -> ``{"multiple_of": n}``), ``attn_types`` (``supports_attn_type``), the
   feature flags (``supports_sink`` ...), and ``compute_capability``: the
@@ -77,6 +77,15 @@ def _call(fn: Any, *args: Any) -> Any:
         return _jsonable(fn(*args))
     except Exception as exc:  # vLLM's answer is the exception
         return f"{type(exc).__name__}: {exc}"
+
+
+def _accepted_kv_dtypes(cls: Any, kv_dtypes: list[str]) -> list[str] | None | str:
+    """The CacheDType values ``supports_kv_cache_dtype`` accepts (``None``: all of them)."""
+    try:
+        accepted = [d for d in kv_dtypes if cls.supports_kv_cache_dtype(d) is True]
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None if accepted == kv_dtypes else accepted
 
 
 def _params(fn: Any) -> list[str]:
@@ -155,8 +164,7 @@ def probe(oracle_dir: Path) -> dict[str, Any]:
             with set_current_vllm_config(vc):
                 row: dict[str, Any] = {
                     "dtypes": _jsonable(list(getattr(cls, "supported_dtypes", []))),
-                    "kv_cache_dtypes": _jsonable(
-                        list(getattr(cls, "supported_kv_cache_dtypes", []) or [])),
+                    "kv_cache_dtypes": _accepted_kv_dtypes(cls, kv_dtypes),
                     "head_sizes": _call(cls.get_supported_head_sizes),
                     "kernel_block_sizes": _call(cls.get_supported_kernel_block_sizes),
                     "is_mla": _call(cls.is_mla),
