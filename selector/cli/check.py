@@ -93,7 +93,8 @@ def check(
     output_format: Annotated[CheckFormat, typer.Option(
         "--format", "-f", help="Output format.")] = CheckFormat.text,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest).",
+        "--engine", help="Engine profile, e.g. vllm==0.29.0, vllm==0.29 (newest 0.29.x) or "
+                         "'vllm>=0.30' (default: the vLLM installed here, else the newest).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
@@ -139,6 +140,10 @@ def check(
         records, errors = check_files(expand_configs(configs), catalog, options)
     for error in errors:
         _stderr(error)
+    choice = catalog.choose(engine)
+    if output_format is CheckFormat.text and output is None and (choice.from_installed or verbose):
+        _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
+                         else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
     text = _render(records, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1)
     if measurements is not None:
