@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from selector.catalog import Catalog, EngineData
+from selector.release_history import release_history_page
 from selector.schema.backend import BackendSpec
 from selector.schema.engine import PriorityEntry
 
@@ -558,7 +559,8 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
                      f"{_cell(engine.profile.description)}, {len(engine.backends)} backends")
     lines += ["", "## Reference", "",
               "- [Reason codes](reason-codes.md)",
-              "- [Devices](devices.md)", "", "## JSON Schemas of the input files", "",
+              "- [Devices](devices.md)",
+              "- [Release history](release-history.md)", "", "## JSON Schemas of the input files", "",
               "For editors and `check-jsonschema`; in `schemas/jsonschema/`:", ""]
     lines += [f"- `schemas/jsonschema/{name}`" for name in sorted(schemas)]
     return "\n".join(lines) + "\n"
@@ -571,6 +573,7 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
         GeneratedFile("docs/support-matrix.md", _index_page(catalog, schemas)),
         GeneratedFile("docs/reason-codes.md", _codes_page(catalog)),
         GeneratedFile("docs/devices.md", _devices_page(catalog)),
+        GeneratedFile("docs/release-history.md", release_history_page(catalog, _MD_BANNER)),
     ]
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):
         files.append(GeneratedFile(f"docs/engines/{_engine_slug(engine.engine)}.md",
