@@ -30,10 +30,13 @@ from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 
 __all__ = [
+    "MLA_PREFILL_FILE",
+    "PROFILE_FILE",
     "Catalog",
     "CatalogError",
     "EngineChoice",
     "EngineData",
+    "RawEngine",
     "available_engines",
     "close_matches",
     "installed_vllm_version",
@@ -108,6 +111,11 @@ class EngineData:
     profile: EngineProfile
     backends: dict[str, BackendSpec]
     directory: Path
+    mla_prefill: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The MLA prefill selector's data (inheritance applied; validated by
+    :func:`selector.mla_prefill.load_mla_prefill`), or None when the engine has none."""
+    mla_prefill_path: Path | None = field(default=None, repr=False, compare=False)
+    """The newest file that shaped :attr:`mla_prefill`."""
 
     @property
     def engine(self) -> str:
@@ -120,6 +128,11 @@ class EngineData:
     @property
     def family(self) -> str:
         return self.profile.engine.split("==", 1)[0]
+
+    @property
+    def label(self) -> str:
+        """The engine as messages name it (``vLLM 0.33.0``)."""
+        return f"{self.profile.product} {self.version}"
 
     def backend(self, name: str) -> BackendSpec:
         try:
@@ -253,7 +266,7 @@ class Catalog:
             raise InputError(
                 f"cannot read engine version {requested!r}",
                 field="engine",
-                hint="write e.g. vllm==0.33.0 or vllm>=0.30; available: "
+                hint=f"write e.g. {self.default_engine} or vllm>=0.30; available: "
                 + ", ".join(self.engine_names),
             ) from None
         matches = [
@@ -314,41 +327,91 @@ _CAPABILITY_NAMES = {
 }
 
 
-def _merge_profile(parent: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
-    """A child profile over its parent: dict sections merge by key (``null``
-    removes a key), ``facts`` merge by name (``remove: true`` drops one, a new fact
-    goes after ``after:`` or at the end), every other key replaces the parent's."""
+PROFILE_FILE = "profile.yaml"
+"""The engine profile in ``schemas/engines/<engine>/``."""
+MLA_PREFILL_FILE = "mla_prefill.yaml"
+"""The engine's MLA prefill selector (optional; inherited like every other section)."""
+
+_PROFILE_MAPPINGS = ("inputs", "environment", "messages")
+_PROFILE_KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
+_PREFILL_MAPPINGS = ("messages",)
+_PREFILL_KEYED = {"facts": "name", "checks": "code", "backends": "name", "priorities": "id"}
+_CHILD_ONLY = ("extends", "remove_backends", "inherit")
+
+
+def _merge_mapping(parent: Any, child: dict[str, Any], where: str) -> dict[str, Any]:
+    """``child`` over ``parent`` key by key; ``null`` removes an inherited key; a new
+    mapping value with ``after: <key>`` / ``before: <key>`` is placed there (order is
+    what tables and reports show)."""
+    entries = [{"key": name, "value": value} for name, value in (parent or {}).items()]
+    patch: list[dict[str, Any]] = []
+    for name, given in child.items():
+        if given is None:
+            patch.append({"key": name, "remove": True})
+            continue
+        entry: dict[str, Any] = {"key": name}
+        value = dict(given) if isinstance(given, dict) else given
+        if isinstance(value, dict):
+            for anchor in ("after", "before"):
+                if anchor in value:
+                    entry[anchor] = value.pop(anchor)
+        entry["value"] = value
+        patch.append(entry)
+    return {e["key"]: e["value"] for e in _merge_keyed(entries, patch, "key", where)}
+
+
+def _merge_keyed(parent: Any, child: list[Any], key: str, where: str) -> list[dict[str, Any]]:
+    """A list of entries identified by ``key`` (facts by name, checks by code, priority
+    branches by id), ``child`` over ``parent``: an entry whose key the parent has
+    replaces it in place; ``remove: true`` drops it; a new entry goes after
+    ``after: <key>``, before ``before: <key>`` or at the end; an inherited key with
+    ``after`` / ``before`` moves the entry there (with new content, if it gives any)."""
+    items = [dict(entry) for entry in parent or []]
+    for raw in child:
+        if not isinstance(raw, dict) or not isinstance(raw.get(key), str):
+            raise CatalogError(f"{where}: every entry needs a `{key}` (got {raw!r})")
+        entry = dict(raw)
+        ident = entry[key]
+        keys = [item.get(key) for item in items]
+        after, before = entry.pop("after", None), entry.pop("before", None)
+        if entry.pop("remove", False):
+            if ident not in keys:
+                raise CatalogError(f"{where}: cannot remove {key} {ident!r}: the parent has none")
+            items.pop(keys.index(ident))
+            continue
+        if ident in keys and after is None and before is None:
+            items[keys.index(ident)] = entry
+            continue
+        if ident in keys:
+            moved = items.pop(keys.index(ident))
+            keys.remove(ident)
+            if set(entry) == {key}:
+                entry = moved  # placed elsewhere, content inherited
+        anchor = after if after is not None else before
+        if anchor is None:
+            items.append(entry)
+        elif anchor not in keys:
+            raise CatalogError(f"{where}: {key} {ident!r}: no entry {anchor!r} to place it "
+                               f"{'after' if after is not None else 'before'}")
+        else:
+            items.insert(keys.index(anchor) + (1 if after is not None else 0), entry)
+    return items
+
+
+def _merge_document(parent: dict[str, Any], child: dict[str, Any], where: str,
+                    mappings: tuple[str, ...], keyed: dict[str, str]) -> dict[str, Any]:
+    """One inheritance rule for every data file of a child profile: mapping sections
+    merge by key, keyed lists merge by their key, every other key replaces the parent's."""
     merged = dict(parent)
-    for key, value in child.items():
-        if key in ("inputs", "environment", "messages") and isinstance(value, dict):
-            section = dict(parent.get(key) or {})
-            for name, spec in value.items():
-                if spec is None:
-                    section.pop(name, None)
-                else:
-                    section[name] = spec
-            merged[key] = section
-        elif key == "facts" and isinstance(value, list):
-            facts = [dict(f) for f in parent.get("facts") or []]
-            for raw_fact in value:
-                fact = dict(raw_fact)
-                names = [f.get("name") for f in facts]
-                if fact.pop("remove", False):
-                    if fact.get("name") in names:
-                        facts.pop(names.index(fact["name"]))
-                    continue
-                after = fact.pop("after", None)
-                if fact.get("name") in names:
-                    facts[names.index(fact["name"])] = fact
-                elif after in names:
-                    facts.insert(names.index(after) + 1, fact)
-                else:
-                    facts.append(fact)
-            merged["facts"] = facts
-        elif key not in ("extends", "remove_backends"):
-            merged[key] = value
-    merged["engine"] = child["engine"]
-    merged["extends"] = child.get("extends")
+    for name, value in child.items():
+        if name in _CHILD_ONLY:
+            continue
+        if name in mappings and isinstance(value, dict):
+            merged[name] = _merge_mapping(parent.get(name), value, f"{where}: {name}")
+        elif name in keyed and isinstance(value, list):
+            merged[name] = _merge_keyed(parent.get(name), value, keyed[name], f"{where}: {name}")
+        else:
+            merged[name] = value
     return merged
 
 
@@ -361,25 +424,59 @@ def _deep_merge(base: Any, patch: Any) -> Any:
     return patch
 
 
-def _raw_engine(
-    directory: Path, by_engine: dict[str, Path]
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The raw (unvalidated) profile and backend dicts of one engine, inheritance applied."""
-    profile_path = directory / "profile.yaml"
-    profile = _read_yaml(profile_path)
-    if not isinstance(profile, dict):
+@dataclass(frozen=True)
+class RawEngine:
+    """One engine's data files, inheritance applied, not yet validated."""
+
+    profile: dict[str, Any]
+    backends: dict[str, dict[str, Any]]
+    mla_prefill: dict[str, Any] | None
+    mla_prefill_path: Path | None
+    """The newest file that shaped ``mla_prefill`` (for messages)."""
+
+
+def _parent_of(profile_path: Path, profile: dict[str, Any], by_engine: dict[str, Path]) -> str | None:
+    """The profile this one extends, which must exist and be older (same family)."""
+    parent = profile.get("extends")
+    if parent is None:
+        return None
+    if not isinstance(parent, str) or parent not in by_engine:
+        raise CatalogError(f"{profile_path}: extends unknown profile {parent!r} "
+                           f"(available: {', '.join(sorted(by_engine))})")
+    child_family, child_version = str(profile.get("engine", "")).split("==", 1)
+    family, version = parent.split("==", 1)
+    if family != child_family or Version(version) >= Version(child_version):
+        raise CatalogError(f"{profile_path}: extends {parent!r}, which is not an older "
+                           f"{child_family} profile (profiles chain forward: a new version "
+                           "states what changed since an older one)")
+    return parent
+
+
+def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> RawEngine:
+    """The raw (unvalidated) data files of one engine, inheritance applied: the parent's
+    profile, backends and MLA prefill selector, then this folder's changes."""
+    profile_path = directory / PROFILE_FILE
+    own = _read_yaml(profile_path)
+    if not isinstance(own, dict):
         raise CatalogError(f"{profile_path}: not a mapping")
-    backends: dict[str, dict[str, Any]] = {}
-    parent_name = profile.get("extends")
-    if parent_name:
-        if parent_name not in by_engine:
-            raise CatalogError(f"{profile_path}: extends unknown profile {parent_name!r}")
-        parent_profile, parent_backends = _raw_engine(by_engine[parent_name], by_engine)
-        profile = _merge_profile(parent_profile, profile)
-        removed = set(_read_yaml(profile_path).get("remove_backends") or [])
-        for name, spec in parent_backends.items():
-            if name not in removed:
-                backends[name] = {**spec, "engine": profile["engine"]}
+    engine = own.get("engine")
+    parent_name = _parent_of(profile_path, own, by_engine)
+    if parent_name is None:
+        base = RawEngine(profile={}, backends={}, mla_prefill=None, mla_prefill_path=None)
+        if "remove_backends" in own:
+            raise CatalogError(f"{profile_path}: remove_backends needs `extends:`")
+    else:
+        base = _raw_engine(by_engine[parent_name], by_engine)
+    profile = _merge_document(base.profile, own, str(profile_path),
+                              _PROFILE_MAPPINGS, _PROFILE_KEYED)
+    profile["extends"] = parent_name
+    removed = own.get("remove_backends") or []
+    unknown = sorted(set(removed) - set(base.backends))
+    if unknown:
+        raise CatalogError(f"{profile_path}: remove_backends names {unknown}, which "
+                           f"{parent_name} does not have")
+    backends = {name: {**spec, "engine": engine}
+                for name, spec in base.backends.items() if name not in removed}
     for path in sorted((directory / "backends").glob("*.yaml")):
         raw = _read_yaml(path)
         if not isinstance(raw, dict):
@@ -389,22 +486,40 @@ def _raw_engine(
                 raise CatalogError(f"{path}: inherit: true but the parent has no {path.stem}")
             raw = _deep_merge(backends[path.stem], raw)
         backends[path.stem] = raw
-    return profile, backends
+    prefill, prefill_path = base.mla_prefill, base.mla_prefill_path
+    if prefill is not None:
+        prefill = {**prefill, "engine": engine}
+    own_prefill_path = directory / MLA_PREFILL_FILE
+    if own_prefill_path.is_file():
+        raw_prefill = _read_yaml(own_prefill_path)
+        if not isinstance(raw_prefill, dict):
+            raise CatalogError(f"{own_prefill_path}: not a mapping")
+        if raw_prefill.get("inherit", False):
+            if prefill is None:
+                raise CatalogError(f"{own_prefill_path}: inherit: true but {parent_name} "
+                                   f"has no {MLA_PREFILL_FILE}")
+            prefill = _merge_document(prefill, raw_prefill, str(own_prefill_path),
+                                      _PREFILL_MAPPINGS, _PREFILL_KEYED)
+        else:
+            prefill = raw_prefill
+        prefill_path = own_prefill_path
+    return RawEngine(profile=profile, backends=dict(sorted(backends.items())),
+                     mla_prefill=prefill, mla_prefill_path=prefill_path)
 
 
 def _load_engine(directory: Path, codes: dict[str, ReasonCode],
                  by_engine: dict[str, Path]) -> EngineData:
-    profile_path = directory / "profile.yaml"
-    raw_profile, raw_backends = _raw_engine(directory, by_engine)
+    profile_path = directory / PROFILE_FILE
+    raw = _raw_engine(directory, by_engine)
     try:
-        profile = EngineProfile.model_validate(raw_profile)
+        profile = EngineProfile.model_validate(raw.profile)
     except ValidationError as exc:
         raise CatalogError(_validation_message(profile_path, exc)) from None
     backends: dict[str, BackendSpec] = {}
-    for name, raw in raw_backends.items():
+    for name, raw_backend in raw.backends.items():
         path = directory / "backends" / f"{name}.yaml"
         try:
-            spec = BackendSpec.model_validate(raw)
+            spec = BackendSpec.model_validate(raw_backend)
         except ValidationError as exc:
             raise CatalogError(_validation_message(path, exc)) from None
         if spec.name != name:
@@ -412,7 +527,8 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
         if spec.engine != profile.engine:
             raise CatalogError(f"{path}: engine {spec.engine!r} is not {profile.engine!r}")
         backends[spec.name] = spec
-    data = EngineData(profile=profile, backends=backends, directory=directory)
+    data = EngineData(profile=profile, backends=backends, directory=directory,
+                      mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path)
     _cross_check(data, codes)
     return data
 
@@ -517,7 +633,7 @@ def _load_catalog_files(base: Path) -> Catalog:
             index[key] = device
     by_engine: dict[str, Path] = {}
     for directory in sorted((base / "engines").iterdir()):
-        profile_path = directory / "profile.yaml"
+        profile_path = directory / PROFILE_FILE
         if directory.is_dir() and profile_path.is_file():
             header = _read_yaml(profile_path)
             name = header.get("engine") if isinstance(header, dict) else None

@@ -107,12 +107,49 @@ def _finish(schema: dict[str, Any], title: str, description: str) -> dict[str, A
     return out
 
 
+_INHERITANCE = (
+    "mapping sections merge by key (`null` removes one); keyed lists merge by their key "
+    "(an entry with an inherited key replaces it in place, `remove: true` drops it, a new "
+    "or moved entry goes `after:` or `before:` another key, else at the end); every other "
+    "key replaces the parent's.")
+
+
+def _child_schema(full: dict[str, Any], title: str, description: str, *, defs: dict[str, Any],
+                  mappings: dict[str, str | None], keyed: dict[str, str]) -> dict[str, Any]:
+    """The schema of a child file: every key of ``full`` optional, mapping sections with
+    nullable values, keyed lists with ``remove`` / ``after`` / ``before``."""
+    patch: dict[str, Any] = json.loads(json.dumps(full))
+    patch["title"] = title
+    patch["description"] = description
+    placing = {"after": {"type": "string", "description": "Place a new key after this one."},
+               "before": {"type": "string", "description": "Place a new key before this one."}}
+    for key, ref in mappings.items():
+        value: dict[str, Any] = {"type": ["string", "null"]}
+        if ref:
+            entry = {**defs[ref], "properties": {**defs[ref]["properties"], **placing}}
+            value = {"anyOf": [entry, {"type": "null"}]}
+        patch["properties"][key] = {"type": "object", "additionalProperties": value,
+                                    "description": "Entries to add or replace (`null` removes one)."}
+    for key, ident in keyed.items():
+        patch["properties"][key] = {
+            "type": "array",
+            "description": f"Entries to add, replace (same `{ident}`), move or remove.",
+            "items": {"type": "object", "required": [ident], "properties": {
+                ident: {"type": "string"},
+                "remove": {"type": "boolean", "description": "Drop the inherited entry."},
+                "after": {"type": "string", "description": f"Place it after this `{ident}`."},
+                "before": {"type": "string", "description": f"Place it before this `{ident}`."},
+            }}}
+    return patch
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
     """File name -> JSON Schema of every input file attn-select reads."""
     from selector.schema.backend import BackendSpec
     from selector.schema.codes import ReasonCodeRegistry
     from selector.schema.device import DeviceCatalog
     from selector.schema.engine import EngineProfile
+    from selector.schema.mla_prefill import MLAPrefillProfile
     from selector.schema.request import Deployment
 
     docs = _model_docs()
@@ -141,31 +178,42 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     profile = build(EngineProfile)
     pdefs = profile.pop("$defs", {})
     pfull = {k: v for k, v in profile.items() if k != "$schema"}
-    ppatch = json.loads(json.dumps(pfull))
-    ppatch["title"] = "EngineProfilePatch"
-    ppatch["description"] = (
-        "A child profile (`extends:`): dict sections merge by key (`null` removes a key), "
-        "facts merge by name (`remove: true` drops one, `after:` places a new one), every "
-        "other key replaces the parent's.")
-    ppatch["required"] = ["engine", "extends"]
-    nullable_input = {"anyOf": [{"$ref": "#/$defs/InputSpec"}, {"type": "null"}]}
-    for key in ("inputs", "environment"):
-        ppatch["properties"][key] = {"type": "object", "additionalProperties": nullable_input}
-    ppatch["properties"]["messages"] = {
-        "type": "object", "additionalProperties": {"type": ["string", "null"]},
-        "description": "Message templates to replace (`null` removes one)."}
-    ppatch["properties"]["facts"] = {
-        "type": "array", "description": "Facts to add, replace (same name) or remove.",
-        "items": {"type": "object", "required": ["name"],
-                  "properties": {"name": {"type": "string"}, "remove": {"type": "boolean"},
-                                 "after": {"type": "string"}}}}
+    pfull["properties"]["extends"] = {"type": "null", "description": (
+        "A complete profile is the base of a chain: it extends nothing.")}
+    ppatch = _child_schema(
+        pfull, "EngineProfilePatch",
+        "A newer engine's profile (`extends:` an older one) that states only what changed: "
+        + _INHERITANCE, defs=pdefs, mappings={"inputs": "InputSpec", "environment": "InputSpec",
+                                  "messages": None},
+        keyed={"facts": "name", "checks": "code", "priorities": "id"})
+    ppatch["properties"]["extends"] = {
+        "type": "string", "pattern": r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
+        "description": "The older profile this one states its changes from."}
     ppatch["properties"]["remove_backends"] = {
         "type": "array", "items": {"type": "string"},
         "description": "Backends of the parent profile that this engine does not have."}
+    ppatch["required"] = ["engine", "extends"]
     pdefs["EngineProfile"] = pfull
     pdefs["EngineProfilePatch"] = ppatch
     profile_schema = {"$defs": pdefs, "anyOf": [{"$ref": "#/$defs/EngineProfile"},
                                                 {"$ref": "#/$defs/EngineProfilePatch"}]}
+
+    prefill = build(MLAPrefillProfile)
+    mdefs = prefill.pop("$defs", {})
+    mfull = {k: v for k, v in prefill.items() if k != "$schema"}
+    mpatch = _child_schema(
+        mfull, "MLAPrefillProfilePatch",
+        "A newer engine's mla_prefill.yaml (`inherit: true`) that states only what changed "
+        "(without one, the engine inherits its parent's file): " + _INHERITANCE,
+        defs=mdefs, mappings={"messages": None},
+        keyed={"facts": "name", "checks": "code", "backends": "name", "priorities": "id"})
+    mpatch["properties"]["inherit"] = {"const": True,
+                                       "description": "Patch the parent profile's file."}
+    mpatch["required"] = ["engine", "inherit"]
+    mdefs["MLAPrefillProfile"] = mfull
+    mdefs["MLAPrefillProfilePatch"] = mpatch
+    prefill_schema = {"$defs": mdefs, "anyOf": [{"$ref": "#/$defs/MLAPrefillProfile"},
+                                                {"$ref": "#/$defs/MLAPrefillProfilePatch"}]}
     return {
         "deployment.schema.json": _finish(
             deployment, "attn-select deployment",
@@ -176,6 +224,9 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         "backend.schema.json": _finish(
             backend_schema, "attn-select backend",
             "schemas/engines/<engine>/backends/<NAME>.yaml"),
+        "mla-prefill.schema.json": _finish(
+            prefill_schema, "attn-select MLA prefill selector",
+            "schemas/engines/<engine>/mla_prefill.yaml"),
         "reason-codes.schema.json": _finish(
             build(ReasonCodeRegistry), "attn-select reason codes", "schemas/reason-codes.yaml"),
         "devices.schema.json": _finish(

@@ -20,7 +20,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from selector import expr as E
-from selector.catalog import Catalog, CatalogError, EngineData, _read_yaml, _validation_message, load_catalog
+from selector.catalog import (
+    MLA_PREFILL_FILE,
+    Catalog,
+    CatalogError,
+    EngineData,
+    _validation_message,
+    load_catalog,
+)
 from selector.errors import InputError
 from selector.result import Diagnostic, MLAPrefillResult, MLAPrefillVerdict
 from selector.schema.backend import BackendSpec
@@ -35,7 +42,7 @@ __all__ = [
     "select_mla_prefill",
 ]
 
-DATA_FILE = "mla_prefill.yaml"
+DATA_FILE = MLA_PREFILL_FILE
 
 _CAP_NAMES = frozenset({
     "cap.compute_capability", "cap.dtype", "cap.available", "cap.dimensions", "cap.dimensions_listed",
@@ -58,18 +65,20 @@ def _fields(template: str) -> set[str]:
 
 
 def load_mla_prefill(engine: EngineData, catalog: Catalog | None = None) -> MLAPrefillProfile | None:
-    """The engine's MLA prefill selector (None when the engine ships no such file),
-    validated and cross-checked once per process."""
-    path = engine.directory / DATA_FILE
-    key = f"{engine.engine}:{path}"
+    """The engine's MLA prefill selector (None when neither the engine nor a profile it
+    extends ships one), validated and cross-checked once per process."""
+    if engine.mla_prefill is None or engine.mla_prefill_path is None:
+        return None
+    key = f"{engine.engine}:{engine.mla_prefill_path}"
     if key not in _LOADED:
-        _LOADED[key] = _load(path, engine, catalog or load_catalog()) if path.is_file() else None
+        _LOADED[key] = _load(engine.mla_prefill_path, engine.mla_prefill, engine,
+                             catalog or load_catalog())
     return _LOADED[key]
 
 
-def _load(path: Path, engine: EngineData, catalog: Catalog) -> MLAPrefillProfile:
+def _load(path: Path, raw: dict[str, Any], engine: EngineData, catalog: Catalog) -> MLAPrefillProfile:
     try:
-        data = MLAPrefillProfile.model_validate(_read_yaml(path))
+        data = MLAPrefillProfile.model_validate(raw)
     except ValidationError as exc:
         raise CatalogError(_validation_message(path, exc)) from None
     if data.engine != engine.engine:

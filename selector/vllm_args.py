@@ -3,7 +3,7 @@
 Pure: no I/O except reading the model's ``config.json`` (a shipped preset or a
 local directory, through :mod:`selector.models`); never prints or exits.  Bad
 values raise :class:`InputError` naming the flag.  Flags that do not change
-attention-backend selection are passed over with a note; knobs that vLLM 0.33.0
+attention-backend selection are passed over with a note; knobs that the newest engine
 removed or ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show
 the flag to use instead.
 
@@ -46,9 +46,9 @@ SOURCE = "vllm serve"
 
 ARG_CODES: dict[str, tuple[str, str]] = {
     "AS101": ("ignored-environment-variable",
-              "An environment variable that vLLM 0.33.0 no longer reads: it has no effect."),
+              "An environment variable that the engine no longer reads: it has no effect."),
     "AS102": ("removed-flag",
-              "A flag that vLLM 0.33.0 no longer accepts; the replacement is shown."),
+              "A flag that the engine no longer accepts; the replacement is shown."),
     "AS103": ("unknown-flag", "A flag attn-select does not know; it was passed over."),
     "AS104": ("not-modelled",
               "A setting vLLM reads that does not change attention-backend selection "
@@ -661,8 +661,9 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
         else:
+            label = catalog.engine(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
-                                   f"{flag}: vLLM 0.33.0's AttentionConfig has no field {key!r} "
+                                   f"{flag}: {label}'s AttentionConfig has no field {key!r} "
                                    "that attn-select knows of"))
 
 
@@ -740,9 +741,10 @@ def _environment(env: Mapping[str, str], settings: _Settings, notes: list[ServeN
             if name == "VLLM_USE_TRTLLM_ATTENTION" and shown.strip() in ("0", "1"):
                 shown = "true" if shown.strip() == "1" else "false"
             flag = replacement.format(value=shown) if replacement else ""
-            message = f"{name}={value} has no effect: vLLM 0.33.0 does not read it"
+            label = catalog.engine(engine).label
+            message = f"{name}={value} has no effect: {label} does not read it"
             if name == "VLLM_USE_V1":
-                message = f"{name}={value} has no effect: V1 is vLLM 0.33.0's only engine"
+                message = f"{name}={value} has no effect: V1 is {label}'s only engine"
             notes.append(ServeNote(level, "AS101", name, message,
                                    hint=f"use {flag}" if flag else ""))
         elif name == "VLLM_BATCH_INVARIANT":
@@ -833,7 +835,7 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     return s
 
 
-def _flag_notes(raw: _Raw, notes: list[ServeNote]) -> None:
+def _flag_notes(raw: _Raw, notes: list[ServeNote], label: str) -> None:
     seen: set[str] = set()
     for flag in raw.order:
         if flag in seen or flag.split(".", 1)[0] in _HANDLED:
@@ -841,7 +843,7 @@ def _flag_notes(raw: _Raw, notes: list[ServeNote]) -> None:
         seen.add(flag)
         if flag in _REMOVED_FLAGS:
             notes.append(ServeNote("warning", "AS102", flag,
-                                   f"{flag} was removed: vLLM 0.33.0 rejects it "
+                                   f"{flag} was removed: {label} rejects it "
                                    "('unrecognized arguments'); attn-select ignored it",
                                    hint=f"use {_REMOVED_FLAGS[flag]}"))
         elif _NOTEWORTHY.get(flag):
@@ -938,7 +940,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
-    _flag_notes(raw, notes)
+    _flag_notes(raw, notes, catalog.engine(engine).label)
     settings = _settings(raw, catalog, engine, notes)
     _environment(env, settings, notes, catalog, engine)
     data, file, name, how = _load_raw_config(raw.model or "", model)

@@ -51,7 +51,8 @@ def _emit_json(document: Any) -> None:
 
 EngineOption = Annotated[
     str | None,
-    typer.Option("--engine", help="Engine profile, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest)."),
+    typer.Option("--engine", help="Engine profile, exact (vllm==X.Y.Z) or a range "
+                 "('vllm>=0.30') (default: newest)."),
 ]
 
 

@@ -93,8 +93,9 @@ def check(
     output_format: Annotated[CheckFormat, typer.Option(
         "--format", "-f", help="Output format.")] = CheckFormat.text,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="Engine profile, e.g. vllm==0.29.0, vllm==0.29 (newest 0.29.x) or "
-                         "'vllm>=0.30' (default: the vLLM installed here, else the newest).",
+        "--engine", help="Engine profile: exact (vllm==X.Y.Z), a minor series (vllm==X.Y, its "
+                         "newest) or a range ('vllm>=X.Y') (default: the vLLM installed here, "
+                         "else the newest profile).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,

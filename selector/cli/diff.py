@@ -54,10 +54,11 @@ def diff(
     config: Annotated[Path | None, typer.Argument(
         help="Deployment file (YAML, TOML or JSON); omit with --all.")] = None,
     from_engine: Annotated[str | None, typer.Option(
-        "--from", help="Source engine, e.g. vllm==0.25.1 or 'vllm<0.30' "
+        "--from", help="Source engine, an exact profile (vllm==X.Y.Z) or a range ('vllm<0.30') "
         "(default: the newest profile older than --to).")] = None,
     to_engine: Annotated[str | None, typer.Option(
-        "--to", help="Target engine, e.g. vllm==0.33.0 or 'vllm>=0.30' (default: newest).")] = None,
+        "--to", help="Target engine, an exact profile (vllm==X.Y.Z) or a range ('vllm>=0.30') "
+        "(default: newest).")] = None,
     output_format: Annotated[DiffFormat, typer.Option(
         "--format", "-f", help="Output format.")] = DiffFormat.text,
     sweep_all: Annotated[bool, typer.Option(
@@ -90,7 +91,7 @@ def diff(
         raise typer.Exit(int(ExitCode.INVALID if matrix.verdicts_changed else ExitCode.OK))
     if config is None:
         raise InputError("missing deployment file", field="config",
-                         hint="attn-select diff CONFIG --from vllm==0.25.1 --to vllm==0.33.0, or --all")
+                         hint=f"attn-select diff CONFIG --from {source} --to {target}, or --all")
     catalog = load_catalog()
     loaded = load_deployment(str(config))
     _, _, device = resolve_device(loaded.deployment, catalog)

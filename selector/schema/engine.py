@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from selector.schema.types import Condition, StrictModel
 
 __all__ = [
+    "BRANCH_ID",
     "CheckSpec",
     "EngineMessages",
     "EngineProfile",
@@ -66,9 +67,16 @@ class PriorityEntry(StrictModel):
     when: Condition = True
 
 
+BRANCH_ID = r"^[a-z][a-z0-9_]*$"
+"""Priority-branch ids: a child profile names the branch it replaces, removes or
+places a new one next to."""
+
+
 class PriorityBranch(StrictModel):
     """The priority list used when ``when`` holds (first matching branch)."""
 
+    id: str = Field(pattern=BRANCH_ID)
+    """Names the branch, so that a newer profile can replace this one alone."""
     when: Condition = True
     order: tuple[str | PriorityEntry, ...]
     note: str = ""
@@ -91,7 +99,10 @@ class EngineProfile(StrictModel):
     engine: str = Field(pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$")
     """Profile identity, e.g. ``vllm==0.33.0``."""
     extends: str | None = None
-    """Another profile whose backends, facts and inputs this one inherits."""
+    """The older profile this one states its changes from (None: the base profile).
+    Every section is inherited: see ``docs/engine-profiles.md``."""
+    product: str = "vLLM"
+    """How messages name the engine (with the version: ``vLLM 0.33.0``)."""
     description: str = ""
     source: str = ""
     inputs: dict[str, InputSpec]
@@ -106,3 +117,14 @@ class EngineProfile(StrictModel):
     kv_cache_layout_default: Literal["NHD", "HND"] | None = None
     """The process-wide KV-cache layout when the selected backend requires none
     (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""
+
+    @model_validator(mode="after")
+    def _unique_keys(self) -> EngineProfile:
+        """Facts, checks and priority branches are inherited by key: keys are unique."""
+        for section, keys in (("facts", [f.name for f in self.facts]),
+                              ("checks", [c.code for c in self.checks]),
+                              ("priorities", [b.id for b in self.priorities])):
+            duplicates = sorted({k for k in keys if keys.count(k) > 1})
+            if duplicates:
+                raise ValueError(f"{section}: duplicate key(s) {duplicates}")
+        return self

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from selector.schema.engine import CheckSpec, FactSpec
+from selector.schema.engine import BRANCH_ID, CheckSpec, FactSpec
 from selector.schema.types import Condition, DType, StrictModel
 
 __all__ = [
@@ -69,6 +69,8 @@ class MLAPrefillBackendSpec(StrictModel):
 class MLAPrefillBranch(StrictModel):
     """The priority list used when ``when`` holds (first matching branch)."""
 
+    id: str = Field(pattern=BRANCH_ID)
+    """Names the branch, so that a newer profile can replace this one alone."""
     when: Condition = True
     order: tuple[str, ...]
     note: str = ""

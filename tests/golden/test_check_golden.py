@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.recorded import pinned
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "check"
@@ -40,7 +41,7 @@ def test_check_report_golden(name: str, update_goldens: bool,
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("NO_COLOR", "1")
     argv, expected_code = CASES[name]
-    code, out, err = run_cli(argv)
+    code, out, err = run_cli(pinned(argv))
     assert code == expected_code, err
     path = GOLDEN / name
     if update_goldens:

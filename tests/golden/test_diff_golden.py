@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import typer
+from packaging.version import Version
 from typer.testing import CliRunner
 
 from selector.catalog import load_catalog
@@ -138,10 +139,13 @@ def test_default_versions_and_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     code, out = _run(["diff", "tests/fixtures/diff/b200-non-causal.yaml", "--format", "json"],
                      monkeypatch)
     document = json.loads(out)
+    names = load_catalog().engine_names
     assert code == 1
-    assert (document["from"], document["to"]) == (FROM, TO)
+    assert (document["from"], document["to"]) == (names[-2], names[-1])
     code, out = _run(["diff", "tests/fixtures/diff/b200-non-causal.yaml", "--from", "vllm<0.30",
                       "--to", "vllm>=0.30", "--format", "json"], monkeypatch)
     assert code == 1
     document = json.loads(out)
-    assert (document["from"], document["to"]) == (FROM, TO)
+    below = [n for n in names if Version(n.split("==", 1)[1]) < Version("0.30")]
+    assert document["from"] == below[-1]  # the newest profile below 0.30
+    assert document["to"] == names[-1]  # the newest profile

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.recorded import pinned
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "models").glob("*.yaml"))
@@ -24,11 +25,12 @@ GOLDEN = ROOT / "tests" / "golden" / "models"
 def test_model_report_matches_golden(fixture: Path, update_goldens: bool) -> None:
     os.chdir(ROOT)
     relative = str(fixture.relative_to(ROOT))
-    code, out, err = run_cli(["check", relative])
+    code, out, err = run_cli(pinned(["check", relative]))
     assert code in (0, 1), err
     golden = GOLDEN / f"{fixture.stem}.txt"
-    if update_goldens or not golden.exists():
+    if update_goldens:
         golden.write_text(out)
+    assert golden.is_file(), f"missing golden {golden.name}: run pytest --update-goldens and review it"
     assert out == golden.read_text()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from selector.catalog import load_catalog
 from tests.fuzz.test_config_fuzz import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ def test_check_exit_codes_and_json_schema() -> None:
     assert doc["valid"] is True and doc["selected"] == "FLASH_ATTN" and doc["mode"] == "auto"
     assert doc["runtime"]["facts"]["fa_version"]["value"] == 3
     assert doc["backends"]["TURBOQUANT"]["reasons"][0]["code"] == "KV001"
-    assert doc["facts"]["cc"] == 90 and doc["engine"] == "vllm==0.33.0"
+    assert doc["facts"]["cc"] == 90 and doc["engine"] == load_catalog().default_engine
     code, out, _ = run_cli(["check", INVALID, "--format", "json"])
     assert code == 1
     doc = json.loads(out)

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.recorded import pinned
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "mla"
@@ -140,7 +141,7 @@ def test_text_report_golden(name: str, update_goldens: bool, monkeypatch: pytest
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("NO_COLOR", "1")
-    code, out, err = run_cli(["check", f"tests/fixtures/mla/{name}.yaml"])
+    code, out, err = run_cli(pinned(["check", f"tests/fixtures/mla/{name}.yaml"]))
     assert code in (0, 1), err
     path = GOLDEN / f"{name}.txt"
     if update_goldens:
