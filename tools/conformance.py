@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-groups", type=int, default=30, help="difference groups shown per family")
     ap.add_argument("--golden", type=Path,
                     help="write gzip golden subsets to GOLDEN/vllm-X/{standard,mla}.jsonl.gz")
-    ap.add_argument("--golden-standard", type=int, default=800)
-    ap.add_argument("--golden-mla", type=int, default=500)
+    ap.add_argument("--golden-standard", type=int, default=1500)
+    ap.add_argument("--golden-mla", type=int, default=1000)
     ap.add_argument("--json", type=Path, help="write the agreement table and differences as JSON")
     a = ap.parse_args(argv)
     if a.venv and len(a.releases) > 1:
