@@ -57,6 +57,9 @@ ARG_CODES: dict[str, tuple[str, str]] = {
     "AS106": ("max-model-len-too-long",
               "--max-model-len is longer than the model's max_position_embeddings."),
     "AS107": ("setting-applied", "A vLLM setting or variable that attn-select applied."),
+    "AS108": ("flag-not-in-release",
+              "A flag that the checked vLLM release's `vllm serve` does not have: that release "
+              "rejects the command line ('unrecognized arguments')."),
 }
 """Codes of the notes about a command line: code -> (name, summary)."""
 
@@ -835,12 +838,56 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     return s
 
 
-def _flag_notes(raw: _Raw, notes: list[ServeNote], label: str) -> None:
+def _release_flags() -> dict[str, frozenset[str]]:
+    """Engine flags of `vllm serve` per vLLM release (schemas/vllm-serve-flags.yaml)."""
+    from selector.resources import schemas_dir
+
+    global _RELEASE_FLAGS
+    if _RELEASE_FLAGS is None:
+        import yaml
+
+        path = schemas_dir() / "vllm-serve-flags.yaml"
+        table: dict[str, frozenset[str]] = {}
+        if path.is_file():
+            current: set[str] = set()
+            for version, entry in (yaml.safe_load(path.read_text()) or {}).get("releases", {}).items():
+                if "flags" in entry:
+                    current = set(entry["flags"])
+                current = (current | set(entry.get("added") or ())) - set(entry.get("removed") or ())
+                table[str(version)] = frozenset(current)
+        _RELEASE_FLAGS = table
+    return _RELEASE_FLAGS
+
+
+_RELEASE_FLAGS: dict[str, frozenset[str]] | None = None
+
+
+def _release_note(flag: str, version: str, label: str) -> ServeNote | None:
+    """AS108 when ``flag`` is an engine flag of some release but not of ``version``."""
+    table = _release_flags()
+    flags = table.get(version)
+    name = flag.split(".", 1)[0]
+    if flags is None or name in flags or not any(name in f for f in table.values()):
+        return None
+    having = [v for v, f in table.items() if name in f]
+    return ServeNote("warning", "AS108", flag,
+                     f"{name} is not a flag of {label}: its `vllm serve` rejects the command "
+                     "line ('unrecognized arguments'); attn-select ignored it",
+                     hint=f"{name} exists in vLLM {', '.join(having)}")
+
+
+def _flag_notes(raw: _Raw, notes: list[ServeNote], label: str, version: str = "") -> None:
     seen: set[str] = set()
     for flag in raw.order:
-        if flag in seen or flag.split(".", 1)[0] in _HANDLED:
+        if flag in seen:
             continue
         seen.add(flag)
+        release_note = _release_note(flag, version, label)
+        if release_note is not None:
+            notes.append(release_note)
+            continue
+        if flag.split(".", 1)[0] in _HANDLED:
+            continue
         if flag in _REMOVED_FLAGS:
             notes.append(ServeNote("warning", "AS102", flag,
                                    f"{flag} was removed: {label} rejects it "
@@ -857,7 +904,9 @@ def _is_known(flag: str) -> bool:
     if flag in _KNOWN_SWITCHES or flag in _KNOWN_VALUED or flag in _NARGS_PLUS \
             or flag in _NOTEWORTHY:
         return True
-    return flag.startswith("--no-") and ("--" + flag[5:]) in _KNOWN_SWITCHES
+    if flag.startswith("--no-") and ("--" + flag[5:]) in _KNOWN_SWITCHES:
+        return True
+    return any(flag in flags for flags in _release_flags().values())
 
 
 # ---------------------------------------------------------------- layers -> deployments
@@ -940,7 +989,9 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
-    _flag_notes(raw, notes, catalog.engine(engine).label)
+    engine_data = catalog.engine(engine)
+    _flag_notes(raw, notes, engine_data.label,
+                str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = _settings(raw, catalog, engine, notes)
     _environment(env, settings, notes, catalog, engine)
     data, file, name, how = _load_raw_config(raw.model or "", model)

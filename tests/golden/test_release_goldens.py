@@ -57,3 +57,31 @@ def test_release_agrees_with_vllm(path: Path) -> None:
             if mine[key] != case[key]:
                 mismatches.append((case["input"], key, mine[key], case[key]))
     assert not mismatches, f"{len(mismatches)} differences, first: {mismatches[0]}"
+
+
+def _probe_files() -> list[Path]:
+    return sorted(ROOT.glob("vllm-*/probe.json.gz"))
+
+
+def test_every_profiled_release_has_a_probe() -> None:
+    have = {p.parent.name.replace("vllm-", "vllm==", 1) for p in _probe_files()}
+    missing = [n for n in load_catalog().engine_names if n not in have]
+    assert not missing, f"no release_probe answers for {missing} (tools/release_probe.py)"
+
+
+@pytest.mark.parametrize("path", _probe_files(), ids=lambda p: p.parent.name)
+def test_static_columns_equal_what_the_backend_classes_state(path: Path) -> None:
+    """dtypes, KV-cache dtypes, head sizes, kernel block sizes, compute capabilities,
+    MLA / sparse, attention types and feature flags per capability: the profile's
+    columns against the answers of vLLM's own class methods (tools/release_probe.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import extract_static
+
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        probed = json.load(f)
+    engine = load_catalog().engine(path.parent.name.replace("vllm-", "vllm==", 1))
+    report = extract_static.check(engine, probed)
+    assert not report["missing_in_profile"], report["missing_in_profile"]
+    assert not report["backends"], "\n".join(extract_static.render(report))
