@@ -9,12 +9,13 @@ removed or changed, and which of their columns).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
 from selector.catalog import Catalog, EngineData
 
-__all__ = ["release_history_page", "release_changes"]
+__all__ = ["release_changes", "release_history_page"]
 
 _IGNORED_BACKEND_FIELDS = {"engine", "source", "description"}
 _NESTED = ("features", "runtime")
@@ -99,14 +100,14 @@ def release_history_page(catalog: Catalog, banner: str) -> str:
     for name in names:
         present = [e for e in engines if name in e.backends]
         changed = []
-        for older, newer in zip(engines, engines[1:], strict=False):
+        for older, newer in itertools.pairwise(engines):
             if name in older.backends and name in newer.backends and _backend_columns(
                     older.backends[name].model_dump(), newer.backends[name].model_dump()):
                 changed.append(newer.version.public)
         lines.append(f"| {name} | {present[0].version.public} | {present[-1].version.public} | "
                      f"{', '.join(changed) or '-'} |")
     lines += ["", "## What changed per release", ""]
-    for older, newer in zip(engines, engines[1:], strict=False):
+    for older, newer in itertools.pairwise(engines):
         lines += [f"### {newer.engine} (from {older.engine})", ""]
         lines += [f"- {item}" for item in release_changes(older, newer)]
         lines.append("")

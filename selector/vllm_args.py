@@ -13,6 +13,7 @@ one deployment per distinct layer signature: vLLM selects a backend per layer.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -838,28 +839,24 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     return s
 
 
+@functools.cache
 def _release_flags() -> dict[str, frozenset[str]]:
-    """Engine flags of `vllm serve` per vLLM release (schemas/vllm-serve-flags.yaml)."""
+    """Engine flags of `vllm serve` per vLLM release (schemas/vllm-serve-flags.yaml; the
+    oldest release complete, each newer one as added / removed)."""
+    import yaml
+
     from selector.resources import schemas_dir
 
-    global _RELEASE_FLAGS
-    if _RELEASE_FLAGS is None:
-        import yaml
-
-        path = schemas_dir() / "vllm-serve-flags.yaml"
-        table: dict[str, frozenset[str]] = {}
-        if path.is_file():
-            current: set[str] = set()
-            for version, entry in (yaml.safe_load(path.read_text()) or {}).get("releases", {}).items():
-                if "flags" in entry:
-                    current = set(entry["flags"])
-                current = (current | set(entry.get("added") or ())) - set(entry.get("removed") or ())
-                table[str(version)] = frozenset(current)
-        _RELEASE_FLAGS = table
-    return _RELEASE_FLAGS
-
-
-_RELEASE_FLAGS: dict[str, frozenset[str]] | None = None
+    path = schemas_dir() / "vllm-serve-flags.yaml"
+    table: dict[str, frozenset[str]] = {}
+    if path.is_file():
+        current: set[str] = set()
+        for version, entry in (yaml.safe_load(path.read_text()) or {}).get("releases", {}).items():
+            if "flags" in entry:
+                current = set(entry["flags"])
+            current = (current | set(entry.get("added") or ())) - set(entry.get("removed") or ())
+            table[str(version)] = frozenset(current)
+    return table
 
 
 def _release_note(flag: str, version: str, label: str) -> ServeNote | None:

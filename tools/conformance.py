@@ -105,8 +105,7 @@ def probe(python: Path, oracle_dir: Path, cache: Path) -> dict[str, Any]:
                            "-o", str(cache)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise HarnessError("release_probe failed:\n" + done.stderr[-3000:])
-    data = json.loads(cache.read_text())
-    return data
+    return json.loads(cache.read_text())
 
 
 def vocabulary(release: str, probed: dict[str, Any]) -> dict[str, list[str]]:

@@ -21,7 +21,8 @@ Prints (or writes) one JSON object:
 * ``backends``: per backend, the class-level answers of vLLM's own methods,
   called with the oracle's CUDA mocks and a default ``VllmConfig``:
   ``class_name``, ``is_mla``, ``is_sparse``, ``dtypes``, ``kv_cache_dtypes``
-  (the ``CacheDType`` values ``supports_kv_cache_dtype`` accepts; ``null``: all), ``head_sizes`` (``get_supported_head_sizes``),
+  (the ``CacheDType`` values ``supports_kv_cache_dtype`` accepts; ``null``: all),
+  ``head_sizes`` (``get_supported_head_sizes``),
   ``kernel_block_sizes`` (``get_supported_kernel_block_sizes``; ``MultipleOf(n)``
   -> ``{"multiple_of": n}``), ``attn_types`` (``supports_attn_type``), the
   feature flags (``supports_sink`` ...), and ``compute_capability``: the
@@ -79,7 +80,7 @@ def _call(fn: Any, *args: Any) -> Any:
         return f"{type(exc).__name__}: {exc}"
 
 
-def _accepted_kv_dtypes(cls: Any, kv_dtypes: list[str]) -> list[str] | None | str:
+def _accepted_kv_dtypes(cls: Any, kv_dtypes: list[str]) -> list[str] | str | None:
     """The CacheDType values ``supports_kv_cache_dtype`` accepts (``None``: all of them)."""
     try:
         accepted = [d for d in kv_dtypes if cls.supports_kv_cache_dtype(d) is True]
@@ -143,10 +144,9 @@ def probe(oracle_dir: Path) -> dict[str, Any]:
                 path = member.get_path()
             except Exception:  # a placeholder member with no class registered
                 continue
-            if not path or any(p in path for p in (".rocm", "rocm_", ".cpu_", "xpu")):
-                # other platforms' backends: importing them has side effects
-                if name not in ("CPU_ATTN", "XPU_MLA_SPARSE"):
-                    continue
+            other_platform = any(p in path for p in (".rocm", "rocm_", ".cpu_", "xpu"))
+            if (not path or other_platform) and name not in ("CPU_ATTN", "XPU_MLA_SPARSE"):
+                continue  # other platforms' backends: importing them has side effects
             try:
                 classes[name] = member.get_class()
                 explicit.append(name)
