@@ -35,6 +35,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -133,8 +134,9 @@ def oracle_answers(python: Path, oracle_dir: Path, release: str, family: str, n:
         with gzip.open(out, "rt", encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
     out.parent.mkdir(parents=True, exist_ok=True)
-    inputs = out.with_name(out.name.replace(".sweep.jsonl.gz", ".inputs.json"))
-    raw = out.with_name(out.name.replace(".sweep.jsonl.gz", ".oracle.json"))
+    tag = f".{os.getpid()}"  # concurrent runs never share a temporary file
+    inputs = out.with_name(out.name.replace(".sweep.jsonl.gz", f"{tag}.inputs.json"))
+    raw = out.with_name(out.name.replace(".sweep.jsonl.gz", f"{tag}.oracle.json"))
     inputs.write_text(text)
     start = time.monotonic()
     done = subprocess.run([str(python), "oracle.py", str(inputs), "-o", str(raw), "--compact",
@@ -144,8 +146,10 @@ def oracle_answers(python: Path, oracle_dir: Path, release: str, family: str, n:
         raise HarnessError(f"oracle.py failed for vLLM {release} ({family}):\n{done.stderr[-3000:]}")
     print(f"  oracle: {n} {family} configs in {time.monotonic() - start:.0f} s", file=sys.stderr)
     records = oracle_to_sweep.convert(json.loads(raw.read_text()))
-    with gzip.open(out, "wt", encoding="utf-8") as f:
+    partial = out.with_name(out.name + tag)
+    with gzip.open(partial, "wt", encoding="utf-8") as f:
         f.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+    partial.replace(out)
     inputs.unlink()
     raw.unlink()
     return records
