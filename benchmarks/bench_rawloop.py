@@ -1,11 +1,13 @@
 """The bench's decode numbers against raw CUDA-event loops (run on the GPU machine).
 
-Decode batch 128 x 4096 (GQA 32/8, head 128, page 16, bf16), the library called
-directly -- FA4 ``flash_attn.cute.flash_attn_varlen_func`` and FlashInfer's decode
-wrapper -- timed two ways: a plain loop between two events, and a graph-replayed loop
-(launches captured in a CUDA graph, no host overhead: the fair comparison for the bench's
-graph-replayed decode). Then the ratio of the bench's median (from its bench.json, run
-in the same command) to each.
+Decode batch 128 x 4096 (GQA 32/8, head 128, page 16, bf16), the kernels vLLM runs on
+Hopper called directly, as vLLM calls them, without the tool's code: vLLM's FA3
+(``torch.ops._vllm_fa3_C.fwd`` loaded from ``$VLLM_KERNELS_DIR``, with its ahead-of-time
+schedule and 32 splits, as under FULL_AND_PIECEWISE graphs) and FlashInfer's decode
+wrapper with tensor cores. Each is timed two ways: a plain loop between two events, and a
+graph-replayed loop (launches captured in a CUDA graph, no host overhead: the fair
+comparison for the bench's graph-replayed decode). Then the ratio of the bench's median
+(from its bench.json, run in the same command) to each.
 
 Usage: python benchmarks/bench_rawloop.py BENCH_JSON [--batch 128] [--context 4096]
 """
@@ -21,7 +23,6 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
 
 from smoke_bench import graph_loop  # noqa: E402 - the same loop as the smoke benchmark
 
@@ -76,9 +77,9 @@ def main() -> None:
     name = f"decode {batch}x{context // 1024}k" if context % 1024 == 0 else f"decode {batch}x{context}"
     tool = tool_medians(bench_json, name) if bench_json and bench_json.is_file() else {}
 
-    # FA4: cache (2, pages, block, kv_heads, head), NHD
-    import flash_attn.cute as fa4
-
+    # vLLM's FA3: cache (2, pages, block, kv_heads, head), NHD, bound by keyword
+    torch.ops.load_library(str(Path(os.environ["VLLM_KERNELS_DIR"]) / "_vllm_fa3_C.abi3.so"))
+    fa3 = torch.ops._vllm_fa3_C
     cache = torch.randn(2, pages, BLOCK, KV_HEADS, HEAD, device=device,
                         generator=generator).bfloat16()
     meta = build_flash_attn_metadata(spec)
@@ -87,14 +88,29 @@ def main() -> None:
                          dtype=torch.int32, device=device)
     cu_q = torch.tensor(meta.cu_seqlens_q, dtype=torch.int32, device=device)
     seqused = torch.tensor(meta.seqused_k, dtype=torch.int32, device=device)
+    splits = 32  # flash_attn_max_num_splits_for_cuda_graph
+    schedule = fa3.get_scheduler_metadata(
+        batch_size=batch, max_seqlen_q=1, max_seqlen_k=meta.max_k, num_heads=HEADS,
+        num_heads_k=KV_HEADS, headdim=HEAD, headdim_v=HEAD, qkv_dtype=torch.bfloat16,
+        seqused_k=seqused, cu_seqlens_q=cu_q, cu_seqlens_k=None, cu_seqlens_k_new=None,
+        seqused_q=None, leftpad_k=None, page_size=BLOCK, max_seqlen_k_new=0, is_causal=True,
+        window_size_left=-1, window_size_right=-1, has_softcap=False, num_splits=splits,
+        pack_gqa=None, sm_margin=0)
+    fa_out = torch.empty_like(queries)
+    none = dict.fromkeys(["k_new", "v_new", "q_v", "cu_seqlens_k", "cu_seqlens_k_new",
+                          "seqused_q", "kv_batch_idx", "leftpad_k", "rotary_cos",
+                          "rotary_sin", "seqlens_rotary", "q_descale", "k_descale",
+                          "v_descale", "pack_gqa", "s_aux", "cp_tot_seqused_k"])
 
     def fa_launch() -> object:
-        return fa4.flash_attn_varlen_func(
-            queries, cache[0], cache[1], cu_seqlens_q=cu_q, seqused_k=seqused,
-            page_table=table, max_seqlen_q=1, max_seqlen_k=meta.max_k,
-            softmax_scale=1 / math.sqrt(HEAD), causal=True, num_splits=1)
+        return fa3.fwd(q=queries, k=cache[0], v=cache[1], out=fa_out, cu_seqlens_q=cu_q,
+                       seqused_k=seqused, max_seqlen_q=1, max_seqlen_k=meta.max_k,
+                       page_table=table, softmax_scale=1 / math.sqrt(HEAD), is_causal=True,
+                       window_size_left=-1, window_size_right=-1, softcap=0.0,
+                       is_rotary_interleaved=True, scheduler_metadata=schedule,
+                       num_splits=splits, sm_margin=0, cp_world_size=1, cp_rank=0, **none)
 
-    rows.append(("FLASH_ATTN", "FA4 flash_attn.cute", plain_loop(torch, fa_launch),
+    rows.append(("FLASH_ATTN", "vLLM FA3 _vllm_fa3_C", plain_loop(torch, fa_launch),
                  graph_loop(torch, fa_launch, replays=10)))
     del cache
     torch.cuda.empty_cache()
@@ -106,7 +122,8 @@ def main() -> None:
                         generator=generator).bfloat16()
     fmeta = build_flashinfer_metadata(spec)
     workspace = torch.zeros(128 << 20, dtype=torch.uint8, device=device)
-    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD")
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD",
+                                                            use_tensor_cores=True)
     wrapper.plan(torch.tensor(fmeta.paged_kv_indptr, dtype=torch.int32),
                  torch.tensor(fmeta.paged_kv_indices, dtype=torch.int32),
                  torch.tensor(fmeta.paged_kv_last_page_len, dtype=torch.int32),
@@ -117,7 +134,7 @@ def main() -> None:
     def fi_launch() -> object:
         return wrapper.run(queries, cache, out=out)
 
-    rows.append(("FLASHINFER", f"FlashInfer {flashinfer.__version__} decode",
+    rows.append(("FLASHINFER", f"FlashInfer {flashinfer.__version__} TC decode",
                  plain_loop(torch, fi_launch), graph_loop(torch, fi_launch, replays=10)))
 
     print(f"raw loops, {name} (KV read {work.kv_bytes / 1e9:.2f} GB), "

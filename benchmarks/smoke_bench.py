@@ -26,9 +26,10 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
 
 from selector.smoke.batch import BatchSpec  # noqa: E402
-from selector.smoke.environment import find_flash_attention, import_flashinfer  # noqa: E402
+from selector.smoke.environment import import_flashinfer  # noqa: E402
 from selector.smoke.metrics import attention_flops, kv_read_bytes  # noqa: E402
 from selector.smoke.plan import SmokePlan  # noqa: E402
+from selector.smoke.providers import choose_provider  # noqa: E402
 from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers  # noqa: E402
 from selector.smoke.tensors import allocate_cache, fill_cache, make_request_data  # noqa: E402
 from selector.smoke.timing import time_kernel, time_loop  # noqa: E402
@@ -57,22 +58,24 @@ def measure(torch: Any, plan: SmokePlan, workload: Workload, kind: str) -> list[
     queries = data.flat_queries(torch)
     scale = 1.0 / math.sqrt(plan.head_size)
     if plan.backend == "FLASH_ATTN":
-        implementation, _ = find_flash_attention(4, strict=False)
-        step: Any = FlashAttentionStep(torch, implementation, plan, batch, device)
+        provider = choose_provider(plan, torch).provider
+        step: Any = FlashAttentionStep(torch, provider, plan, batch, device)
         fill_cache(torch, cache, batch, data, step.slot_mapping)
         tool_launch = step.timed_launches(queries, cache)[0].launch
-        import flash_attn.cute as fa4
+        call = step.calls["attention"]
+        from selector.smoke.providers import materialize
 
-        def raw() -> object:
-            return fa4.flash_attn_varlen_func(
-                queries, cache.key, cache.value, cu_seqlens_q=step.cu_seqlens_q,
-                seqused_k=step.seqused_k, page_table=step.block_table,
-                max_seqlen_q=step.metadata.max_q, max_seqlen_k=step.metadata.max_k,
-                softmax_scale=scale, causal=True, num_splits=1)
-        label = implementation.label
+        arguments = materialize(call.arguments(), {
+            **step._tensors(), "query": queries, "key_cache": cache.key,
+            "value_cache": cache.value, "out": torch.empty_like(queries), "sinks": None}, torch)
+
+        def raw() -> object:  # the provider's entry point with the arguments prepared once
+            return provider.call(call.entry_point, arguments)
+        label = provider.label
+        del scale
     else:
         flashinfer = import_flashinfer()
-        wrappers = FlashInferWrappers(torch, flashinfer, plan, device, "auto")
+        wrappers = FlashInferWrappers(torch, flashinfer, plan, device)
         step = FlashInferStep(torch, wrappers, plan, batch, device)
         step.plan_kernels()
         fill_cache(torch, cache, batch, data, step.slot_mapping, token_order=step.token_order)

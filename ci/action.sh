@@ -4,13 +4,15 @@
 # Inputs come as environment variables (the action maps its inputs to them):
 #   ATTN_SELECT_FILES    deployment files or globs, whitespace-separated (required
 #                        unless ATTN_SELECT_COMMAND is given)
-#   ATTN_SELECT_COMMAND  a `vllm serve ...` command line to check instead of files
+#   ATTN_SELECT_COMMAND  a `vllm serve ...` command line to check instead of files, split
+#                        as a shell does (quotes keep a JSON flag value in one piece)
 #   ATTN_SELECT_DEVICES  devices, separated by commas or whitespace (fleet view; required
 #                        for a command)
 #   ATTN_SELECT_STRICT   "true" turns warnings into failures
 #   ATTN_SELECT_ENGINE   engine profile, e.g. vllm==0.33.0 (default: newest)
 #   ATTN_SELECT_SARIF    path of the SARIF file to write ("" = none)
 #   ATTN_SELECT_BIN      the attn-select executable (default: attn-select)
+#   ATTN_SELECT_PYTHON   the Python that splits the command (default: python3)
 # Writes GitHub annotations to stdout, the markdown report to $GITHUB_STEP_SUMMARY,
 # and `exit-code` / `sarif-file` to $GITHUB_OUTPUT when those are set.
 set -uo pipefail
@@ -42,7 +44,24 @@ fi
 
 targets=()
 if [ -n "${ATTN_SELECT_COMMAND:-}" ]; then
-  read -r -a command_words <<< "$ATTN_SELECT_COMMAND"
+  # shell-style splitting (Python's shlex), never word splitting on spaces: a quoted
+  # --speculative-config '{"method": "ngram", ...}' stays one argument
+  command_words=()
+  split_script='import os, shlex, sys
+try:
+    words = shlex.split(os.environ["ATTN_SELECT_COMMAND"])
+except ValueError as exc:
+    sys.exit(f"::error title=attn-select::the command input cannot be split as a shell would: {exc}")
+sys.stdout.write("".join(w + "\0" for w in words))'
+  split_output="$(mktemp)"
+  if ! "${ATTN_SELECT_PYTHON:-python3}" -c "$split_script" > "$split_output"; then
+    rm -f "$split_output"
+    exit 2
+  fi
+  while IFS= read -r -d '' word; do
+    command_words+=("$word")
+  done < "$split_output"
+  rm -f "$split_output"
   targets=(-- "${command_words[@]}")
 elif [ "${#files[@]}" -gt 0 ]; then
   targets=("${files[@]}")

@@ -164,6 +164,8 @@ class Catalog:
     codes: dict[str, ReasonCode]
     devices: tuple[Device, ...]
     _device_index: dict[str, Device] = field(repr=False)
+    ignored_device_words: tuple[str, ...] = ()
+    """Words dropped before matching a device name word by word (devices.yaml)."""
     digest: str = field(default="", repr=False, compare=False)
     """Hash of the data files (set when loaded)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
@@ -285,15 +287,44 @@ class Catalog:
         return matches[-1]
 
     def device(self, name: str) -> Device:
+        """A device by name, alias or ``nvidia-smi`` name (case and punctuation do not
+        matter); otherwise the device whose name's words all appear as whole words in
+        ``name`` (``NVIDIA H100 80GB HBM3`` -> H100, ``NVIDIA H100 NVL`` -> H100 NVL: the
+        most words win)."""
         key = _device_key(name)
         if key in self._device_index:
             return self._device_index[key]
+        found = self._device_by_words(name)
+        if found is not None:
+            return found
         raise InputError(
             f"unknown device {name!r}",
             field="device",
             hint=close_matches(name, [d.name for d in self.devices])
             + " (or give the compute capability, e.g. device: {capability: '9.0'})",
         )
+
+    def _words(self, name: str) -> frozenset[str]:
+        ignored = {w.lower() for w in self.ignored_device_words}
+        return frozenset(w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w not in ignored)
+
+    def _device_by_words(self, name: str) -> Device | None:
+        wanted = self._words(name)
+        best: dict[int, set[str]] = {}
+        by_name: dict[str, Device] = {}
+        for device in self.devices:
+            for alias in (device.name, *device.aliases):
+                words = self._words(alias)
+                if words and words <= wanted:
+                    best.setdefault(len(words), set()).add(device.name)
+                    by_name[device.name] = device
+        if not best:
+            return None
+        names = best[max(best)]
+        if len(names) > 1:
+            raise InputError(f"device {name!r} is ambiguous: " + " or ".join(sorted(names)),
+                             field="device", hint="give the catalog name (attn-select list devices)")
+        return by_name[names.pop()]
 
     def code(self, code: str) -> ReasonCode:
         return self.codes[code]
@@ -640,7 +671,8 @@ def _load_catalog_files(base: Path) -> Catalog:
             if not isinstance(name, str) or "==" not in name:
                 raise CatalogError(f"{profile_path}: missing `engine: <name>==<version>`")
             by_engine[name] = directory
-    return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index)
+    return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
+                   ignored_device_words=catalog.ignored_words)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from selector.catalog import Catalog
+from selector.catalog import Catalog, close_matches
 from selector.config import LoadedDeployment, deployment_facts, load_deployment, resolve_device
 from selector.errors import ExitCode, InputError
 from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
@@ -24,6 +24,7 @@ from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
 
 if TYPE_CHECKING:
+    from selector.memory import StartupIssue
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
     from selector.vllm_args import ServeCommand
@@ -35,7 +36,9 @@ __all__ = [
     "check_serve",
     "exit_code",
     "expand_configs",
+    "known_codes",
     "resolve_devices",
+    "validate_ignored",
 ]
 
 _DEPLOYMENT_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
@@ -67,6 +70,8 @@ class CheckOptions:
     engine: str | None = None
     devices: tuple[str | DeviceRef, ...] = ()
     strict: bool = False
+    ignore: frozenset[str] = frozenset()
+    """Warning codes acknowledged (``--ignore``): reported as notes, never a failure."""
 
 
 def expand_configs(patterns: Sequence[str]) -> list[str]:
@@ -192,9 +197,40 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
     return []
 
 
+def known_codes(catalog: Catalog) -> frozenset[str]:
+    """Every code a finding can carry: vLLM's reasons, the check's and the command line's."""
+    from selector.vllm_args import ARG_CODES
+
+    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(ARG_CODES)
+
+
+def validate_ignored(codes: Sequence[str], catalog: Catalog, *, file: str | None = None,
+                     field: str = "--ignore", line: int | None = None) -> frozenset[str]:
+    """Codes to acknowledge, upper-cased; an unknown code is an input error."""
+    known = known_codes(catalog)
+    out = set()
+    for raw in codes:
+        code = raw.strip().upper()
+        if code not in known:
+            raise InputError(f"unknown code {raw!r}", file=file, field=field, line=line,
+                             hint=close_matches(code, sorted(known))
+                             or "see attn-select list codes")
+        out.add(code)
+    return frozenset(out)
+
+
+def _acknowledge(findings: Sequence[Finding], ignore: frozenset[str]) -> list[Finding]:
+    """Warnings whose code is ignored become notes (still shown; never a failure).
+    Errors stay errors: vLLM refuses them whatever the file says."""
+    return [replace(f, level="note", hint=(f.hint + "; " if f.hint else "")
+                    + f"acknowledged: ignore {f.code}")
+            if f.level == "warning" and f.code in ignore else f for f in findings]
+
+
 def _record(result: SolveResult, *, source: str, artifact: str | None, device: str,
             findings: list[Finding], options: CheckOptions, group: str | None = None,
             settings: dict[str, object] | None = None) -> CheckRecord:
+    findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
     if options.strict:
@@ -211,10 +247,15 @@ def _record(result: SolveResult, *, source: str, artifact: str | None, device: s
     )
 
 
+def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
+    return _finding("error", issue.code, issue.name, issue.message, issue.hint,
+                    issue.field or None, loaded)
+
+
 def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
     from selector.kv import format_ranges
 
-    findings: list[Finding] = []
+    findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for selection in result.selections:
         prefix = f"layers {format_ranges(list(selection.layers))} ({selection.kind}): "
         for finding in _result_findings(selection.result, loaded, graphs=False):
@@ -242,6 +283,7 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
 def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
                   artifact: str | None, device: str, findings: list[Finding],
                   options: CheckOptions, settings: dict[str, object] | None = None) -> CheckRecord:
+    findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
     if options.strict:
@@ -264,7 +306,8 @@ def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source:
 def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckOptions, *,
                      model: ModelFacts | None = None, kv_options: Mapping[str, Any] | None = None,
                      source: str | None = None,
-                     settings: dict[str, object] | None = None) -> CheckRecord:
+                     settings: dict[str, object] | None = None,
+                     environ: Mapping[str, str] | None = None) -> CheckRecord:
     """Solve one loaded deployment (on its own device) and build its record.
 
     A deployment with ``model:`` gets the whole-model check (every layer, then the
@@ -275,31 +318,51 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
 
     deployment = loaded.deployment
     artifact = loaded.path if source is None else None
+    if deployment.ignore:
+        options = replace(options, ignore=options.ignore | validate_ignored(
+            deployment.ignore, catalog, file=loaded.path, field="ignore",
+            line=loaded.line_of(("ignore",))))
     if deployment.model is not None:
         from selector.config import deployment_model
-        from selector.modelcheck import check_model
+        from selector.startup_check import check_startup, tensor_parallel_record
 
+        refused = tensor_parallel_record(loaded, catalog, options.engine, model)
+        if refused is not None:
+            issue, engine_name, device_name = refused
+            finding = _issue_finding(issue, loaded)
+            return CheckRecord(source=source or loaded.path, artifact=artifact,
+                               device=device_name, engine=engine_name, status="invalid",
+                               failed=True, findings=(finding,), strict=options.strict,
+                               settings=settings)
         facts_model, base, kv = deployment_model(loaded, catalog)
         _, _, device_name = resolve_device(deployment, catalog)
         if model is not None:
             facts_model = model.for_tp(deployment.parallel.tensor_parallel_size)
         if kv_options:
             kv = kv.model_copy(update=dict(kv_options))
-        checked = check_model(
-            facts_model, base, engine=options.engine or deployment.engine,
-            attention_backend=deployment.attention_backend,
-            backend_per_kind=deployment.attention_config.backend_per_kind,
-            cudagraph_mode=deployment.cudagraph_mode, options=kv, catalog=catalog)
+        checked = check_startup(
+            facts_model, base, kv, loaded=loaded, catalog=catalog, engine=options.engine,
+            settings=settings, environ=environ)
         return _model_record(checked, loaded, source=source or loaded.path, artifact=artifact,
                              device=device_name, findings=_model_findings(checked, loaded),
                              options=options, settings=settings)
     facts = deployment_facts(loaded, catalog)
-    _, _, device_name = resolve_device(deployment, catalog)
+    _, cc, device_name = resolve_device(deployment, catalog)
     result = solve(facts, engine=options.engine or deployment.engine,
                    attention_backend=deployment.attention_backend,
                    cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
-    return _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
-                   findings=_result_findings(result, loaded), options=options, settings=settings)
+    record = _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
+                     findings=_result_findings(result, loaded), options=options,
+                     settings=settings)
+    from selector.memory import dtype_issue, startup_profile
+
+    refusal = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
+                          dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
+                          cc=cc, device=device_name)
+    if refusal is None:
+        return record
+    return replace(record, status="invalid", failed=True,
+                   findings=(_issue_finding(refusal, loaded), *record.findings))
 
 
 def _input_error_record(exc: InputError, source: str) -> CheckRecord:
@@ -337,15 +400,16 @@ def check_files(paths: Sequence[str], catalog: Catalog,
     return records, errors
 
 
-def _note_findings(command: ServeCommand) -> list[Finding]:
+def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
+    from selector.vllm_args import ARG_CODES
+
     out = []
     for note in command.notes:
-        from selector.vllm_args import ARG_CODES
-
-        name = ARG_CODES.get(note.code, ("note", ""))[0]
-        out.append(Finding(level="warning" if note.level == "warning" else "note",
-                           code=note.code, name=name, message=note.message, hint=note.hint,
-                           field=note.flag))
+        registered = catalog.codes.get(note.code)
+        name = registered.name if registered else ARG_CODES.get(note.code, ("note", ""))[0]
+        level: FindingLevel = note.level if note.level in ("warning", "error") else "note"
+        out.append(Finding(level=level, code=note.code, name=name, message=note.message,
+                           hint=note.hint, field=note.flag))
     return out
 
 
@@ -367,13 +431,16 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
         loaded = LoadedDeployment(path=source, text="", deployment=variant.deployment, lines={})
         record = check_deployment(loaded, catalog, options, model=variant.model_facts,
                                   kv_options=variant.kv_options, source=source,
-                                  settings=dict(variant.settings))
-        notes = _note_findings(variant)
+                                  settings=dict(variant.settings),
+                                  environ=variant.environment)
+        notes = _acknowledge(_note_findings(variant, catalog), options.ignore)
         if options.strict:
             notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
         warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))
-        records.append(replace(record, findings=record.findings + tuple(notes),
-                               failed=record.failed or (options.strict and warned)))
+        refused = any(f.level == "error" and not f.code.startswith("AS1") for f in notes)
+        status: Status = "invalid" if refused and record.status == "valid" else record.status
+        records.append(replace(record, findings=record.findings + tuple(notes), status=status,
+                               failed=record.failed or refused or (options.strict and warned)))
     return command, records
 
 

@@ -173,6 +173,11 @@ def parse_deployment(path: str, text: str) -> LoadedDeployment:
             probe = probe[:-1]
         raise InputError(message + more, file=path, field=field_path or None, hint=hint or None,
                          line=line) from None
+    if deployment.model is not None and "layer" in data:
+        raise InputError("`layer:` and `model:` cannot be combined: with a model every layer's "
+                         "facts come from its config.json, so this block would be ignored",
+                         file=path, field="layer", line=lines.get(("layer",)),
+                         hint="remove `layer:` (or remove `model:` to check one uniform layer)")
     return LoadedDeployment(path=path, text=text, deployment=deployment, lines=lines)
 
 
@@ -373,9 +378,12 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, d
         cudagraph_mode=d.cudagraph_mode,
         connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
         max_model_len=d.max_model_len,
-        gpu_memory_utilization=d.gpu_memory_utilization,
+        gpu_memory_utilization=d.gpu_memory_utilization or 0.9,
         device_memory_bytes=int(memory_gib * 1024**3) if memory_gib else None,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3),
+        **({"max_num_batched_tokens": d.max_num_batched_tokens}
+           if d.max_num_batched_tokens else {}),
+        **({"max_num_seqs": d.max_num_seqs} if d.max_num_seqs else {}),
     )
     facts = _deployment_level_facts(d, cc)
     if d.dtype is None:  # pragma: no cover - dtype has a default

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from selector.catalog import Catalog, EngineData
 from selector.release_history import release_history_page
+from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
 from selector.schema.engine import PriorityEntry
 
@@ -495,11 +497,14 @@ def _backend_section(name: str, spec: BackendSpec, catalog: Catalog, codes_page:
         lines.append(f"- Query lengths: {runtime.query_len_support}")
     if runtime.lse_base:
         lines.append(f"- LSE base: {runtime.lse_base}")
+    if runtime.dcp_decode_kv:
+        lines.append(f"- DCP decode reads from the sharded cache: {runtime.dcp_decode_kv}")
     for note in runtime.notes:
         lines.append(f"- {_cell(note)}")
     extra = {k: v for k, v in runtime.model_dump(mode="json", exclude_defaults=True).items()
              if k not in ("cudagraph_support", "reorder_batch_threshold", "update_block_table",
-                          "kv_layouts", "query_len_support", "lse_base", "notes",
+                          "kv_layouts", "query_len_support", "lse_base", "dcp_decode_kv",
+                          "notes",
                           "report_facts")}
     if extra:
         lines += ["", "```yaml", yaml.safe_dump(extra, sort_keys=True).rstrip(), "```"]
@@ -598,6 +603,34 @@ def _devices_page(catalog: Catalog) -> str:
     return "\n".join(lines) + "\n"
 
 
+class _GlossaryTerm(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    term: str
+    meaning: str
+    source: str
+
+
+class _Glossary(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    terms: tuple[_GlossaryTerm, ...]
+
+
+def _glossary_page(root: Path) -> str:
+    """docs/glossary.md from schemas/glossary.yaml: the terms the reports use."""
+    path = root / "glossary.yaml"
+    glossary = _Glossary.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    lines = [
+        _MD_BANNER, "", "# Glossary", "",
+        "The terms attn-select's reports use, and where vLLM defines each (paths inside the "
+        "`vllm` package, vLLM 0.33.0).", "",
+    ]
+    for entry in glossary.terms:
+        lines += [f"**{entry.term}**  ", f"{entry.meaning}  ", f"_vLLM: {entry.source}_", ""]
+    return "\n".join(lines)
+
+
 def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     lines = [
         _MD_BANNER, "", "# Support matrix", "",
@@ -611,7 +644,9 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     lines += ["", "## Reference", "",
               "- [Reason codes](reason-codes.md)",
               "- [Devices](devices.md)",
-              "- [Release history](release-history.md)", "", "## JSON Schemas of the input files", "",
+              "- [Release history](release-history.md)",
+              "- [Glossary](glossary.md) (layouts such as LBNHC, `%16`, block sizes, CUDA "
+              "graphs)", "", "## JSON Schemas of the input files", "",
               "For editors and `check-jsonschema`; in `schemas/jsonschema/`:", ""]
     lines += [f"- `schemas/jsonschema/{name}`" for name in sorted(schemas)]
     return "\n".join(lines) + "\n"
@@ -625,6 +660,7 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
         GeneratedFile("docs/reason-codes.md", _codes_page(catalog)),
         GeneratedFile("docs/devices.md", _devices_page(catalog)),
         GeneratedFile("docs/release-history.md", release_history_page(catalog, _MD_BANNER)),
+        GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):
         files.append(GeneratedFile(f"docs/engines/{_engine_slug(engine.engine)}.md",

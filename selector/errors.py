@@ -27,6 +27,9 @@ class ExitCode(IntEnum):
     """A GPU smoke kernel or check failed."""
     CANNOT_RUN = 4
     """The smoke check cannot run here (no GPU or a library is missing)."""
+    SUBSTITUTED = 5
+    """Every smoke check passed, but on another kernel than the plan negotiated (e.g. FA4
+    for a plan that negotiated FA3): not proof of what vLLM will run."""
     INTERNAL = 70
     """An unexpected internal error (a bug in attn-select)."""
 

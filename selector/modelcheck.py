@@ -13,6 +13,7 @@ from typing import Any
 
 from selector.catalog import Catalog, load_catalog
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
+from selector.memory.startup import MemoryReport, StartupIssue
 from selector.models import LayerFacts, ModelFacts
 from selector.result import SolveResult
 from selector.solver import derive_facts, kernel_block_sizes_of, solve
@@ -39,10 +40,15 @@ class ModelCheckResult:
     selections: tuple[LayerSelection, ...]
     plan: ModelPlan | None
     """None when some layer has no valid backend (nothing to negotiate)."""
+    memory: MemoryReport | None = None
+    """The start-up memory budget and KV fit (None when the device memory is unknown)."""
+    startup: tuple[StartupIssue, ...] = ()
+    """Start-up refusals besides the KV plan's (dtype, max_model_len, memory)."""
 
     @property
     def valid(self) -> bool:
-        return all(s.result.valid for s in self.selections) and (self.plan is None or self.plan.ok)
+        return (all(s.result.valid for s in self.selections)
+                and (self.plan is None or self.plan.ok) and not self.startup)
 
     def selection_of(self, layer: int) -> LayerSelection:
         for selection in self.selections:

@@ -3,9 +3,10 @@
 Pure: no I/O except reading the model's ``config.json`` (a shipped preset or a
 local directory, through :mod:`selector.models`); never prints or exits.  Bad
 values raise :class:`InputError` naming the flag.  Flags that do not change
-attention-backend selection are passed over with a note; knobs that the newest engine
-removed or ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show
-the flag to use instead.
+attention-backend selection are passed over with a note; knobs that vLLM 0.33.0
+ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show the flag to use
+instead; flags it removed and unknown keys inside ``--compilation-config`` are errors
+(vLLM refuses the command line).
 
 A model whose attention layers differ (sliding-window and full layers, say) gives
 one deployment per distinct layer signature: vLLM selects a backend per layer.
@@ -13,6 +14,7 @@ one deployment per distinct layer signature: vLLM selects a backend per layer.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import re
@@ -47,24 +49,24 @@ SOURCE = "vllm serve"
 
 ARG_CODES: dict[str, tuple[str, str]] = {
     "AS101": ("ignored-environment-variable",
-              "An environment variable that the engine no longer reads: it has no effect."),
+              "An environment variable that vLLM 0.33.0 no longer reads: it has no effect."),
     "AS102": ("removed-flag",
-              "A flag that the engine no longer accepts; the replacement is shown."),
+              "A flag that vLLM 0.33.0 no longer accepts (no longer given: vLLM refuses "
+              "the command line, reported as SU004)."),
     "AS103": ("unknown-flag", "A flag attn-select does not know; it was passed over."),
     "AS104": ("not-modelled",
               "A setting vLLM reads that does not change attention-backend selection "
               "(or that attn-select does not model); it was passed over."),
     "AS105": ("model-resolved", "How MODEL was resolved to a config.json."),
     "AS106": ("max-model-len-too-long",
-              "--max-model-len is longer than the model's max_position_embeddings."),
+              "--max-model-len is longer than the model's max_position_embeddings "
+              "(no longer given: vLLM's refusal is reported as SU002)."),
     "AS107": ("setting-applied", "A vLLM setting or variable that attn-select applied."),
-    "AS108": ("flag-not-in-release",
-              "A flag that the checked vLLM release's `vllm serve` does not have: that release "
-              "rejects the command line ('unrecognized arguments')."),
 }
 """Codes of the notes about a command line: code -> (name, summary)."""
 
-Level = Literal["info", "warning"]
+Level = Literal["info", "warning", "error"]
+"""``error``: vLLM refuses the command line itself (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,14 @@ class ServeCommand:
     (``vllm_compile``, ``kv_cache_layout``, ``max_num_batched_tokens``)."""
 
     @property
+    def shown_argv(self) -> tuple[str, ...]:
+        """The words as given, secrets (tokens, API keys) shown as ``***``."""
+        return tuple(_redacted(self.argv))
+
+    @property
     def command_line(self) -> str:
-        return " ".join(_quote(a) for a in self.argv)
+        """The command line as given, secrets (tokens, API keys) shown as ``***``."""
+        return " ".join(_quote(a) for a in self.shown_argv)
 
     def for_device(self, device: str | DeviceRef, catalog: Catalog) -> ServeCommand:
         """The same command on another device (``--dtype auto`` picks float16 on
@@ -120,6 +128,34 @@ class ServeCommand:
             if note not in notes:
                 notes.append(note)
         return replace(self, deployment=deployment, notes=tuple(notes))
+
+
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
+_SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+def _redacted(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the values of secret variables (``HF_TOKEN=...``, ``-e
+    HUGGING_FACE_HUB_TOKEN=...``) and of ``--api-key`` / ``--hf-token`` replaced by ``***``,
+    so that reports and CI logs never repeat them."""
+    out: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        flag, equals, _ = word.partition("=")
+        if flag in _SECRET_FLAGS:
+            out.append(f"{flag}=***" if equals else word)
+            hide_next = not equals
+            continue
+        match = _ENV_ASSIGNMENT.match(word)
+        if match and _SECRET_NAME.search(match.group(1)):
+            out.append(f"{match.group(1)}=***")
+            continue
+        out.append(word)
+    return out
 
 
 def _quote(arg: str) -> str:
@@ -221,7 +257,8 @@ _NOTEWORTHY = {
     "--kv-cache-dtype-skip-layers": "per-layer KV dtype exceptions are not modelled",
     "--disable-hybrid-kv-cache-manager": "KV-cache grouping is not part of backend selection",
     "--config": "a vLLM YAML config file is not read; give its settings as flags",
-    "--pipeline-parallel-size": "pipeline parallelism does not change backend selection",
+    "--pipeline-parallel-size": "pipeline parallelism does not change backend selection; "
+                                "the start-up memory budget is not estimated with it",
     "--data-parallel-size": "data parallelism does not change backend selection",
     "--max-num-seqs": "",
 }
@@ -268,6 +305,22 @@ def _int(flag: str, value: str, *, low: int = 1, high: int = 1 << 20) -> int:
     if not low <= number <= high:
         raise _bad(flag, f"{number} is out of range", hint=f"give {low}..{high}")
     return number
+
+
+def _bytes(flag: str, value: str) -> int:
+    """vLLM's ``human_readable_int``: ``8G`` is 8 x 2**30, ``8g`` is 8 x 10**9
+    (vllm/utils/argparse_utils.py:30-74)."""
+    text = value.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    if match:
+        number, suffix = match.groups()
+        if suffix.islower():
+            return int(float(number) * 10.0 ** (3 * "kmgt".index(suffix) + 3))
+        if "." in number:
+            raise _bad(flag, f"Decimals are not allowed with binary suffixes like {suffix}. "
+                             f"Did you mean to use {number}{suffix.lower()} instead?")
+        return int(int(number) * 2 ** (10 * "KMGT".index(suffix) + 10))
+    return _int(flag, text, low=0, high=1 << 50)
 
 
 def _bool(flag: str, value: Any) -> bool:
@@ -379,6 +432,68 @@ def _split_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return env, words[index:]
 
 
+# `docker run` / `podman run` options that take no value (every other option takes one,
+# unless written as --opt=value); combined short flags such as -it or -dit are these too.
+_CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl"})
+_CONTAINER_NO_VALUE = frozenset({
+    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init",
+    "-P", "--publish-all", "--read-only", "--no-healthcheck", "--oom-kill-disable",
+    "--sig-proxy", "--disable-content-trust", "-q", "--quiet", "--help",
+})
+_CONTAINER_ENV_FLAGS = frozenset({"-e", "--env"})
+_PRIVILEGE_WRAPPERS = frozenset({"sudo"})
+
+
+def _is_container_flag_without_value(word: str) -> bool:
+    if word in _CONTAINER_NO_VALUE or "=" in word:
+        return True
+    return re.fullmatch(r"-[dit]{2,3}", word) is not None  # -it, -dit, -itd ...
+
+
+def _unwrap_container(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``docker run [docker options] IMAGE [args]`` -> the ``vllm serve`` command the
+    vLLM image runs with those args (its entry point), and the ``-e NAME=value``
+    variables; any other command line is returned as it is."""
+    index = 0
+    while index < len(words) and Path(words[index]).name in _PRIVILEGE_WRAPPERS:
+        index += 1
+    if index >= len(words) or Path(words[index]).name not in _CONTAINER_RUNNERS:
+        return words, {}
+    runner = words[index]
+    index += 1
+    if index >= len(words) or words[index] not in ("run", "container"):
+        raise _bad(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
+    if words[index] == "container":
+        index += 1  # `docker container run`
+        if index >= len(words) or words[index] != "run":
+            raise _bad(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
+    index += 1
+    env: dict[str, str] = {}
+    while index < len(words) and words[index].startswith("-"):
+        word = words[index]
+        index += 1
+        name, _, inline = word.partition("=")
+        if name in _CONTAINER_ENV_FLAGS or name.startswith("--env="):
+            value = inline if "=" in word else (words[index] if index < len(words) else "")
+            if "=" not in word:
+                index += 1
+            match = _ENV_ASSIGNMENT.match(value)
+            if match:
+                env[match.group(1)] = match.group(2)
+            continue
+        if _is_container_flag_without_value(word):
+            continue
+        index += 1  # the option's value (-v a:b, --gpus all, -p 8000:8000, ...)
+    if index >= len(words):
+        raise _bad(runner, f"no image in this `{runner} run` line",
+                   hint=f"write {runner} run [options] vllm/vllm-openai [vllm serve flags]")
+    rest = words[index + 1:]  # after the image
+    if rest and (Path(rest[0]).name == "vllm" or re.fullmatch(r"python(\d+(\.\d+)?)?",
+                                                              Path(rest[0]).name)):
+        return rest, env  # the entry point given explicitly
+    return ["vllm", "serve", *rest], env
+
+
 def _command_body(words: list[str]) -> list[str]:
     if not words:
         raise _bad("MODEL", "no command given after '--'",
@@ -413,6 +528,8 @@ def is_serve_command(words: Sequence[str]) -> bool:
         return True
     if not rest:
         return False
+    if any(Path(w).name in _CONTAINER_RUNNERS for w in rest[:2]) and "run" in rest[1:4]:
+        return True
     head = Path(rest[0]).name
     return head == "vllm" or (re.fullmatch(r"python(\d+(\.\d+)?)?", head) is not None
                               and len(rest) > 2 and rest[1] == "-m")
@@ -436,6 +553,8 @@ def _normalise_flag(word: str) -> tuple[str, str | None]:
 
 def _tokenize(argv: Sequence[str]) -> _Raw:
     env, words = _split_prefix(argv)
+    words, container_env = _unwrap_container(words)
+    env.update(container_env)
     body = _command_body(words)
     raw = _Raw(argv=tuple(argv), env=env)
     index = 0
@@ -496,53 +615,10 @@ def _tokenize(argv: Sequence[str]) -> _Raw:
 # ---------------------------------------------------------------- the model
 
 
-def _preset_names() -> dict[str, str]:
-    """Lower-case aliases -> preset name: each preset's name and the repository
-    name of its ``_name_or_path``."""
-    from selector.models import list_presets, preset_dir
-
-    names: dict[str, str] = {}
-    for preset in list_presets():
-        names[preset.lower()] = preset
-        try:
-            data = json.loads((preset_dir() / f"{preset}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        origin = data.get("_name_or_path") if isinstance(data, dict) else None
-        if isinstance(origin, str) and origin:
-            names.setdefault(origin.lower(), preset)
-            names.setdefault(origin.rsplit("/", 1)[-1].lower(), preset)
-    return names
-
-
-_VARIANT_SUFFIX = re.compile(
-    r"^[-_.](instruct|it|chat|base|hf|exp|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|"
-    r"fp8-dynamic|bf16|thinking|\d{4})([-_.].*)?$", re.IGNORECASE)
-
-
-def _match_preset(name: str) -> str | None:
-    """A Hugging Face id or a directory name -> the preset of the same architecture
-    (``meta-llama/Llama-3.1-8B-Instruct`` -> ``llama-3.1-8b``); None if unsure."""
-    names = _preset_names()
-    text = name.strip().rstrip("/").lower()
-    if text in names:
-        return names[text]
-    base = text.rsplit("/", 1)[-1]
-    if base in names:
-        return names[base]
-    best: tuple[int, str] | None = None
-    for alias, preset in names.items():
-        if "/" in alias:
-            continue
-        if base.startswith(alias) and _VARIANT_SUFFIX.match(base[len(alias):]) and (
-                best is None or len(alias) > best[0]):
-            best = (len(alias), preset)
-    return best[1] if best else None
-
-
 def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], str, str, str]:
     """(config.json mapping, file, display name, how it was resolved)."""
     from selector.models import list_presets, preset_dir
+    from selector.models.presets import match_preset, preset_origin
 
     target = override or model
     path = Path(target).expanduser()
@@ -553,7 +629,7 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
         how = f"read {file}"
     else:
         presets = list_presets()
-        preset = _match_preset(target)
+        preset = match_preset(target)
         if preset is None:
             lowered = {p.lower(): p for p in presets}
             preset = lowered.get(target.strip().lower())
@@ -565,7 +641,7 @@ def _load_raw_config(model: str, override: str | None) -> tuple[dict[str, Any], 
                 hint="pass the model's directory (with config.json) or name a preset with "
                      "attn-select check --model PRESET; presets: " + ", ".join(presets))
         file = str(preset_dir() / f"{preset}.json")
-        exact = _preset_names().get(target.strip().lower()) == preset
+        exact = target.strip().rstrip("/").lower() == (preset_origin(preset) or "").lower()
         if preset.lower() == target.strip().lower():
             how = f"the shipped preset {preset!r}"
         elif exact:
@@ -608,6 +684,12 @@ class _Settings:
     enable_prefix_caching: bool | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    max_num_seqs: int | None = None
+    moe_backend: str | None = None
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     disable_sliding_window: bool = False
     backend_per_kind: dict[str, str] = field(default_factory=dict)
@@ -665,13 +747,24 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
         else:
-            label = catalog.engine(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
-                                   f"{flag}: {label}'s AttentionConfig has no field {key!r} "
+                                   f"{flag}: vLLM 0.33.0's AttentionConfig has no field {key!r} "
                                    "that attn-select knows of"))
 
 
-def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) -> None:
+def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
+    """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
+    from selector.catalog import CatalogError
+    from selector.memory import startup_profile
+
+    try:
+        return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
+    except (CatalogError, InputError):
+        return frozenset()
+
+
+def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
+                        catalog: Catalog, engine: str | None) -> None:
     config: dict[str, Any] = {}
     level: int | None = None
     if "--compilation-config" in raw.values:
@@ -703,7 +796,21 @@ def _compilation_config(raw: _Raw, settings: _Settings, notes: list[ServeNote]) 
             raise _bad(flag, f"unknown CUDA-graph mode {config['cudagraph_mode']!r}",
                        hint="valid: " + ", ".join(CUDAGRAPH_MODES))
         settings.cudagraph_mode = value
-    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level"))
+    fields = _compilation_fields(catalog, engine)
+    for key in config:
+        if fields and key not in fields:
+            value = config[key]
+            code = catalog.code("SU005")
+            close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+            notes.append(ServeNote(
+                "error", "SU005", f"--compilation-config.{key}",
+                code.message.format(flag="--compilation-config/-cc",
+                                    config_class="CompilationConfig", key=key,
+                                    input_value=repr(value), input_type=type(value).__name__),
+                hint=(f"did you mean {close[0]!r}?" if close
+                      else "see CompilationConfig's fields in vLLM's docs")))
+    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level")
+                   and (not fields or k in fields))
     if other:
         notes.append(ServeNote("info", "AS104", "--compilation-config",
                                "compilation settings that do not change backend selection "
@@ -745,10 +852,9 @@ def _environment(env: Mapping[str, str], settings: _Settings, notes: list[ServeN
             if name == "VLLM_USE_TRTLLM_ATTENTION" and shown.strip() in ("0", "1"):
                 shown = "true" if shown.strip() == "1" else "false"
             flag = replacement.format(value=shown) if replacement else ""
-            label = catalog.engine(engine).label
-            message = f"{name}={value} has no effect: {label} does not read it"
+            message = f"{name}={value} has no effect: vLLM 0.33.0 does not read it"
             if name == "VLLM_USE_V1":
-                message = f"{name}={value} has no effect: V1 is {label}'s only engine"
+                message = f"{name}={value} has no effect: V1 is vLLM 0.33.0's only engine"
             notes.append(ServeNote(level, "AS101", name, message,
                                    hint=f"use {flag}" if flag else ""))
         elif name == "VLLM_BATCH_INVARIANT":
@@ -801,7 +907,7 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
         s.cp_interleave = _int("--cp-kv-cache-interleave-size",
                                values["--cp-kv-cache-interleave-size"])
     _speculative_config(raw, s, notes)
-    _compilation_config(raw, s, notes)
+    _compilation_config(raw, s, notes, catalog, engine)
     if "--enforce-eager" in raw.order and "--no-enforce-eager" not in raw.order:
         s.cudagraph_mode = "NONE"
         notes.append(ServeNote("info", "AS107", "--enforce-eager",
@@ -832,6 +938,22 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     if "--max-num-batched-tokens" in values:
         s.kv_options["max_num_batched_tokens"] = _int("--max-num-batched-tokens",
                                                       values["--max-num-batched-tokens"])
+    if "--pipeline-parallel-size" in values:
+        s.pipeline_parallel_size = _int("--pipeline-parallel-size",
+                                        values["--pipeline-parallel-size"], high=1024)
+    if "--data-parallel-size" in values:
+        s.data_parallel_size = _int("--data-parallel-size", values["--data-parallel-size"],
+                                    high=65536)
+    s.enable_expert_parallel = ("--enable-expert-parallel" in raw.order
+                                and "--no-enable-expert-parallel" not in raw.order)
+    if "--moe-backend" in values:
+        backend = values["--moe-backend"].strip().lower().replace("-", "_")
+        s.moe_backend = None if backend == "auto" else backend
+    if "--max-num-seqs" in values:
+        s.max_num_seqs = _int("--max-num-seqs", values["--max-num-seqs"])
+    if "--kv-cache-memory-bytes" in values:
+        s.kv_cache_memory_bytes = _bytes("--kv-cache-memory-bytes",
+                                         values["--kv-cache-memory-bytes"])
     if "--hf-overrides" in values:
         s.hf_overrides = _json_object("--hf-overrides", values["--hf-overrides"])
     if "--disable-sliding-window" in raw.order:
@@ -859,37 +981,36 @@ def _release_flags() -> dict[str, frozenset[str]]:
     return table
 
 
-def _release_note(flag: str, version: str, label: str) -> ServeNote | None:
-    """AS108 when ``flag`` is an engine flag of some release but not of ``version``."""
+def _release_note(flag: str, version: str, catalog: Catalog) -> ServeNote | None:
+    """SU006 when ``flag`` is an engine flag of some vLLM release but not of ``version``:
+    that release's parser refuses the command line."""
     table = _release_flags()
     flags = table.get(version)
     name = flag.split(".", 1)[0]
     if flags is None or name in flags or not any(name in f for f in table.values()):
         return None
     having = [v for v, f in table.items() if name in f]
-    return ServeNote("warning", "AS108", flag,
-                     f"{name} is not a flag of {label}: its `vllm serve` rejects the command "
-                     "line ('unrecognized arguments'); attn-select ignored it",
-                     hint=f"{name} exists in vLLM {', '.join(having)}")
+    code = catalog.code("SU006")
+    return ServeNote("error", "SU006", flag, code.message.format(flag=name),
+                     hint=code.hint.format(flag=name, releases=", ".join(having)))
 
 
-def _flag_notes(raw: _Raw, notes: list[ServeNote], label: str, version: str = "") -> None:
+def _flag_notes(raw: _Raw, notes: list[ServeNote], catalog: Catalog, version: str = "") -> None:
     seen: set[str] = set()
     for flag in raw.order:
         if flag in seen:
             continue
         seen.add(flag)
-        release_note = _release_note(flag, version, label)
+        release_note = _release_note(flag, version, catalog)
         if release_note is not None:
             notes.append(release_note)
             continue
         if flag.split(".", 1)[0] in _HANDLED:
             continue
         if flag in _REMOVED_FLAGS:
-            notes.append(ServeNote("warning", "AS102", flag,
-                                   f"{flag} was removed: {label} rejects it "
-                                   "('unrecognized arguments'); attn-select ignored it",
-                                   hint=f"use {_REMOVED_FLAGS[flag]}"))
+            code = catalog.code("SU004")
+            notes.append(ServeNote("error", "SU004", flag, code.message.format(flag=flag),
+                                   hint=code.hint.format(replacement=_REMOVED_FLAGS[flag])))
         elif _NOTEWORTHY.get(flag):
             notes.append(ServeNote("info", "AS104", flag, f"{flag}: {_NOTEWORTHY[flag]}"))
         elif not _is_known(flag):
@@ -923,7 +1044,11 @@ def _deployment(model: ModelFacts, model_ref: str, s: _Settings, engine: str | N
             kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
             attention_backend=s.attention_backend, cudagraph_mode=s.cudagraph_mode,
             max_model_len=s.max_model_len if s.max_model_len and s.max_model_len > 0 else None,
-            gpu_memory_utilization=s.gpu_memory_utilization or 0.9,
+            gpu_memory_utilization=s.gpu_memory_utilization,
+            kv_cache_memory_bytes=s.kv_cache_memory_bytes,
+            max_num_batched_tokens=s.kv_options.get("max_num_batched_tokens"),
+            max_num_seqs=s.max_num_seqs,
+            moe_backend=s.moe_backend,
             enable_prefix_caching=True if s.enable_prefix_caching is None
             else s.enable_prefix_caching,
             attention_config=AttentionConfig(
@@ -965,6 +1090,9 @@ def _summary(s: _Settings) -> dict[str, Any]:
         "gpu_memory_utilization": s.gpu_memory_utilization,
         "hf_overrides": s.hf_overrides or None,
         "batch_invariant": s.batch_invariant,
+        "pipeline_parallel_size": s.pipeline_parallel_size,
+        "data_parallel_size": s.data_parallel_size,
+        "enable_expert_parallel": s.enable_expert_parallel,
     }
 
 
@@ -987,7 +1115,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
     engine_data = catalog.engine(engine)
-    _flag_notes(raw, notes, engine_data.label,
+    _flag_notes(raw, notes, catalog,
                 str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = _settings(raw, catalog, engine, notes)
     _environment(env, settings, notes, catalog, engine)
@@ -1010,17 +1138,10 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     if any(layer.attention_chunk_size for layer in facts.layers):
         notes.append(ServeNote("info", "AS104", "model",
                                "chunked local-attention layers are checked as full attention"))
-    limit = facts.max_position_embeddings
-    if settings.max_model_len and limit and settings.max_model_len > limit:
-        notes.append(ServeNote(
-            "warning", "AS106", "--max-model-len",
-            f"--max-model-len {settings.max_model_len} exceeds the model's "
-            f"max_position_embeddings {limit}; vLLM refuses it unless "
-            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-            hint=f"use --max-model-len {limit} or less"))
     model_ref = name if not file.endswith("config.json") else file
     deployment = _deployment(facts, model_ref, settings, engine, device)
-    ordered = sorted(notes, key=lambda n: (n.level != "warning", notes.index(n)))
+    rank = {"error": 0, "warning": 1, "info": 2}
+    ordered = sorted(notes, key=lambda n: (rank[n.level], notes.index(n)))
     return ServeCommand(
         argv=tuple(argv), model=raw.model or (model or ""), model_source=facts.name,
         environment=env, settings=_summary(settings), deployment=deployment, model_facts=facts,

@@ -21,6 +21,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite golden files from the current output instead of comparing",
     )
+    parser.addoption(
+        "--gpu-required",
+        action="store_true",
+        default=False,
+        help="GPU tests may not skip: no CUDA GPU is an error (a missing library already "
+             "fails the GPU tests with its install hint)",
+    )
 
 
 def _cuda_available() -> bool:
@@ -32,11 +39,15 @@ def _cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they skip."""
-    del config
+    """Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they skip
+    (with ``--gpu-required``, the run is an error instead)."""
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items or _cuda_available():
         return
+    if config.getoption("--gpu-required"):
+        raise pytest.UsageError(
+            f"--gpu-required: {len(gpu_items)} GPU tests, but torch sees no CUDA GPU "
+            "(install a CUDA build of torch and the GPU extra: pip install 'attn-select[gpu]')")
     skip = pytest.mark.skip(reason="needs torch with a CUDA GPU")
     for item in gpu_items:
         item.add_marker(skip)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from selector.bench.measurements import BenchResult, Measurements
 from selector.bench.policy import PolicyDecision
+from selector.report.plain import PlainTable
 
 __all__ = ["render_bench", "render_decision", "result_row"]
 
@@ -55,7 +55,7 @@ def render_bench(measurements: Measurements) -> Group:
     """Ceilings, then one row per group, shape and backend."""
     ceilings = measurements.ceilings
     device = measurements.device
-    peaks = Table(title=f"Ceilings on {device.name} (sm {device.capability})", title_justify="left")
+    peaks = PlainTable(title=f"Ceilings on {device.name} (sm {device.capability})", title_justify="left")
     for column in ("ceiling", "measured", "spread (IQR)", "catalog", "measured / catalog"):
         peaks.add_column(column)
     for label, peak, catalog in (("copy bandwidth", measurements.copy_peak, ceilings.catalog_tbps),
@@ -70,7 +70,7 @@ def render_bench(measurements: Measurements) -> Group:
                       f"{peak.summary.rel_iqr:.1%}", f"{catalog:g} {unit}" if catalog else "-",
                       _pct(value / catalog) if catalog else "-")
     many_groups = len(measurements.deployment.groups) > 1
-    table = Table(title="Kernel time per shape (CUDA events; L2 flushed between repeats)",
+    table = PlainTable(title="Kernel time per shape (CUDA events; L2 flushed between repeats)",
                   title_justify="left")
     columns = (["group"] if many_groups else []) + [
         "shape", "backend", "mode", "median", "IQR", "n", "achieved", "of peak",
@@ -101,7 +101,7 @@ def render_bench(measurements: Measurements) -> Group:
     unmeasured = [(g.name, backend, why) for g in measurements.deployment.groups
                   for backend, why in g.unmeasured.items()]
     if unmeasured:
-        skipped = Table(title="Valid backends not measured", title_justify="left")
+        skipped = PlainTable(title="Valid backends not measured", title_justify="left")
         for column in ("group", "backend", "why"):
             skipped.add_column(column)
         for name, backend, why in unmeasured:
@@ -123,7 +123,7 @@ def render_decision(decision: PolicyDecision, *, title: str = "Policy") -> Group
     style = "bold green" if decision.applicable and decision.chosen else "bold yellow"
     parts.append(Text(f"{title} ({decision.policy}): {decision.summary()}", style=style))
     if decision.scores:
-        table = Table(title=f"Workload total over {len(decision.shapes)} shape(s)",
+        table = PlainTable(title=f"Workload total over {len(decision.shapes)} shape(s)",
                       title_justify="left")
         for column in ("backend", "total", "\u00b1", "vs fastest", ""):
             table.add_column(column, justify="left" if column in ("backend", "") else "right")

@@ -34,8 +34,8 @@ from selector.bench.targets import BenchGroup, BenchTargets
 from selector.bench.timing import Clock, CudaClock, time_samples
 from selector.bench.workload import BenchSettings, BenchWorkload, Shape
 from selector.errors import CannotRunHereError
-from selector.smoke.environment import FlashAttentionImpl
 from selector.smoke.plan import SmokePlan
+from selector.smoke.providers import Provider
 
 __all__ = ["BenchEnvironment", "catalog_entry", "cuda_environment", "run_bench", "use_graph"]
 
@@ -55,7 +55,8 @@ class BenchEnvironment:
     device: Any
     clock: Clock
     device_info: DeviceInfo
-    flash_attention: FlashAttentionImpl | None = None
+    flash_attention: Provider | None = None
+    """The FLASH_ATTN provider the contract chose (vLLM's own kernels first)."""
     flashinfer: Any = None
     skipped: dict[str, str] = field(default_factory=dict)
     """Backends that cannot run here, and why."""
@@ -69,10 +70,12 @@ class BenchEnvironment:
         """None when ``plan`` can run here, else why not."""
         if plan.backend in self.skipped:
             return self.skipped[plan.backend]
-        if plan.kv_cache_dtype not in ("auto", plan.dtype):
-            return f"kv_cache_dtype {plan.kv_cache_dtype} is not benchmarked yet"
+        if plan.kv_cache_dtype not in ("auto", plan.dtype) and not plan.fp8_kv:
+            return f"kv_cache_dtype {plan.kv_cache_dtype} is not benchmarked"
+        if plan.backend not in ("FLASH_ATTN", "FLASHINFER"):
+            return f"{plan.backend} has no bench runner"
         if plan.backend == "FLASH_ATTN" and self.flash_attention is not None:
-            multiple = self.flash_attention.min_block_multiple
+            multiple = self.flash_attention.spec.min_block_multiple
             if plan.kernel_block_size % multiple:
                 return (f"{self.flash_attention.label} needs a page size that is a multiple of "
                         f"{multiple}, the plan has {plan.kernel_block_size}")
@@ -107,11 +110,11 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
     its backend, and :class:`CannotRunHereError` (exit 4) is raised when nothing can run."""
     from selector.smoke.environment import (
         INSTALL_HINT,
-        find_flash_attention,
         import_flashinfer,
         import_torch_cuda,
         package_version,
     )
+    from selector.smoke.providers import choose_provider
 
     notify("importing torch and initialising CUDA")
     torch = import_torch_cuda()
@@ -137,16 +140,17 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
     backends = {plan.backend for plan in plans}
     if "FLASH_ATTN" in backends:
         os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
-        notify("importing FlashAttention")
-        requested = next(p.fa_version for p in plans if p.backend == "FLASH_ATTN")
+        notify("loading the FLASH_ATTN kernel provider")
+        first = next(p for p in plans if p.backend == "FLASH_ATTN")
         try:
-            implementation, notes = find_flash_attention(requested, strict=False)
+            choice = choose_provider(first, torch)
         except CannotRunHereError as error:
             environment.skipped["FLASH_ATTN"] = str(error)
         else:
-            environment.flash_attention = implementation
-            environment.notes.extend(notes)
-            environment.software["flash-attention"] = implementation.label
+            environment.flash_attention = choice.provider
+            if choice.substitution:
+                environment.notes.append(f"SUBSTITUTED: {choice.substitution}")
+            environment.software["flash-attention"] = choice.provider.label
     if "FLASHINFER" in backends:
         notify("importing FlashInfer")
         try:
@@ -249,7 +253,7 @@ class _Bench:
         reference = reference_attention(
             torch, batch, data, num_q_heads=plan.num_q_heads, num_kv_heads=plan.num_kv_heads,
             head_size=plan.head_size, sliding_window=plan.sliding_window,
-            logits_soft_cap=plan.logits_soft_cap)
+            logits_soft_cap=plan.logits_soft_cap, scale=plan.scale)
         return _ShapeData(data, data.flat_queries(torch), reference)
 
     def build_step(self, plan: SmokePlan, batch: Any) -> Any:
@@ -261,7 +265,7 @@ class _Bench:
             return FlashAttentionStep(env.torch, env.flash_attention, plan, batch, env.device)
         wrappers = self.wrappers.get(plan.name)
         if wrappers is None:
-            wrappers = FlashInferWrappers(env.torch, env.flashinfer, plan, env.device, "auto")
+            wrappers = FlashInferWrappers(env.torch, env.flashinfer, plan, env.device)
             self.wrappers[plan.name] = wrappers
         step = FlashInferStep(env.torch, wrappers, plan, batch, env.device)
         step.plan_kernels()

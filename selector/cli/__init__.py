@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from selector.errors import AttnSelectError, ExitCode, InputError
 
@@ -27,6 +24,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from selector import __version__
+
+        sys.stdout.write(f"attn-select {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", is_eager=True,
+        callback=_print_version)] = False,
+) -> None:
+    """Validate and select vLLM attention backends before deploy, explain why, and prove
+    the choice on a GPU."""
+    del version
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -37,12 +53,13 @@ class ListWhat(str, Enum):
     devices = "devices"
     codes = "codes"
     engines = "engines"
+    presets = "presets"
 
 
-def _console() -> Console:
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False)
+def _console() -> Any:
+    from selector.cli.console import make_console
+
+    return make_console()
 
 
 def _emit_json(document: Any) -> None:
@@ -63,7 +80,8 @@ def explain(
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
     layer: Annotated[int | None, typer.Option(
-        "--layer", "-l", help="For a model deployment: the layer index to explain (default 0).")] = None,
+        "--layer", "-l", help="For a model deployment: the layer index to explain (default: the first "
+             "attention layer).")] = None,
 ) -> None:
     """Every check of one backend for a deployment (or one layer of a model): the rule,
     the facts it read, the result."""
@@ -82,7 +100,10 @@ def explain(
         from selector.modelcheck import layer_facts
 
         model, base, _ = deployment_model(loaded, catalog)
-        index = 0 if layer is None else layer
+        attention = [i for i, facts_of in enumerate(model.layers) if facts_of.is_attention]
+        if not attention:
+            raise InputError("the model has no attention layer to explain", field="model")
+        index = attention[0] if layer is None else layer
         if not 0 <= index < len(model.layers):
             raise InputError(f"layer {index} does not exist (the model has {len(model.layers)} layers)",
                              field="--layer", hint=f"give 0 to {len(model.layers) - 1}")
@@ -113,12 +134,13 @@ def explain(
 
 @app.command("list")
 def list_(
-    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes or engines.")],
+    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes, engines or presets.")],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
 ) -> None:
-    """List the shipped backends, devices, reason codes or engine profiles."""
+    """List the shipped backends, devices, reason codes, engine profiles or model presets."""
     from selector.catalog import load_catalog
+    from selector.report.plain import PlainTable
 
     catalog = load_catalog()
     rows: list[dict[str, Any]]
@@ -134,6 +156,14 @@ def list_(
     elif what is ListWhat.codes:
         rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
                  "hint": c.hint} for c in catalog.codes.values()]
+    elif what is ListWhat.presets:
+        from selector.models import presets
+
+        aliases = presets.preset_aliases()
+        rows = [{"name": name, "architecture": presets.preset_architecture(name),
+                 "config_of": presets.preset_origin(name) or "-",
+                 "aliases": [a for a in aliases[name] if a not in (name, presets.preset_origin(name))]}
+                for name in presets.list_presets()]
     else:
         rows = []
         choice = catalog.choose(None)
@@ -147,7 +177,7 @@ def list_(
     if output_format is OutputFormat.json:
         _emit_json(rows)
         return
-    table = Table(title=what.value)
+    table = PlainTable(title=what.value)
     keys = [k for k in rows[0] if k not in ("aliases", "hint")] if rows else []
     for key in keys:
         table.add_column(key)

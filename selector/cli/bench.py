@@ -150,12 +150,16 @@ def measured_policy(path: Path, records: list[Any], output_format: Any,
             document["measured_policy"] = decision.to_json()
         return json.dumps(body, indent=2, default=str) + "\n"
     if kind == "text":
-        from selector.bench.render import render_decision
+        import io
 
-        console = Console(highlight=False)
+        from selector.bench.render import render_decision
+        from selector.cli.console import make_console
+
+        buffer = io.StringIO() if text is not None else None  # the report goes to a file
+        console = make_console(file=buffer)
         for label, decision in decisions:
             console.print(render_decision(decision, title=f"Measured ({path.name}) for {label}"))
-        return text
+        return text if buffer is None else (text or "") + buffer.getvalue()
     Console(stderr=True, soft_wrap=True).print(
         f"note: --measurements applies to --format text and json; {kind} output unchanged",
         markup=False, highlight=False)

@@ -36,12 +36,10 @@ _EPILOG = (
 )
 
 
-def _console() -> Any:
-    from rich.console import Console
+def _console(file: Any = None) -> Any:
+    from selector.cli.console import make_console
 
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False)
+    return make_console(file=file)
 
 
 def _stderr(error: InputError) -> None:
@@ -59,9 +57,15 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
             document = model_to_json(record.model, source=record.source, device=record.device)
         elif record.result is not None:
             document = result_to_json(record.result, source=record.source, device=record.device)
-        else:
-            continue
+        else:  # unreadable input, or refused before any layer was solved (SU003, SU006)
+            from selector.report.json import JSON_SCHEMA_VERSION
+
+            document = {"schema_version": JSON_SCHEMA_VERSION, "source": record.source,
+                        "device": record.device if record.status == "invalid" else None,
+                        "engine": record.engine, "valid": False, "status": record.status}
         document["passed"] = not record.failed
+        if record.status != "valid":
+            document["valid"] = False
         document["findings"] = [
             {"level": f.level, "code": f.code, "name": f.name, "message": f.message,
              "hint": f.hint, "line": f.line, "field": f.field, "backend": f.backend}
@@ -69,7 +73,7 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
         if record.group is not None:
             document["layer_group"] = record.group
         if command is not None:
-            document["command"] = {"argv": list(command.argv), "model": command.model,
+            document["command"] = {"argv": list(command.shown_argv), "model": command.model,
                                    "model_source": command.model_source,
                                    "settings": record.settings}
         documents.append(document)
@@ -78,7 +82,8 @@ def _json_documents(records: list[Any], command: Any) -> list[dict[str, Any]]:
 
 def _looks_like_a_command_line(words: list[str]) -> bool:
     """A cheap pre-test (file names never look like this) before the full parser decides."""
-    if not any("=" in w or Path(w).name in ("vllm", "python", "python3") or w.startswith("python")
+    if not any("=" in w or Path(w).name in ("vllm", "python", "python3", "docker", "podman",
+                                           "nerdctl", "sudo") or w.startswith("python")
                for w in words):
         return False
     from selector.vllm_args import is_serve_command
@@ -110,6 +115,10 @@ def check(
         "--model", help="For a command line: the model preset or directory with config.json "
                         "to use instead of MODEL (when MODEL is a path on another machine).",
     )] = None,
+    ignore: Annotated[list[str] | None, typer.Option(
+        "--ignore", help="Acknowledge a warning code (repeatable, e.g. --ignore AS005): it stays "
+                         "in the report as a note and no longer fails --strict. A deployment "
+                         "file can list its own under `ignore:`.")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
     measurements: Annotated[Path | None, typer.Option(
@@ -125,10 +134,12 @@ def check(
         exit_code,
         expand_configs,
         resolve_devices,
+        validate_ignored,
     )
     catalog = load_catalog()
     devices = resolve_devices(device or [], catalog)
-    options = CheckOptions(engine=engine, devices=devices, strict=strict)
+    options = CheckOptions(engine=engine, devices=devices, strict=strict,
+                           ignore=validate_ignored(ignore or [], catalog))
     command = None
     errors: list[InputError] = []
     if _looks_like_a_command_line(configs):
@@ -146,7 +157,7 @@ def check(
         _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
                          else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
     text = _render(records, command, output_format, verbose=verbose,
-                   fleet=len(devices) > 1)
+                   fleet=len(devices) > 1, to_text=output is not None)
     if measurements is not None:
         from selector.cli.bench import measured_policy
 
@@ -160,8 +171,8 @@ def check(
 
 
 def _render(records: list[Any], command: Any, output_format: CheckFormat, *, verbose: int,
-            fleet: bool) -> str | None:
-    """The report as text (None: printed to the console directly)."""
+            fleet: bool, to_text: bool = False) -> str | None:
+    """The report as text (None: printed to the console directly, unless ``to_text``)."""
     from selector import __version__
     from selector.report.github import render_github
     from selector.report.junit import render_junit
@@ -191,15 +202,21 @@ def _render(records: list[Any], command: Any, output_format: CheckFormat, *, ver
         return render_github(records)
     if output_format is CheckFormat.markdown:
         return render_markdown(records)
-    _print_text(records, command, verbose=verbose, fleet=fleet)
+    if to_text:
+        import io
+
+        buffer = io.StringIO()
+        _print_text(records, command, verbose=verbose, fleet=fleet, console=_console(buffer))
+        return buffer.getvalue()
+    _print_text(records, command, verbose=verbose, fleet=fleet, console=_console())
     return None
 
 
-def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) -> None:
+def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
+                console: Any) -> None:
     from selector.report import render_check
     from selector.report.summary import render_fleet, render_notes
 
-    console = _console()
     if command is not None:
         notes = list(dict.fromkeys(f for r in records for f in r.findings
                                    if f.code.startswith("AS1")))
@@ -213,12 +230,17 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool) 
             from selector.report.model import render_model
 
             console.print(render_model(record.model, device=record.device, source=title))
-            others = [f for f in record.findings if f.level != "note" and f.code.startswith("AS0")]
+            shown = {issue.code for issue in record.model.startup}
+            others = [f for f in record.findings if f.code.startswith("AS0") or (
+                f.level != "note" and f.code not in shown and not f.code.startswith("AS1"))]
             if others:
                 console.print(render_notes(others))
         elif record.result is not None:
+            acknowledged = frozenset(f.code for f in record.findings if f.level == "note")
             console.print(render_check(record.result, device=record.device, source=title,
-                                       verbose=verbose))
+                                       verbose=verbose, acknowledged=acknowledged))
+        elif record.status == "invalid":  # refused before any layer was solved
+            console.print(render_notes([f for f in record.findings if f.level == "error"]))
     if fleet:
         console.print(render_fleet(records))
 

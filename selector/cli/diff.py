@@ -4,7 +4,6 @@ deployment or (``--all``) over a support matrix of representative configs."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -25,11 +24,9 @@ class DiffFormat(str, Enum):
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from selector.cli.console import make_console
 
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False)
+    return make_console()
 
 
 def _engines(from_engine: str | None, to_engine: str | None) -> tuple[str, str]:
@@ -62,7 +59,9 @@ def diff(
     output_format: Annotated[DiffFormat, typer.Option(
         "--format", "-f", help="Output format.")] = DiffFormat.text,
     sweep_all: Annotated[bool, typer.Option(
-        "--all", help="Sweep the support matrix and summarise what changed per backend.")] = False,
+        "--all", help="Without a file: sweep the support matrix and summarise what changed "
+                      "per backend. With a file: show every backend and field, changed or not."
+    )] = False,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Show unchanged backends and fields too.")] = False,
 ) -> None:
@@ -80,9 +79,9 @@ def diff(
     )
 
     source, target = _engines(from_engine, to_engine)
-    if sweep_all:
-        if config is not None:
-            raise InputError("give either a deployment file or --all, not both", field="config")
+    if sweep_all and config is not None:
+        verbose = True  # a file with --all: every backend and field, changed or not
+    elif sweep_all:
         matrix = sweep_matrix(source, target)
         if output_format is DiffFormat.json:
             sys.stdout.write(json.dumps(matrix_diff_to_json(matrix), indent=2, default=str) + "\n")

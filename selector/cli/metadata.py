@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from selector.errors import AttnSelectError, ExitCode
+from selector.report.plain import PlainTable
 from selector.smoke.invariants import Violation, check_metadata
 from selector.smoke.metadata import (
     FlashAttentionMetadata,
@@ -57,8 +57,8 @@ def _format_value(value: Any) -> str:
     return json.dumps(value)
 
 
-def _text_table(document: dict[str, Any], source: str) -> Table:
-    table = Table(title=f"{document['backend']} metadata for {source}", show_header=True,
+def _text_table(document: dict[str, Any], source: str) -> PlainTable:
+    table = PlainTable(title=f"{document['backend']} metadata for {source}", show_header=True,
                   header_style="bold", expand=False)
     table.add_column("field", style="cyan", no_wrap=True)
     table.add_column("value", overflow="fold")

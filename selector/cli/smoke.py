@@ -20,6 +20,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from selector.errors import AttnSelectError, ExitCode, InputError, InvalidDeploymentError
 
 if TYPE_CHECKING:
+    from selector.parallel.plan import ShardPlan
     from selector.smoke.plan import SmokeOptions, SmokePlan
     from selector.smoke.report import SmokeReport
 
@@ -29,6 +30,24 @@ __all__ = ["register", "run_plans", "smoke_command", "smoke_plan_command"]
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class ShardMode(str, Enum):
+    auto = "auto"
+    with_smoke = "with"
+    only = "only"
+    off = "off"
+
+
+class KernelSource(str, Enum):
+    native = "native"
+    torch = "torch"
+
+
+class LseBaseChoice(str, Enum):
+    e = "e"
+    two = "2"
+    swapped = "swapped"
 
 
 @contextmanager
@@ -51,7 +70,7 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
               output_format: ReportFormat = ReportFormat.text) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
-    from selector.smoke.report import SmokeChecksFailed
+    from selector.smoke.report import SmokeChecksFailed, SmokeSubstituted
     from selector.smoke.runner import run_smoke
 
     out = Console(soft_wrap=output_format is ReportFormat.json)
@@ -65,6 +84,10 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
         _print_report(failure.report, output_format, out)
         err.print(f"error: {failure}", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.SMOKE_FAILED)) from None
+    except SmokeSubstituted as substituted:
+        _print_report(substituted.report, output_format, out)
+        err.print(f"error: {substituted}", markup=False, highlight=False)
+        raise typer.Exit(int(ExitCode.SUBSTITUTED)) from None
     except AttnSelectError as error:
         err.print(f"error: {error}", markup=False, highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
@@ -82,6 +105,9 @@ def smoke_plan_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int | None, typer.Option("--seed", help="Batch and data seed.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every kernel call the run would make, without a GPU or "
+        "torch.")] = False,
 ) -> None:
     """Run the real attention kernels for each plan on this GPU and prove the outputs.
 
@@ -102,6 +128,14 @@ def smoke_plan_command(
     if seed is not None:
         overrides["seed"] = seed
     options = plans_file.options.model_copy(update=overrides)
+    if dry_run:
+        try:
+            _print_dry_run(plans_file.plans, options, output_format)
+        except AttnSelectError as error:
+            Console(stderr=True, soft_wrap=True).print(f"error: {error}", markup=False,
+                                                       highlight=False)
+            raise typer.Exit(int(error.exit_code)) from None
+        return
     run_plans(plans_file.plans, options, output_format=output_format)
 
 
@@ -109,7 +143,7 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
     from selector.catalog import load_catalog
     from selector.config import deployment_facts, load_deployment
-    from selector.smoke.from_result import SMOKE_BACKENDS, plans_from_model, plans_from_result
+    from selector.smoke.from_result import plans_from_model, plans_from_result
     from selector.solver import solve
 
     catalog = load_catalog()
@@ -129,16 +163,18 @@ def _deployment_plans(config: Path) -> list[SmokePlan]:
                        attention_backend=deployment.attention_backend,
                        cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
         if not result.valid:
+            reason = f": {result.error.message}" if result.error is not None else ""
             raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+                f"{config}: vLLM would reject this deployment{reason}; "
+                f"`attn-select check {config}` says more")
         plans = plans_from_result(result, name=config.stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap)
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
-            f"the plan selects {', '.join(selected)}; the smoke check has kernel runners for "
-            f"{' and '.join(SMOKE_BACKENDS)} only", file=str(config),
+            f"the plan selects {', '.join(selected)}, and no attention group has a backend "
+            "to smoke-test", file=str(config),
             hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
     return plans
 
@@ -153,24 +189,131 @@ def smoke_command(
     measure: Annotated[bool, typer.Option(
         "--measure/--no-measure", help="Time the kernels.")] = True,
     seed: Annotated[int, typer.Option("--seed", help="Batch and data seed.")] = 0,
+    shards: Annotated[ShardMode, typer.Option(
+        "--shards", case_sensitive=False,
+        help="Shard check of a tensor- or decode-context-parallel deployment: every rank's "
+             "share (its heads; under DCP its interleaved KV tokens), merged as vLLM merges "
+             "them, against the whole-cache reference. auto: the shard check alone for "
+             "DCP, the smoke check alone for TP; with: the smoke check, then the shard "
+             "check; only; off.")] = ShardMode.auto,
+    gpus: Annotated[int | None, typer.Option(
+        "--gpus", min=1, help="Run the shard check with one process per rank on this many "
+                              "GPUs (torch.distributed, NCCL); default: every rank in turn "
+                              "on one GPU.")] = None,
+    kernels: Annotated[KernelSource, typer.Option(
+        "--kernels", case_sensitive=False,
+        help="Shard check kernels: native (the backend's) or torch (a plain-torch stand-in "
+             "that runs on the CPU, over gloo with --gpus).")] = KernelSource.native,
+    merge_lse_base: Annotated[LseBaseChoice | None, typer.Option(
+        "--merge-lse-base", case_sensitive=False,
+        help="Merge the DCP partial outputs as if the kernels returned this LSE base "
+             "(swapped: the other one of each backend's) instead of the backend's: a "
+             "deliberate mix-up, the check must fail.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print every kernel call the run would make (backend, providers, "
+        "entry points, arguments) without a GPU or torch.")] = False,
 ) -> None:
-    """Check a deployment, then run its FlashAttention / FlashInfer kernels on this GPU on a
-    paged KV cache built exactly as negotiated, and prove them against a reference.
+    """Check a deployment, then run its attention kernels on this GPU, called exactly as
+    vLLM calls them (the engine's kernel call contract), on a paged KV cache built exactly
+    as negotiated, and prove them against a reference.
 
     Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
-    kernel or check fails, 4 when this machine cannot run it.
+    kernel or check fails, 4 when this machine cannot run it, 5 when every check passed
+    but on another kernel than the plan negotiated (SUBSTITUTED).
     """
+    from selector.parallel.from_deployment import shard_plans
+    from selector.parallel.plan import ShardOptions
     from selector.smoke.plan import SmokeOptions
 
     try:
         plans = _deployment_plans(config)
+        options = SmokeOptions(seed=seed, measure=measure,
+                               **({"repeats": repeats} if repeats else {}))
+        shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
+            else ([], [])
+        if shards is ShardMode.auto:
+            shard_list = [plan for plan in shard_list if plan.uses_dcp]
+        if dry_run:
+            _print_dry_run(plans, options, output_format, shard_list=shard_list,
+                           standard=shards is not ShardMode.only and (
+                               shards is not ShardMode.auto or not shard_list))
+            return
+        if shards in (ShardMode.only, ShardMode.with_smoke) and not shard_list:
+            raise InputError("the deployment does not split attention over ranks "
+                             "(tensor_parallel_size and decode_context_parallel_size are 1)",
+                             file=str(config), field="parallel",
+                             hint="drop --shards only, or set parallel.tensor_parallel_size")
+        if gpus is not None and not shard_list:
+            raise InputError("--gpus runs the shard check, and this deployment has none",
+                             file=str(config), field="parallel",
+                             hint="set parallel.tensor_parallel_size or "
+                                  "decode_context_parallel_size")
     except AttnSelectError as error:
         message = error.render() if isinstance(error, InputError) else str(error)
         Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                    highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
-    options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
-    run_plans(plans, options, output_format=output_format)
+    standard = shards in (ShardMode.off, ShardMode.with_smoke) or (
+        shards is ShardMode.auto and not shard_list)
+    for name in skipped:
+        Console(stderr=True, soft_wrap=True).print(
+            f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "
+            "shard-checked yet)", markup=False, highlight=False)
+    if standard:
+        run_plans(plans, options, output_format=output_format)
+    if shard_list:
+        from selector.cli.shards import run_shards
+
+        shard_options = ShardOptions(
+            seed=seed, kernels=kernels.value,
+            merge_lse_base=merge_lse_base.value if merge_lse_base else None,
+            **({"repeats": repeats} if repeats else {}))
+        run_shards(shard_list, shard_options, gpus=gpus,
+                   as_json=output_format is ReportFormat.json)
+
+
+def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
+                   output_format: ReportFormat, *, shard_list: Sequence[ShardPlan] = (),
+                   standard: bool = True) -> None:
+    from selector.parallel.dry_run import shard_dry_run
+    from selector.smoke.dry_run import dry_run
+
+    data = dry_run(plans, options) if standard else {}
+    if shard_list:
+        data.update(shard_dry_run(shard_list, options.seed))
+    out = Console(soft_wrap=True)
+    if output_format is ReportFormat.json:
+        out.out(json.dumps(data, indent=2), highlight=False)
+        return
+    for shard in data.get("shards", []):
+        out.print(f"{shard['plan']['name']}: shard check, {shard['split']}", markup=False,
+                  highlight=False)
+        for rank in shard["ranks"]:
+            lengths = rank.get("kv_lens_read", rank.get("kv_lens"))
+            out.print(f"  rank {rank['rank']}: q heads {rank['own_q_heads']}, KV heads "
+                      f"{rank['kv_heads']}, KV lengths read {lengths}", markup=False,
+                      highlight=False)
+        for name, call in shard["calls"].items():
+            out.print(f"  {name}: {call}", markup=False, highlight=False)
+        if "merge" in shard:
+            out.print(f"  merge: {shard['merge']['combine']}; {shard['merge']['second_pass']}",
+                      markup=False, highlight=False)
+    if not standard:
+        return
+    for entry in data["plans"]:
+        plan = entry["plan"]
+        out.print(f"{plan['name']}: {plan['backend']} ({entry['engine']})", markup=False,
+                  highlight=False)
+        order = ", ".join(p["id"] + ("" if p["runs_negotiated_kernel"] else " (substitute)")
+                          for p in entry["providers"])
+        out.print(f"  providers, in order: {order}", markup=False, highlight=False)
+        for call in entry["calls"] + entry.get("graph_calls", []):
+            out.print(f"  {call['call']}: {call['entry_point']}  ({call['source']})",
+                      markup=False, highlight=False)
+            for stage in ("construct", "plan", "run", "arguments"):
+                if stage in call:
+                    args = ", ".join(f"{k}={v}" for k, v in call[stage].items())
+                    out.print(f"    {stage}: {args}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

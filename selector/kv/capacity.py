@@ -25,6 +25,7 @@ __all__ = [
     "bytes_per_block",
     "capacity",
     "layer_block_stride",
+    "max_memory_usage_bytes",
 ]
 
 
@@ -88,6 +89,12 @@ def _pages_needed(spec: AnySpec, max_model_len: int, in_flight: int) -> int:
         tokens = min(spec.attention_chunk_size + in_flight, max_model_len)
         return _cdiv(tokens, spec.block_size)
     return _cdiv(max_model_len, spec.block_size)
+
+
+def max_memory_usage_bytes(spec: AnySpec, max_model_len: int, in_flight: int) -> int:
+    """vLLM's ``KVCacheSpec.max_memory_usage_bytes``: the pages one ``max_model_len``
+    request takes from this layer, in bytes."""
+    return _pages_needed(spec, max_model_len, in_flight) * spec.page_size_bytes
 
 
 def blocks_per_request(group: KVGroup, max_model_len: int, in_flight: int) -> int:

@@ -50,6 +50,9 @@ class KVOptions(BaseModel):
     """Total device memory; None skips the token capacity."""
     reserved_bytes: int = Field(default=0, ge=0)
     """Weights, activations and other non-KV memory to subtract."""
+    available_kv_bytes: int | None = None
+    """KV memory from the start-up memory model (selector.memory); when set it replaces
+    ``gpu_memory_utilization x device_memory_bytes - reserved_bytes``."""
     indexer_backend: BackendKVFacts = DEEPSEEK_V32_INDEXER
     mamba_cache_mode: Literal["auto", "none", "align"] = "auto"
     """``auto``: ``align`` for hybrid models with prefix caching, else ``none``."""

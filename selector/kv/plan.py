@@ -238,6 +238,8 @@ def _mamba_blocks_error(part: _Partial, cg: CudaGraphResolution, cap: Capacity) 
 
 
 def _available_bytes(options: KVOptions) -> int | None:
+    if options.available_kv_bytes is not None:
+        return options.available_kv_bytes
     if options.device_memory_bytes is None:
         return None
     budget = int(options.gpu_memory_utilization * options.device_memory_bytes)

@@ -8,7 +8,7 @@ from pathlib import Path
 from selector.errors import InputError
 from selector.models.facts import ModelFacts
 from selector.models.hf_config import parse_config
-from selector.models.presets import preset_path
+from selector.models.presets import match_preset, preset_path
 
 __all__ = ["load_config_file", "load_model"]
 
@@ -17,6 +17,12 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 def _looks_like_path(name: str) -> bool:
     return "/" in name or "\\" in name or name.endswith(".json") or name.startswith(".")
+
+
+def _is_explicit_path(name: str) -> bool:
+    """A name only a file system can answer (``./x``, ``/x``, ``~/x``, ``x.json``)."""
+    return (name.startswith((".", "/", "~", "\\")) or name.endswith(".json")
+            or name.count("/") > 1)
 
 
 def load_config_file(path: Path, *, name: str | None = None) -> ModelFacts:
@@ -52,7 +58,20 @@ def load_model(name_or_path: str | Path) -> ModelFacts:
     if not name:
         raise InputError("empty model name", field="model", hint="a preset name or a path")
     candidate = Path(name).expanduser()
-    if _looks_like_path(name) or candidate.exists():
+    if candidate.exists():
         return load_config_file(candidate)
+    preset = None if _is_explicit_path(name) else match_preset(name)
+    if preset is not None:  # a Hugging Face id: org/Name, as on the vllm serve line
+        return load_config_file(preset_path(preset), name=preset)
+    if _is_explicit_path(name):
+        return load_config_file(candidate)
+    if _looks_like_path(name):
+        from selector.models.presets import list_presets
+
+        raise InputError(
+            f"cannot resolve {name!r} to a model: no local config.json and no shipped preset "
+            "of that architecture", field="model",
+            hint="give the path of the model's config.json (or its directory) or a preset: "
+                 + ", ".join(list_presets()) + " (attn-select list presets)")
     path = preset_path(name)
     return load_config_file(path, name=path.stem)

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from selector.diff import LAYOUT_ALIASES, DeploymentDiff, MatrixDiff
+from selector.report.plain import PlainTable, plain
 
 __all__ = [
     "DIFF_JSON_SCHEMA_VERSION",
@@ -60,9 +60,9 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
                            verbose: bool = False) -> RenderableType:
     """What changes for one deployment: the verdict, its runtime consequences and the
     backends whose state or reasons changed (every backend with ``verbose``)."""
-    parts: list[RenderableType] = [Panel(_headline(d, device), title=d.source or "attn-select diff",
+    parts: list[RenderableType] = [Panel(_headline(d, device), title=plain(d.source or "attn-select diff"),
                                          expand=False)]
-    table = Table(title="Verdict", show_lines=False)
+    table = PlainTable(title="Verdict", show_lines=False)
     table.add_column("")
     table.add_column("item")
     table.add_column(d.from_engine)
@@ -74,7 +74,7 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
                       _value(change.field, change.before), _value(change.field, change.after))
     parts.append(table)
     if d.priority_before != d.priority_after:
-        prio = Table(title="Priority list", show_header=True)
+        prio = PlainTable(title="Priority list", show_header=True)
         prio.add_column(d.from_engine)
         prio.add_column(d.to_engine)
         prio.add_row(" > ".join(d.priority_before) or "-", " > ".join(d.priority_after) or "-")
@@ -82,7 +82,7 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
     rows = [b for b in d.backends if verbose or (b.changed and b.relevant)]
     if rows:
         title = "Backends" if verbose else "Backends that changed (in either priority list or pinned)"
-        backends = Table(title=title)
+        backends = PlainTable(title=title)
         backends.add_column("backend")
         backends.add_column(d.from_engine)
         backends.add_column(d.to_engine)
@@ -121,7 +121,7 @@ def render_matrix_diff(m: MatrixDiff, *, verbose: bool = False) -> RenderableTyp
                   f"the FlashAttention version changes for {m.fa_version_changed}.")
     parts: list[RenderableType] = [Panel(header, title="attn-select diff --all", expand=False)]
     if m.transitions:
-        table = Table(title="Selection changes")
+        table = PlainTable(title="Selection changes")
         table.add_column(m.from_engine)
         table.add_column(m.to_engine)
         table.add_column("configs", justify="right")
@@ -131,7 +131,7 @@ def render_matrix_diff(m: MatrixDiff, *, verbose: bool = False) -> RenderableTyp
                           "\n".join(t.examples))
         parts.append(table)
     rows = [b for b in m.backends if verbose or b.changed]
-    counts = Table(title="Per backend (configs where it is in the priority list)")
+    counts = PlainTable(title="Per backend (configs where it is in the priority list)")
     for column in ("backend", "presence", "newly valid", "newly invalid", "now selected",
                    "no longer selected"):
         counts.add_column(column, justify="left" if column in ("backend", "presence") else "right")
@@ -139,7 +139,7 @@ def render_matrix_diff(m: MatrixDiff, *, verbose: bool = False) -> RenderableTyp
         counts.add_row(b.backend, b.presence, str(b.newly_valid), str(b.newly_invalid),
                        str(b.now_selected), str(b.no_longer_selected))
     parts.append(counts)
-    reasons = Table(title="Reasons gained (+) / lost (-), by code, most frequent first")
+    reasons = PlainTable(title="Reasons gained (+) / lost (-), by code, most frequent first")
     reasons.add_column("backend")
     reasons.add_column("")
     reasons.add_column("code")

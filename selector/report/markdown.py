@@ -55,6 +55,10 @@ def _model_lines(record: CheckRecord) -> list[str]:
         layout = plan.layout.layout if plan.layout is not None else "-"
         lines += [f"KV cache: {len(plan.groups)} group(s), block size {record.block_size or '-'}, "
                   f"layout {layout}, CUDA-graph mode {record.cudagraph_mode or '-'}.", ""]
+    if model.memory is not None:
+        from selector.report.memory import memory_markdown
+
+        lines += memory_markdown(model.memory)
     return lines
 
 

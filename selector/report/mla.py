@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from selector.report.plain import PlainTable
 from selector.result import MLAPrefillResult, SolveResult
 
 __all__ = ["mla_json", "mla_parts"]
@@ -29,9 +29,9 @@ def _heads(facts: dict[str, Any]) -> tuple[int | None, int]:
     return (int(per_rank) if per_rank is not None else None), int(facts.get("tp_size") or 1)
 
 
-def _dimensions_table(result: SolveResult) -> Table:
+def _dimensions_table(result: SolveResult) -> PlainTable:
     facts = result.facts
-    table = Table(title="MLA dimensions (what the MLA rules read)", show_header=False)
+    table = PlainTable(title="MLA dimensions (what the MLA rules read)", show_header=False)
     table.add_column("item")
     table.add_column("value")
     for name in _DIMENSIONS:
@@ -53,8 +53,8 @@ def _dimensions_table(result: SolveResult) -> Table:
     return table
 
 
-def _packages_table(result: SolveResult, names: tuple[str, ...]) -> Table:
-    table = Table(title=_PACKAGES_LABEL, show_header=False)
+def _packages_table(result: SolveResult, names: tuple[str, ...]) -> PlainTable:
+    table = PlainTable(title=_PACKAGES_LABEL, show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for name in names:
@@ -65,9 +65,9 @@ def _packages_table(result: SolveResult, names: tuple[str, ...]) -> Table:
     return table
 
 
-def _prefill_table(prefill: MLAPrefillResult, show_all: bool) -> Table:
+def _prefill_table(prefill: MLAPrefillResult, show_all: bool) -> PlainTable:
     how = f"pinned {prefill.requested}" if prefill.requested else "auto"
-    table = Table(title=f"MLA prefill backend ({how})")
+    table = PlainTable(title=f"MLA prefill backend ({how})")
     table.add_column("#", justify="right")
     table.add_column("backend")
     table.add_column("verdict")

@@ -6,11 +6,11 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from selector.kv import format_ranges
 from selector.modelcheck import ModelCheckResult
+from selector.report.plain import PlainTable, plain
 
 __all__ = ["model_to_json", "render_model"]
 
@@ -21,6 +21,25 @@ def _ranges(layers: tuple[int, ...]) -> str:
     return format_ranges(list(layers))
 
 
+def _failing_groups(result: ModelCheckResult) -> list[RenderableType]:
+    """For each layer group that fails: vLLM's error verbatim, the reasons of every backend
+    of its priority list, and the suggested fixes (each re-checked)."""
+    from selector.report.text import reasons_table, start_up_error, suggestions_table
+
+    parts: list[RenderableType] = []
+    for selection in result.selections:
+        r = selection.result
+        if r.error is None:
+            continue
+        where = f"layers {_ranges(selection.layers)} ({selection.kind})"
+        parts.append(start_up_error(r, prefix=f"{where}: "))
+        parts.append(reasons_table(r.verdicts, show_all=False, title=f"Backends for {where}"))
+        if r.suggestions:
+            parts.append(suggestions_table(
+                r, title=f"Suggestions for layers {_ranges(selection.layers)} (each re-checked)"))
+    return parts
+
+
 def render_model(result: ModelCheckResult, *, device: str, source: str | None = None) -> RenderableType:
     """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs."""
     model = result.model
@@ -29,8 +48,8 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
                   style="bold green" if result.valid else "bold red")
     header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) "
                   f"on {device}, {result.engine}")
-    parts: list[RenderableType] = [Panel(header, title=source or "attn-select check", expand=False)]
-    layers = Table(title="Attention layers (each selected with its own facts)")
+    parts: list[RenderableType] = [Panel(header, title=plain(source or "attn-select check"), expand=False)]
+    layers = PlainTable(title="Attention layers (each selected with its own facts)")
     for column in ("layers", "kind", "heads q/kv", "head size", "window", "backend", "FA", "reasons"):
         layers.add_column(column)
     for selection in result.selections:
@@ -39,7 +58,9 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
         fa = r.runtime.fact("fa_version") if r.runtime else None
         reasons = ""
         if r.error is not None:
-            reasons = r.error.message
+            codes = dict.fromkeys(d.code for v in r.verdicts if v.priority_index is not None
+                                  for d in v.reasons)
+            reasons = f"{r.error.code}: {r.error.name} ({', '.join(codes) or 'see below'})"
         layers.add_row(
             _ranges(selection.layers), selection.kind,
             f"{facts.get('model_num_q_heads')}/{facts.get('model_num_kv_heads')}",
@@ -50,10 +71,11 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             reasons,
         )
     parts.append(layers)
+    parts.extend(_failing_groups(result))
     plan = result.plan
     if plan is None:
-        return Group(*parts)
-    groups = Table(title="KV-cache groups")
+        return Group(*parts, *_startup_parts(result))
+    groups = PlainTable(title="KV-cache groups")
     for column in ("#", "layers", "spec", "backend(s)", "manager block", "kernel block",
                    "page bytes", "bytes/token", "CUDA graphs"):
         groups.add_column(column)
@@ -66,7 +88,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
                        kernel, ", ".join(str(p) for p in group.page_size_bytes),
                        str(group.bytes_per_token), group.cudagraph_support)
     parts.append(groups)
-    summary = Table(show_header=False, title="Negotiated")
+    summary = PlainTable(show_header=False, title="Negotiated")
     summary.add_column("item")
     summary.add_column("value")
     if plan.block_size is not None:
@@ -99,13 +121,31 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     for error in plan.errors:
         summary.add_row(Text("error", style="red"), f"{error.exc_type}: {error.message}")
     parts.append(summary)
-    return Group(*parts)
+    return Group(*parts, *_startup_parts(result))
+
+
+def _startup_parts(result: ModelCheckResult) -> list[RenderableType]:
+    """The memory budget and vLLM's start-up refusals, each in vLLM's words."""
+    from selector.report.memory import memory_table
+
+    parts: list[RenderableType] = []
+    if result.memory is not None:
+        parts.append(memory_table(result.memory))
+    for issue in result.startup:
+        line = Text()
+        line.append(f"vLLM refuses to start [{issue.code}]: ", style="bold red")
+        line.append(issue.message)
+        if issue.hint:
+            line.append(f"\n  fix: {issue.hint}", style="dim")
+        parts.append(line)
+    return parts
 
 
 def model_to_json(result: ModelCheckResult, *, source: str | None = None,
                   device: str | None = None) -> dict[str, Any]:
     """The same as a JSON document (``schema_version`` shared with ``check``)."""
     from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
+    from selector.report.memory import issue_json, memory_json
 
     return {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -121,4 +161,6 @@ def model_to_json(result: ModelCheckResult, *, source: str | None = None,
             for s in result.selections
         ],
         "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
+        "memory": memory_json(result.memory) if result.memory is not None else None,
+        "startup_errors": [issue_json(issue) for issue in result.startup],
     }

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from selector.report.plain import PlainTable
 from selector.report.records import CheckRecord, Finding
 
 __all__ = ["render_fleet", "render_notes"]
@@ -33,7 +33,7 @@ def render_notes(findings: Sequence[Finding]) -> RenderableType:
 def render_fleet(records: Sequence[CheckRecord]) -> RenderableType:
     """One row per (deployment, device): valid or not, backend, block size, CUDA graphs
     (a whole model: its distinct backends and the negotiated block size and mode)."""
-    table = Table(title="Fleet view")
+    table = PlainTable(title="Fleet view")
     one_source = len({r.source for r in records}) == 1
     several = len({r.label for r in records}) > 1
     if several:

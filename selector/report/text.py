@@ -6,13 +6,13 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from selector.report.mla import mla_parts
+from selector.report.plain import PlainTable, plain
 from selector.result import BackendVerdict, SolveResult
 
-__all__ = ["render_check", "render_explain"]
+__all__ = ["reasons_table", "render_check", "render_explain", "start_up_error", "suggestions_table"]
 
 _ENV_LABEL = "environment (vLLM probes these at start-up; defaults assume vLLM's pinned wheels)"
 
@@ -48,8 +48,11 @@ def _why(result: SolveResult) -> list[str]:
     return lines
 
 
-def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> Table:
-    table = Table(title="Backends", show_lines=False, expand=False)
+def reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool,
+                  title: str = "Backends") -> PlainTable:
+    """One row per backend (those of the priority list unless ``show_all``): valid or
+    not and vLLM's reasons with their codes."""
+    table = PlainTable(title=title, show_lines=False, expand=False)
     table.add_column("#", justify="right")
     table.add_column("backend")
     table.add_column("verdict")
@@ -64,11 +67,28 @@ def _reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool) -> Tabl
     return table
 
 
-def _runtime_table(result: SolveResult) -> Table | None:
+def start_up_error(result: SolveResult, prefix: str = "") -> Text:
+    """vLLM's start-up error, verbatim."""
+    message = result.error.message if result.error is not None else ""
+    return Text(f"{prefix}vLLM would fail at start-up with:\n  ValueError: {message}", style="red")
+
+
+def suggestions_table(result: SolveResult, title: str = "Suggestions (each re-checked and valid)"
+                      ) -> PlainTable:
+    """The suggested changes, each re-checked, and the backend each then selects."""
+    table = PlainTable(title=title)
+    table.add_column("change")
+    table.add_column("then selects")
+    for suggestion in result.suggestions:
+        table.add_row(suggestion.summary, suggestion.selected)
+    return table
+
+
+def _runtime_table(result: SolveResult) -> PlainTable | None:
     r = result.runtime
     if r is None:
         return None
-    table = Table(title=f"Plan for {result.selected}", show_header=False)
+    table = PlainTable(title=f"Plan for {result.selected}", show_header=False)
     table.add_column("item")
     table.add_column("value")
     for trace in r.explained_facts:
@@ -108,8 +128,8 @@ def _runtime_table(result: SolveResult) -> Table | None:
     return table
 
 
-def _environment_table(result: SolveResult) -> Table:
-    table = Table(title=_ENV_LABEL, show_header=False)
+def _environment_table(result: SolveResult) -> PlainTable:
+    table = PlainTable(title=_ENV_LABEL, show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for name, default in result.environment_defaults.items():
@@ -120,31 +140,29 @@ def _environment_table(result: SolveResult) -> Table:
 
 
 def render_check(result: SolveResult, *, device: str, source: str | None = None,
-                 verbose: int = 0) -> RenderableType:
-    """The ``check`` report."""
+                 verbose: int = 0, acknowledged: frozenset[str] = frozenset()) -> RenderableType:
+    """The ``check`` report (``acknowledged``: warning codes the user ignores; shown as info)."""
     parts: list[RenderableType] = []
     header = _verdict_line(result, device)
-    parts.append(Panel(header, title=source or "attn-select check", expand=False))
+    parts.append(Panel(header, title=plain(source or "attn-select check"), expand=False))
     if result.error is not None:
-        parts.append(Text(f"vLLM would fail at start-up with:\n  ValueError: {result.error.message}",
-                          style="red"))
+        parts.append(start_up_error(result))
     for warning in result.warnings:
-        parts.append(Text(f"warning [{warning.code}]: {warning.message}", style="yellow"))
+        if warning.code in acknowledged:
+            parts.append(Text(f"info [{warning.code}]: {warning.message} (acknowledged: ignore "
+                              f"{warning.code})", style="dim"))
+        else:
+            parts.append(Text(f"warning [{warning.code}]: {warning.message}", style="yellow"))
     why = _why(result)
     if why:
         parts.append(Text("Why: " + " ".join(why)))
-    parts.append(_reasons_table(result.verdicts, show_all=verbose > 0))
+    parts.append(reasons_table(result.verdicts, show_all=verbose > 0))
     runtime = _runtime_table(result)
     if runtime is not None:
         parts.append(runtime)
     parts.extend(mla_parts(result, verbose))
     if result.suggestions:
-        table = Table(title="Suggestions (each re-checked and valid)")
-        table.add_column("change")
-        table.add_column("then selects")
-        for s in result.suggestions:
-            table.add_row(s.summary, s.selected)
-        parts.append(table)
+        parts.append(suggestions_table(result))
     if verbose > 0:
         parts.append(_environment_table(result))
     else:
@@ -173,7 +191,7 @@ def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any
         title.append(f" (priority #{verdict.priority_index + 1} of {len(result.priority)})")
     else:
         title.append(" (not in this configuration's priority list: reachable only with --attention-backend)")
-    table = Table(show_lines=False)
+    table = PlainTable(show_lines=False)
     table.add_column("check")
     table.add_column("result")
     table.add_column("rule")

@@ -206,6 +206,13 @@ class Runtime(StrictModel):
         default_factory=lambda: (LayoutVariant(layouts=None),))
     query_len_support: Literal["SINGLE_ONLY", "UNIFORM", "VARLEN", None] = None
     lse_base: Literal["e", "2", None] = None
+    """Base of the softmax log-sum-exp the backend's kernels return and vLLM's DCP combine
+    reads (``is_lse_base_on_e``): ``e`` natural log, ``2`` base 2; null: not stated."""
+    dcp_decode_kv: Literal["context", "sequence", None] = None
+    """What a decode token's DCP-sharded attention reads from the KV cache: ``context``
+    (the cached context only; the new tokens attend to themselves in a second, causal
+    pass merged by LSE) or ``sequence`` (the new token is written to its owner rank's
+    cache first and read with the rest); null: no DCP support stated."""
     report_facts: tuple[str, ...] = ()
     """Derived facts to explain in the report when this backend is selected."""
     notes: tuple[str, ...] = ()

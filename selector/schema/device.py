@@ -31,4 +31,7 @@ class Device(StrictModel):
 
 
 class DeviceCatalog(StrictModel):
+    ignored_words: tuple[str, ...] = ()
+    """Words of a device name that name no particular GPU (``NVIDIA``, ``Tesla``,
+    ``GeForce``): dropped before a name is matched word by word."""
     devices: tuple[Device, ...]

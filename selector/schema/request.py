@@ -112,7 +112,16 @@ class Deployment(StrictModel):
     every layer is checked with its own facts and the KV cache is negotiated; without
     one, ``layer`` describes a single (uniform) attention layer."""
     max_model_len: int | None = Field(default=None, gt=0)
-    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    """``--gpu-memory-utilization``; null: the engine's default (0.92 in vLLM 0.33.0)."""
+    kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
+    """``--kv-cache-memory-bytes``: the KV cache size, skipping vLLM's memory profiling."""
+    max_num_batched_tokens: int | None = Field(default=None, gt=0)
+    """``--max-num-batched-tokens`` (null: vLLM's default for the GPU); sizes the profile run."""
+    max_num_seqs: int | None = Field(default=None, gt=0)
+    """``--max-num-seqs`` (null: vLLM's default for the GPU); sizes the sampler's profile run."""
+    moe_backend: str | None = None
+    """``--moe-backend`` (null: auto); for MXFP4 experts it decides their padding."""
     reserved_memory_gib: float = Field(default=0.0, ge=0)
     """Memory that is not KV cache (weights, activations, CUDA graphs) per GPU, for the
     capacity estimate."""
@@ -135,6 +144,9 @@ class Deployment(StrictModel):
     kv_connector: KVConnector | None = None
     environment: dict[str, bool] = {}
     """Run-time facts vLLM probes (without the ``env_`` prefix), e.g. ``{fa3_built: false}``."""
+    ignore: list[str] = []
+    """Warning codes acknowledged for this deployment, as ``check --ignore CODE`` does (e.g.
+    ``[AS005]``): they stay in the report as notes and no longer fail ``--strict``."""
 
     @field_validator("attention_backend")
     @classmethod

@@ -11,15 +11,18 @@ from typing import TYPE_CHECKING
 from selector._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from selector.smoke.contract import load_contract, resolve_calls
+    from selector.smoke.dry_run import dry_run
     from selector.smoke.plan import SmokeOptions, SmokePlan, SmokePlansFile, load_plans_file
     from selector.smoke.report import (
         CheckResult,
         GroupReport,
         SmokeChecksFailed,
         SmokeReport,
+        SmokeSubstituted,
         TimingResult,
     )
-    from selector.smoke.runner import Progress, run_smoke
+    from selector.smoke.runner import Progress, SmokeMachine, run_smoke
 
 _LAZY = {
     "SmokeOptions": "selector.smoke.plan", "SmokePlan": "selector.smoke.plan",
@@ -27,7 +30,9 @@ _LAZY = {
     "CheckResult": "selector.smoke.report", "GroupReport": "selector.smoke.report",
     "SmokeChecksFailed": "selector.smoke.report", "SmokeReport": "selector.smoke.report",
     "TimingResult": "selector.smoke.report", "Progress": "selector.smoke.runner",
-    "run_smoke": "selector.smoke.runner",
+    "run_smoke": "selector.smoke.runner", "SmokeMachine": "selector.smoke.runner",
+    "SmokeSubstituted": "selector.smoke.report", "load_contract": "selector.smoke.contract",
+    "resolve_calls": "selector.smoke.contract", "dry_run": "selector.smoke.dry_run",
 }
 
 
@@ -39,11 +44,16 @@ __all__ = [
     "GroupReport",
     "Progress",
     "SmokeChecksFailed",
+    "SmokeMachine",
     "SmokeOptions",
     "SmokePlan",
     "SmokePlansFile",
     "SmokeReport",
+    "SmokeSubstituted",
     "TimingResult",
+    "dry_run",
+    "load_contract",
     "load_plans_file",
+    "resolve_calls",
     "run_smoke",
 ]

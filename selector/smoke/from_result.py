@@ -7,12 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from selector.result import SolveResult
-from selector.smoke.plan import SmokePlan
+from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan
 
-__all__ = ["SMOKE_BACKENDS", "layout_alias", "plans_from_model", "plans_from_result"]
+__all__ = ["FP8_SMOKE_SCALES", "SMOKE_BACKENDS", "layout_alias", "plans_from_model",
+           "plans_from_result"]
 
 SMOKE_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
-"""The backends the smoke check has kernel runners for."""
+"""Backends compared with each other in a parity run (same data, same answer)."""
+FP8_SMOKE_SCALES = (1.0, 0.5, 2.0)
+"""(q, k, v) per-tensor scales of an fp8 smoke plan: vLLM passes ``layer._k_scale_float``
+etc. (1.0 unless the checkpoint is calibrated); the smoke uses non-unit K and V scales so a
+kernel that ignores or swaps a scale fails."""
 
 _LAYOUT_ALIAS = {"LBNHC": "NHD", "LBHNC": "HND", "BLNHC": "NHD", "BLHNC": "HND"}
 
@@ -33,12 +38,28 @@ def _plan(result: SolveResult, backend: str, *, name: str, sliding_window: int |
     runtime = result.runtime
     assert runtime is not None
     fa = runtime.fact("fa_version")
-    q_heads = int(facts.get("model_num_q_heads") or 0)
+    fa_version = fa.value if fa is not None else None
+    if backend == "FLASH_ATTN_MLA" and fa_version is None and int(facts.get("cc") or 0) // 10 == 9:
+        fa_version = 3  # get_flash_attn_version() on SM90 (FLASH_ATTN_MLA runs FA3 only)
+    q_heads = int(facts.get("model_num_q_heads") or facts.get("num_heads") or 0)
     kv_heads = int(facts.get("model_num_kv_heads") or q_heads)
+    kv_cache_dtype = str(facts.get("kv_cache_dtype") or "auto")
+    fp8 = kv_cache_dtype in FP8_KV_DTYPES
+    q_scale, k_scale, v_scale = FP8_SMOKE_SCALES if fp8 else (1.0, 1.0, 1.0)
+    mla: dict[str, Any] = {}
+    if facts.get("use_mla"):
+        rank, rope = int(facts["kv_lora_rank"]), int(facts["qk_rope_head_dim"])
+        nope = int(facts.get("qk_nope_head_dim") or 0)
+        # vLLM's MLA layer scale: (qk_nope_head_dim + qk_rope_head_dim) ** -0.5
+        mla = {"kv_lora_rank": rank, "qk_rope_head_dim": rope,
+               "softmax_scale": (nope + rope) ** -0.5 if nope else None}
+        kv_heads = 1
     return SmokePlan(
         name=name,
         backend=backend,
-        fa_version=fa.value if fa is not None and backend == "FLASH_ATTN" else None,
+        engine=result.engine,
+        capability=int(facts.get("cc") or 90),
+        fa_version=fa_version if backend in ("FLASH_ATTN", "FLASH_ATTN_MLA") else None,
         kernel_block_size=kernel_block_size or runtime.block_size,
         kv_layout=layout_alias(kv_layout or runtime.kv_layout),
         cudagraph_mode=(cudagraph_mode or runtime.cudagraph_mode),
@@ -46,21 +67,26 @@ def _plan(result: SolveResult, backend: str, *, name: str, sliding_window: int |
         num_kv_heads=kv_heads,
         head_size=int(facts["head_size"]),
         dtype=facts["dtype"],
-        kv_cache_dtype=str(facts.get("kv_cache_dtype") or "auto"),
+        kv_cache_dtype=kv_cache_dtype,
+        q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+        has_sinks=bool(facts.get("has_sink")),
         sliding_window=sliding_window,
         logits_soft_cap=logits_soft_cap,
         reorder_batch_threshold=runtime.reorder_batch_threshold or 1,
+        **mla,
     )
 
 
 def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | None = None,
                       logits_soft_cap: float | None = None) -> list[SmokePlan]:
-    """The selected backend's plan, plus the other smoke backend when it is valid too
+    """The selected backend's plan, plus the other parity backend when it is valid too
     (so the report can compare FlashAttention with FlashInfer)."""
     plans = []
-    if result.selected in SMOKE_BACKENDS:
+    if result.selected:
         plans.append(_plan(result, result.selected, name=f"{name} {result.selected}",
                            sliding_window=sliding_window, logits_soft_cap=logits_soft_cap))
+    if result.selected not in SMOKE_BACKENDS:
+        return plans
     for backend in SMOKE_BACKENDS:
         if backend != result.selected and result.verdict(backend).valid and plans:
             plans.append(_plan(result, backend, name=f"{name} {backend} (parity)",
@@ -81,8 +107,6 @@ def plans_from_model(check: Any) -> list[SmokePlan]:
     for group in plan.groups:
         for attention in group.attention_groups:
             backend = attention.backend.name
-            if backend not in SMOKE_BACKENDS:
-                continue
             first = int(attention.layers.split(",")[0].split("-")[0])
             selection = check.selection_of(first)
             layer = check.model.layer(first)

@@ -13,13 +13,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from selector.smoke.environment import FlashAttentionImpl
+from selector.smoke.batch import BatchRequest, BatchSpec
+from selector.smoke.contract import query_dtype, resolve_calls
 from selector.smoke.invariants import Violation, check_graph_addresses, check_metadata
 from selector.smoke.metadata import build_flash_attn_metadata, build_flashinfer_metadata
 from selector.smoke.plan import SmokeOptions, SmokePlan
+from selector.smoke.providers import Provider, materialize
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import CheckResult
-from selector.smoke.steps import WORKSPACE_BYTES, flashinfer_plan_arguments
+from selector.smoke.steps import FlashInferWrappers, quantize_query
 from selector.smoke.tensors import (
     PagedKvCache,
     RequestData,
@@ -29,7 +31,7 @@ from selector.smoke.tensors import (
 )
 from selector.smoke.workload import Workload, decode_batch, graph_capacity_pages
 
-__all__ = ["check_decode_graph"]
+__all__ = ["GRAPH_REQUESTS", "capacity_batch", "check_decode_graph"]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
@@ -46,6 +48,7 @@ class _GraphHarness:
 
     buffers: dict[str, Tensor | None]
     output: Tensor
+    sinks: Tensor | None
 
     def load(self, workload: Workload, data: RequestData) -> list[Violation]:
         raise NotImplementedError
@@ -57,21 +60,48 @@ class _GraphHarness:
         return self.buffers
 
 
+def capacity_batch(block: int, width: int) -> BatchSpec:
+    """The batch a decode graph is captured for: every request at the page-table capacity."""
+    return BatchSpec(block_size=block, requests=[
+        BatchRequest(id=f"g{index}", context_len=width * block - 1, query_len=1,
+                     block_ids=list(range(1 + index * width, 1 + (index + 1) * width)))
+        for index in range(GRAPH_REQUESTS)])
+
+
 class _FlashAttentionHarness(_GraphHarness):
-    def __init__(self, torch: Torch, implementation: FlashAttentionImpl, plan: SmokePlan,
+    def __init__(self, torch: Torch, provider: Provider, plan: SmokePlan,
                  cache: PagedKvCache, device: Any) -> None:
-        self.torch, self.implementation, self.plan, self.cache = torch, implementation, plan, cache
+        self.torch, self.provider, self.plan, self.cache = torch, provider, plan, cache
         self.width = graph_capacity_pages(plan.kernel_block_size)
-        dtype = cache.storage.dtype
+        capacity = capacity_batch(plan.kernel_block_size, self.width)
+        self.calls = {call.name: call for call in resolve_calls(plan, capacity,
+                                                                 graph_capture=True)}
+        self.query_dtype = query_dtype(plan)
+        dtype = getattr(torch, plan.dtype)
         self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
-                                   dtype=dtype, device=device)
+                                   dtype=self.query_dtype.torch(torch), device=device)
+        self.output = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                  dtype=dtype, device=device)
         self.block_table = torch.zeros(GRAPH_REQUESTS, self.width, dtype=torch.int32,
                                        device=device)
         self.seqused_k = torch.zeros(GRAPH_REQUESTS, dtype=torch.int32, device=device)
         self.cu_seqlens_q = torch.arange(GRAPH_REQUESTS + 1, dtype=torch.int32, device=device)
+        self.scheduler_metadata: Tensor | None = None
+        self.descales = {
+            f"{part}_descale": torch.full((GRAPH_REQUESTS, plan.num_kv_heads), scale,
+                                          dtype=torch.float32, device=device)
+            for part, scale in (("q", plan.q_scale), ("k", plan.k_scale), ("v", plan.v_scale))}
+        self.sinks: Tensor | None = None
         self.buffers = {"queries": self.queries, "block_table": self.block_table,
                         "seqused_k": self.seqused_k, "cu_seqlens_q": self.cu_seqlens_q,
                         "kv_cache": cache.storage}
+
+    def _tensors(self) -> dict[str, Any]:
+        return {"cu_seqlens_q": self.cu_seqlens_q, "seqused_k": self.seqused_k,
+                "block_table": self.block_table, **self.descales,
+                "scheduler_metadata": self.scheduler_metadata, "query": self.queries,
+                "key_cache": self.cache.key, "value_cache": self.cache.value,
+                "out": self.output, "sinks": self.sinks}
 
     def load(self, workload: Workload, data: RequestData) -> list[Violation]:
         torch, batch = self.torch, workload.batch
@@ -80,9 +110,21 @@ class _FlashAttentionHarness(_GraphHarness):
                              dtype=torch.long)
         fill_cache(torch, self.cache, batch, data, slots)
         rows = [row + [0] * (self.width - len(row)) for row in metadata.block_table]
-        self.queries.copy_(data.flat_queries(torch))
+        self.queries.copy_(quantize_query(torch, data.flat_queries(torch), self.query_dtype,
+                                          self.plan.q_scale))
         self.block_table.copy_(torch.tensor(rows, dtype=torch.int32))
         self.seqused_k.copy_(torch.tensor(metadata.seqused_k, dtype=torch.int32))
+        schedule = self.calls.get("scheduler_metadata")
+        if schedule is not None and schedule.entry_point in self.provider.entries:
+            # vLLM recomputes the schedule each step and copies it into the buffer the
+            # captured graph reads (flash_attn.py, _store_scheduler_metadata)
+            fresh = self.provider.call(schedule.entry_point, materialize(
+                schedule.arguments(), self._tensors(), torch))
+            if self.scheduler_metadata is None:
+                self.scheduler_metadata = fresh.clone()
+                self.buffers["scheduler_metadata"] = self.scheduler_metadata
+            else:
+                self.scheduler_metadata.copy_(fresh)
         table = self.block_table.tolist()
         seen = dataclasses.replace(
             metadata, seqused_k=self.seqused_k.tolist(), cu_seqlens_q=self.cu_seqlens_q.tolist(),
@@ -92,13 +134,10 @@ class _FlashAttentionHarness(_GraphHarness):
         return check_metadata(batch, seen, cache_block_size=self.cache.block_size)
 
     def launch(self) -> Tensor:
-        plan = self.plan
-        return self.implementation.call(
-            self.queries, self.cache.key, self.cache.value, cu_seqlens_q=self.cu_seqlens_q,
-            seqused_k=self.seqused_k, block_table=self.block_table, max_q=1,
-            max_k=self.width * plan.kernel_block_size, scale=plan.head_size ** -0.5,
-            window_left=None if plan.sliding_window is None else plan.sliding_window - 1,
-            softcap=plan.logits_soft_cap)
+        call = self.calls["attention"]
+        result = self.provider.call(call.entry_point, materialize(
+            call.arguments(), self._tensors(), self.torch))
+        return self.output if result is None else result
 
 
 class _FlashInferHarness(_GraphHarness):
@@ -106,18 +145,21 @@ class _FlashInferHarness(_GraphHarness):
                  device: Any) -> None:
         self.torch, self.plan, self.cache = torch, plan, cache
         width = graph_capacity_pages(plan.kernel_block_size)
-        dtype = cache.storage.dtype
-        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
-                                   dtype=dtype, device=device)
-        self.output = torch.zeros_like(self.queries)
         self.indptr = torch.zeros(GRAPH_REQUESTS + 1, dtype=torch.int32, device=device)
         self.indices = torch.zeros(GRAPH_REQUESTS * width, dtype=torch.int32, device=device)
         self.last_page_len = torch.zeros(GRAPH_REQUESTS, dtype=torch.int32, device=device)
-        self.workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
-        self.wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
-            self.workspace, plan.kv_layout, use_cuda_graph=True,
-            paged_kv_indptr_buffer=self.indptr, paged_kv_indices_buffer=self.indices,
-            paged_kv_last_page_len_buffer=self.last_page_len)
+        self.wrappers = FlashInferWrappers(
+            torch, flashinfer, plan, device, graph_capture=True, phases=("decode",),
+            buffers={"graph_indptr": self.indptr, "graph_indices": self.indices,
+                     "graph_last_page_len": self.last_page_len})
+        self.workspace = self.wrappers.workspace
+        self.wrapper = self.wrappers.decode
+        self.query_dtype = self.wrappers.query_dtype("decode")
+        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                   dtype=self.query_dtype.torch(torch), device=device)
+        self.output = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                  dtype=getattr(torch, plan.dtype), device=device)
+        self.sinks: Tensor | None = None
         self.buffers = {"queries": self.queries, "output": self.output, "indptr": self.indptr,
                         "indices": self.indices, "last_page_len": self.last_page_len,
                         "workspace": self.workspace, "kv_cache": cache.storage}
@@ -138,12 +180,14 @@ class _FlashInferHarness(_GraphHarness):
         fill_cache(torch, self.cache, batch, data, slots,
                    token_order=metadata.token_permutation)
         order = torch.tensor(metadata.token_permutation, device=self.queries.device)
-        self.queries.copy_(data.flat_queries(torch)[order])
-        self.wrapper.plan(torch.tensor(metadata.paged_kv_indptr, dtype=torch.int32),
-                          torch.tensor(metadata.paged_kv_indices, dtype=torch.int32),
-                          torch.tensor(metadata.paged_kv_last_page_len, dtype=torch.int32),
-                          plan.num_q_heads, plan.num_kv_heads, plan.head_size,
-                          plan.kernel_block_size, **flashinfer_plan_arguments(plan, torch))
+        self.queries.copy_(quantize_query(torch, data.flat_queries(torch)[order],
+                                          self.query_dtype, plan.q_scale))
+        indptr = torch.tensor(metadata.paged_kv_indptr, dtype=torch.int32)
+        last = torch.tensor(metadata.paged_kv_last_page_len, dtype=torch.int32)
+        lengths = ((indptr[1:] - indptr[:-1] - 1) * plan.kernel_block_size + last).to(torch.int32)
+        self.wrappers.plan("decode", {
+            "decode_indptr": indptr, "decode_last_page_len": last, "decode_seq_lens": lengths,
+            "decode_indices": torch.tensor(metadata.paged_kv_indices, dtype=torch.int32)})
         count = len(metadata.paged_kv_indices)
         seen = dataclasses.replace(
             metadata, paged_kv_indptr=self.indptr.tolist(),
@@ -156,12 +200,13 @@ class _FlashInferHarness(_GraphHarness):
         return check_metadata(batch, seen, cache_block_size=self.cache.block_size)
 
     def launch(self) -> Tensor:
-        return self.wrapper.run(self.queries, self.cache.storage, out=self.output)
+        self.wrappers.run("decode", {"decode_query": self.queries, "kv_cache": self.cache.storage,
+                                     "decode_out": self.output, "sinks": self.sinks})
+        return self.output
 
 
 def check_decode_graph(torch: Torch, plan: SmokePlan, options: SmokeOptions, device: Any,
-                       *, flash_attention: FlashAttentionImpl | None = None,
-                       flashinfer: Any = None,
+                       *, provider: Provider | None = None, flashinfer: Any = None,
                        progress: Callable[[str], None] = lambda _: None) -> list[CheckResult]:
     """Capture the decode path in a CUDA graph and replay it with new data; one item each."""
     block = plan.kernel_block_size
@@ -172,17 +217,22 @@ def check_decode_graph(torch: Torch, plan: SmokePlan, options: SmokeOptions, dev
     cache = allocate_cache(torch, plan, workloads[0].num_pages, device, generator)
     harness: _GraphHarness
     if plan.backend == "FLASH_ATTN":
-        assert flash_attention is not None
-        harness = _FlashAttentionHarness(torch, flash_attention, plan, cache, device)
+        assert provider is not None
+        harness = _FlashAttentionHarness(torch, provider, plan, cache, device)
     else:
         harness = _FlashInferHarness(torch, flashinfer, plan, cache, device)
-    atol, rtol = tolerance_for(plan.dtype)
+    atol, rtol = tolerance_for(plan.dtype, fp8=plan.fp8_kv)
+    sinks = (torch.randn(plan.num_q_heads, generator=generator, device=device,
+                         dtype=torch.float32) * 2.0).to(getattr(torch, plan.dtype)) \
+        if plan.has_sinks else None
+    harness.sinks = sinks
 
     def expected(workload: Workload, data: RequestData) -> Tensor:
         result = reference_attention(
             torch, workload.batch, data, num_q_heads=plan.num_q_heads,
             num_kv_heads=plan.num_kv_heads, head_size=plan.head_size,
-            sliding_window=plan.sliding_window, logits_soft_cap=plan.logits_soft_cap)
+            sliding_window=plan.sliding_window, logits_soft_cap=plan.logits_soft_cap,
+            scale=plan.scale, sinks=sinks)
         if isinstance(harness, _FlashInferHarness):
             result = result[harness.order]
         return result
@@ -202,7 +252,7 @@ def check_decode_graph(torch: Torch, plan: SmokePlan, options: SmokeOptions, dev
         torch.cuda.synchronize()
     except Exception as error:
         return [CheckResult("graph capture", False, f"{type(error).__name__}: {error}"[:300])]
-    output = captured if plan.backend == "FLASH_ATTN" else harness.output
+    output = captured
     captured_addresses = _addresses({**harness.current_buffers(), "output": output})
     for index, workload in enumerate(workloads, start=0):
         if index:

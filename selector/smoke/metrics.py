@@ -8,7 +8,7 @@ __all__ = ["attention_flops", "dtype_bytes", "kv_read_bytes", "visible_pairs"]
 
 
 def dtype_bytes(dtype: str) -> int:
-    return {"bfloat16": 2, "float16": 2, "float32": 4}[dtype]
+    return {"float8": 1, "bfloat16": 2, "float16": 2, "float32": 4}[dtype]
 
 
 def visible_pairs(batch: BatchSpec, sliding_window: int | None) -> int:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from selector.errors import InputError
 
 __all__ = [
+    "FP8_KV_DTYPES",
     "FULL_GRAPH_MODES",
     "CudaGraphMode",
     "SmokeOptions",
@@ -35,6 +36,8 @@ FULL_GRAPH_MODES: frozenset[str] = frozenset({"FULL", "FULL_DECODE_ONLY", "FULL_
 """Modes that capture the decode path in a full CUDA graph."""
 
 _Positive = Annotated[int, Field(ge=1, strict=True)]
+FP8_KV_DTYPES: frozenset[str] = frozenset({"fp8", "fp8_e4m3"})
+"""KV-cache dtypes vLLM stores as float8_e4m3fn with per-tensor scales (smoke-tested)."""
 
 
 class SmokePlan(BaseModel):
@@ -44,7 +47,13 @@ class SmokePlan(BaseModel):
 
     name: str = Field(default="group0", min_length=1,
                       description="label of the attention group, e.g. 'kv0/attn0 full'")
-    backend: Literal["FLASH_ATTN", "FLASHINFER"]
+    backend: str = Field(min_length=1, description=(
+        "the negotiated backend; the engine's kernel call contract says how it is called "
+        "(FLASH_ATTN, FLASHINFER, FLASHMLA, FLASH_ATTN_MLA run here)"))
+    engine: str = Field(default="vllm==0.33.0", pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
+                        description="the engine version whose kernel calls are reproduced")
+    capability: Annotated[int, Field(ge=10, le=200, strict=True)] = Field(
+        default=90, description="compute capability of the plan's GPU, major*10+minor")
     fa_version: Literal[2, 3, 4] | None = Field(
         default=None, description="FlashAttention version the plan negotiated (FLASH_ATTN only)")
     kernel_block_size: Annotated[int, Field(ge=1, le=4096, strict=True)]
@@ -52,10 +61,20 @@ class SmokePlan(BaseModel):
     cudagraph_mode: CudaGraphMode = "NONE"
     num_q_heads: _Positive
     num_kv_heads: _Positive
-    head_size: Annotated[int, Field(ge=8, le=512, strict=True)]
+    head_size: Annotated[int, Field(ge=8, le=1024, strict=True)]
     dtype: Literal["bfloat16", "float16"] = "bfloat16"
-    kv_cache_dtype: str = Field(default="auto",
-                                description="'auto' (the model dtype); fp8 is not smoke-tested")
+    kv_cache_dtype: str = Field(
+        default="auto", description="'auto' (the model dtype), or fp8 / fp8_e4m3 "
+        "(float8_e4m3fn storage, per-tensor scales); others are not smoke-tested")
+    q_scale: Annotated[float, Field(gt=0)] = 1.0
+    k_scale: Annotated[float, Field(gt=0)] = Field(
+        default=1.0, description="per-tensor K scale (layer._k_scale): stored = K / k_scale")
+    v_scale: Annotated[float, Field(gt=0)] = 1.0
+    has_sinks: bool = Field(default=False, description="the layer has attention sinks (gpt-oss)")
+    kv_lora_rank: _Positive | None = Field(default=None, description="MLA latent size")
+    qk_rope_head_dim: _Positive | None = Field(default=None, description="MLA rope part")
+    softmax_scale: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="softmax scale (default head_size ** -0.5)")
     sliding_window: Annotated[int, Field(ge=1, strict=True)] | None = Field(
         default=None, description="tokens a query sees, itself included (vLLM semantics)")
     logits_soft_cap: Annotated[float, Field(gt=0)] | None = None
@@ -70,18 +89,37 @@ class SmokePlan(BaseModel):
                              f"num_kv_heads {self.num_kv_heads}")
         if self.head_size % 8:
             raise ValueError(f"head_size {self.head_size} is not a multiple of 8")
-        if self.fa_version is not None and self.backend != "FLASH_ATTN":
-            raise ValueError("fa_version applies to the FLASH_ATTN backend only")
+        if self.fa_version is not None and self.backend not in ("FLASH_ATTN", "FLASH_ATTN_MLA"):
+            raise ValueError("fa_version applies to the FLASH_ATTN backends only")
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            raise ValueError("an MLA plan gives both kv_lora_rank and qk_rope_head_dim")
+        if self.kv_lora_rank is not None and self.qk_rope_head_dim is not None and \
+                self.head_size != self.kv_lora_rank + self.qk_rope_head_dim:
+            raise ValueError("an MLA plan's head_size is kv_lora_rank + qk_rope_head_dim")
         return self
 
     @property
     def uses_full_graph(self) -> bool:
         return self.cudagraph_mode in FULL_GRAPH_MODES
 
+    @property
+    def fp8_kv(self) -> bool:
+        return self.kv_cache_dtype in FP8_KV_DTYPES
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def scale(self) -> float:
+        """The softmax scale vLLM passes (``self.scale``)."""
+        return self.softmax_scale if self.softmax_scale is not None else self.head_size ** -0.5
+
     def parity_key(self) -> tuple[Any, ...]:
         """Plans with equal keys see identical data, so their outputs must agree."""
         return (self.kernel_block_size, self.num_q_heads, self.num_kv_heads, self.head_size,
-                self.dtype, self.kv_cache_dtype, self.sliding_window, self.logits_soft_cap)
+                self.dtype, self.fp8_kv, self.k_scale, self.v_scale, self.sliding_window,
+                self.logits_soft_cap, self.has_sinks, self.kv_lora_rank, self.scale)
 
 
 class SmokeOptions(BaseModel):

@@ -23,18 +23,24 @@ Torch: TypeAlias = Any
 
 _TOLERANCE = {"bfloat16": (2e-2, 2e-2), "float16": (4e-3, 4e-3)}
 """(atol, rtol) per dtype, against a float32 reference computed from the same inputs."""
+FP8_TOLERANCE = (1e-1, 5e-2)
+"""fp8 kernels also round the softmax probabilities to fp8 before the PV product."""
 
 
-def tolerance_for(dtype: str) -> tuple[float, float]:
-    return _TOLERANCE[dtype]
+def tolerance_for(dtype: str, *, fp8: bool = False) -> tuple[float, float]:
+    return FP8_TOLERANCE if fp8 else _TOLERANCE[dtype]
 
 
 def reference_attention(torch: Torch, batch: BatchSpec, data: RequestData, *,
                         num_q_heads: int, num_kv_heads: int, head_size: int,
-                        sliding_window: int | None, logits_soft_cap: float | None) -> Tensor:
-    """Float32 output ``(num_tokens, q_heads, head)`` in the batch's flat token order."""
+                        sliding_window: int | None, logits_soft_cap: float | None,
+                        scale: float | None = None, sinks: Tensor | None = None) -> Tensor:
+    """Float32 output ``(num_tokens, q_heads, head_v)`` in the batch's flat token order.
+
+    ``sinks`` (one logit per query head) join each softmax's denominator and attend to
+    nothing (gpt-oss's attention sinks, FlashAttention's ``s_aux``)."""
     group = num_q_heads // num_kv_heads
-    scale = 1.0 / math.sqrt(head_size)
+    scale = 1.0 / math.sqrt(head_size) if scale is None else scale
     outputs = []
     for request, queries, keys, values in zip(batch.requests, data.queries, data.keys,
                                               data.values, strict=True):
@@ -50,7 +56,12 @@ def reference_attention(torch: Torch, batch: BatchSpec, data: RequestData, *,
         if sliding_window is not None:
             visible &= key_pos[None, :] > query_pos[:, None] - sliding_window
         scores = scores.masked_fill(~visible[None], float("-inf"))
-        outputs.append(torch.einsum("hqk,khd->qhd", torch.softmax(scores, dim=-1), v))
+        if sinks is not None:
+            sink = sinks.float().reshape(-1, 1, 1).expand(-1, scores.shape[1], 1)
+            probabilities = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
+        else:
+            probabilities = torch.softmax(scores, dim=-1)
+        outputs.append(torch.einsum("hqk,khd->qhd", probabilities, v))
     return torch.cat(outputs)
 
 

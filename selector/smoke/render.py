@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from selector.report.plain import PlainTable
 from selector.smoke.report import GroupReport, SmokeReport
 
 __all__ = ["render_report"]
@@ -25,18 +25,21 @@ def _plan_line(group: GroupReport) -> Text:
         parts.append(f"window {plan.sliding_window}")
     if plan.logits_soft_cap:
         parts.append(f"soft-cap {plan.logits_soft_cap:g}")
-    verdict = Text(" PASS ", style="bold black on green") if group.passed else Text(
-        " FAIL ", style="bold white on red")
+    verdict = {"PASS": Text(" PASS ", style="bold black on green"),
+               "SUBSTITUTED": Text(" SUBSTITUTED ", style="bold black on yellow"),
+               }.get(group.status, Text(" FAIL ", style="bold white on red"))
     line = Text.assemble(verdict, " ", (plan.name, "bold"), f"  {' | '.join(parts)}")
     line.append(f"\n  ran: {group.implementation}", style="cyan")
+    if group.substitution:
+        line.append(f"\n  substituted: {group.substitution}", style="bold yellow")
     line.append(f"\n  batch: {group.shapes}", style="dim")
     for note in group.notes:
         line.append(f"\n  note: {note}", style="yellow")
     return line
 
 
-def _checks_table(group: GroupReport) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+def _checks_table(group: GroupReport) -> PlainTable:
+    table = PlainTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("check")
     table.add_column("result")
     table.add_column("max abs", justify="right")
@@ -49,8 +52,8 @@ def _checks_table(group: GroupReport) -> Table:
     return table
 
 
-def _timings_table(group: GroupReport) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+def _timings_table(group: GroupReport) -> PlainTable:
+    table = PlainTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("kernel time (CUDA events)")
     table.add_column("median us", justify="right")
     table.add_column("min us", justify="right")
@@ -63,8 +66,8 @@ def _timings_table(group: GroupReport) -> Table:
     return table
 
 
-def _stages_table(report: SmokeReport) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+def _stages_table(report: SmokeReport) -> PlainTable:
+    table = PlainTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("time to verdict")
     table.add_column("s", justify="right")
     for stage, seconds in report.stages:
@@ -75,9 +78,9 @@ def _stages_table(report: SmokeReport) -> Table:
 def render_report(report: SmokeReport) -> RenderableType:
     """The report as rich renderables: a header, then each group's checks and timings."""
     software = ", ".join(f"{name} {version}" for name, version in report.software.items())
-    verdict = "PASSED" if report.passed else "FAILED"
-    header = Text.assemble(("attn-select smoke ", "bold"),
-                           (verdict, "bold green" if report.passed else "bold red"),
+    verdict = {"PASS": "PASSED", "FAIL": "FAILED"}.get(report.status, report.status)
+    style = {"PASS": "bold green", "FAIL": "bold red"}.get(report.status, "bold yellow")
+    header = Text.assemble(("attn-select smoke ", "bold"), (verdict, style),
                            f" on {report.device} in {report.elapsed_s:.1f} s\n{software}")
     parts: list[RenderableType] = [header]
     for group in report.groups:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from selector.errors import SmokeFailedError
+from selector.errors import AttnSelectError, ExitCode, SmokeFailedError
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["CheckResult", "GroupReport", "SmokeChecksFailed", "SmokeReport", "TimingResult"]
+__all__ = ["CheckResult", "GroupReport", "SmokeChecksFailed", "SmokeReport", "SmokeSubstituted",
+           "TimingResult"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class GroupReport:
 
     plan: SmokePlan
     implementation: str = ""
+    provider: str = ""
+    """The contract provider that ran (e.g. ``_vllm_fa3_C``)."""
+    substitution: str | None = None
+    """Set when the negotiated kernel could not run and another one did (SUBSTITUTED)."""
     shapes: str = ""
     notes: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
@@ -58,6 +63,13 @@ class GroupReport:
     def passed(self) -> bool:
         return all(check.passed for check in self.checks) and bool(self.checks)
 
+    @property
+    def status(self) -> str:
+        """PASS, FAIL, or SUBSTITUTED (every check passed, but not on the negotiated kernel)."""
+        if not self.passed:
+            return "FAIL"
+        return "SUBSTITUTED" if self.substitution else "PASS"
+
     def failures(self) -> list[str]:
         return [f"{self.plan.name}: {check.name}" + (f" ({check.detail})" if check.detail
                                                       else "")
@@ -65,6 +77,8 @@ class GroupReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"plan": self.plan.model_dump(mode="json"), "implementation": self.implementation,
+                "provider": self.provider, "status": self.status,
+                "substitution": self.substitution,
                 "shapes": self.shapes, "notes": self.notes, "passed": self.passed,
                 "checks": [c.to_json() for c in self.checks],
                 "timings": [t.to_json() for t in self.timings]}
@@ -85,14 +99,32 @@ class SmokeReport:
     def passed(self) -> bool:
         return all(group.passed for group in self.groups)
 
+    @property
+    def status(self) -> str:
+        """FAIL if any group failed, else SUBSTITUTED if any ran another kernel, else PASS."""
+        statuses = {group.status for group in self.groups}
+        return next((s for s in ("FAIL", "SUBSTITUTED") if s in statuses), "PASS")
+
     def failures(self) -> list[str]:
         return [failure for group in self.groups for failure in group.failures()]
 
     def to_json(self) -> dict[str, Any]:
         return {"device": self.device, "software": self.software, "passed": self.passed,
+                "status": self.status,
                 "elapsed_s": self.elapsed_s,
                 "stages": [{"stage": name, "seconds": seconds} for name, seconds in self.stages],
                 "groups": [g.to_json() for g in self.groups]}
+
+
+class SmokeSubstituted(AttnSelectError):
+    """Every check passed, but a plan ran another kernel than the one it negotiated."""
+
+    exit_code = ExitCode.SUBSTITUTED
+
+    def __init__(self, report: SmokeReport) -> None:
+        self.report = report
+        reasons = [f"{g.plan.name}: {g.substitution}" for g in report.groups if g.substitution]
+        super().__init__("smoke check SUBSTITUTED: " + "; ".join(reasons))
 
 
 class SmokeChecksFailed(SmokeFailedError):

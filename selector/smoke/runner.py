@@ -10,7 +10,9 @@ full graphs, and time the kernels.
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,13 +20,8 @@ from typing import Any, TypeAlias
 
 from selector.errors import CannotRunHereError
 from selector.smoke.batch import BatchSpec
-from selector.smoke.environment import (
-    FlashAttentionImpl,
-    find_flash_attention,
-    import_flashinfer,
-    import_torch_cuda,
-    package_version,
-)
+from selector.smoke.contract import load_contract
+from selector.smoke.environment import import_torch_cuda, package_version
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
     LayerBinding,
@@ -36,25 +33,40 @@ from selector.smoke.invariants import (
 )
 from selector.smoke.metrics import attention_flops, kv_read_bytes
 from selector.smoke.plan import SmokeOptions, SmokePlan
+from selector.smoke.providers import ProviderChoice, choose_provider
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import (
     CheckResult,
     GroupReport,
     SmokeChecksFailed,
     SmokeReport,
+    SmokeSubstituted,
     TimingResult,
 )
 from selector.smoke.steps import (
     FlashAttentionStep,
     FlashInferStep,
     FlashInferWrappers,
+    MlaDecodeStep,
     TimedLaunch,
 )
 from selector.smoke.tensors import PagedKvCache, allocate_cache, fill_cache, make_request_data
 from selector.smoke.timing import time_kernel
-from selector.smoke.workload import mixed_batch
+from selector.smoke.workload import long_context_for, mixed_batch, mla_decode_batch
 
-__all__ = ["Progress", "run_smoke"]
+RUNNABLE_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "FLASHMLA", "FLASH_ATTN_MLA")
+"""Backends with a kernel runner; each is called as its engine's kernel call contract says."""
+RUNNABLE_BACKENDS_WHY = {
+    "TRITON_ATTN": "vLLM's Triton attention ops (vllm.v1.attention.ops.triton_unified_attention)"
+                   " import only with the vllm package (the contract records its entry point)",
+    "TRITON_MLA": "vLLM's Triton MLA decode op imports only with the vllm package",
+    "CUTLASS_MLA": "CUTLASS_MLA's kernels are Blackwell-only (SM100)",
+    "FLASHINFER_MLA": "FlashInfer's MLA decode here is trtllm-gen, Blackwell-only (SM100)",
+    "TRITON_FLASHINFER": "composite backends are smoke-tested through their child backends",
+    "TRITON_FLASH_ATTN": "composite backends are smoke-tested through their child backends",
+}
+
+__all__ = ["RUNNABLE_BACKENDS", "Progress", "SmokeMachine", "cuda_machine", "run_smoke"]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
@@ -64,37 +76,38 @@ Progress = Callable[[str], None]
 
 @dataclass
 class _Libraries:
-    flash_attention: FlashAttentionImpl | None = None
-    flash_attention_notes: list[str] = field(default_factory=list)
+    providers: dict[str, ProviderChoice] = field(default_factory=dict)
+    """The provider chosen for each plan (by plan name)."""
     flashinfer: Any = None
 
 
-def _load_libraries(plans: Sequence[SmokePlan], options: SmokeOptions,
-                    notify: Progress) -> _Libraries:
-    """Import what the plans need, up front, so a missing library fails before any work."""
-    libraries = _Libraries()
+def _check_runnable(plans: Sequence[SmokePlan]) -> None:
+    """Refuse (exit 4, naming why) a plan the smoke check cannot run, before any import."""
     for plan in plans:
-        if plan.kv_cache_dtype not in ("auto", plan.dtype):
+        if plan.kv_cache_dtype not in ("auto", plan.dtype) and not plan.fp8_kv:
             raise CannotRunHereError(
-                f"plan '{plan.name}': the smoke check runs KV caches in the model dtype only; "
-                f"kv_cache_dtype '{plan.kv_cache_dtype}' is not smoke-tested yet")
-    fa_plans = [plan for plan in plans if plan.backend == "FLASH_ATTN"]
-    if fa_plans:
-        if options.persistent_kernel_cache:
-            os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
-        requested = fa_plans[0].fa_version
-        notify("importing FlashAttention")
-        libraries.flash_attention, libraries.flash_attention_notes = find_flash_attention(
-            requested, strict=options.strict_fa_version)
-        for plan in fa_plans:
-            multiple = libraries.flash_attention.min_block_multiple
-            if plan.kernel_block_size % multiple:
-                raise CannotRunHereError(
-                    f"plan '{plan.name}': {libraries.flash_attention.label} needs a page size "
-                    f"that is a multiple of {multiple}, the plan has {plan.kernel_block_size}")
-    if any(plan.backend == "FLASHINFER" for plan in plans):
-        notify("importing FlashInfer")
-        libraries.flashinfer = import_flashinfer()
+                f"plan '{plan.name}': kv_cache_dtype '{plan.kv_cache_dtype}' is not "
+                f"smoke-tested (the smoke check runs the model dtype and fp8/fp8_e4m3)")
+        if plan.backend not in RUNNABLE_BACKENDS:
+            raise CannotRunHereError(
+                f"plan '{plan.name}': {plan.backend} cannot be smoke-tested here: "
+                f"{RUNNABLE_BACKENDS_WHY.get(plan.backend, 'no kernel runner for it yet')}")
+        load_contract(plan.engine).backend(plan.backend)
+
+
+def _load_libraries(machine: SmokeMachine, plans: Sequence[SmokePlan], options: SmokeOptions,
+                    notify: Progress) -> _Libraries:
+    """Choose each plan's kernel provider up front, so a missing library fails before any
+    work; only the providers the plans need are imported."""
+    libraries = _Libraries(flashinfer=machine.flashinfer)
+    if any(plan.backend == "FLASH_ATTN" for plan in plans) and options.persistent_kernel_cache:
+        os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
+    for plan in plans:
+        notify(f"{plan.name}: loading the {plan.backend} kernel provider")
+        choice = machine.choose(plan)
+        libraries.providers[plan.name] = choice
+        if choice.provider.spec.id == "flashinfer" and libraries.flashinfer is None:
+            libraries.flashinfer = importlib.import_module("flashinfer")
     return libraries
 
 
@@ -115,6 +128,13 @@ class _Layer:
     cache: PagedKvCache
     queries: Tensor
     reference: Tensor
+    sinks: Tensor | None = None
+
+
+def sinks_dtype(torch: Torch, plan: SmokePlan) -> Any:
+    """Sinks as the layer holds them: a parameter in the model dtype (gpt_oss.py), which
+    FlashInfer's wrapper converts to float32 itself."""
+    return getattr(torch, plan.dtype)
 
 
 class _GroupRun:
@@ -124,38 +144,49 @@ class _GroupRun:
                  libraries: _Libraries, device: Any, progress: Progress) -> None:
         self.torch, self.plan, self.options = torch, plan, options
         self.libraries, self.device, self.progress = libraries, device, progress
+        self.synchronize: Callable[[], None] = (torch.cuda.synchronize
+                                                if getattr(device, "type", "") == "cuda"
+                                                else lambda: None)
         self.report = GroupReport(plan)
-        self.workload = mixed_batch(plan.kernel_block_size, options.seed)
+        long_context = long_context_for(plan)
+        self.workload = (mla_decode_batch(plan.kernel_block_size, options.seed, long_context)
+                         if plan.is_mla else
+                         mixed_batch(plan.kernel_block_size, options.seed,
+                                     long_context=long_context))
         self.batch = self.workload.batch
-        self.atol, self.rtol = tolerance_for(plan.dtype)
-        self.step: FlashAttentionStep | FlashInferStep
+        self.atol, self.rtol = tolerance_for(plan.dtype, fp8=plan.fp8_kv)
+        self.step: FlashAttentionStep | FlashInferStep | MlaDecodeStep
         self.layers: list[_Layer] = []
         self.outputs: list[Tensor] = []
 
-    def _reference(self, batch: BatchSpec, data: Any) -> Tensor:
+    def _reference(self, batch: BatchSpec, data: Any, sinks: Tensor | None) -> Tensor:
         plan = self.plan
         return reference_attention(
             self.torch, batch, data, num_q_heads=plan.num_q_heads,
             num_kv_heads=plan.num_kv_heads, head_size=plan.head_size,
-            sliding_window=plan.sliding_window, logits_soft_cap=plan.logits_soft_cap)
+            sliding_window=plan.sliding_window, logits_soft_cap=plan.logits_soft_cap,
+            scale=plan.scale, sinks=sinks)
 
     def prepare(self) -> None:
         torch, plan, report = self.torch, self.plan, self.report
         report.shapes = (f"{_describe(self.batch)}; q/kv heads {plan.num_q_heads}/"
                          f"{plan.num_kv_heads}, head {plan.head_size}, {plan.dtype}, page "
                          f"{plan.kernel_block_size} {plan.kv_layout}")
-        if plan.backend == "FLASH_ATTN":
-            implementation = self.libraries.flash_attention
-            assert implementation is not None
-            report.implementation = implementation.label
-            report.notes.extend(self.libraries.flash_attention_notes)
-            self.step = FlashAttentionStep(torch, implementation, plan, self.batch, self.device)
-        else:
-            flashinfer = self.libraries.flashinfer
-            wrappers = FlashInferWrappers(torch, flashinfer, plan, self.device,
-                                          self.options.flashinfer_prefill_backend)
+        choice = self.libraries.providers[plan.name]
+        report.implementation = choice.provider.label
+        report.provider = choice.provider.spec.id
+        if choice.substitution:
+            report.substitution = choice.substitution
+        if plan.is_mla:
+            self.step = MlaDecodeStep(torch, choice.provider, plan, self.batch, self.device)
+        elif plan.backend == "FLASHINFER":
+            wrappers = FlashInferWrappers(torch, self.libraries.flashinfer, plan, self.device)
             self.step = FlashInferStep(torch, wrappers, plan, self.batch, self.device)
-            report.implementation = f"FlashInfer {package_version('flashinfer-python')}"
+        else:
+            self.step = FlashAttentionStep(torch, choice.provider, plan, self.batch,
+                                           self.device)
+        report.notes.extend(getattr(self.step, "notes", []))
+        report.notes.extend(load_contract(plan.engine).backend(plan.backend).notes)
         names = plan.layer_names or [f"{plan.name}.layer{i}" for i in range(self.options.layers)]
         for index, name in enumerate(names[: self.options.layers]):
             seed = self.options.seed * 1000 + index
@@ -166,8 +197,11 @@ class _GroupRun:
                                    noise_generator)
             fill_cache(torch, cache, self.batch, data, self.step.slot_mapping,
                        token_order=self.step.token_order)
+            sinks = (torch.randn(plan.num_q_heads, generator=data_generator, device=self.device,
+                                 dtype=torch.float32) * 2.0).to(
+                         sinks_dtype(torch, plan)) if plan.has_sinks else None
             self.layers.append(_Layer(name, cache, data.flat_queries(torch),
-                                      self._reference(self.batch, data)))
+                                      self._reference(self.batch, data, sinks), sinks))
 
     def check_bindings(self) -> None:
         plan = self.plan
@@ -210,13 +244,12 @@ class _GroupRun:
                 report.implementation += f", prefill {step.wrappers.prefill_backend}"
                 self.progress(f"{self.plan.name}: running FlashInfer for each layer")
             else:
-                self.progress(f"{self.plan.name}: running {report.implementation} "
-                              "(a new shape compiles in ~5 s)")
+                self.progress(f"{self.plan.name}: running {report.implementation}")
             for layer in self.layers:
                 if not self.guard(f"layer {layer.name}"):
                     return False
-                output = step.run(layer.queries, layer.cache)
-                torch.cuda.synchronize()
+                output = step.run(layer.queries, layer.cache, layer.sinks)
+                self.synchronize()
                 comparison = compare(torch, output, layer.reference, atol=self.atol,
                                      rtol=self.rtol)
                 self.outputs.append(output)
@@ -244,19 +277,20 @@ class _GroupRun:
         starts = step.metadata.cu_seqlens_q
         rows = [starts[i] for i, r in enumerate(self.batch.requests) if r.query_len == 1]
         sub_batch = BatchSpec(block_size=self.batch.block_size, requests=decodes)
-        sub_step = FlashAttentionStep(self.torch, step.implementation, self.plan, sub_batch,
+        sub_step = FlashAttentionStep(self.torch, step.provider, self.plan, sub_batch,
                                       self.device)
         layer = self.layers[0]
         index = self.torch.tensor(rows, device=self.device, dtype=self.torch.long)
         queries = layer.queries[index].contiguous()
-        output = sub_step.run(queries, layer.cache)
+        output = sub_step.run(queries, layer.cache, layer.sinks)
         comparison = compare(self.torch, output, layer.reference[index], atol=self.atol,
                              rtol=self.rtol)
         self.report.checks.append(CheckResult(
             f"decode-only call ({len(decodes)} requests) vs reference", comparison.passed, "",
             comparison.max_abs, comparison.max_rel))
         return TimedLaunch(f"decode only ({len(decodes)} requests)",
-                           lambda: sub_step.run(queries, layer.cache), sub_batch, "decode")
+                           lambda: sub_step.run(queries, layer.cache, layer.sinks), sub_batch,
+                           "decode")
 
     def check_parity(self, store: dict[tuple[Any, ...], tuple[str, list[Tensor]]]) -> None:
         key = self.plan.parity_key()
@@ -278,18 +312,18 @@ class _GroupRun:
                                                   worst.max_abs, worst.max_rel))
 
     def check_graph(self) -> None:
-        if not self.plan.uses_full_graph:
+        if not self.plan.uses_full_graph or self.plan.is_mla:
             return
         self.report.checks.extend(check_decode_graph(
             self.torch, self.plan, self.options, self.device,
-            flash_attention=self.libraries.flash_attention,
+            provider=self.libraries.providers[self.plan.name].provider,
             flashinfer=self.libraries.flashinfer, progress=self.progress))
 
     def measure(self, extra: TimedLaunch | None) -> None:
         if not self.options.measure or not self.guard("timing"):
             return
         plan, layer = self.plan, self.layers[0]
-        launches = self.step.timed_launches(layer.queries, layer.cache)
+        launches = self.step.timed_launches(layer.queries, layer.cache, layer.sinks)
         if extra is not None:
             launches.append(extra)
         self.progress(f"{plan.name}: timing {len(launches)} launches")
@@ -300,7 +334,8 @@ class _GroupRun:
             bandwidth = tflops = None
             if launch.kind == "decode":
                 bandwidth = kv_read_bytes(launch.batch, num_kv_heads=plan.num_kv_heads,
-                                          head_size=plan.head_size, dtype=plan.dtype,
+                                          head_size=plan.head_size,
+                                          dtype="float8" if plan.fp8_kv else plan.dtype,
                                           sliding_window=plan.sliding_window) / seconds / 1e12
             else:
                 tflops = attention_flops(launch.batch, num_q_heads=plan.num_q_heads,
@@ -341,31 +376,77 @@ def _software(torch: Torch, libraries: _Libraries) -> dict[str, str]:
     software = {"torch": str(torch.__version__), "cuda": str(torch.version.cuda)}
     if libraries.flashinfer is not None:
         software["flashinfer"] = package_version("flashinfer-python")
-    if libraries.flash_attention is not None:
-        software["flash-attention"] = libraries.flash_attention.label
+    for name, choice in libraries.providers.items():
+        software[f"provider {name}"] = choice.provider.label
     return software
 
 
+@dataclass
+class SmokeMachine:
+    """Where the kernels run: torch, the device and how each plan's provider is chosen.
+
+    :func:`cuda_machine` is the real GPU; tests pass a CPU machine with torch stand-ins of
+    the kernels (timing and CUDA graphs are then off)."""
+
+    torch: Any
+    device: Any
+    name: str
+    choose: Callable[[SmokePlan], ProviderChoice]
+    flashinfer: Any = None
+
+
+def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
+    """Import the kernel packages the plans need in the background (overlaps CUDA init)."""
+    modules = [spec.module for plan in plans
+               for spec in load_contract(plan.engine).providers_for(plan.backend)[:1]
+               if spec.kind == "module" and spec.module]
+
+    def work() -> None:
+        for module in dict.fromkeys(modules):
+            try:
+                importlib.import_module(module)
+            except Exception:  # reported when the provider is chosen
+                continue
+
+    thread = threading.Thread(target=work, name="attn-select-prefetch", daemon=True)
+    thread.start()
+    return thread
+
+
+def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
+                 notify: Progress) -> SmokeMachine:
+    notify("importing torch")
+    torch = import_torch_cuda()
+    prefetch = _prefetch(plans)
+    notify("initialising CUDA (kernel libraries import meanwhile)")
+    torch.cuda.init()
+    device = torch.device("cuda")
+    properties = torch.cuda.get_device_properties(device)
+    prefetch.join()
+    return SmokeMachine(
+        torch, device, f"{properties.name} (sm_{properties.major}{properties.minor})",
+        lambda plan: choose_provider(plan, torch, strict=options.strict_fa_version))
+
+
 def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *,
-              progress: Progress | None = None, raise_on_failure: bool = True) -> SmokeReport:
-    """Run every plan on this machine's GPU; return the report.
+              progress: Progress | None = None, raise_on_failure: bool = True,
+              machine: SmokeMachine | None = None) -> SmokeReport:
+    """Run every plan on this machine's GPU (or ``machine``); return the report.
 
     Raises :class:`CannotRunHereError` (exit 4) before any work when torch, a GPU or a
-    needed library is missing, and :class:`SmokeChecksFailed` (a SmokeFailedError, exit 3)
-    carrying the report when an item failed and ``raise_on_failure`` is set.
+    needed library is missing, :class:`SmokeChecksFailed` (exit 3) carrying the report
+    when an item failed and :class:`SmokeSubstituted` (exit 5) when every item passed but
+    a plan ran another kernel than it negotiated, when ``raise_on_failure`` is set.
     """
     started = time.perf_counter()
     options = options or SmokeOptions()
     notify = _StageClock(progress or (lambda _: None))
-    notify("importing torch and initialising CUDA")
-    torch = import_torch_cuda()
-    torch.cuda.init()
-    libraries = _load_libraries(plans, options, notify)
-    device = torch.device("cuda")
-    properties = torch.cuda.get_device_properties(device)
-    report = SmokeReport(
-        device=f"{properties.name} (sm_{properties.major}{properties.minor})",
-        software=_software(torch, libraries))
+    _check_runnable(plans)
+    if machine is None:
+        machine = cuda_machine(plans, options, notify)
+    torch, device = machine.torch, machine.device
+    libraries = _load_libraries(machine, plans, options, notify)
+    report = SmokeReport(device=machine.name, software=_software(torch, libraries))
     parity: dict[tuple[Any, ...], tuple[str, list[Tensor]]] = {}
     for plan in plans:
         notify(f"{plan.name}: preparing {plan.backend} batch and KV cache")
@@ -395,4 +476,6 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     report.elapsed_s = time.perf_counter() - started
     if raise_on_failure and not report.passed:
         raise SmokeChecksFailed(report)
+    if raise_on_failure and report.status == "SUBSTITUTED":
+        raise SmokeSubstituted(report)
     return report

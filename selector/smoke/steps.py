@@ -12,13 +12,12 @@ receive, so the invariant checker sees the real inputs before every call.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from selector.smoke.batch import BatchSpec
-from selector.smoke.environment import FlashAttentionImpl
+from selector.smoke.contract import Dtype, query_dtype, resolve_calls
 from selector.smoke.metadata import (
     FlashAttentionMetadata,
     FlashInferMetadata,
@@ -26,9 +25,10 @@ from selector.smoke.metadata import (
     build_flashinfer_metadata,
 )
 from selector.smoke.plan import SmokePlan
-from selector.smoke.tensors import PagedKvCache, torch_dtype
+from selector.smoke.providers import Provider, materialize
+from selector.smoke.tensors import PagedKvCache
 
-__all__ = ["FlashAttentionStep", "FlashInferStep", "FlashInferWrappers", "TimedLaunch"]
+__all__ = ["FlashAttentionStep", "FlashInferStep", "FlashInferWrappers", "TimedLaunch", "quantize_query"]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
@@ -51,16 +51,34 @@ def _int32(torch: Torch, values: list[int], device: Any) -> Tensor:
     return torch.tensor(values, dtype=torch.int32, device=device)
 
 
-class FlashAttentionStep:
-    """FlashAttention: the common metadata renamed, one call for every request."""
+def quantize_query(torch: Torch, queries: Tensor, dtype: Dtype, q_scale: float) -> Tensor:
+    """The query in the dtype the kernel is handed (fp8: divided by the per-tensor scale)."""
+    target = getattr(torch, dtype.name)
+    if queries.dtype == target:
+        return queries
+    if dtype.name.startswith("float8"):
+        return (queries.float() / q_scale).to(target)
+    return queries.to(target)
 
-    def __init__(self, torch: Torch, implementation: FlashAttentionImpl, plan: SmokePlan,
-                 batch: BatchSpec, device: Any, *, block_table_width: int | None = None
-                 ) -> None:
+
+def _descale(torch: Torch, value: float, rows: int, heads: int, device: Any) -> Tensor:
+    """``layer._k_scale.expand(descale_shape)``: one float32 scale per (sequence, kv head)."""
+    return torch.full((1, 1), value, dtype=torch.float32, device=device).expand(rows, heads)
+
+
+class FlashAttentionStep:
+    """FlashAttention: the common metadata renamed, one call for every request, made with
+    exactly the arguments the engine's kernel call contract lists."""
+
+    def __init__(self, torch: Torch, provider: Provider, plan: SmokePlan,
+                 batch: BatchSpec, device: Any, *, block_table_width: int | None = None,
+                 graph_capture: bool = False) -> None:
         self.torch = torch
-        self.implementation = implementation
+        self.provider = provider
+        self.implementation = provider
         self.plan = plan
         self.batch = batch
+        self.device = device
         self.metadata = build_flash_attn_metadata(batch)
         width = max(block_table_width or 0, len(self.metadata.block_table[0]))
         rows = [row + [0] * (width - len(row)) for row in self.metadata.block_table]
@@ -71,6 +89,28 @@ class FlashAttentionStep:
         self.slot_mapping = torch.tensor(self.metadata.common.slot_mapping, device=device,
                                          dtype=torch.long)
         self.token_order: list[int] | None = None
+        self.calls = {call.name: call for call in resolve_calls(
+            plan, batch, graph_capture=graph_capture)}
+        self.query_dtype = query_dtype(plan)
+        heads, count = plan.num_kv_heads, len(batch.requests)
+        self.descales = {"q_descale": _descale(torch, plan.q_scale, count, heads, device),
+                         "k_descale": _descale(torch, plan.k_scale, count, heads, device),
+                         "v_descale": _descale(torch, plan.v_scale, count, heads, device)}
+        self.notes: list[str] = []
+        self.scheduler_metadata: Tensor | None = None
+        schedule = self.calls.get("scheduler_metadata")
+        if schedule is not None:
+            if schedule.entry_point in provider.entries:
+                self.scheduler_metadata = provider.call(schedule.entry_point, materialize(
+                    schedule.arguments(), self._tensors(), torch))
+            else:
+                self.notes.append(f"{provider.label} has no {schedule.entry_point}: ran "
+                                  "without vLLM's ahead-of-time schedule")
+
+    def _tensors(self) -> dict[str, Any]:
+        return {"cu_seqlens_q": self.cu_seqlens_q, "seqused_k": self.seqused_k,
+                "block_table": self.block_table, **self.descales,
+                "scheduler_metadata": self.scheduler_metadata}
 
     def device_metadata(self) -> FlashAttentionMetadata:
         """The metadata as the kernel will read it (device tensors copied back)."""
@@ -85,50 +125,68 @@ class FlashAttentionStep:
     def device_seq_lens(self) -> list[int]:
         return [int(value) for value in self.seqused_k.tolist()]
 
-    def run(self, queries: Tensor, cache: PagedKvCache) -> Tensor:
+    def run(self, queries: Tensor, cache: PagedKvCache, sinks: Tensor | None = None
+            ) -> Tensor:
         """Attention output for ``queries`` (scheduler order) in scheduler order."""
-        plan = self.plan
-        return self.implementation.call(
-            queries, cache.key, cache.value, cu_seqlens_q=self.cu_seqlens_q,
-            seqused_k=self.seqused_k, block_table=self.block_table,
-            max_q=self.metadata.max_q, max_k=self.metadata.max_k,
-            scale=1.0 / math.sqrt(plan.head_size),
-            window_left=None if plan.sliding_window is None else plan.sliding_window - 1,
-            softcap=plan.logits_soft_cap)
+        torch, plan = self.torch, self.plan
+        query = quantize_query(torch, queries, self.query_dtype, plan.q_scale)
+        out = torch.empty(queries.shape, dtype=getattr(torch, plan.dtype), device=queries.device)
+        call = self.calls["attention"]
+        tensors = {**self._tensors(), "query": query, "key_cache": cache.key,
+                   "value_cache": cache.value, "out": out, "sinks": sinks}
+        result = self.provider.call(call.entry_point, materialize(call.arguments(), tensors,
+                                                                   torch))
+        return out if result is None else result
 
-    def timed_launches(self, queries: Tensor, cache: PagedKvCache) -> list[TimedLaunch]:
-        return [TimedLaunch("whole batch, 1 call", lambda: self.run(queries, cache), self.batch,
-                            "attention")]
+    def timed_launches(self, queries: Tensor, cache: PagedKvCache,
+                       sinks: Tensor | None = None) -> list[TimedLaunch]:
+        return [TimedLaunch("whole batch, 1 call", lambda: self.run(queries, cache, sinks),
+                            self.batch, "attention")]
 
 
 class FlashInferWrappers:
-    """A group's decode and prefill wrappers and workspaces, created once, planned per step."""
+    """A group's decode and prefill wrappers and workspaces, created once, planned per step,
+    constructed with the contract's ``construct`` arguments (tensor cores for decode...)."""
 
     def __init__(self, torch: Torch, flashinfer: Any, plan: SmokePlan, device: Any,
-                 prefill_backend: str) -> None:
-        self.decode_workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
-        self.prefill_workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
-        self.decode = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
-            self.decode_workspace, plan.kv_layout)
-        self.prefill = flashinfer.BatchPrefillWithPagedKVCacheWrapper(
-            self.prefill_workspace, plan.kv_layout, backend=prefill_backend)
+                 *, graph_capture: bool = False, buffers: dict[str, Tensor] | None = None,
+                 phases: tuple[str, ...] = ("decode", "prefill")) -> None:
+        self.torch = torch
+        self.calls = {call.phase or call.name: call
+                      for call in resolve_calls(plan, graph_capture=graph_capture)
+                      if (call.phase or call.name) in phases}
+        self.workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
+        tensors = {"workspace": self.workspace, **(buffers or {})}
+        self.wrappers: dict[str, Any] = {}
+        for phase, call in self.calls.items():
+            arguments = materialize(call.arguments("construct"), tensors, torch)
+            self.wrappers[phase] = getattr(flashinfer, call.entry_point)(**arguments)
+
+    @property
+    def decode(self) -> Any:
+        return self.wrappers["decode"]
+
+    @property
+    def prefill(self) -> Any:
+        return self.wrappers["prefill"]
 
     @property
     def prefill_backend(self) -> str:
         """The prefill kernel family FlashInfer resolved (``auto`` becomes fa2 or fa3)."""
         return str(getattr(self.prefill, "_backend", "unknown"))
 
+    def plan(self, phase: str, tensors: dict[str, Any]) -> None:
+        call = self.calls[phase]
+        self.wrappers[phase].plan(**materialize(call.arguments("plan"), tensors, self.torch))
 
-def flashinfer_plan_arguments(plan: SmokePlan, torch: Torch) -> dict[str, Any]:
-    """Keyword arguments shared by the decode and prefill ``plan()`` calls."""
-    dtype = torch_dtype(torch, plan.dtype)
-    return {
-        "window_left": -1 if plan.sliding_window is None else plan.sliding_window - 1,
-        "logits_soft_cap": plan.logits_soft_cap,
-        "q_data_type": dtype,
-        "kv_data_type": dtype,
-        "sm_scale": 1.0 / math.sqrt(plan.head_size),
-    }
+    def run(self, phase: str, tensors: dict[str, Any]) -> Any:
+        call = self.calls[phase]
+        return self.wrappers[phase].run(**materialize(call.arguments("run"), tensors,
+                                                      self.torch))
+
+    def query_dtype(self, phase: str) -> Dtype:
+        value = self.calls[phase].arguments("plan").get("q_data_type")
+        return value if isinstance(value, Dtype) else Dtype("bfloat16")
 
 
 class FlashInferStep:
@@ -172,60 +230,87 @@ class FlashInferStep:
             token_permutation=self.order.tolist(),
             common=dataclasses.replace(meta.common, slot_mapping=self.slot_mapping.tolist()))
 
+    def _seq_lens(self, indptr: Tensor, last: Tensor) -> Tensor:
+        block = self.batch.block_size
+        return ((indptr[1:] - indptr[:-1] - 1) * block + last).to(self.torch.int32)
+
+    def plan_tensors(self) -> dict[str, Any]:
+        return {"decode_indptr": self.decode_indptr, "decode_indices": self.indices,
+                "decode_last_page_len": self.decode_last_page_len,
+                "decode_seq_lens": self._seq_lens(self.decode_indptr, self.decode_last_page_len)
+                if self.metadata.num_decodes else None,
+                "qo_indptr": self.qo_indptr, "prefill_indptr": self.prefill_indptr,
+                "prefill_indices": self.indices,
+                "prefill_last_page_len": self.prefill_last_page_len,
+                "prefill_seq_lens": self._seq_lens(self.prefill_indptr,
+                                                   self.prefill_last_page_len)
+                if self.metadata.num_prefills else None}
+
     def plan_kernels(self) -> None:
         """Plan both wrappers once for this batch (FlashInfer JIT-compiles on first use)."""
-        spec, meta, torch = self.plan_spec, self.metadata, self.torch
-        shared = flashinfer_plan_arguments(spec, torch)
-        if meta.num_decodes:
-            self.wrappers.decode.plan(
-                self.decode_indptr, self.indices, self.decode_last_page_len, spec.num_q_heads,
-                spec.num_kv_heads, spec.head_size, spec.kernel_block_size, **shared)
-        if meta.num_prefills:
-            self.wrappers.prefill.plan(
-                self.qo_indptr, self.prefill_indptr, self.indices, self.prefill_last_page_len,
-                spec.num_q_heads, spec.num_kv_heads, spec.head_size, spec.kernel_block_size,
-                causal=True, **shared)
+        tensors = self.plan_tensors()
+        if self.metadata.num_decodes:
+            self.wrappers.plan("decode", tensors)
+        if self.metadata.num_prefills:
+            self.wrappers.plan("prefill", tensors)
 
-    def run_reordered(self, queries: Tensor, cache: PagedKvCache, out: Tensor) -> Tensor:
+    def run_reordered(self, queries: Tensor, cache: PagedKvCache, out: Tensor,
+                      sinks: Tensor | None = None) -> Tensor:
         """Decode rows then prefill rows, both written into ``out`` (reordered order)."""
         split = self.metadata.num_decode_tokens
-        if self.metadata.num_decodes:
-            self.wrappers.decode.run(queries[:split], cache.storage, out=out[:split])
-        if self.metadata.num_prefills:
-            self.wrappers.prefill.run(queries[split:], cache.storage, out=out[split:])
+        q_scale = self.plan_spec.q_scale
+        for phase, rows, present in (("decode", slice(0, split), self.metadata.num_decodes),
+                                     ("prefill", slice(split, None), self.metadata.num_prefills)):
+            if not present:
+                continue
+            query = quantize_query(self.torch, queries[rows], self.wrappers.query_dtype(phase),
+                                   q_scale)
+            self.wrappers.run(phase, {f"{phase}_query": query, "kv_cache": cache.storage,
+                                      f"{phase}_out": out[rows], "sinks": sinks})
         return out
 
-    def run(self, queries: Tensor, cache: PagedKvCache) -> Tensor:
+    def run(self, queries: Tensor, cache: PagedKvCache, sinks: Tensor | None = None
+            ) -> Tensor:
         """Attention output for ``queries`` (scheduler order) in scheduler order."""
         reordered = queries[self.order].contiguous()
-        out = self.torch.empty_like(reordered)
-        self.run_reordered(reordered, cache, out)
+        out = self.torch.empty(reordered.shape, dtype=getattr(self.torch, self.plan_spec.dtype),
+                               device=reordered.device)
+        self.run_reordered(reordered, cache, out, sinks)
         return out[self.inverse]
 
     def _sub_batch(self, start: int, stop: int) -> BatchSpec:
         permuted = [self.batch.requests[i] for i in self.metadata.permutation[start:stop]]
         return BatchSpec(block_size=self.batch.block_size, requests=permuted)
 
-    def timed_launches(self, queries: Tensor, cache: PagedKvCache) -> list[TimedLaunch]:
+    def timed_launches(self, queries: Tensor, cache: PagedKvCache,
+                       sinks: Tensor | None = None) -> list[TimedLaunch]:
         meta = self.metadata
         reordered = queries[self.order].contiguous()
-        out = self.torch.empty_like(reordered)
+        out = self.torch.empty(reordered.shape, dtype=getattr(self.torch, self.plan_spec.dtype),
+                               device=reordered.device)
         split = meta.num_decode_tokens
+        q_scale = self.plan_spec.q_scale
         launches = []
         if meta.num_decodes:
+            decode_query = quantize_query(self.torch, reordered[:split],
+                                          self.wrappers.query_dtype("decode"), q_scale)
+            decode_tensors = {"decode_query": decode_query, "kv_cache": cache.storage,
+                              "decode_out": out[:split], "sinks": sinks}
             launches.append(TimedLaunch(
-                f"decode ({meta.num_decodes} requests)",
-                lambda: self.wrappers.decode.run(reordered[:split], cache.storage,
-                                                 out=out[:split]),
+                f"decode ({meta.num_decodes} requests, tensor-core wrapper)",
+                lambda: self.wrappers.run("decode", decode_tensors),
                 self._sub_batch(0, meta.num_decodes), "decode"))
         if meta.num_prefills:
+            prefill_query = quantize_query(self.torch, reordered[split:],
+                                           self.wrappers.query_dtype("prefill"), q_scale)
+            prefill_tensors = {"prefill_query": prefill_query, "kv_cache": cache.storage,
+                               "prefill_out": out[split:], "sinks": sinks}
             launches.append(TimedLaunch(
                 f"prefill ({meta.num_prefills} requests, {self.wrappers.prefill_backend})",
-                lambda: self.wrappers.prefill.run(reordered[split:], cache.storage,
-                                                  out=out[split:]),
+                lambda: self.wrappers.run("prefill", prefill_tensors),
                 self._sub_batch(meta.num_decodes, len(meta.permutation)), "attention"))
         launches.append(TimedLaunch("decode + prefill", lambda: self.run_reordered(
-            reordered, cache, out), self.batch, "attention"))
+            reordered, cache, out, sinks), self.batch, "attention"))
         return launches
 
     def device_seq_lens(self) -> list[int]:
@@ -235,3 +320,68 @@ class FlashInferStep:
         indptr = meta.paged_kv_indptr
         return [(indptr[i + 1] - indptr[i] - 1) * block + meta.paged_kv_last_page_len[i]
                 for i in range(len(meta.paged_kv_last_page_len))]
+
+
+class MlaDecodeStep:
+    """MLA decode (FLASHMLA, FLASH_ATTN_MLA): absorbed queries ``(tokens, heads, kv_lora_rank
+    + rope)`` over one latent cache ``(pages, block, 1, kv_lora_rank + rope)``; values are the
+    first ``kv_lora_rank`` channels of the same cache. Decode requests only."""
+
+    def __init__(self, torch: Torch, provider: Provider, plan: SmokePlan, batch: BatchSpec,
+                 device: Any) -> None:
+        if any(request.query_len != 1 for request in batch.requests):
+            raise ValueError("the MLA decode step takes decode requests only")
+        self.torch, self.provider, self.plan, self.batch = torch, provider, plan, batch
+        self.implementation = provider
+        self.metadata = build_flash_attn_metadata(batch)
+        width = len(self.metadata.block_table[0])
+        rows = [row + [0] * (width - len(row)) for row in self.metadata.block_table]
+        self.cu_seqlens_q = _int32(torch, self.metadata.cu_seqlens_q, device)
+        self.seqused_k = _int32(torch, self.metadata.seqused_k, device)
+        self.block_table = _int32(torch, [value for row in rows for value in row],
+                                  device).reshape(len(rows), width)
+        self.slot_mapping = torch.tensor(self.metadata.common.slot_mapping, device=device,
+                                         dtype=torch.long)
+        self.token_order: list[int] | None = None
+        self.calls = {call.name: call for call in resolve_calls(plan, batch)}
+        self.notes: list[str] = []
+        self.scheduler_metadata: Tensor | None = None
+        schedule = self.calls.get("scheduler_metadata")
+        if schedule is not None and schedule.entry_point in provider.entries:
+            self.scheduler_metadata = provider.call(schedule.entry_point, materialize(
+                schedule.arguments(), self._tensors(), torch))
+
+    def _tensors(self) -> dict[str, Any]:
+        return {"cu_seqlens_q": self.cu_seqlens_q, "seqused_k": self.seqused_k,
+                "block_table": self.block_table, "scheduler_metadata": self.scheduler_metadata}
+
+    def device_metadata(self) -> FlashAttentionMetadata:
+        table = self.block_table.tolist()
+        return dataclasses.replace(
+            self.metadata, cu_seqlens_q=self.cu_seqlens_q.tolist(),
+            seqused_k=self.seqused_k.tolist(), block_table=table,
+            common=dataclasses.replace(self.metadata.common, block_table=table,
+                                       slot_mapping=self.slot_mapping.tolist()))
+
+    def device_seq_lens(self) -> list[int]:
+        return [int(value) for value in self.seqused_k.tolist()]
+
+    def run(self, queries: Tensor, cache: PagedKvCache, sinks: Tensor | None = None
+            ) -> Tensor:
+        del sinks
+        rank = self.plan.kv_lora_rank
+        tokens, heads = queries.shape[0], queries.shape[1]
+        latent = cache.key
+        tensors = {**self._tensors(),
+                   "query": queries.reshape(tokens, 1, heads, -1),
+                   "kv_c_and_k_pe_cache": latent,
+                   "query_pe": queries[..., rank:], "query_nope": queries[..., :rank],
+                   "k_pe_cache": latent[..., rank:], "kv_c_cache": latent[..., :rank]}
+        call = self.calls["decode"]
+        result = self.provider.call(call.entry_point, materialize(call.arguments(), tensors,
+                                                                   self.torch))
+        return result.reshape(tokens, heads, -1)
+
+    def timed_launches(self, queries: Tensor, cache: PagedKvCache,
+                       sinks: Tensor | None = None) -> list[TimedLaunch]:
+        return [TimedLaunch("decode", lambda: self.run(queries, cache), self.batch, "decode")]

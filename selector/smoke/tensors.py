@@ -20,7 +20,8 @@ from selector.smoke.batch import BatchSpec
 from selector.smoke.metadata import build_common_metadata
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["PagedKvCache", "RequestData", "allocate_cache", "fill_cache", "history_slots",
+__all__ = ["PagedKvCache", "RequestData", "allocate_cache", "cache_dtype", "fill_cache",
+           "history_slots", "input_spread",
            "make_request_data", "step_slot_mapping", "torch_dtype"]
 
 Tensor: TypeAlias = Any
@@ -30,6 +31,11 @@ Torch: TypeAlias = Any
 def torch_dtype(torch: Torch, name: str) -> Any:
     """``"bfloat16"`` -> ``torch.bfloat16``."""
     return {"bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def cache_dtype(torch: Torch, plan: SmokePlan) -> Any:
+    """The cache's storage dtype: float8_e4m3fn for an fp8 KV cache, else the model dtype."""
+    return torch.float8_e4m3fn if plan.fp8_kv else torch_dtype(torch, plan.dtype)
 
 
 @dataclass
@@ -44,21 +50,34 @@ class PagedKvCache:
     key: Tensor
     """Logical ``(pages, block, kv_heads, head)`` view of the keys (may be strided)."""
     value: Tensor
+    k_scale: float = 1.0
+    v_scale: float = 1.0
+    """Per-tensor scales of an fp8 cache: the cache stores ``K / k_scale``."""
 
     def write(self, torch: Torch, slots: Tensor, keys: Tensor, values: Tensor) -> None:
-        """Write token rows to their slots; rows whose slot is negative (padding) are skipped."""
+        """Write token rows to their slots; rows whose slot is negative (padding) are skipped.
+
+        An fp8 cache stores ``keys / k_scale`` and ``values / v_scale`` (vLLM's
+        reshape_and_cache with per-tensor scales)."""
         keep = slots >= 0
         slots = slots[keep].long()
         pages = torch.div(slots, self.block_size, rounding_mode="floor")
         offsets = slots % self.block_size
-        self.key[pages, offsets] = keys[keep]
-        self.value[pages, offsets] = values[keep]
+        if self.key.dtype == torch.float8_e4m3fn:
+            self.key[pages, offsets] = (keys[keep].float() / self.k_scale).to(self.key.dtype)
+            self.value[pages, offsets] = (values[keep].float() / self.v_scale).to(
+                self.value.dtype)
+            return
+        self.key[pages, offsets] = keys[keep].to(self.key.dtype)
+        self.value[pages, offsets] = values[keep].to(self.value.dtype)
 
     def gather(self, torch: Torch, pages: list[int], length: int) -> tuple[Tensor, Tensor]:
         """Read back the first ``length`` tokens of a request whose pages are ``pages``."""
         index = torch.tensor(pages, device=self.storage.device, dtype=torch.long)
         keys = self.key[index].reshape(-1, *self.key.shape[2:])[:length]
         values = self.value[index].reshape(-1, *self.value.shape[2:])[:length]
+        if self.key.dtype == torch.float8_e4m3fn:
+            return keys.float() * self.k_scale, values.float() * self.v_scale
         return keys, values
 
 
@@ -69,9 +88,15 @@ def allocate_cache(torch: Torch, plan: SmokePlan, num_pages: int, device: Any,
     Unused slots hold finite random values (never NaN), as kernels that load whole pages
     require.
     """
-    dtype = torch_dtype(torch, plan.dtype)
+    dtype = cache_dtype(torch, plan)
     block, heads, head = plan.kernel_block_size, plan.num_kv_heads, plan.head_size
     hnd = plan.kv_layout == "HND"
+    if plan.is_mla:
+        latent = torch.randn((num_pages, block, 1, head), generator=generator, device=device,
+                             dtype=torch.float32).to(dtype)
+        assert plan.kv_lora_rank is not None
+        return PagedKvCache(plan.backend, "NHD", block, latent, latent,
+                            latent[..., :plan.kv_lora_rank], plan.k_scale, plan.k_scale)
     if plan.backend == "FLASH_ATTN":
         shape = (2, num_pages, heads, block, head) if hnd else (2, num_pages, block, heads, head)
     else:
@@ -83,7 +108,8 @@ def allocate_cache(torch: Torch, plan: SmokePlan, num_pages: int, device: Any,
         key, value = logical[0], logical[1]
     else:
         key, value = logical[:, 0], logical[:, 1]
-    return PagedKvCache(plan.backend, plan.kv_layout, block, storage, key, value)
+    return PagedKvCache(plan.backend, plan.kv_layout, block, storage, key, value,
+                        plan.k_scale, plan.v_scale)
 
 
 @dataclass
@@ -112,20 +138,43 @@ class RequestData:
         return torch.cat(keys), torch.cat(values)
 
 
+def input_spread(plan: SmokePlan) -> float:
+    """Standard deviation of the random Q/K/V: with a soft-cap, large enough that the scaled
+    scores (std ``spread**2``) reach half the cap, so capping changes the result."""
+    if plan.logits_soft_cap is None:
+        return 1.0
+    return float((plan.logits_soft_cap / 2) ** 0.5)
+
+
 def make_request_data(torch: Torch, batch: BatchSpec, plan: SmokePlan, device: Any,
                       generator: Any) -> RequestData:
-    """Random Q/K/V per request in the plan's dtype (same seed + shapes -> same data)."""
-    dtype = torch_dtype(torch, plan.dtype)
+    """Random Q/K/V per request in the plan's dtype (same seed + shapes -> same data).
 
-    def noise(*shape: int) -> Tensor:
-        return torch.randn(shape, generator=generator, device=device,
-                           dtype=torch.float32).to(dtype)
+    With an fp8 KV cache the truth is what the kernel can see: float32 values that fp8
+    storage (with the plan's per-tensor scales) holds exactly, so the reference is the
+    attention over the dequantized cache. An MLA plan's values are the first
+    ``kv_lora_rank`` channels of its keys (one latent vector per token)."""
+    dtype = torch_dtype(torch, plan.dtype)
+    spread = input_spread(plan)
+
+    def noise(*shape: int, scale: float = 1.0) -> Tensor:
+        values = torch.randn(shape, generator=generator, device=device,
+                             dtype=torch.float32) * spread
+        if plan.fp8_kv:
+            return (values / scale).to(torch.float8_e4m3fn).float() * scale
+        return values.to(dtype)
 
     queries, keys, values = [], [], []
     for request in batch.requests:
-        queries.append(noise(request.query_len, plan.num_q_heads, plan.head_size))
-        keys.append(noise(request.seq_len, plan.num_kv_heads, plan.head_size))
-        values.append(noise(request.seq_len, plan.num_kv_heads, plan.head_size))
+        queries.append(noise(request.query_len, plan.num_q_heads, plan.head_size,
+                             scale=plan.q_scale))
+        key = noise(request.seq_len, plan.num_kv_heads, plan.head_size, scale=plan.k_scale)
+        keys.append(key)
+        if plan.kv_lora_rank is not None:
+            values.append(key[..., :plan.kv_lora_rank])
+        else:
+            values.append(noise(request.seq_len, plan.num_kv_heads, plan.head_size,
+                                scale=plan.v_scale))
     return RequestData(queries, keys, values)
 
 

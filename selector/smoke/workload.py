@@ -16,8 +16,10 @@ import random
 from dataclasses import dataclass
 
 from selector.smoke.batch import BatchRequest, BatchSpec, pages_needed
+from selector.smoke.plan import SmokePlan
 
-__all__ = ["Workload", "decode_batch", "mixed_batch", "uniform_decode_batch"]
+__all__ = ["MAX_SPLITS", "Workload", "decode_batch", "long_context_for", "mixed_batch",
+           "mla_decode_batch", "uniform_decode_batch"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,21 @@ def _assign_pages(shapes: list[tuple[str, int, int]], block_size: int, rng: rand
     return Workload(BatchSpec(block_size=block_size, requests=requests), num_pages)
 
 
-def mixed_batch(block_size: int, seed: int) -> Workload:
-    """Prefill, full-page decode, page-crossing extend, partial-page decode (in that order)."""
+MAX_SPLITS = 32
+"""Split-KV parts a kernel may use (vLLM's flash_attn_max_num_splits_for_cuda_graph)."""
+
+
+def long_context_for(plan: SmokePlan) -> int:
+    """A context long enough to see window and split bugs: longer than the sliding window
+    (by two pages and a few tokens) and than 2 x page x the most splits."""
+    block = plan.kernel_block_size
+    window = plan.sliding_window or 0
+    return max(2 * block * MAX_SPLITS, window) + 2 * block + 5
+
+
+def mixed_batch(block_size: int, seed: int, *, long_context: int | None = None) -> Workload:
+    """Prefill, full-page decode, page-crossing extend, partial-page decode (in that order);
+    with ``long_context``, also a long decode and a long extend whose contexts exceed it."""
     size = block_size
     shapes = [
         ("prefill", 0, min(size + size // 2 + 3, 160)),
@@ -55,7 +70,19 @@ def mixed_batch(block_size: int, seed: int) -> Workload:
         ("extend", size + size // 2, size // 2 + 3 + min(size, 64)),
         ("decode", 2 * size + min(4, size - 1), 1),
     ]
+    if long_context is not None:
+        shapes += [("long-decode", long_context, 1),
+                   ("long-extend", long_context + size // 2 + 1, 37)]
     return _assign_pages(shapes, block_size, random.Random(seed))
+
+
+def mla_decode_batch(block_size: int, seed: int, long_context: int) -> Workload:
+    """MLA decodes: short, page-aligned, partial-page and long contexts, random pages."""
+    rng = random.Random(seed)
+    contexts = [0, block_size - 1, 3 * block_size + 7, long_context, long_context // 2 + 3,
+                rng.randint(1, long_context)]
+    shapes = [(f"d{index}", context, 1) for index, context in enumerate(contexts)]
+    return _assign_pages(shapes, block_size, rng)
 
 
 def decode_batch(block_size: int, seed: int, *, num_requests: int = 8,

@@ -286,7 +286,8 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
         outcome = select(compiled, changed, attention_backend)
         if outcome.selected is not None:
             seen.add((field, value))
-            found.append(Suggestion(summary=f"use {flag}", changes={field: value},
+            summary = flag if flag.startswith(("remove ", "unset ")) else f"use {flag}"
+            found.append(Suggestion(summary=summary, changes={field: value},
                                     selected=outcome.selected, flags=(flag,)))
     if attention_backend:
         outcome = select(compiled, facts, None)

@@ -16,10 +16,8 @@ import paged_torch
 
 from selector.bench.measurements import DeviceInfo
 from selector.bench.runner import BenchEnvironment
-from selector.smoke.environment import FlashAttentionImpl
 
-FAKE_FA = FlashAttentionImpl(0, "paged_torch", "test-double", "0",
-                             paged_torch.flash_attn_varlen_paged)
+FAKE_FA = paged_torch.FAKE_FA
 
 
 class WallEvent:

@@ -1,5 +1,6 @@
 """The H200 run recorded in tests/fixtures/bench/h200-llama.json (Llama GQA 32/8, head 128,
-bf16; FA4 4.0.0b36 and FlashInfer 0.6.13; torch 2.11): the file re-judged on a CPU."""
+bf16; vLLM 0.25.1's FA3 (_vllm_fa3_C, AOT schedule, 32 splits under graphs) and FlashInfer
+0.6.13 with vLLM's tensor-core decode wrapper; torch 2.11): the file re-judged on a CPU."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from selector.bench.policy import decide, decide_for_deployment
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "bench" / "h200-llama.json"
 # raw CUDA-event loops run in the same command (benchmarks/bench_rawloop.py), decode 128 x 4k
-RAW_LOOPS_US = {"FLASH_ATTN": {"plain": 594.3, "graph": 614.6},
-                "FLASHINFER": {"plain": 754.9, "graph": 762.5}}
+RAW_LOOPS_US = {"FLASH_ATTN": {"plain": 496.5, "graph": 494.5},
+                "FLASHINFER": {"plain": 494.3, "graph": 493.9}}
+READ_OVER_COPY = 1.06
+"""A decode only reads the KV cache; the copy ceiling moves bytes read + written, so a
+long-context decode reads up to ~5% faster than the copy's rate (4.45 vs 4.23 TB/s)."""
 
 
 def median(backend: str, shape: str) -> float:
@@ -30,12 +34,12 @@ def test_every_kernel_ran_and_matched_the_reference() -> None:
     assert all(r.check is not None and r.check.passed for r in measurements.results)
     assert measurements.device.name == "NVIDIA H200"
     ceilings = measurements.ceilings
-    assert ceilings.copy_tbps == pytest.approx(4.25, abs=0.05)
-    assert ceilings.matmul_tflops == pytest.approx(789, abs=10)
+    assert ceilings.copy_tbps == pytest.approx(4.23, abs=0.05)
+    assert ceilings.matmul_tflops == pytest.approx(781, abs=10)
     for result in measurements.results:
         achieved = result.achieved(ceilings)
         assert achieved is not None and achieved.fraction_of_roofline is not None
-        assert achieved.fraction_of_roofline <= 1.0
+        assert achieved.fraction_of_roofline <= READ_OVER_COPY
         assert result.timing_mode == ("graph" if result.shape["kind"] == "decode" else "eager")
 
 
@@ -51,16 +55,15 @@ def test_whole_workload_keeps_vllms_choice() -> None:
     assert decision.current == decision.chosen == "FLASH_ATTN"
     assert decision.speedup == pytest.approx(1.0)
     totals = {s.backend: s.total_us for s in decision.scores}
-    assert totals["FLASHINFER"] / totals["FLASH_ATTN"] == pytest.approx(1.18, abs=0.02)
+    assert totals["FLASHINFER"] / totals["FLASH_ATTN"] == pytest.approx(1.01, abs=0.01)
 
 
-def test_batch_one_long_context_prefers_flashinfer() -> None:
+def test_batch_one_long_context_is_a_tie_with_vllms_fa3() -> None:
+    """With vLLM's own call (FA3's ahead-of-time schedule and splits) batch-1 decode is
+    no longer a FlashInfer win (the FA4 num_splits=1 call made it look > 4x slower)."""
     measurements = load_measurements(RECORDED)
     decision = decide(measurements, current="FLASH_ATTN", valid=["FLASH_ATTN", "FLASHINFER"],
                       shapes=["decode 1x4k", "decode 1x16k"])
-    assert decision.chosen == "FLASHINFER" and decision.significant
-    assert decision.flags == ("--attention-backend", "FLASHINFER")
-    assert decision.speedup is not None and decision.speedup > 4
-    priority = decide(measurements, current="FLASH_ATTN", valid=["FLASH_ATTN", "FLASHINFER"],
-                      shapes=["decode 1x4k", "decode 1x16k"], policy="priority")
-    assert priority.chosen == "FLASH_ATTN" and priority.fastest == "FLASHINFER"
+    assert decision.chosen == "FLASH_ATTN" and not decision.significant
+    assert median("FLASH_ATTN", "decode 1x16k") == pytest.approx(
+        median("FLASHINFER", "decode 1x16k"), rel=0.05)

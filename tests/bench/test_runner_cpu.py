@@ -88,7 +88,9 @@ def test_a_kernel_error_is_recorded_not_raised() -> None:
     import dataclasses
 
     assert environment.flash_attention is not None
-    environment.flash_attention = dataclasses.replace(environment.flash_attention, call=broken)
+    environment.flash_attention = dataclasses.replace(
+        environment.flash_attention, entries={"flash_attn_varlen_func": broken,
+                                              "get_scheduler_metadata": broken})
     measurements = run_bench(targets(), WORKLOAD, environment=environment)
     assert not measurements.passed
     failures = [r for r in measurements.results if not r.ok]

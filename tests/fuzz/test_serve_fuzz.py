@@ -34,3 +34,18 @@ def test_random_command_lines(model: str, flags: list[tuple[str, str]], device: 
     code, out, err = run_cli(["check", "--device", device, "--", *argv])
     assert "Traceback" not in out + err
     assert code in (0, 1, 2), (argv, code, err[-500:])
+
+
+CONTAINER_WORDS = ["docker", "podman", "sudo", "run", "container", "-it", "--rm", "--gpus", "all",
+                   "-e", "HF_TOKEN=x", "--env=VLLM_X=1", "-v", "a:b", "--ipc=host", "-p",
+                   "8000:8000", "vllm/vllm-openai", "vllm", "serve", "python3", "-m",
+                   "vllm.entrypoints.openai.api_server", "--model", "llama-3.1-8b", "--"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(CONTAINER_WORDS), min_size=1, max_size=12))
+def test_random_container_lines(words: list[str]) -> None:
+    argv = ["docker", "run", *words]
+    code, out, err = run_cli(["check", "--device", "H100", "--", *argv])
+    assert "Traceback" not in out + err
+    assert code in (0, 1, 2), (argv, code, err[-500:])

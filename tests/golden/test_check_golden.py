@@ -20,14 +20,15 @@ INVALID = "examples/gpt-oss-20b-l40s-flashinfer.yaml"
 
 CASES: dict[str, tuple[list[str], int]] = {
     "files.md": (["check", INVALID, VALID, "--format", "markdown"], 1),
+    # the example pins dtype: bfloat16, which vLLM refuses on a T4 (SU001)
     "fleet.md": (["check", VALID, "--device", "H100", "--device", "B200", "--device", "T4",
-                  "--format", "markdown"], 0),
+                  "--format", "markdown"], 1),
     "serve.md": (["check", "--device", "H100", "--format", "markdown", "--",
                   "VLLM_ATTENTION_BACKEND=FLASHINFER", "vllm", "serve", "openai/gpt-oss-20b",
                   "--kv-cache-dtype", "fp8", "--max-model-len", "32768"], 0),
     "invalid.txt": (["check", INVALID], 1),
     "fleet.txt": (["check", VALID, "--device", "H100", "--device", "B200", "--device",
-                   "RTX 5090", "--device", "T4"], 0),
+                   "RTX 5090", "--device", "T4"], 1),
     "serve-fleet.txt": (["check", "--device", "H100", "--device", "L40S", "--", "vllm", "serve",
                          "deepseek-ai/DeepSeek-V3.2-Exp", "-tp", "8", "--kv-cache-dtype", "fp8"],
                         1),

@@ -81,6 +81,21 @@ def test_action_script_fleet_and_command(tmp_path: Path) -> None:
     assert done.returncode == 2 and "::error" in done.stdout
 
 
+def test_action_command_is_split_as_a_shell_does(tmp_path: Path) -> None:
+    # the same line works on the CLI: a quoted JSON flag value is one argument
+    command = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+               "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+               "\"prompt_lookup_max\": 4}'")
+    done, _, output = _run_action(tmp_path, ATTN_SELECT_DEVICES="H100",
+                                  ATTN_SELECT_COMMAND=command, ATTN_SELECT_PYTHON=sys.executable)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "on H100" in done.stdout and "exit-code=0" in output.read_text(encoding="utf-8")
+    done, _, _ = _run_action(tmp_path, ATTN_SELECT_DEVICES="H100",
+                             ATTN_SELECT_COMMAND="vllm serve x --speculative-config '{",
+                             ATTN_SELECT_PYTHON=sys.executable)
+    assert done.returncode == 2 and "::error title=attn-select::" in done.stdout + done.stderr
+
+
 # ---------------------------------------------------------------- pre-commit
 
 

@@ -53,12 +53,12 @@ def test_without_gpu_exits_4_and_says_how_to_install() -> None:
     (None, "file not found"),
     ("{nope", "invalid JSON"),
     ('{"plans": []}', "field 'plans'"),
-    ('{"plans": [{"backend": "TRITON_ATTN", "kernel_block_size": 16, "num_q_heads": 8, '
+    ('{"plans": [{"backend": "", "kernel_block_size": 16, "num_q_heads": 8, '
      '"num_kv_heads": 8, "head_size": 64}]}', "field 'plans[0].backend'"),
     ('[{"backend": "FLASHINFER", "kernel_block_size": 16, "num_q_heads": 6, '
      '"num_kv_heads": 4, "head_size": 64}]', "not a multiple"),
     ('[{"backend": "FLASHINFER", "fa_version": 3, "kernel_block_size": 16, '
-     '"num_q_heads": 8, "num_kv_heads": 4, "head_size": 64}]', "FLASH_ATTN backend only"),
+     '"num_q_heads": 8, "num_kv_heads": 4, "head_size": 64}]', "FLASH_ATTN backends only"),
 ])
 def test_bad_plans_file_exits_2(tmp_path: Path, content: str | None, fragment: str) -> None:
     path = tmp_path / "plans.json"

@@ -102,11 +102,12 @@ def test_vllm_serve_command_line() -> None:
 
 
 def test_serve_fleet_and_model_override() -> None:
-    code, out, _ = run_cli(["check", "--device", "H100", "--device", "L40S", "--model",
+    # H200: the FP8 weights (about 79 GiB per GPU at TP 8) do not fit an 80 GB H100
+    code, out, _ = run_cli(["check", "--device", "H200", "--device", "L40S", "--model",
                             "deepseek-v3.2", "--format", "markdown", "--", "vllm", "serve",
                             "/models/DeepSeek-V3.2-Exp", "-tp", "8"])
     assert code == 1  # no sparse MLA backend on Ada
-    assert "| H100 | ✅ valid |" in out and "| L40S | ❌ invalid |" in out
+    assert "| H200 | ✅ valid |" in out and "| L40S | ❌ invalid |" in out
 
 
 # ---------------------------------------------------------------- the formats

@@ -103,8 +103,8 @@ REAL: list[dict[str, Any]] = [
         "override": str(FIXTURES / "llama-3.1-405b"),
         "model": str(FIXTURES / "llama-3.1-405b"),
         "expect": {"tp": 8, "num_speculative_tokens": 0},
-        "warnings": {"AS102": ["--speculative-model", "--use-v2-block-manager",
-                               "--num-speculative-tokens"]},
+        "errors": {"SU004": ["--speculative-model", "--use-v2-block-manager",
+                             "--num-speculative-tokens"]},
     },
     {   # https://docs.vllm.ai/en/latest/design/optimization_levels/ ("CLI usage")
         "id": "vllm-docs-optimization-level-O1",
@@ -129,7 +129,7 @@ REAL: list[dict[str, Any]] = [
         "model": "deepseek-v3",
         "expect": {"tp": 32, "cudagraph_mode": "NONE", "max_model_len": 65536,
                    "enable_prefix_caching": True, "num_speculative_tokens": 0},
-        "warnings": {"AS102": ["--num-speculative-tokens"]},
+        "errors": {"SU004": ["--num-speculative-tokens"]},
     },
     {   # https://github.com/vllm-project/vllm/issues/18888
         "id": "vllm-issue-18888-deepseek-r1-fp8-kv",
@@ -183,6 +183,8 @@ def test_real_command_lines_parse_to_the_right_request(case: dict[str, Any]) -> 
         assert actual[key] == value, key
     for code, flags in case.get("warnings", {}).items():
         assert sorted(codes(command, "warning").get(code, [])) == sorted(flags)
+    for code, flags in case.get("errors", {}).items():  # vLLM refuses these flags
+        assert sorted(codes(command, "error").get(code, [])) == sorted(flags)
     for code, flags in case.get("notes", {}).items():
         assert sorted(codes(command).get(code, [])) == sorted(flags)
     hints = [n.hint for n in command.notes]

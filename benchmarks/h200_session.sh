@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One-command H200 session: install the carried kernel libraries, run the acceptance
+# smokes (text + JSON reports), the GPU tests and the bench; logs land under $OUT.
+#
+# Staging (on the development machine, once):
+#   ../shared/gpu/fetch-wheels .gpuwheels && ../shared/gpu/fetch-vllm-kernels .gpuwheels
+#   benchmarks/stage_gpu_carry.sh          # fills .gpucarry/ (~37 MB, git-ignored)
+# Then one device call, from the repo root, carrying .gpucarry:
+#   bash benchmarks/h200_session.sh [smoke|tests|bench|all]
+# FlashInfer's JIT cache comes back as $OUT/flashinfer-cache.tar.xz.* (<= 16 MB parts);
+# put them in .gpucache/ and carry it in a later call to skip the compiles.
+set -u
+MODE=${1:-all}
+OUT=${OUT:-/tmp/h200-out}
+CARRY=${CARRY:-.gpucarry}
+SITE=$HOME/gpu-site
+KERNELS=$HOME/vllm-kernels
+mkdir -p "$OUT/smokes" "$SITE" "$KERNELS"
+T0=$(date +%s)
+log() { echo; echo "== $* (t=$(( $(date +%s) - T0 )) s)"; }
+left() { local r=$(( ${BUDGET:-560} - ($(date +%s) - T0) )); [ "$r" -lt 1 ] && r=1; [ "$r" -lt "$1" ] && echo "$r" || echo "$1"; }
+
+log install
+if [ ! -d "$SITE/flashinfer" ]; then
+  for w in "$CARRY"/*.whl; do python3 -m zipfile -e "$w" "$SITE"; done
+fi
+for f in "$CARRY"/*.so.xz; do
+  [ -f "$KERNELS/$(basename "$f" .xz)" ] || python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f" "$KERNELS/$(basename "$f" .xz)"
+done
+cp "$CARRY/VERSIONS" "$KERNELS/" 2>/dev/null
+if ls .gpucache/flashinfer-cache.tar.xz.* >/dev/null 2>&1 && [ ! -d "$HOME/.cache/flashinfer" ]; then
+  cat .gpucache/flashinfer-cache.tar.xz.* | tar -xJf - -C "$HOME"
+  # the wheels were just unpacked (new mtimes): make the cached objects newer than their
+  # sources, or ninja rebuilds every module
+  find "$HOME/.cache/flashinfer" -exec touch {} +
+fi
+export PYTHONPATH=$PWD:$SITE FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=16 PYTHONUNBUFFERED=1
+export VLLM_KERNELS_DIR=$KERNELS COLUMNS=160 NO_COLOR=1
+python3 -c "import torch, flashinfer; print('torch', torch.__version__, '| flashinfer', flashinfer.__version__, '|', torch.cuda.get_device_name(0))"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
+
+smoke() {  # smoke NAME: text report (verdict time per stage) + JSON report
+  log "smoke $1"
+  timeout "$(left 240)" python3 -m selector smoke "tests/fixtures/smoke/$1.yaml" 2>&1 | tee "$OUT/smokes/smoke-$1.txt"
+  echo "exit ${PIPESTATUS[0]}"
+}
+if [ "$MODE" = smoke ] || [ "$MODE" = all ]; then
+  for name in ${SMOKES:-llama-h200 deepseek-v3-tp8-h200-flashmla deepseek-v3-tp8-h200 gpt-oss-20b-h200 gemma-2-9b-h200 gqa16-tp2-h200 llama-fp8kv-h200 gemma-3-27b-h200}; do
+    smoke "$name"
+  done
+  log "warm-cache verdict time (second run)"
+  timeout "$(left 60)" python3 -m selector smoke tests/fixtures/smoke/llama-h200.yaml --no-measure 2>&1 | tail -24
+fi
+if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
+  log "bench (Llama GQA 32/8, head 128, bf16) + raw loops"
+  mkdir -p "$OUT/bench"
+  timeout "$(left 240)" python3 -m selector bench tests/fixtures/smoke/llama-h200.yaml \
+    --workload examples/workloads/llama-chat.yaml --output "$OUT/bench" --policy fastest 2>&1 | tail -40
+  timeout "$(left 90)" python3 benchmarks/bench_rawloop.py "$OUT/bench/bench.json" 2>&1 | tee "$OUT/rawloop.txt"
+fi
+if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
+  log "pytest -m gpu --gpu-required"
+  timeout "$(left 300)" python3 -m pytest tests/smoke tests/bench -m gpu -q -p no:cacheprovider --gpu-required 2>&1 | tail -25
+fi
+tar -C "$OUT" -cf "$OUT/smokes.tar" smokes && rm -rf "$OUT/smokes"  # at most 8 files come back
+log "save FlashInfer's JIT cache"
+if [ -d "$HOME/.cache/flashinfer" ] && [ -z "${NO_CACHE_SAVE:-}" ]; then
+  tar -C "$HOME" -cf - .cache/flashinfer | xz -T16 -3 | split -b 15m - "$OUT/flashinfer-cache.tar.xz."
+  ls -la "$OUT"/flashinfer-cache.tar.xz.*
+fi
+log done

@@ -1,0 +1,162 @@
+"""vLLM's start-up memory budget on one GPU: what ``determine_available_memory`` leaves
+for the KV cache (``schemas/engines/<engine>/startup.yaml``, ``memory:``).
+
+    requested = ceil(total x gpu_memory_utilization)
+    available KV = requested - weights - activation peak - non-torch - CUDA graphs
+
+or ``--kv-cache-memory-bytes`` as given. Weights come from the config's shapes and
+quantization; the activation peak, non-torch memory and CUDA-graph memory are what vLLM
+measures on the GPU, so they are estimates here (fitted to public start-up logs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from selector.memory.profile import StartupProfile
+from selector.memory.weights import WeightEstimate, config_int, text_config
+
+__all__ = ["BudgetInputs", "MemoryBudget", "MemoryLine", "memory_budget"]
+
+GIB = 1024**3
+
+Basis = Literal["vllm", "estimate", "input"]
+
+
+class MemoryLine(BaseModel):
+    """One term of the budget and how it is known."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    bytes: int
+    basis: Basis
+    """``vllm``: vLLM's own formula; ``estimate``: what vLLM measures, estimated here;
+    ``input``: given by the user."""
+    detail: str = ""
+
+
+class BudgetInputs(BaseModel):
+    """What the budget is computed from (shown in reports)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: str
+    total_memory_bytes: int
+    total_memory_source: str
+    gpu_memory_utilization: float
+    utilization_default: bool
+    tensor_parallel_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    cudagraphs: bool
+    kv_cache_memory_bytes: int | None = None
+    reserved_bytes: int | None = None
+
+
+class MemoryBudget(BaseModel):
+    """Where one GPU's memory goes before the KV cache, and what is left for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str
+    inputs: BudgetInputs
+    requested_bytes: int
+    lines: tuple[MemoryLine, ...]
+    weights: WeightEstimate
+    available_kv_bytes: int
+
+    @property
+    def estimated(self) -> bool:
+        return any(line.basis == "estimate" for line in self.lines)
+
+
+def _activation_bytes(raw: Mapping[str, Any], profile: StartupProfile, weights: WeightEstimate,
+                      tokens: int, seqs: int, dtype_bytes: int,
+                      include_sampler: bool) -> tuple[int, str]:
+    """The profile run's peak: the larger of one forward pass of ``tokens`` tokens and the
+    dummy sampler run over ``seqs`` rows of full-vocabulary float32 logits (their
+    transients do not overlap; vLLM gathers the logits, so the vocabulary is not split)."""
+    est = profile.memory.estimates
+    cfg = text_config(raw)
+    tp = weights.tensor_parallel_size
+    hidden = config_int(cfg, "hidden_size")
+    experts = config_int(cfg, "num_local_experts", "n_routed_experts", "num_experts")
+    inter = config_int(cfg, "intermediate_size_mlp", "intermediate_size", default=4 * hidden)
+    if experts:
+        topk = config_int(cfg, "num_experts_per_tok", default=1)
+        expert_inter = config_int(cfg, "moe_intermediate_size",
+                                  default=config_int(cfg, "intermediate_size"))
+        dense = inter if config_int(cfg, "first_k_dense_replace") else 0
+        inter = max(dense, topk * expert_inter)
+    vocab = config_int(cfg, "vocab_size", default=32000)
+    forward = tokens * dtype_bytes * (est.activation_hidden_factor * hidden
+                                      + est.activation_intermediate_factor * inter / tp)
+    sampler = seqs * vocab * 4 * est.sampler_logit_copies if include_sampler else 0.0
+    if sampler > forward:
+        detail = (f"sampler profile: {seqs} seqs x vocab {vocab} float32 logits "
+                  f"x {est.sampler_logit_copies:g} copies")
+    else:
+        detail = f"forward profile: {tokens} batched tokens x (hidden {hidden}, MLP {inter}/{tp})"
+    return int(max(forward, sampler)), detail
+
+
+def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: StartupProfile, *,
+                  device: str, total_memory_bytes: int, total_memory_source: str,
+                  gpu_memory_utilization: float | None, num_layers: int, dtype_bytes: int,
+                  cudagraphs: bool, max_num_batched_tokens: int | None = None,
+                  max_num_seqs: int | None = None, kv_cache_memory_bytes: int | None = None,
+                  reserved_bytes: int | None = None, include_sampler: bool = True) -> MemoryBudget:
+    """The budget of one GPU (``weights`` already per GPU). ``include_sampler`` is False
+    only to read logs of vLLM's old V0 engine, whose non-driver ranks ran no sampler."""
+    mem = profile.memory
+    est = mem.estimates
+    tp = weights.tensor_parallel_size
+    util = gpu_memory_utilization or mem.default_gpu_memory_utilization
+    defaults = profile.scheduler_default(device, total_memory_bytes / GIB)
+    tokens = max_num_batched_tokens or defaults.max_num_batched_tokens
+    seqs = max_num_seqs or defaults.max_num_seqs
+    inputs = BudgetInputs(
+        device=device, total_memory_bytes=total_memory_bytes,
+        total_memory_source=total_memory_source, gpu_memory_utilization=util,
+        utilization_default=gpu_memory_utilization is None, tensor_parallel_size=tp,
+        max_num_batched_tokens=tokens, max_num_seqs=seqs, cudagraphs=cudagraphs,
+        kv_cache_memory_bytes=kv_cache_memory_bytes, reserved_bytes=reserved_bytes)
+    requested = math.ceil(total_memory_bytes * util)
+    lines: list[MemoryLine] = []
+    if reserved_bytes:
+        lines.append(MemoryLine(name="non-KV memory (reserved_memory_gib)", bytes=reserved_bytes,
+                                basis="input"))
+    else:
+        detail = f"{weights.total_params / 1e9:.2f}B parameters"
+        if weights.quantization:
+            detail += f", {weights.quantization}"
+        if weights.moe_backend:
+            detail += f" ({weights.moe_backend} MoE padding)"
+        if tp > 1:
+            detail += f", 1/{tp} per GPU"
+        lines.append(MemoryLine(name="weights", bytes=weights.bytes_per_gpu, basis="estimate",
+                                detail=detail))
+        activation, how = _activation_bytes(raw, profile, weights, tokens, seqs, dtype_bytes,
+                                           include_sampler)
+        lines.append(MemoryLine(name="activation peak (profile run)", bytes=activation,
+                                basis="estimate", detail=how))
+        non_torch = est.non_torch_gib + (est.non_torch_tp_gib if tp > 1 else 0.0)
+        lines.append(MemoryLine(name="non-torch memory", bytes=int(non_torch * GIB),
+                                basis="estimate",
+                                detail="cuBLAS / NCCL workspaces" + (" (TP > 1)" if tp > 1 else "")))
+        if cudagraphs and mem.cudagraph_estimate_applied:
+            graphs = est.cudagraph_base_gib + est.cudagraph_per_layer_gib * num_layers
+            lines.append(MemoryLine(name="CUDA graphs", bytes=int(graphs * GIB), basis="estimate",
+                                    detail=f"{num_layers} layers; subtracted since "
+                                           "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"))
+    if kv_cache_memory_bytes is not None:
+        available = kv_cache_memory_bytes
+    else:
+        available = requested - sum(line.bytes for line in lines)
+    return MemoryBudget(engine=profile.engine, inputs=inputs, requested_bytes=requested,
+                        lines=tuple(lines), weights=weights, available_kv_bytes=available)

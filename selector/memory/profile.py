@@ -1,0 +1,178 @@
+"""The start-up data of one engine version (``schemas/engines/<engine>/startup.yaml``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from selector.catalog import Catalog, CatalogError
+
+__all__ = [
+    "CheckSpec",
+    "Estimates",
+    "MaxLenCheck",
+    "MemorySpec",
+    "Mxfp4Backend",
+    "QuantScheme",
+    "SchedulerDefault",
+    "StartupChecks",
+    "StartupProfile",
+    "VocabCheck",
+    "startup_profile",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SchedulerDefault(_Strict):
+    """One row of vLLM's default ``max_num_batched_tokens`` / ``max_num_seqs`` table."""
+
+    min_memory_gib: float
+    exclude_names: tuple[str, ...] = ()
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+
+class Estimates(_Strict):
+    """Figures vLLM measures on the GPU; fitted to public start-up logs."""
+
+    non_torch_gib: float
+    non_torch_tp_gib: float
+    activation_hidden_factor: float
+    activation_intermediate_factor: float
+    sampler_logit_copies: float
+    cudagraph_base_gib: float
+    cudagraph_per_layer_gib: float
+
+
+class QuantScheme(_Strict):
+    """How a checkpoint's ``quantization_config`` stores its weights."""
+
+    name: str
+    methods: tuple[str, ...]
+    algos: tuple[str, ...] = ()
+    value_bits: int
+    group_size: int
+    scale_bits: int
+    layers: Literal["linear", "experts"]
+    source: str
+
+    @property
+    def bits_per_weight(self) -> float:
+        return self.value_bits + (self.scale_bits / self.group_size if self.group_size else 0.0)
+
+
+class Mxfp4Backend(_Strict):
+    """The MXFP4 MoE backend on a range of compute capabilities and its padding."""
+
+    min_cc: int
+    max_cc: int
+    backend: str
+    flag: str
+    """The ``--moe-backend`` value that selects it."""
+    intermediate_multiple: int
+    hidden_multiple: int
+
+
+class MemorySpec(_Strict):
+    default_gpu_memory_utilization: float = Field(gt=0, le=1)
+    source: str
+    cudagraph_estimate_applied: bool
+    scheduler_defaults: tuple[SchedulerDefault, ...]
+    log: dict[str, str]
+    reserve_null_block: bool
+    """The fit check plans against available memory less one pool block (the null block)."""
+    no_memory_code: str
+    oom_code: str
+    too_long_code: str
+    estimated_max_len: str
+    estimates: Estimates
+    quantization: tuple[QuantScheme, ...]
+    mxfp4_backends: tuple[Mxfp4Backend, ...]
+
+
+class CheckSpec(_Strict):
+    code: str
+    source: str
+    min_cc: int | None = None
+
+
+class VocabCheck(CheckSpec):
+    padding: int
+
+
+class MaxLenCheck(CheckSpec):
+    keys: tuple[str, ...]
+    prescaled_rope_types: tuple[str, ...]
+    allow_env: str
+
+
+class StartupChecks(_Strict):
+    bfloat16: CheckSpec
+    max_model_len: MaxLenCheck
+    tensor_parallel_heads: CheckSpec
+    tensor_parallel_vocab: VocabCheck
+    removed_flag: CheckSpec
+    unknown_json_key: CheckSpec
+    compilation_config_fields: tuple[str, ...]
+
+
+class StartupProfile(_Strict):
+    engine: str
+    memory: MemorySpec
+    checks: StartupChecks
+
+    def scheduler_default(self, device_name: str | None, memory_gib: float) -> SchedulerDefault:
+        """vLLM's default batch limits for a device (the first matching row)."""
+        for row in self.memory.scheduler_defaults:
+            if memory_gib >= row.min_memory_gib and device_name not in row.exclude_names:
+                return row
+        return self.memory.scheduler_defaults[-1]
+
+    def quant_scheme(self, method: str, algo: str | None) -> QuantScheme | None:
+        for scheme in self.memory.quantization:
+            if method in scheme.methods and (not scheme.algos or (algo or "") in scheme.algos):
+                return scheme
+        return None
+
+    def mxfp4_backend(self, cc: int, requested: str | None = None) -> Mxfp4Backend:
+        """The MXFP4 MoE backend vLLM picks on ``cc`` (or the one ``--moe-backend`` forces)."""
+        for row in self.memory.mxfp4_backends:
+            if requested and row.flag == requested:
+                return row
+        for row in self.memory.mxfp4_backends:
+            if row.min_cc <= cc <= row.max_cc:
+                return row
+        return self.memory.mxfp4_backends[-1]
+
+
+@lru_cache(maxsize=8)
+def _load(path: Path) -> StartupProfile:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return StartupProfile.model_validate(raw)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise CatalogError(f"{path}: {exc}") from None
+
+
+def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfile:
+    """The start-up data of ``engine`` (default: the catalog's default engine)."""
+    name = catalog.engine(engine).engine
+    directory = catalog.engine_dirs[name]
+    profile = _load(directory / "startup.yaml")
+    for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
+                 profile.memory.oom_code,
+                 profile.checks.bfloat16.code, profile.checks.max_model_len.code,
+                 profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
+                 profile.checks.tensor_parallel_vocab.code,
+                 profile.checks.unknown_json_key.code):
+        if code not in catalog.codes:
+            raise CatalogError(f"{directory / 'startup.yaml'}: code {code} is not in "
+                               "reason-codes.yaml")
+    return profile

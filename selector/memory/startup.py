@@ -1,0 +1,250 @@
+"""Will vLLM start? The memory budget, the KV fit and the other start-up checks of one
+model deployment, each refusal with vLLM's own text (codes from
+``schemas/reason-codes.yaml``, facts from ``schemas/engines/<engine>/startup.yaml``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from selector.catalog import Catalog
+from selector.errors import InputError
+from selector.kv.capacity import Capacity
+from selector.kv.plan_types import ModelPlan
+from selector.memory.budget import MemoryBudget, memory_budget
+from selector.memory.fit import KVFit, format_gib, kv_fit
+from selector.memory.profile import StartupProfile
+from selector.memory.weights import config_int, estimate_weights, text_config
+from selector.models import ModelFacts
+
+__all__ = [
+    "MemoryReport",
+    "StartupIssue",
+    "derived_max_model_len",
+    "device_total_memory",
+    "dtype_issue",
+    "max_model_len_issue",
+    "memory_report",
+    "plan_budget",
+    "raw_config",
+    "tensor_parallel_issue",
+]
+
+_GIB = 1024**3
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+class StartupIssue(BaseModel):
+    """A start-up refusal: vLLM raises with ``message`` and the server does not come up."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    name: str
+    message: str
+    hint: str
+    field: tuple[str, ...] = ()
+    """The deployment field it is about (to locate it in the file)."""
+
+
+class MemoryReport(BaseModel):
+    """The memory section of a report: the budget, what the KV cache holds, vLLM's log."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    budget: MemoryBudget
+    fit: KVFit | None = None
+    capacity: Capacity | None = None
+    log: tuple[str, ...] = ()
+    """vLLM's own start-up log lines for these figures."""
+    issue: StartupIssue | None = None
+
+
+def _issue(catalog: Catalog, code: str, field: tuple[str, ...], **values: Any) -> StartupIssue:
+    entry = catalog.code(code)
+    return StartupIssue(code=code, name=entry.name, message=entry.message.format(**values),
+                        hint=entry.hint.format(**values), field=field)
+
+
+def raw_config(model: ModelFacts) -> Mapping[str, Any]:
+    """The config.json the facts were read from (a preset or a local file)."""
+    path = Path(model.source)
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the model config: {exc}", file=str(path),
+                         field="model") from None
+    return data if isinstance(data, dict) else {}
+
+
+@lru_cache(maxsize=1)
+def _device_memory_table() -> dict[str, tuple[float, str]]:
+    from selector.models.presets import preset_dir
+
+    path = preset_dir().parent / "device-memory.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {str(name): (float(row["total_gib"]), str(row["source"]))
+            for name, row in (data.get("devices") or {}).items()}
+
+
+def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str] | None:
+    """(bytes CUDA reports as total, where the figure comes from) or None if unknown."""
+    table = _device_memory_table()
+    if name in table:
+        gib, source = table[name]
+        return int(gib * _GIB), f"{gib:g} GiB as CUDA reports it ({source})"
+    if nominal_gib:
+        return int(nominal_gib * _GIB), (f"{nominal_gib:g} GiB, the catalog's nominal figure "
+                                         "(CUDA reports a little less)")
+    return None
+
+
+def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: int,
+                nominal_gib: float | None, dtype: str, cudagraphs: bool,
+                gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
+                max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
+                reserved_bytes: int | None, moe_backend: str | None = None) -> MemoryBudget | None:
+    """The budget of one GPU of a model deployment (``model`` sharded with ``for_tp``)."""
+    total = device_total_memory(device, nominal_gib)
+    if total is None:
+        return None
+    raw = raw_config(model)
+    dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
+    weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
+                               tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
+                               moe_backend=moe_backend)
+    return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
+                         total_memory_source=total[1],
+                         gpu_memory_utilization=gpu_memory_utilization,
+                         num_layers=len(model.layers), dtype_bytes=dtype_bytes,
+                         cudagraphs=cudagraphs, max_num_batched_tokens=max_num_batched_tokens,
+                         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
+                         reserved_bytes=reserved_bytes)
+
+
+def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile,
+                  catalog: Catalog, *, in_flight_tokens: int) -> MemoryReport:
+    """The budget, vLLM's fit check on the plan, and the capacity vLLM logs."""
+    weights = budget.weights.bytes_per_gpu
+    if weights > budget.inputs.total_memory_bytes and budget.inputs.reserved_bytes is None:
+        issue = _issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
+                       weights_gib=format_gib(weights),
+                       total_gib=format_gib(budget.inputs.total_memory_bytes))
+        return MemoryReport(budget=budget, issue=issue)
+    log = [profile.memory.log["available"].format(gib=format_gib(budget.available_kv_bytes))]
+    if plan is None or plan.capacity is None or not plan.entries:
+        return MemoryReport(budget=budget, log=tuple(log))
+    cap = plan.capacity
+    specs = [entry.spec for entry in plan.entries]
+    fit = kv_fit(specs, available_bytes=budget.available_kv_bytes,
+                 pool_block_bytes=cap.bytes_per_block if profile.memory.reserve_null_block else 0,
+                 max_model_len=cap.max_model_len,
+                 in_flight_tokens=in_flight_tokens)
+    mem = profile.memory
+    if fit.outcome == "no_memory":
+        issue = _issue(catalog, mem.no_memory_code, ("gpu_memory_utilization",))
+        return MemoryReport(budget=budget, fit=fit, log=tuple(log), issue=issue)
+    if fit.outcome == "too_long":
+        estimated = (mem.estimated_max_len.format(estimated=fit.estimated_max_len)
+                     if fit.estimated_max_len > 0 else "")
+        issue = _issue(catalog, mem.too_long_code, ("max_model_len",),
+                       max_model_len=fit.max_model_len, needed_gib=format_gib(fit.needed_bytes),
+                       available_gib=format_gib(fit.check_bytes), estimated_msg=estimated)
+        return MemoryReport(budget=budget, fit=fit, log=tuple(log), issue=issue)
+    for key in ("capacity", "size", "concurrency"):
+        if key in mem.log and cap.kv_cache_tokens is not None and cap.max_concurrency is not None:
+            log.append(mem.log[key].format(
+                pool="GPU", tokens=f"{cap.kv_cache_tokens:,}",
+                max_model_len=f"{cap.max_model_len:,}",
+                concurrency=f"{cap.max_concurrency:.2f}"))
+    return MemoryReport(budget=budget, fit=fit, capacity=cap, log=tuple(log))
+
+
+# ---------------------------------------------------------------- the other checks
+
+
+def dtype_issue(catalog: Catalog, profile: StartupProfile, *, dtype: str, explicit: bool,
+                cc: int, device: str) -> StartupIssue | None:
+    """``--dtype bfloat16`` on a GPU below compute capability 8.0."""
+    spec = profile.checks.bfloat16
+    if dtype != "bfloat16" or not explicit or spec.min_cc is None or cc >= spec.min_cc:
+        return None
+    return _issue(catalog, spec.code, ("dtype",), gpu_name=device,
+                  capability=f"{cc // 10}.{cc % 10}")
+
+
+def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[float | int, str] | None:
+    """vLLM's derived max_model_len and the config key it came from, or None."""
+    spec = profile.checks.max_model_len
+    cfg = text_config(raw)
+    derived: float | int | None = None
+    key_used = ""
+    for key in spec.keys:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and (derived is None or value < derived):
+            derived, key_used = value, key
+    if isinstance(cfg.get("model_max_length"), int):
+        derived, key_used = cfg["model_max_length"], "model_max_length"
+    if derived is None:
+        return None
+    model_type = str(cfg.get("model_type", ""))
+    if "gemma3" not in model_type and cfg.get("position_embedding_type") != "absolute":
+        factor: float = 1.0
+        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+        if isinstance(rope, Mapping):
+            rope_type = rope.get("rope_type", rope.get("type", "default"))
+            value = rope.get("factor")
+            if (rope_type not in spec.prescaled_rope_types and isinstance(value, int | float)
+                    and not isinstance(value, bool)):
+                factor = float(value)
+        derived = derived * factor
+    return derived, key_used
+
+
+def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[str, Any], *,
+                        max_model_len: int | None,
+                        environment: Mapping[str, str]) -> StartupIssue | None:
+    """``--max-model-len`` above what the config allows (unless the env var allows it)."""
+    spec = profile.checks.max_model_len
+    if max_model_len is None or environment.get(spec.allow_env, "").strip() in ("1", "true", "True"):
+        return None
+    found = derived_max_model_len(raw, profile)
+    if found is None or max_model_len <= found[0]:
+        return None
+    derived, key = found
+    cfg = text_config(raw)
+    model_max = cfg.get("model_max_length")
+    return _issue(catalog, spec.code, ("max_model_len",), max_model_len=max_model_len,
+                  max_len_key=key, derived=derived, model_max_length=model_max,
+                  derived_int=int(derived))
+
+
+def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: ModelFacts,
+                          tp: int) -> StartupIssue | None:
+    """Attention heads (then the padded vocabulary) not divisible by
+    ``--tensor-parallel-size``, in the order vLLM checks them."""
+    heads = max((layer.total_q_heads or layer.num_q_heads for layer in model.layers
+                 if layer.is_attention), default=0)
+    if tp <= 1:
+        return None
+    if heads and heads % tp:
+        return _issue(catalog, profile.checks.tensor_parallel_heads.code,
+                      ("parallel", "tensor_parallel_size"), total_num_attention_heads=heads,
+                      tensor_parallel_size=tp)
+    vocab_check = profile.checks.tensor_parallel_vocab
+    vocab = config_int(text_config(raw_config(model)), "vocab_size")
+    padded = -(-vocab // vocab_check.padding) * vocab_check.padding
+    if vocab and padded % tp:
+        return _issue(catalog, vocab_check.code, ("parallel", "tensor_parallel_size"),
+                      padded_vocab=padded, tensor_parallel_size=tp, padding=vocab_check.padding)
+    return None

@@ -1,0 +1,132 @@
+"""The memory section of a model report: vLLM's start-up budget, the KV cache it leaves,
+and vLLM's own log lines for it (text, JSON and markdown)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from selector.memory import MemoryReport, StartupIssue
+from selector.report.plain import PlainTable
+
+__all__ = ["issue_json", "memory_json", "memory_markdown", "memory_table"]
+
+_GIB = 1024**3
+
+
+def _gib(value: int) -> str:
+    return f"{value / _GIB:.2f} GiB"
+
+
+def _basis(basis: str) -> str:
+    return {"estimate": "estimate", "vllm": "vLLM's formula", "input": "given"}[basis]
+
+
+def _profile_inputs(report: MemoryReport) -> str:
+    inputs = report.budget.inputs
+    text = (f"max_num_batched_tokens {inputs.max_num_batched_tokens}, max_num_seqs "
+            f"{inputs.max_num_seqs}, TP {inputs.tensor_parallel_size}")
+    return text + ("" if inputs.cudagraphs else ", no CUDA graphs")
+
+
+def memory_table(report: MemoryReport) -> PlainTable:
+    """Where one GPU's memory goes; estimates are labelled as such."""
+    budget = report.budget
+    inputs = budget.inputs
+    table = PlainTable(title="Memory per GPU at start-up (estimates are labelled)",
+                       show_header=True)
+    for column in ("item", "GiB", "how it is known"):
+        table.add_column(column)
+    util = f"{inputs.gpu_memory_utilization:g}" + (" (vLLM's default)" if inputs.utilization_default else "")
+    table.add_row("GPU memory", f"{inputs.total_memory_bytes / _GIB:.2f}",
+                  Text(inputs.total_memory_source))
+    table.add_row(Text(f"requested = ceil(total x {util})"),
+                  f"{budget.requested_bytes / _GIB:.2f}", "vLLM's formula")
+    table.add_row("profile run inputs", "", Text(_profile_inputs(report)))
+    for line in budget.lines:
+        table.add_row(Text(f"- {line.name}"), f"{line.bytes / _GIB:.2f}",
+                      Text(f"{_basis(line.basis)}: {line.detail}" if line.detail else _basis(line.basis)))
+    if inputs.kv_cache_memory_bytes is not None:
+        table.add_row("KV cache (--kv-cache-memory-bytes)",
+                      f"{inputs.kv_cache_memory_bytes / _GIB:.2f}", "given; skips profiling")
+    else:
+        table.add_row(Text("= available for the KV cache", style="bold"),
+                      f"{budget.available_kv_bytes / _GIB:.2f}",
+                      "estimate" if budget.estimated else "vLLM's formula")
+    fit = report.fit
+    if fit is not None:
+        table.add_row("KV needed for one max_model_len request",
+                      f"{fit.needed_bytes / _GIB:.2f}", f"{fit.max_model_len:,} tokens")
+    cap = report.capacity
+    if cap is not None and cap.num_blocks is not None:
+        table.add_row("KV blocks", str(cap.num_blocks), f"{cap.bytes_per_block:,} bytes per block")
+    for logged in report.log:
+        table.add_row(Text("vLLM would log", style="dim"), "", Text(logged))
+    return table
+
+
+def issue_json(issue: StartupIssue) -> dict[str, Any]:
+    return {"code": issue.code, "name": issue.name, "message": issue.message,
+            "hint": issue.hint, "field": ".".join(issue.field) or None}
+
+
+def memory_json(report: MemoryReport) -> dict[str, Any]:
+    """The memory section of the JSON document (docs/json-output.md)."""
+    budget = report.budget
+    weights = budget.weights
+    cap = report.capacity
+    fit = report.fit
+    return {
+        "engine": budget.engine,
+        "estimated": budget.estimated,
+        "inputs": budget.inputs.model_dump(mode="json"),
+        "requested_bytes": budget.requested_bytes,
+        "reservations": [
+            {"name": line.name, "bytes": line.bytes, "basis": line.basis, "detail": line.detail}
+            for line in budget.lines],
+        "weights": {
+            "bytes_per_gpu": weights.bytes_per_gpu,
+            "total_params": weights.total_params,
+            "quantization": weights.quantization,
+            "moe_backend": weights.moe_backend,
+            "tensor_parallel_size": weights.tensor_parallel_size,
+            "parts": [{"name": p.name, "params": p.params, "bits": p.bits, "bytes": p.bytes}
+                      for p in weights.parts],
+        },
+        "available_kv_bytes": budget.available_kv_bytes,
+        "kv_cache": None if fit is None else {
+            "max_model_len": fit.max_model_len,
+            "needed_bytes": fit.needed_bytes,
+            "fits": fit.outcome == "ok",
+            "outcome": fit.outcome,
+            "estimated_max_model_len": fit.estimated_max_len or None,
+            "num_blocks": cap.num_blocks if cap else None,
+            "bytes_per_block": cap.bytes_per_block if cap else None,
+            "tokens": cap.kv_cache_tokens if cap else None,
+            "max_concurrency": cap.max_concurrency if cap else None,
+        },
+        "log": list(report.log),
+        "error": issue_json(report.issue) if report.issue is not None else None,
+    }
+
+
+def memory_markdown(report: MemoryReport) -> list[str]:
+    """The memory section as markdown lines."""
+    budget = report.budget
+    inputs = budget.inputs
+    lines = ["| Memory per GPU | GiB | How it is known |", "|---|---|---|",
+             f"| GPU memory | {inputs.total_memory_bytes / _GIB:.2f} | "
+             f"{inputs.total_memory_source.replace('|', '/')} |",
+             f"| requested = ceil(total x {inputs.gpu_memory_utilization:g}) | "
+             f"{budget.requested_bytes / _GIB:.2f} | vLLM's formula |",
+             f"| profile run inputs | | {_profile_inputs(report)} |"]
+    for line in budget.lines:
+        how = _basis(line.basis) + (f": {line.detail}" if line.detail else "")
+        lines.append(f"| - {line.name} | {line.bytes / _GIB:.2f} | {how.replace('|', '/')} |")
+    lines.append(f"| **available for the KV cache** | {budget.available_kv_bytes / _GIB:.2f} | "
+                 f"{'estimate' if budget.estimated else 'given'} |")
+    lines.append("")
+    if report.log:
+        lines += ["vLLM would log:", "", "```", *report.log, "```", ""]
+    return lines

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Compare the start-up memory fit check (``selector.memory.kv_fit`` and the MM001 / MM002
+messages of ``schemas/reason-codes.yaml``) with vLLM's own ``check_enough_kv_cache_memory``.
+
+Run with the oracle interpreter (vLLM 0.33.0 installed, no GPU needed)::
+
+    /work/oracle/.venv/bin/python tools/memory_oracle.py [-v] [--write GOLDEN.jsonl.gz]
+
+For every preset it plans the KV cache (as tools/kv_oracle.py does), then for a grid of
+available-memory figures around what one ``max_model_len`` request needs it asks vLLM's
+unmodified ``vllm.v1.core.kv_cache_planning.check_enough_kv_cache_memory`` whether it
+raises and with which message, and compares that with attn-select's answer, word for word.
+Exit status 0 when everything agrees. ``--write`` saves vLLM's answers (preset,
+max_model_len, available bytes, vLLM's message or null) for tests/golden/test_memory_oracle.py,
+which checks them in CI without vLLM.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+import kv_oracle as kvo  # noqa: E402
+from kv_oracle_backends import SET  # noqa: E402
+from vllm.v1.core import kv_cache_planning as planning  # noqa: E402
+from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry  # noqa: E402
+
+from selector.catalog import load_catalog  # noqa: E402
+from selector.kv import KVOptions, plan_model  # noqa: E402
+from selector.memory import format_gib, kv_fit, startup_profile  # noqa: E402
+from selector.models import list_presets, load_model  # noqa: E402
+
+FACTORS = (-1.0, 0.0, 0.001, 0.3, 0.5, 0.999, 1.0, 1.001, 1.5, 3.0)
+
+
+def ours(catalog, profile, specs, available: int, block_bytes: int, max_len: int,
+         in_flight: int) -> str | None:
+    fit = kv_fit(specs, available_bytes=available, pool_block_bytes=block_bytes,
+                 max_model_len=max_len, in_flight_tokens=in_flight)
+    memory = profile.memory
+    if fit.outcome == "no_memory":
+        return catalog.code(memory.no_memory_code).message
+    if fit.outcome == "too_long":
+        estimated = (memory.estimated_max_len.format(estimated=fit.estimated_max_len)
+                     if fit.estimated_max_len > 0 else "")
+        return catalog.code(memory.too_long_code).message.format(
+            max_model_len=max_len, needed_gib=format_gib(fit.needed_bytes),
+            available_gib=format_gib(fit.check_bytes), estimated_msg=estimated)
+    return None
+
+
+def main() -> int:
+    verbose = "-v" in sys.argv
+    KVCacheSpecRegistry._ensure_registered(SimpleNamespace())
+    catalog = load_catalog()
+    profile = startup_profile(catalog, "vllm==0.33.0")
+    agree = differ = 0
+    answers: list[dict[str, object]] = []
+    for preset in list_presets():
+        for max_len in (4096, 32768):
+            options = KVOptions(max_model_len=max_len)
+            model = load_model(preset)
+            plan = plan_model(model, SET, options)
+            if not plan.ok or plan.capacity is None or not plan.entries:
+                continue
+            entry_backends = [kvo.vllm_backend(e.backend) for e in plan.entries]
+            cfg = kvo.fake_config(model, options, plan, list(dict.fromkeys(entry_backends)))
+            cached = [e for e in plan.entries if e.spec.kind != "encoder_only_attention"]
+            vspecs = {e.name: kvo.vllm_spec(e.spec) for e in cached}
+            needed = kv_fit([e.spec for e in cached], available_bytes=1 << 50,
+                            pool_block_bytes=0, max_model_len=max_len,
+                            in_flight_tokens=options.max_in_flight_tokens).needed_bytes
+            for factor in FACTORS:
+                available = int(needed * factor)
+                try:
+                    planning.check_enough_kv_cache_memory(cfg, dict(vspecs), available)
+                    theirs = None
+                except ValueError as exc:
+                    theirs = str(exc)
+                mine = ours(catalog, profile, [e.spec for e in cached], available,
+                            plan.capacity.bytes_per_block, max_len,
+                            options.max_in_flight_tokens)
+                answers.append({"preset": preset, "max_model_len": max_len,
+                                "available": available, "vllm": theirs})
+                if mine == theirs:
+                    agree += 1
+                else:
+                    differ += 1
+                    print(f"DIFFER {preset} len={max_len} x{factor}\n  ours:   {mine}\n"
+                          f"  theirs: {theirs}")
+            if verbose:
+                print(preset, max_len, "done")
+    print(f"check_enough_kv_cache_memory: agree {agree}, differ {differ}")
+    if "--write" in sys.argv:
+        target = Path(sys.argv[sys.argv.index("--write") + 1])
+        with gzip.open(target, "wt", encoding="utf-8") as handle:
+            for answer in answers:
+                handle.write(json.dumps(answer, sort_keys=True) + "\n")
+        print(f"wrote {len(answers)} answers to {target}")
+    return 0 if differ == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
