@@ -982,7 +982,7 @@ def _release_flags() -> dict[str, frozenset[str]]:
 
 
 def _release_note(flag: str, version: str, catalog: Catalog) -> ServeNote | None:
-    """SU006 when ``flag`` is an engine flag of some vLLM release but not of ``version``:
+    """SU007 when ``flag`` is an engine flag of some vLLM release but not of ``version``:
     that release's parser refuses the command line."""
     table = _release_flags()
     flags = table.get(version)
@@ -990,8 +990,8 @@ def _release_note(flag: str, version: str, catalog: Catalog) -> ServeNote | None
     if flags is None or name in flags or not any(name in f for f in table.values()):
         return None
     having = [v for v, f in table.items() if name in f]
-    code = catalog.code("SU006")
-    return ServeNote("error", "SU006", flag, code.message.format(flag=name),
+    code = catalog.code("SU007")
+    return ServeNote("error", "SU007", flag, code.message.format(flag=name),
                      hint=code.hint.format(flag=name, releases=", ".join(having)))
 
 
