@@ -213,6 +213,17 @@ class Catalog:
                             f"profile ({self._nearest_text(installed)}): the newest profile",
                             from_installed=True)
 
+    def engine_file(self, requested: str | None, filename: str) -> Path:
+        """An engine folder's ``filename`` (``startup.yaml``, ``kernel-calls.yaml``),
+        inherited like the profile: the engine's own, else its nearest ancestor's."""
+        first = name = self._resolve(requested)
+        while name:
+            path = self.engine_dirs[name] / filename
+            if path.is_file():
+                return path
+            name = self._load(name).profile.extends or ""
+        return self.engine_dirs[first] / filename
+
     def _series_match(self, version: str) -> str | None:
         try:
             wanted = Version(version)

@@ -163,9 +163,8 @@ def _load(path: Path) -> StartupProfile:
 
 def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfile:
     """The start-up data of ``engine`` (default: the catalog's default engine)."""
-    name = catalog.engine(engine).engine
-    directory = catalog.engine_dirs[name]
-    profile = _load(directory / "startup.yaml")
+    path = catalog.engine_file(engine, "startup.yaml")
+    profile = _load(path)
     for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
                  profile.memory.oom_code,
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
@@ -173,6 +172,6 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
                  profile.checks.tensor_parallel_vocab.code,
                  profile.checks.unknown_json_key.code):
         if code not in catalog.codes:
-            raise CatalogError(f"{directory / 'startup.yaml'}: code {code} is not in "
+            raise CatalogError(f"{path}: code {code} is not in "
                                "reason-codes.yaml")
     return profile

@@ -146,10 +146,11 @@ class KernelContract(BaseModel):
 def contract_path(engine: str) -> Path:
     from selector.catalog import load_catalog
 
-    directories = load_catalog().engine_dirs
-    if engine not in directories:
-        raise CatalogError(f"no engine profile for {engine} (known: {', '.join(directories)})")
-    return directories[engine] / "kernel-calls.yaml"
+    catalog = load_catalog()
+    if engine not in catalog.engine_dirs:
+        raise CatalogError(f"no engine profile for {engine} "
+                           f"(known: {', '.join(catalog.engine_dirs)})")
+    return catalog.engine_file(engine, "kernel-calls.yaml")
 
 
 @functools.cache
