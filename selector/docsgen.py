@@ -624,7 +624,7 @@ def _glossary_page(root: Path) -> str:
     lines = [
         _MD_BANNER, "", "# Glossary", "",
         "The terms attn-select's reports use, and where vLLM defines each (paths inside the "
-        "`vllm` package, vLLM 0.33.0).", "",
+        "`vllm` package of the newest profiled release).", "",
     ]
     for entry in glossary.terms:
         lines += [f"**{entry.term}**  ", f"{entry.meaning}  ", f"_vLLM: {entry.source}_", ""]

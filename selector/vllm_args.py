@@ -49,9 +49,9 @@ SOURCE = "vllm serve"
 
 ARG_CODES: dict[str, tuple[str, str]] = {
     "AS101": ("ignored-environment-variable",
-              "An environment variable that vLLM 0.33.0 no longer reads: it has no effect."),
+              "An environment variable that the engine no longer reads: it has no effect."),
     "AS102": ("removed-flag",
-              "A flag that vLLM 0.33.0 no longer accepts (no longer given: vLLM refuses "
+              "A flag that the engine no longer accepts (no longer given: vLLM refuses "
               "the command line, reported as SU004)."),
     "AS103": ("unknown-flag", "A flag attn-select does not know; it was passed over."),
     "AS104": ("not-modelled",
@@ -747,8 +747,9 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
         else:
+            label = catalog.engine(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
-                                   f"{flag}: vLLM 0.33.0's AttentionConfig has no field {key!r} "
+                                   f"{flag}: {label}'s AttentionConfig has no field {key!r} "
                                    "that attn-select knows of"))
 
 
@@ -852,9 +853,10 @@ def _environment(env: Mapping[str, str], settings: _Settings, notes: list[ServeN
             if name == "VLLM_USE_TRTLLM_ATTENTION" and shown.strip() in ("0", "1"):
                 shown = "true" if shown.strip() == "1" else "false"
             flag = replacement.format(value=shown) if replacement else ""
-            message = f"{name}={value} has no effect: vLLM 0.33.0 does not read it"
+            label = catalog.engine(engine).label
+            message = f"{name}={value} has no effect: {label} does not read it"
             if name == "VLLM_USE_V1":
-                message = f"{name}={value} has no effect: V1 is vLLM 0.33.0's only engine"
+                message = f"{name}={value} has no effect: V1 is {label}'s only engine"
             notes.append(ServeNote(level, "AS101", name, message,
                                    hint=f"use {flag}" if flag else ""))
         elif name == "VLLM_BATCH_INVARIANT":
