@@ -57,7 +57,7 @@ class SmokePlan(BaseModel):
     backend: str = Field(min_length=1, description=(
         "the negotiated backend; the engine's kernel call contract says how it is called "
         "(FLASH_ATTN, FLASHINFER, FLASHMLA, FLASH_ATTN_MLA run here)"))
-    engine: str = Field(default_factory=lambda: _newest_engine(), pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
+    engine: str = Field(default_factory=_newest_engine, pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
                         description="the engine version whose kernel calls are reproduced")
     capability: Annotated[int, Field(ge=10, le=200, strict=True)] = Field(
         default=90, description="compute capability of the plan's GPU, major*10+minor")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import yaml
 
 from selector.resources import schemas_dir
@@ -12,7 +14,7 @@ def _first_added_flag() -> tuple[str, str, str]:
     """(a flag, the release before it appeared, the release that added it)."""
     releases = yaml.safe_load((schemas_dir() / "vllm-serve-flags.yaml").read_text())["releases"]
     names = list(releases)
-    for older, newer in zip(names, names[1:], strict=False):
+    for older, newer in itertools.pairwise(names):
         added = [f for f in releases[newer].get("added") or [] if not f.startswith("--no-")]
         if added:
             return added[0], older, newer
@@ -27,7 +29,7 @@ def _check(engine: str, flag: str) -> tuple[int, str]:
 
 
 def test_a_flag_is_refused_by_releases_that_lack_it() -> None:
-    flag, older, newer = _first_added_flag()
+    flag, older, _ = _first_added_flag()
     code, output = _check(older, flag)
     assert code == 1, output
     assert "SU007" in output and f"unrecognized arguments: {flag}" in output
