@@ -83,7 +83,24 @@ def release_changes(older: EngineData, newer: EngineData) -> list[str]:
         columns = _backend_columns(older.backends[name].model_dump(), newer.backends[name].model_dump())
         if columns:
             lines.append(f"{name}: " + ", ".join(columns))
+    flags = _serve_flag_changes().get(newer.version.public)
+    if flags and (flags.get("added") or flags.get("removed")):
+        lines.append("vllm serve flags: " + ", ".join(
+            [f"+{f}" for f in flags.get("added") or []] + [f"-{f}" for f in flags.get("removed") or []]))
     return lines or ["no change to selection data"]
+
+
+def _serve_flag_changes() -> dict[str, dict[str, list[str]]]:
+    """Per release the `vllm serve` flags it added and removed (schemas/vllm-serve-flags.yaml)."""
+    import yaml
+
+    from selector.resources import schemas_dir
+
+    path = schemas_dir() / "vllm-serve-flags.yaml"
+    if not path.is_file():
+        return {}
+    releases = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("releases", {})
+    return {str(k): v for k, v in releases.items() if isinstance(v, dict) and "flags" not in v}
 
 
 def release_history_page(catalog: Catalog, banner: str) -> str:
