@@ -213,17 +213,6 @@ class Catalog:
                             f"profile ({self._nearest_text(installed)}): the newest profile",
                             from_installed=True)
 
-    def engine_file(self, requested: str | None, filename: str) -> Path:
-        """An engine folder's ``filename`` (``startup.yaml``, ``kernel-calls.yaml``),
-        inherited like the profile: the engine's own, else its nearest ancestor's."""
-        first = name = self._resolve(requested)
-        while name:
-            path = self.engine_dirs[name] / filename
-            if path.is_file():
-                return path
-            name = self._load(name).profile.extends or ""
-        return self.engine_dirs[first] / filename
-
     def _series_match(self, version: str) -> str | None:
         try:
             wanted = Version(version)
@@ -296,6 +285,19 @@ class Catalog:
                 + "available: " + ", ".join(self.engine_names),
             )
         return matches[-1]
+
+    def engine_file(self, requested: str | None, filename: str) -> Path | None:
+        """``filename`` from the engine's folder, or else from the nearest older profile
+        it extends that has one (files such as ``startup.yaml`` and
+        ``kernel-calls.yaml`` are inherited whole); None when no profile of the chain
+        has it."""
+        name: str | None = self._resolve(requested)
+        while name is not None:
+            path = self.engine_dirs[name] / filename
+            if path.is_file():
+                return path
+            name = self.engine(name).profile.extends
+        return None
 
     def device(self, name: str) -> Device:
         """A device by name, alias or ``nvidia-smi`` name (case and punctuation do not

@@ -24,9 +24,11 @@ from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
 
 if TYPE_CHECKING:
+    from selector.catalog import EngineData
     from selector.memory import StartupIssue
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
+    from selector.models.arch_registry import ModelRegistry
     from selector.vllm_args import ServeCommand
 
 __all__ = [
@@ -280,17 +282,68 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
     return findings
 
 
+def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | None,
+                          loaded: LoadedDeployment | None) -> list[Finding]:
+    """vLLM's verdict on the model's architecture for the engine version: an
+    error (AS131, vLLM's own wording) when it refuses it, a warning (AS132) when
+    it supports it but no family maps its layers."""
+    from selector.models.arch_registry import load_model_registry
+
+    data = catalog.engine(engine)
+    refused = [_finding("error", "AS133", CLI_CODES["AS133"][0],
+                        f"{data.engine} refuses the model at start-up: AssertionError: {text}",
+                        "change the config field the message names", ("model",), loaded)
+               for text in model.refusals]
+    registry = load_model_registry(data.directory)
+    if registry is None:
+        return refused
+    return refused + _registry_findings(model, registry, data, loaded)
+
+
+def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineData,
+                       loaded: LoadedDeployment | None) -> list[Finding]:
+    from selector.models.arch_registry import architecture_status
+
+    status = architecture_status(model.architectures or (model.architecture,), registry,
+                                 data.engine)
+    path = ("model",)
+    if status.status == "supported":
+        if model.family is not None:
+            return []
+        name, _ = CLI_CODES["AS132"]
+        return [_finding(
+            "warning", "AS132", name,
+            f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
+            "every layer was checked as uniform attention",
+            "add its family to schemas/models/families.yaml (the rules are in its header) "
+            "or compare the layer table with the model; --strict makes this a failure",
+            path, loaded)]
+    name, _ = CLI_CODES["AS131"]
+    if status.status == "removed":
+        hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "
+                "last release that does")
+    elif status.status == "out_of_tree":
+        hint = "install the plugin named in the message"
+    else:
+        hint = (f"`attn-select list models --engine {data.engine}` lists the architectures "
+                "it supports; check the config's architectures field")
+    return [_finding("error", "AS131", name,
+                     f"{data.engine} refuses the model at start-up: ValueError: {status.message}",
+                     hint, path, loaded)]
+
+
 def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
                   artifact: str | None, device: str, findings: list[Finding],
                   options: CheckOptions, settings: dict[str, object] | None = None) -> CheckRecord:
     findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
+    refused_model = any(f.code in ("AS131", "AS133") for f in findings)
     if options.strict:
         findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
     plan = result.plan
     refused = plan is not None and plan.cudagraph is not None and plan.cudagraph.error
-    status: Status = "valid" if result.valid and not refused else "invalid"
+    status: Status = "valid" if result.valid and not refused and not refused_model else "invalid"
     selected = [s.result.selected for s in result.selections if s.result.selected]
     return CheckRecord(
         source=source, artifact=artifact, device=device, engine=result.engine, status=status,
@@ -343,8 +396,10 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
         checked = check_startup(
             facts_model, base, kv, loaded=loaded, catalog=catalog, engine=options.engine,
             settings=settings, environ=environ)
+        findings = architecture_findings(facts_model, catalog, options.engine or deployment.engine,
+                                         loaded) + _model_findings(checked, loaded)
         return _model_record(checked, loaded, source=source or loaded.path, artifact=artifact,
-                             device=device_name, findings=_model_findings(checked, loaded),
+                             device=device_name, findings=findings,
                              options=options, settings=settings)
     facts = deployment_facts(loaded, catalog)
     _, cc, device_name = resolve_device(deployment, catalog)

@@ -366,8 +366,10 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, d
     try:
         model = load_model(reference).for_tp(d.parallel.tensor_parallel_size)
     except InputError as exc:
+        in_config = exc.file is not None and exc.file != path
         raise InputError(exc.message, file=exc.file or path, field=exc.field or "model",
-                         hint=exc.hint, line=loaded.line_of(("model",))) from None
+                         hint=exc.hint,
+                         line=exc.line if in_config else loaded.line_of(("model",))) from None
     device, _, _ = resolve_device(d, catalog)
     memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
     options = KVOptions(

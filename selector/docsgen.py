@@ -614,6 +614,8 @@ class _GlossaryTerm(BaseModel):
 class _Glossary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    engine: str
+    """The engine whose source the ``source`` paths point into."""
     terms: tuple[_GlossaryTerm, ...]
 
 
@@ -624,7 +626,7 @@ def _glossary_page(root: Path) -> str:
     lines = [
         _MD_BANNER, "", "# Glossary", "",
         "The terms attn-select's reports use, and where vLLM defines each (paths inside the "
-        "`vllm` package of the newest profiled release).", "",
+        f"`vllm` package, {glossary.engine}).", "",
     ]
     for entry in glossary.terms:
         lines += [f"**{entry.term}**  ", f"{entry.meaning}  ", f"_vLLM: {entry.source}_", ""]

@@ -155,10 +155,10 @@ def check_model(
             continue
         facts = {**base_facts, **layer_facts(layer, model)}
         backend = per_kind.get(layer.spec_kind, attention_backend)
-        key = (*_signature(facts), ("__backend__", backend))
+        key = (*_signature(facts), ("__backend__", backend), ("__kind__", layer.layer_kind))
         groups.setdefault(key, []).append(layer.index)
         facts_of[key] = facts
-        kind_of[key] = layer.spec_kind
+        kind_of[key] = layer.layer_kind
     selections = []
     by_layer: dict[int, SolveResult] = {}
     for key, layers in groups.items():

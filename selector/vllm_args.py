@@ -3,7 +3,7 @@
 Pure: no I/O except reading the model's ``config.json`` (a shipped preset or a
 local directory, through :mod:`selector.models`); never prints or exits.  Bad
 values raise :class:`InputError` naming the flag.  Flags that do not change
-attention-backend selection are passed over with a note; knobs that vLLM 0.33.0
+attention-backend selection are passed over with a note; knobs that the newest engine
 ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show the flag to use
 instead; flags it removed and unknown keys inside ``--compilation-config`` are errors
 (vLLM refuses the command line).

@@ -54,6 +54,7 @@ class ListWhat(str, Enum):
     codes = "codes"
     engines = "engines"
     presets = "presets"
+    models = "models"
 
 
 def _console() -> Any:
@@ -134,11 +135,13 @@ def explain(
 
 @app.command("list")
 def list_(
-    what: Annotated[ListWhat, typer.Argument(help="backends, devices, codes, engines or presets.")],
+    what: Annotated[ListWhat, typer.Argument(
+        help="backends, devices, codes, engines, presets or models.")],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
 ) -> None:
-    """List the shipped backends, devices, reason codes, engine profiles or model presets."""
+    """List the shipped backends, devices, reason codes, engine profiles, model presets or
+    the model architectures an engine version supports (with their layer family and presets)."""
     from selector.catalog import load_catalog
     from selector.report.plain import PlainTable
 
@@ -153,6 +156,10 @@ def list_(
                  "memory_gib": d.memory_gib, "hbm_bandwidth_tbs": d.hbm_bandwidth_tbs,
                  "bf16_dense_tflops": d.bf16_dense_tflops, "aliases": list(d.aliases)}
                 for d in catalog.devices]
+    elif what is ListWhat.models:
+        from selector.models.arch_registry import model_rows
+
+        rows = model_rows(catalog.engine(engine))
     elif what is ListWhat.codes:
         rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
                  "hint": c.hint} for c in catalog.codes.values()]

@@ -229,7 +229,11 @@ def _print_text(records: list[Any], command: Any, *, verbose: int, fleet: bool,
         if record.model is not None:
             from selector.report.model import render_model
 
-            console.print(render_model(record.model, device=record.device, source=title))
+            architecture = [f for f in record.findings if f.code in ("AS131", "AS132", "AS133")]
+            if architecture:
+                console.print(render_notes(architecture))
+            console.print(render_model(record.model, device=record.device, source=title,
+                                       valid=record.status == "valid"))
             shown = {issue.code for issue in record.model.startup}
             others = [f for f in record.findings if f.code.startswith("AS0") or (
                 f.level != "note" and f.code not in shown and not f.code.startswith("AS1"))]

@@ -19,6 +19,7 @@ __all__ = [
     "DEEPSEEK_V32_INDEXER",
     "GDN_ATTN",
     "MAMBA1_ATTN",
+    "MAMBA2_ATTN",
     "BackendKVFacts",
     "BlockSizeRule",
     "CGSupport",
@@ -145,6 +146,16 @@ MAMBA1_ATTN = BackendKVFacts(
     is_ssm=True,
 )
 """Jamba / Mamba-1 state backend (``mamba1_attn.py``; builder in ``mamba_attn.py``)."""
+
+MAMBA2_ATTN = BackendKVFacts(
+    name="MAMBA2_ATTN",
+    class_name="Mamba2AttentionBackend",
+    cudagraph_support="UNIFORM_BATCH",
+    reorder_batch_threshold=1,
+    is_ssm=True,
+)
+"""Mamba-2 state backend (``mamba2_attn.py``; builder ``BaseMambaAttentionMetadataBuilder``
+in ``mamba_attn.py``: UNIFORM_BATCH, reorder threshold 1)."""
 
 GDN_ATTN = BackendKVFacts(
     name="GDN_ATTN",

@@ -176,9 +176,10 @@ def indexer_spec(layer: LayerFacts, ctx: SpecContext) -> MLAAttentionSpec:
 def mamba_spec(layer: LayerFacts, ctx: SpecContext) -> MambaSpec:
     """The state spec of a Mamba / GDN layer."""
     assert layer.ssm is not None
-    names, sizes = ssm_state_dtypes(
-        ctx.model_dtype, ctx.mamba_cache_dtype, ctx.mamba_ssm_cache_dtype
-    )
+    ssm_dtype = ctx.mamba_ssm_cache_dtype
+    if ssm_dtype == "auto" and layer.ssm.state_dtype:
+        ssm_dtype = layer.ssm.state_dtype
+    names, sizes = ssm_state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ssm_dtype)
     checkpoint = ctx.prefill_checkpoint_alignment if ctx.mamba_cache_mode == "align" else None
     return MambaSpec(
         block_size=ctx.mamba_block_size,

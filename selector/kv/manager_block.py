@@ -52,7 +52,7 @@ def negotiate_block_size(
         first_layer, first_backend = next(
             (layer, backend) for layer, backend in layer_backends if not backend.is_ssm
         )
-        ssm_layer = next(layer for layer in model.layers if layer.is_ssm)
+        ssm_layer = model.state_layers[0]
         ctx = SpecContext(
             model_dtype=model.runtime_dtype,
             kv_cache_dtype=options.kv_cache_dtype,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from selector.errors import InputError
-from selector.kv.backend_facts import GDN_ATTN, MAMBA1_ATTN, BackendKVFacts
+from selector.kv.backend_facts import GDN_ATTN, MAMBA1_ATTN, MAMBA2_ATTN, BackendKVFacts
 from selector.kv.capacity import Capacity, capacity
 from selector.kv.cudagraph import CudaGraphResolution, minimum_support, resolve_cudagraph_mode
 from selector.kv.errors import EngineStartupError
@@ -42,6 +42,10 @@ BackendChooser = Callable[[LayerFacts], BackendKVFacts]
 _Module = tuple[LayerFacts, BackendKVFacts, str]
 
 
+_STATE_BACKENDS = {"mamba1": MAMBA1_ATTN, "mamba2": MAMBA2_ATTN, "gdn": GDN_ATTN}
+"""The state backend vLLM wires per mixer type (``MambaBase.get_attn_backend``)."""
+
+
 def effective_backend(layer: LayerFacts, chosen: BackendKVFacts) -> BackendKVFacts:
     """The backend class vLLM actually wires for a layer: chunked local attention
     wraps the chosen one in ``ChunkedLocalAttention_{chunk}_{Class}``, whose
@@ -56,12 +60,18 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
     """(layer, backend, role) per KV-holding module, in registration order."""
     out: list[_Module] = []
     for layer in model.layers:
+        if layer.kind == "none":
+            continue
         if layer.is_ssm:
-            out.append((layer, GDN_ATTN if layer.kind == "gdn" else MAMBA1_ATTN, "state"))
+            out.append((layer, _STATE_BACKENDS[layer.ssm.ssm_type if layer.ssm else "gdn"], "state"))
             continue
         if layer.is_sparse:
             out.append((layer, options.indexer_backend, "indexer"))
         out.append((layer, effective_backend(layer, choose(layer)), "attention"))
+        if layer.has_parallel_state:
+            state = layer.state_view()
+            assert state.ssm is not None
+            out.append((state, _STATE_BACKENDS[state.ssm.ssm_type], "parallel_state"))
     return out
 
 
@@ -98,9 +108,9 @@ def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, ctx: SpecConte
         )
     spec = build_spec(layer, backend, ctx)
     return CacheEntry(
-        name=f"layers.{layer.index}",
+        name=f"layers.{layer.index}.mixer" if role == "parallel_state" else f"layers.{layer.index}",
         layer_index=layer.index,
-        role="state" if role == "state" else "attention",
+        role="state" if role in ("state", "parallel_state") else "attention",
         backend=backend,
         spec=spec,
         num_q_heads=layer.num_q_heads,

@@ -1,22 +1,31 @@
-"""Mamba-1 and Gated DeltaNet state shapes per rank (vLLM's
+"""Mamba-1, Mamba-2 and Gated DeltaNet state shapes per rank (vLLM's
 ``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``)."""
 
 from __future__ import annotations
 
 from selector.kv.dtypes import dtype_bytes
-from selector.models.facts import GDNDims, Mamba1Dims
+from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims
 
 __all__ = ["ssm_state_dtypes", "ssm_state_shapes"]
 
 
 def ssm_state_shapes(
-    dims: Mamba1Dims | GDNDims, tp: int, num_spec: int = 0
+    dims: Mamba1Dims | Mamba2Dims | GDNDims, tp: int, num_spec: int = 0
 ) -> tuple[tuple[int, ...], ...]:
     """(conv state, temporal/recurrent state) shapes on one rank, conv state in
     the default ``SD`` orientation ``(state_len, dim)``."""
     if isinstance(dims, Mamba1Dims):
         local = dims.intermediate_size // tp
         return ((dims.conv_kernel - 1, local), (local, dims.state_size))
+    if isinstance(dims, Mamba2Dims):
+        # MambaStateShapeCalculator.mamba2_state_shape: groups are replicated
+        # up to the TP size when they do not divide it (extra_groups_for_head_shards)
+        groups = dims.n_groups + (0 if dims.n_groups % tp == 0 else tp - dims.n_groups)
+        conv_dim = dims.intermediate_size + 2 * groups * dims.state_size
+        return (
+            (dims.conv_kernel - 1 + num_spec, conv_dim // tp),
+            (dims.num_heads // tp, dims.head_dim, dims.state_size),
+        )
     conv = (dims.conv_kernel - 1 + num_spec, dims.conv_dim // tp)
     recurrent = (dims.num_v_heads // tp, dims.head_v_dim, dims.head_k_dim)
     return (conv, recurrent)

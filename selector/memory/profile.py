@@ -163,7 +163,11 @@ def _load(path: Path) -> StartupProfile:
 
 def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfile:
     """The start-up data of ``engine`` (default: the catalog's default engine)."""
-    path = catalog.engine_file(engine, "startup.yaml")
+    name = catalog.engine(engine).engine
+    path = catalog.engine_file(name, "startup.yaml")
+    if path is None:
+        raise CatalogError(f"{name}: no startup.yaml in its profile folder or a profile it extends")
+    directory = path.parent
     profile = _load(path)
     for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
                  profile.memory.oom_code,
@@ -172,6 +176,6 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
                  profile.checks.tensor_parallel_vocab.code,
                  profile.checks.unknown_json_key.code):
         if code not in catalog.codes:
-            raise CatalogError(f"{path}: code {code} is not in "
+            raise CatalogError(f"{directory / 'startup.yaml'}: code {code} is not in "
                                "reason-codes.yaml")
     return profile

@@ -72,9 +72,11 @@ def text_config(raw: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def config_int(cfg: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+    """The first of ``keys`` that holds a count or size (a non-negative int); a negative
+    one is no count and the next key, then ``default``, answers."""
     for key in keys:
         value = cfg.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return default
 
@@ -227,6 +229,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             params = _ssm_params(cfg, kind)
             ssm += params // tp
             total_attn += params
+        elif kind == "none":
+            pass  # an MLP/MoE-only block or a no-op attention: no mixer weights
         else:
             sharded, replicated = _attention_params(cfg, tp)
             attn_sharded += sharded

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from selector.errors import InputError
@@ -19,22 +19,53 @@ class ConfigReader:
     Every failure is an :class:`InputError` naming the file and the dotted field.
     """
 
-    def __init__(self, data: Mapping[str, Any], file: str, prefix: str = "") -> None:
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        file: str,
+        prefix: str = "",
+        *,
+        aliases: Mapping[str, Sequence[str]] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         self.data = data
         self.file = file
         self.prefix = prefix
+        self.aliases: Mapping[str, Sequence[str]] = aliases or {}
+        self.defaults: Mapping[str, Any] = defaults or {}
+
+    def with_rules(
+        self, aliases: Mapping[str, Sequence[str]], defaults: Mapping[str, Any]
+    ) -> ConfigReader:
+        """The same section read with a family's field aliases (other names a
+        config may use) and its config class's defaults for omitted fields."""
+        return ConfigReader(self.data, self.file, self.prefix, aliases=aliases, defaults=defaults)
+
+    def key_of(self, key: str) -> str:
+        """The name ``key`` has in the file (an alias when only that is present)."""
+        if self.data.get(key) is None:
+            for alias in self.aliases.get(key, ()):
+                if self.data.get(alias) is not None:
+                    return alias
+        return key
+
+    def _get(self, key: str) -> Any:
+        value = self.data.get(self.key_of(key))
+        if value is None:
+            return self.defaults.get(key)
+        return value
 
     def error(self, key: str, message: str, hint: str | None = None) -> InputError:
-        return InputError(message, file=self.file, field=self.prefix + key, hint=hint)
+        return InputError(message, file=self.file, field=self.prefix + self.key_of(key), hint=hint)
 
     def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
+        return self._get(key) is not None
 
     def raw(self, key: str) -> Any:
-        return self.data.get(key)
+        return self._get(key)
 
     def section(self, key: str) -> ConfigReader | None:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             return None
         if not isinstance(value, Mapping):
@@ -42,7 +73,7 @@ class ConfigReader:
         return ConfigReader(value, self.file, f"{self.prefix}{key}.")
 
     def int_(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             if default is _MISSING:
                 raise self.error(key, "missing required field")
@@ -57,12 +88,12 @@ class ConfigReader:
         return value
 
     def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
-        if self.data.get(key) is None:
+        if self._get(key) is None:
             return None
         return self.int_(key, minimum=minimum)
 
     def opt_float(self, key: str) -> float | None:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -72,7 +103,7 @@ class ConfigReader:
         return float(value)
 
     def bool_(self, key: str, default: bool = False) -> bool:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             return default
         if not isinstance(value, bool):
@@ -80,7 +111,7 @@ class ConfigReader:
         return value
 
     def str_(self, key: str, default: str | None = None) -> str | None:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             return default
         if not isinstance(value, str):
@@ -88,7 +119,7 @@ class ConfigReader:
         return value
 
     def str_list(self, key: str) -> list[str] | None:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -96,7 +127,7 @@ class ConfigReader:
         return list(value)
 
     def int_list(self, key: str, *, minimum: int = 0) -> list[int] | None:
-        value = self.data.get(key)
+        value = self._get(key)
         if value is None:
             return None
         if not isinstance(value, list) or not all(

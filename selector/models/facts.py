@@ -16,15 +16,18 @@ __all__ = [
     "LayerKind",
     "MLADims",
     "Mamba1Dims",
+    "Mamba2Dims",
     "ModelDType",
     "ModelFacts",
     "SSMDims",
     "SparseIndexer",
 ]
 
-LayerKind = Literal["attention", "mla", "mamba", "gdn", "cross_attention", "encoder_only"]
+LayerKind = Literal["attention", "mla", "mamba", "gdn", "cross_attention", "encoder_only", "none"]
 """What a decoder layer's token mixer is. ``gdn`` covers Qwen3-Next's
-``linear_attention`` (Gated DeltaNet) layers."""
+``linear_attention`` (Gated DeltaNet) layers; ``mamba`` covers Mamba-1 and
+Mamba-2 mixers (``ssm`` tells which); ``none`` is a layer that holds no KV cache
+or state (an MLP/MoE-only block, a no-op or linear-replaced attention)."""
 
 ATTENTION_KINDS: frozenset[str] = frozenset({"attention", "mla", "cross_attention", "encoder_only"})
 SSM_KINDS: frozenset[str] = frozenset({"mamba", "gdn"})
@@ -66,6 +69,30 @@ class Mamba1Dims(_Frozen):
     intermediate_size: int
     state_size: int
     conv_kernel: int
+    state_dtype: str | None = None
+    """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
+    sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+
+
+class Mamba2Dims(_Frozen):
+    """Mamba-2 mixer dimensions (whole model, before tensor parallelism)."""
+
+    ssm_type: Literal["mamba2"] = "mamba2"
+    num_heads: int
+    head_dim: int
+    n_groups: int
+    state_size: int
+    conv_kernel: int
+    d_ssm: int | None = None
+    """The mixer's intermediate size when the model sets it apart from
+    ``num_heads * head_dim`` (Falcon-H1: ``mamba_d_ssm`` or ``mamba_expand * hidden_size``)."""
+    state_dtype: str | None = None
+    """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
+    sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.d_ssm if self.d_ssm is not None else self.num_heads * self.head_dim
 
 
 class GDNDims(_Frozen):
@@ -77,13 +104,16 @@ class GDNDims(_Frozen):
     head_k_dim: int
     head_v_dim: int
     conv_kernel: int
+    state_dtype: str | None = None
+    """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
+    sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
 
     @property
     def conv_dim(self) -> int:
         return self.head_k_dim * self.num_k_heads * 2 + self.head_v_dim * self.num_v_heads
 
 
-SSMDims = Annotated[Mamba1Dims | GDNDims, Field(discriminator="ssm_type")]
+SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims, Field(discriminator="ssm_type")]
 
 
 class LayerFacts(_Frozen):
@@ -110,6 +140,19 @@ class LayerFacts(_Frozen):
     mla: MLADims | None = None
     indexer: SparseIndexer | None = None
     ssm: SSMDims | None = None
+    kv_sharing_target: int | None = None
+    """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
+
+    @property
+    def has_parallel_state(self) -> bool:
+        """An attention layer with a state-space mixer beside it (Falcon-H1):
+        one attention cache and one state for the same layer index."""
+        return self.is_attention and self.ssm is not None
+
+    def state_view(self) -> LayerFacts:
+        """The layer's state mixer as a layer of its own (``kind`` ``mamba`` or ``gdn``)."""
+        assert self.ssm is not None
+        return self.model_copy(update={"kind": "gdn" if self.ssm.ssm_type == "gdn" else "mamba"})
 
     @property
     def is_attention(self) -> bool:
@@ -133,6 +176,14 @@ class LayerFacts(_Frozen):
         return "decoder"
 
     @property
+    def layer_kind(self) -> str:
+        """The layer's kind as the layer table shows it: ``spec_kind``, with
+        chunked local attention (Llama-4) told apart from full attention."""
+        if self.attention_chunk_size and self.kind == "attention":
+            return "chunked_attention"
+        return self.spec_kind
+
+    @property
     def spec_kind(self) -> str:
         """vLLM's ``get_attn_spec_kind`` (the key of ``backend_per_kind``)."""
         if self.kind == "encoder_only":
@@ -154,6 +205,8 @@ class ModelFacts(_Frozen):
     source: str
     """The file the facts came from."""
     architecture: str
+    architectures: tuple[str, ...] = ()
+    """Every name of the config's ``architectures`` list (vLLM tries each)."""
     model_type: str
     dtype: ModelDType
     """``torch_dtype`` as written in the config (float32 when absent)."""
@@ -161,6 +214,12 @@ class ModelFacts(_Frozen):
     hidden_size: int
     max_position_embeddings: int | None = None
     is_mm_prefix_lm: bool = False
+    refusals: tuple[str, ...] = ()
+    """vLLM's own start-up errors that the config alone decides (e.g. Qwen2's
+    "Sliding window for some but all layers is not supported")."""
+    family: str | None = None
+    """The ``schemas/models/families.yaml`` family that read the layers; None
+    when no family maps the architecture (read with the generic rules)."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
 
@@ -176,7 +235,17 @@ class ModelFacts(_Frozen):
     @property
     def is_hybrid(self) -> bool:
         """Attention plus Mamba-style layers (vLLM's ``is_hybrid``)."""
-        return any(layer.is_ssm for layer in self.layers)
+        return any(layer.is_ssm or layer.has_parallel_state for layer in self.layers)
+
+    @property
+    def state_layers(self) -> tuple[LayerFacts, ...]:
+        """Every state-space mixer as a layer: the SSM layers and the states that
+        sit beside attention (Falcon-H1)."""
+        return tuple(
+            layer if layer.is_ssm else layer.state_view()
+            for layer in self.layers
+            if layer.is_ssm or layer.has_parallel_state
+        )
 
     @property
     def attention_layers(self) -> tuple[LayerFacts, ...]:

@@ -15,38 +15,15 @@ from pydantic import ValidationError
 from selector.errors import InputError
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
-from selector.models.layer_patterns import MixerType, resolve_mixers
-from selector.models.ssm_config import read_gdn, read_mamba1
+from selector.models.families import GENERIC, Family, families, family_for
+from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
+from selector.models.ssm_config import read_ssm
 
-__all__ = ["MAX_LAYERS", "parse_config"]
+__all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
 
 MAX_LAYERS = 4096
 """More layers than this is treated as a malformed config."""
 
-MLA_MODEL_TYPES = frozenset(
-    {
-        "deepseek_v2",
-        "deepseek_v3",
-        "deepseek_v32",
-        "deepseek_mtp",
-        "kimi_k2",
-        "kimi_linear",
-        "glm_moe_dsa",
-        "glm4_moe_lite",
-        "longcat_flash",
-        "pangu_ultra_moe",
-        "bailing_hybrid",
-    }
-)
-"""``model_type`` values vLLM treats as DeepSeek-style MLA when ``kv_lora_rank`` is set."""
-
-MM_PREFIX_LM_MODEL_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
-ENCODER_ONLY_MODEL_TYPES = frozenset(
-    {"bert", "roberta", "xlm-roberta", "distilbert", "electra", "modernbert", "nomic_bert"}
-)
-SINK_MODEL_TYPES = frozenset({"gpt_oss"})
-_DEFAULT_WINDOWS = {"gemma2": 4096, "gemma3": 4096, "gemma3_text": 4096, "gpt_oss": 128}
-"""The config classes' ``sliding_window`` defaults, used when the key is absent."""
 _KV_HEAD_ALIASES = (
     "n_head_kv",
     "num_kv_heads",
@@ -98,8 +75,8 @@ def _head_size(text: ConfigReader, hidden: int, num_q: int) -> int:
     return hidden // num_q
 
 
-def _alibi(top: ConfigReader, text: ConfigReader, model_type: str) -> bool:
-    if model_type == "bloom" or text.bool_("alibi"):
+def _alibi(top: ConfigReader, text: ConfigReader, family: Family) -> bool:
+    if family.alibi or text.bool_("alibi"):
         return True
     if text.str_("position_embedding_type") == "alibi":
         return True
@@ -138,27 +115,34 @@ def _cross_layers(text: ConfigReader, num_layers: int) -> frozenset[int]:
 
 
 class _ConfigParser:
-    """Builds the layers of one config; one instance per parse."""
+    """Builds the layers of one config by its family's rules; one instance per parse."""
 
-    def __init__(self, top: ConfigReader, text: ConfigReader) -> None:
+    def __init__(self, top: ConfigReader, text: ConfigReader, family: Family) -> None:
         self.top = top
-        self.text = text
+        self.family = family
+        self.text = text.with_rules(family.aliases, family.defaults)
+        text = self.text
         self.model_type = top.str_("model_type") or ""
         self.text_model_type = text.str_("model_type") or self.model_type
         self.num_layers = text.int_("num_hidden_layers")
         if self.num_layers > MAX_LAYERS:
             raise text.error("num_hidden_layers", f"{self.num_layers} layers is implausible")
         self.hidden = text.int_("hidden_size")
-        self.mixers = resolve_mixers(text, self.text_model_type, self.num_layers)
+        self.mixers = resolve_mixers(text, family.mixers, self.num_layers)
         self.cross_layers = _cross_layers(text, self.num_layers)
 
     def attention_common(self) -> dict[str, Any]:
         text = self.text
         num_q = text.int_("num_attention_heads")
-        num_kv = _kv_heads(text, num_q)
-        head = _head_size(text, self.hidden, num_q)
+        rules = self.family.attention
+        num_kv = self._kv_heads(num_q)
+        if rules.head_size_fields:
+            head = sum(text.int_(key, minimum=0) for key in rules.head_size_fields)
+        else:
+            head = _head_size(text, self.hidden, num_q)
         if head < 1:
             raise text.error("head_dim", f"derived head size {head} is not positive")
+        head_v = text.int_(rules.head_size_v) if rules.head_size_v and text.has(rules.head_size_v) else head
         soft_cap = text.opt_float("attn_logit_softcapping")
         return {
             "num_q_heads": num_q,
@@ -166,35 +150,81 @@ class _ConfigParser:
             "num_kv_heads": num_kv,
             "total_kv_heads": num_kv,
             "head_size": head,
-            "head_size_v": head,
-            "has_sink": self.text_model_type in SINK_MODEL_TYPES,
+            "head_size_v": head_v,
             "logits_soft_cap": soft_cap if soft_cap else None,
-            "alibi": _alibi(self.top, text, self.text_model_type),
+            "alibi": _alibi(self.top, text, self.family),
         }
+
+    def refusals(self) -> tuple[str, ...]:
+        refusal = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
+        return (refusal,) if refusal else ()
+
+    def _kv_heads(self, num_q: int) -> int:
+        rules = self.family.attention
+        text = self.text
+        if rules.kv_heads_field:
+            return text.int_(rules.kv_heads_field)
+        if rules.multi_query:
+            if not text.bool_(rules.multi_query):
+                return num_q
+            heads = rules.multi_query_heads
+            return text.int_(heads) if heads and text.has(heads) else 1
+        return _kv_heads(text, num_q)
 
     def layers(self) -> tuple[LayerFacts, ...]:
         text = self.text
-        kinds = self._kinds()
-        needs_attention = any(kind != "ssm" for kind in kinds)
+        rules = self.family.attention
+        needs_attention = any(m not in ("mamba", "linear_attention", "none") for m in self.mixers)
         common = self.attention_common() if needs_attention else {}
-        use_mla = self.text_model_type in MLA_MODEL_TYPES and text.has("kv_lora_rank")
+        use_mla = rules.mla is not None and text.has(rules.mla)
         mla = _mla_dims(text) if use_mla else None
         indexer = _indexer(text) if use_mla else None
-        window = text.opt_int("sliding_window", minimum=0) or _DEFAULT_WINDOWS.get(
-            self.text_model_type
-        )
+        window = text.opt_int("sliding_window", minimum=0)
         if window is None and "sliding_attention" in self.mixers:
             raise text.error("sliding_window", "sliding_attention layers need a sliding_window")
         chunk = text.opt_int("attention_chunk_size")
-        return tuple(
+        blocks = self._block_kv_heads(common)
+        layers = [
             self._layer(
-                i, mixer, common=common, mla=mla, indexer=indexer, window=window, chunk=chunk
+                i, mixer, common=common, mla=mla, indexer=indexer, window=window, chunk=chunk,
+                kv_heads=blocks[i] if blocks else None,
             )
             for i, mixer in enumerate(self.mixers)
-        )
+        ]
+        return tuple(self._share_kv(layers))
 
-    def _kinds(self) -> list[str]:
-        return ["ssm" if m in ("mamba", "linear_attention") else "attn" for m in self.mixers]
+    def _block_kv_heads(self, common: dict[str, Any]) -> list[int | None] | None:
+        """DeciLM block configs: KV heads = num_attention_heads // n_heads_in_group."""
+        if self.family.mixers.rule != "block_configs":
+            return None
+        key = self.family.mixers.field or "block_configs"
+        out: list[int | None] = []
+        for i, block in enumerate(self.text.raw(key)[: self.num_layers]):
+            group = block["attention"].get("n_heads_in_group")
+            if self.mixers[i] == "none":
+                out.append(None)
+                continue
+            if not isinstance(group, int) or isinstance(group, bool) or group < 1:
+                raise self.text.error(
+                    f"{key}[{i}].attention.n_heads_in_group", "expected a positive integer"
+                )
+            out.append(common["num_q_heads"] // group)
+        return out
+
+    def _share_kv(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """The last ``kv_sharing`` layers reuse the cache of the last earlier
+        layer of the same mixer (Gemma-3n / Gemma-4 ``num_kv_shared_layers``)."""
+        key = self.family.attention.kv_sharing
+        shared = self.text.opt_int(key, minimum=0) if key else None
+        if not shared:
+            return layers
+        first = self.num_layers - shared
+        out = list(layers)
+        for i in range(first, self.num_layers):
+            same = [j for j in range(first) if self.mixers[j] == self.mixers[i]]
+            if same:
+                out[i] = layers[i].model_copy(update={"kind": "none", "kv_sharing_target": same[-1]})
+        return out
 
     def _layer(
         self,
@@ -206,17 +236,28 @@ class _ConfigParser:
         indexer: SparseIndexer | None,
         window: int | None,
         chunk: int | None,
+        kv_heads: int | None,
     ) -> LayerFacts:
-        if mixer == "mamba":
-            return LayerFacts(index=index, kind="mamba", ssm=read_mamba1(self.text, self.hidden))
-        if mixer == "linear_attention":
-            return LayerFacts(index=index, kind="gdn", ssm=read_gdn(self.text))
+        if mixer == "none":
+            return LayerFacts(index=index, kind="none")
+        if mixer in ("mamba", "linear_attention"):
+            ssm = read_ssm(self.text, self.family, self.hidden)
+            return LayerFacts(index=index, kind="gdn" if ssm.ssm_type == "gdn" else "mamba", ssm=ssm)
         fields = dict(common)
-        fields["sliding_window"] = window if mixer == "sliding_attention" else None
+        if kv_heads is not None:
+            fields.update(num_kv_heads=kv_heads, total_kv_heads=kv_heads)
+        for target, source in self.family.attention.overrides.get(mixer, {}).items():
+            if self.text.has(source):
+                value = self.text.int_(source)
+                fields[target] = value
+                if target in ("num_kv_heads", "num_q_heads"):
+                    fields["total_" + target.removeprefix("num_")] = value
+        fields["has_sink"] = self._sink(mixer)
+        offset = self.family.attention.window_offset
+        sliding = window + offset if mixer == "sliding_attention" and window is not None else None
+        fields["sliding_window"] = sliding
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
-        fields["use_rope"] = not (
-            self.text_model_type in ("llama4", "llama4_text") and mixer == "full_attention"
-        )
+        fields["use_rope"] = not (self.family.mixers.rule == "llama4" and mixer == "full_attention")
         kind = "attention"
         if mla is not None:
             kind = "mla"
@@ -228,11 +269,20 @@ class _ConfigParser:
                 num_kv_heads=1,
                 total_kv_heads=1,
             )
-        if self.model_type in ENCODER_ONLY_MODEL_TYPES:
+        if self.family.ssm is not None and self.family.ssm.parallel:
+            fields["ssm"] = read_ssm(self.text, self.family, self.hidden)
+        if self.family.encoder_only:
             kind = "encoder_only"
         if mixer == "cross_attention" or index in self.cross_layers:
             kind = "cross_attention"
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _sink(self, mixer: MixerType) -> bool:
+        sinks = self.family.attention.sinks
+        if isinstance(sinks, bool):
+            return sinks
+        field = sinks.get(mixer)
+        return field is not None and self.text.bool_(field)
 
 
 def _text_reader(top: ConfigReader) -> ConfigReader:
@@ -240,10 +290,19 @@ def _text_reader(top: ConfigReader) -> ConfigReader:
     return section if section is not None else top
 
 
-def _is_mm_prefix_lm(top: ConfigReader, model_type: str) -> bool:
+def _is_mm_prefix_lm(top: ConfigReader, family: Family) -> bool:
     if top.raw("is_mm_prefix_lm") is not None:
         return top.bool_("is_mm_prefix_lm")
-    return model_type in MM_PREFIX_LM_MODEL_TYPES
+    return family.mm_prefix_lm
+
+
+def resolve_family(architecture: str) -> tuple[Family, bool]:
+    """The family whose rules read ``architecture`` and whether it is mapped
+    (False: the generic rules, for an architecture no family names)."""
+    family = family_for(architecture)
+    if family is None:
+        return families()[GENERIC], False
+    return family, True
 
 
 def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFacts:
@@ -260,18 +319,22 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
     if top.str_("model_type") is None:
         raise top.error("model_type", "missing required field", hint='e.g. "llama"')
     text = _text_reader(top)
-    parser = _ConfigParser(top, text)
+    family, mapped = resolve_family(architectures[0])
+    parser = _ConfigParser(top, text, family)
     try:
         return ModelFacts(
             name=name or file,
             source=file,
             architecture=architectures[0],
+            architectures=tuple(architectures),
             model_type=parser.model_type,
             dtype=_dtype(top, text),
             num_layers=parser.num_layers,
             hidden_size=parser.hidden,
-            max_position_embeddings=text.opt_int("max_position_embeddings"),
-            is_mm_prefix_lm=_is_mm_prefix_lm(top, parser.model_type),
+            max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
+            is_mm_prefix_lm=_is_mm_prefix_lm(top, family),
+            family=family.name if mapped else None,
+            refusals=parser.refusals(),
             layers=parser.layers(),
         )
     except ValidationError as exc:  # defensive: the reader validates first

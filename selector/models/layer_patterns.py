@@ -1,24 +1,26 @@
-"""Which token mixer each layer uses, following the Hugging Face config classes'
-defaults for ``layer_types`` and vLLM's model-wide sliding-window rule."""
+"""Which token mixer each layer uses: the family's mixer rule (data in
+``schemas/models/families.yaml``) read against the config, an explicit
+``layer_types`` list first, and vLLM's model-wide sliding-window rule."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, get_args
 
 from selector.models.config_reader import ConfigReader
+from selector.models.families import MixerName, MixerRules
 
-__all__ = ["MixerType", "resolve_mixers"]
-
-MixerType = Literal[
-    "full_attention",
-    "sliding_attention",
-    "chunked_attention",
-    "linear_attention",
-    "mamba",
-    "cross_attention",
+__all__ = [
+    "LAYER_TYPE_TOKENS",
+    "MixerType",
+    "mixed_window_refusal",
+    "model_wide_window",
+    "resolve_mixers",
 ]
 
-_LAYER_TYPE_TOKENS: dict[str, MixerType] = {
+MixerType = MixerName
+
+LAYER_TYPE_TOKENS: dict[str, MixerType] = {
     "full_attention": "full_attention",
     "attention": "full_attention",
     "global": "full_attention",
@@ -29,84 +31,154 @@ _LAYER_TYPE_TOKENS: dict[str, MixerType] = {
     "mamba": "mamba",
     "cross_attention": "cross_attention",
 }
-
-_ALTERNATING_SLIDING = frozenset({"gemma2", "gpt_oss"})
-_GEMMA3 = frozenset({"gemma3", "gemma3_text"})
-_QWEN_WINDOWED = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
-_LLAMA4 = frozenset({"llama4", "llama4_text"})
+"""``layer_types`` entries as the Hugging Face config classes write them."""
 
 
-def _sliding_if(num_layers: int, predicate: list[bool]) -> list[MixerType]:
-    return ["sliding_attention" if p else "full_attention" for p in predicate[:num_layers]]
-
-
-def _jamba(text: ConfigReader, num_layers: int) -> list[MixerType]:
-    period = text.int_("attn_layer_period", 8)
-    offset = text.int_("attn_layer_offset", 4, minimum=0)
-    if offset >= period:
-        raise text.error(
-            "attn_layer_offset", f"must be smaller than attn_layer_period ({period}), got {offset}"
-        )
-    return ["full_attention" if i % period == offset else "mamba" for i in range(num_layers)]
+def _sliding_if(predicate: list[bool]) -> list[MixerType]:
+    return ["sliding_attention" if p else "full_attention" for p in predicate]
 
 
 def _explicit(text: ConfigReader, num_layers: int) -> list[MixerType] | None:
     tokens = text.str_list("layer_types")
     if tokens is None:
         return None
-    if len(tokens) != num_layers:
+    if len(tokens) < num_layers:
         raise text.error(
             "layer_types",
             f"has {len(tokens)} entries but num_hidden_layers is {num_layers}",
         )
     mixers: list[MixerType] = []
-    for i, token in enumerate(tokens):
-        if token not in _LAYER_TYPE_TOKENS:
+    for i, token in enumerate(tokens[:num_layers]):
+        if token not in LAYER_TYPE_TOKENS:
             raise text.error(
                 f"layer_types[{i}]",
                 f"unknown layer type {token!r}",
-                hint="known: " + ", ".join(sorted(_LAYER_TYPE_TOKENS)),
+                hint="known: " + ", ".join(sorted(LAYER_TYPE_TOKENS)),
             )
-        mixers.append(_LAYER_TYPE_TOKENS[token])
+        mixers.append(LAYER_TYPE_TOKENS[token])
     return mixers
 
 
-def _llama4(text: ConfigReader, num_layers: int) -> list[MixerType]:
-    interval = text.int_("no_rope_layer_interval", 4)
-    no_rope = text.int_list("no_rope_layers") or [
-        int((i + 1) % interval != 0) for i in range(num_layers)
-    ]
-    if len(no_rope) != num_layers:
+def _alternating(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    period = text.int_(rules.period_field, rules.period) if rules.period_field else rules.period
+    return _sliding_if([(i + 1) % period != 0 for i in range(n)])
+
+
+def _qwen_window(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    """transformers' Qwen2Config: ``sliding_window`` only with
+    ``use_sliding_window``, and layer i slides when ``i >= max_window_layers``
+    (its ``layer_types``); vLLM's Qwen2Model refuses a mix of the two (see
+    :func:`mixed_window_refusal`)."""
+    windowed = text.bool_("use_sliding_window") and text.has("sliding_window")
+    first = text.int_("max_window_layers", 28, minimum=0)
+    return _sliding_if([windowed and i >= first for i in range(n)])
+
+
+def mixed_window_refusal(text: ConfigReader, rules: MixerRules, n: int) -> str | None:
+    """The family's start-up refusal for a config whose layer_types would mix
+    sliding and full attention (Qwen2: ``max_window_layers`` inside the stack)."""
+    if rules.refuse_mixed is None or rules.rule != "qwen_window":
+        return None
+    if not (text.bool_("use_sliding_window") and text.has("sliding_window")):
+        return None
+    first = text.int_("max_window_layers", 28, minimum=0)
+    if 0 < first < n:
+        return rules.refuse_mixed.format(max_window_layers=first, num_hidden_layers=n)
+    return None
+
+
+def _interval(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    interval = text.int_(rules.field, rules.interval) if rules.field else rules.interval
+    return ["full_attention" if (i + 1) % interval == 0 else rules.other for i in range(n)]
+
+
+def _period_offset(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    period = text.int_(rules.period_field, rules.period) if rules.period_field else rules.period
+    offset_key = rules.offset_field
+    offset = text.int_(offset_key, rules.offset, minimum=0) if offset_key else rules.offset
+    if offset >= period:
         raise text.error(
-            "no_rope_layers", f"has {len(no_rope)} entries but num_hidden_layers is {num_layers}"
+            offset_key or "offset", f"must be smaller than the period ({period}), got {offset}"
         )
+    return ["full_attention" if i % period == offset else rules.other for i in range(n)]
+
+
+def _mapped(
+    text: ConfigReader, key: str, entries: list[Any], table: dict[str, MixerType], n: int
+) -> list[MixerType]:
+    if len(entries) < n:
+        raise text.error(key, f"has {len(entries)} entries but num_hidden_layers is {n}")
+    out: list[MixerType] = []
+    for i, entry in enumerate(entries[:n]):
+        token = str(entry)
+        if token not in table:
+            raise text.error(
+                f"{key}[{i}]", f"unknown layer kind {token!r}", hint="known: " + ", ".join(table)
+            )
+        out.append(table[token])
+    return out
+
+
+def _char_pattern(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    key = rules.field or "hybrid_override_pattern"
+    pattern = text.str_(key)
+    if pattern is None:
+        raise text.error(key, "missing required field", hint="one character per layer")
+    return _mapped(text, key, list(pattern), rules.chars, n)
+
+
+def _list_pattern(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    key = rules.field or "hybrid_layer_pattern"
+    entries = text.raw(key)
+    if not isinstance(entries, list):
+        raise text.error(key, "missing required field", hint="one entry per layer")
+    return _mapped(text, key, entries, rules.values, n)
+
+
+def _llama4(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    interval = text.int_("no_rope_layer_interval", 4)
+    no_rope = text.int_list("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(n)]
+    if len(no_rope) != n:
+        raise text.error("no_rope_layers", f"has {len(no_rope)} entries but num_hidden_layers is {n}")
     chunked = text.has("attention_chunk_size")
     # no_rope_layers[i] == 1: the layer uses RoPE and local (chunked) attention;
     # 0: a NoPE global layer.
     return ["chunked_attention" if flag and chunked else "full_attention" for flag in no_rope]
 
 
-def _default_pattern(
-    text: ConfigReader, model_type: str, num_layers: int
-) -> list[MixerType] | None:
-    if model_type in _ALTERNATING_SLIDING:
-        return _sliding_if(num_layers, [(i + 1) % 2 != 0 for i in range(num_layers)])
-    if model_type in _GEMMA3:
-        pattern = text.int_("sliding_window_pattern", 6)
-        return _sliding_if(num_layers, [(i + 1) % pattern != 0 for i in range(num_layers)])
-    if model_type in _QWEN_WINDOWED:
-        windowed = text.bool_("use_sliding_window") and text.has("sliding_window")
-        first = text.int_("max_window_layers", 28, minimum=0)
-        return _sliding_if(num_layers, [windowed and i >= first for i in range(num_layers)])
-    if model_type == "qwen3_next":
-        interval = text.int_("full_attention_interval", 4)
-        return [
-            "linear_attention" if (i + 1) % interval else "full_attention"
-            for i in range(num_layers)
-        ]
-    if model_type in _LLAMA4:
-        return _llama4(text, num_layers)
-    return None
+def _block_configs(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    key = rules.field or "block_configs"
+    blocks = text.raw(key)
+    if not isinstance(blocks, list) or len(blocks) < n:
+        raise text.error(key, f"expected a list of {n} block configs")
+    out: list[MixerType] = []
+    for i, block in enumerate(blocks[:n]):
+        attention = block.get("attention") if isinstance(block, dict) else None
+        if not isinstance(attention, dict):
+            raise text.error(f"{key}[{i}].attention", "expected an object")
+        # vLLM's nemotron_nas.py builds attention unless attention.no_op
+        out.append("none" if attention.get("no_op") else "full_attention")
+    return out
+
+
+def _uniform(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    if model_wide_window(text) is not None:
+        return ["sliding_attention"] * n
+    return ["full_attention"] * n
+
+
+_RULES: dict[str, Callable[[ConfigReader, MixerRules, int], list[MixerType]]] = {
+    "uniform": _uniform,
+    "alternating": _alternating,
+    "qwen_window": _qwen_window,
+    "interval": _interval,
+    "period_offset": _period_offset,
+    "char_pattern": _char_pattern,
+    "list_pattern": _list_pattern,
+    "llama4": _llama4,
+    "block_configs": _block_configs,
+}
+assert set(_RULES) <= set(get_args(MixerRules.model_fields["rule"].annotation))
 
 
 def model_wide_window(text: ConfigReader) -> int | None:
@@ -118,15 +190,14 @@ def model_wide_window(text: ConfigReader) -> int | None:
     return window or None
 
 
-def resolve_mixers(text: ConfigReader, model_type: str, num_layers: int) -> list[MixerType]:
-    """Each layer's mixer. ``layer_types`` wins; else the config class's default
-    pattern; else vLLM's rule that a model-wide ``sliding_window`` applies to every
-    attention layer."""
-    if model_type == "jamba" or text.has("attn_layer_period"):
-        return _jamba(text, num_layers)
-    mixers = _explicit(text, num_layers) or _default_pattern(text, model_type, num_layers)
-    if mixers is not None:
-        return mixers
-    if model_wide_window(text) is not None:
-        return ["sliding_attention"] * num_layers
-    return ["full_attention"] * num_layers
+def resolve_mixers(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
+    """Each layer's mixer: an explicit ``layer_types`` list (unless the family
+    ignores it), else the family's rule."""
+    if rules.layer_types == "use" and rules.rule not in ("char_pattern", "block_configs"):
+        explicit = _explicit(text, num_layers)
+        if explicit is not None:
+            return explicit
+    rule = _RULES.get(rules.rule)
+    if rule is None:
+        raise text.error("architectures", f"the layer rule {rules.rule!r} is not implemented")
+    return rule(text, rules, num_layers)

@@ -8,6 +8,7 @@ from pathlib import Path
 from selector.errors import InputError
 from selector.models.facts import ModelFacts
 from selector.models.hf_config import parse_config
+from selector.models.json_lines import field_line
 from selector.models.presets import match_preset, preset_path
 
 __all__ = ["load_config_file", "load_model"]
@@ -46,7 +47,14 @@ def load_config_file(path: Path, *, name: str | None = None) -> ModelFacts:
         raise InputError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from exc
     except RecursionError as exc:
         raise InputError("invalid JSON: nested too deeply", file=file) from exc
-    return parse_config(raw, file=file, name=name)
+    try:
+        return parse_config(raw, file=file, name=name)
+    except InputError as exc:
+        if exc.line is None and exc.file == file:
+            exc = InputError(exc.message, file=file, field=exc.field, hint=exc.hint,
+                             line=field_line(text, exc.field or ""))
+            raise exc from None
+        raise
 
 
 def load_model(name_or_path: str | Path) -> ModelFacts:

@@ -1,29 +1,86 @@
-"""Mamba-1 and Gated DeltaNet mixer dimensions from a config.json."""
+"""State-space mixer dimensions from a config.json, by the family's ``ssm``
+rules in ``schemas/models/families.yaml``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from selector.models.config_reader import ConfigReader
-from selector.models.facts import GDNDims, Mamba1Dims
+from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims
+from selector.models.families import Family
 
-__all__ = ["read_gdn", "read_mamba1"]
-
-
-def read_mamba1(text: ConfigReader, hidden_size: int) -> Mamba1Dims:
-    """Jamba: ``intermediate = mamba_expand * hidden_size``, ``mamba_d_state``,
-    ``mamba_d_conv`` (vLLM ``JambaForCausalLM.get_mamba_state_shape_from_config``)."""
-    return Mamba1Dims(
-        intermediate_size=text.int_("mamba_expand", 2) * hidden_size,
-        state_size=text.int_("mamba_d_state", 16),
-        conv_kernel=text.int_("mamba_d_conv", 4),
-    )
+__all__ = ["read_ssm"]
 
 
-def read_gdn(text: ConfigReader) -> GDNDims:
-    """Qwen3-Next: the ``linear_*`` keys (vLLM ``Qwen3NextForCausalLM``)."""
+def _field(text: ConfigReader, family: Family, name: str) -> int:
+    assert family.ssm is not None
+    spec: list[Any] = family.ssm.fields[name]
+    key = str(spec[0])
+    if len(spec) > 1:
+        return text.int_(key, spec[1])
+    return text.int_(key)
+
+
+def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims | Mamba2Dims | GDNDims:
+    """The family's state mixer: Mamba-1 (Jamba: ``intermediate = expand *
+    hidden_size``), Mamba-2 (``MambaStateShapeCalculator.mamba2_state_shape``
+    inputs) or Gated DeltaNet (the ``linear_*`` keys)."""
+    if family.ssm is None:
+        raise text.error(
+            "architectures",
+            f"family {family.name!r} has state-space layers but no ssm rules",
+        )
+    kind = family.ssm.type
+    state_dtype = _state_dtype(text, family)
+    if kind == "mamba1":
+        return Mamba1Dims(
+            intermediate_size=_field(text, family, "expand") * hidden_size,
+            state_size=_field(text, family, "state_size"),
+            conv_kernel=_field(text, family, "conv_kernel"),
+            state_dtype=state_dtype,
+        )
+    if kind == "mamba2":
+        return Mamba2Dims(
+            d_ssm=_d_ssm(text, family, hidden_size),
+            num_heads=_field(text, family, "num_heads"),
+            head_dim=_field(text, family, "head_dim"),
+            n_groups=_field(text, family, "n_groups"),
+            state_size=_field(text, family, "state_size"),
+            conv_kernel=_field(text, family, "conv_kernel"),
+            state_dtype=state_dtype,
+        )
     return GDNDims(
-        num_k_heads=text.int_("linear_num_key_heads"),
-        num_v_heads=text.int_("linear_num_value_heads"),
-        head_k_dim=text.int_("linear_key_head_dim"),
-        head_v_dim=text.int_("linear_value_head_dim"),
-        conv_kernel=text.int_("linear_conv_kernel_dim", 4),
+        num_k_heads=_field(text, family, "num_k_heads"),
+        num_v_heads=_field(text, family, "num_v_heads"),
+        head_k_dim=_field(text, family, "head_k_dim"),
+        head_v_dim=_field(text, family, "head_v_dim"),
+        conv_kernel=_field(text, family, "conv_kernel"),
+        state_dtype=state_dtype,
     )
+
+
+_STATE_DTYPES = frozenset({"float32", "float16", "bfloat16"})
+
+
+def _state_dtype(text: ConfigReader, family: Family) -> str | None:
+    assert family.ssm is not None
+    spec = family.ssm.state_dtype
+    if not spec:
+        return None
+    key = str(spec[0])
+    value = text.str_(key, str(spec[1]) if len(spec) > 1 else None)
+    if value is not None and value not in _STATE_DTYPES:
+        raise text.error(key, f"unknown dtype {value!r}", hint="float32, float16 or bfloat16")
+    return value
+
+
+def _d_ssm(text: ConfigReader, family: Family, hidden_size: int) -> int | None:
+    """Falcon-H1: ``mamba_d_ssm`` when set, else ``mamba_expand * hidden_size``
+    (vllm/model_executor/models/falcon_h1.py); None: ``num_heads * head_dim``."""
+    assert family.ssm is not None
+    fields = family.ssm.fields
+    if "d_ssm" in fields and text.has(str(fields["d_ssm"][0])):
+        return _field(text, family, "d_ssm")
+    if "expand" in fields and family.ssm.type == "mamba2":
+        return int(_field(text, family, "expand") * hidden_size)
+    return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selector.errors import InputError
-from selector.models.facts import GDNDims, LayerFacts, Mamba1Dims, ModelFacts
+from selector.models.facts import GDNDims, LayerFacts, Mamba1Dims, Mamba2Dims, ModelFacts
 
 __all__ = ["shard_layer", "shard_model"]
 
@@ -20,6 +20,12 @@ def _check_ssm(model: ModelFacts, layer: LayerFacts, tp: int) -> None:
             "mamba_expand",
             f"Mamba intermediate size {ssm.intermediate_size} is not divisible by "
             f"tensor parallel size {tp}",
+        )
+    if isinstance(ssm, Mamba2Dims) and ssm.num_heads % tp:
+        raise _fail(
+            model,
+            "mamba_num_heads",
+            f"{ssm.num_heads} Mamba-2 heads are not divisible by tensor parallel size {tp}",
         )
     if isinstance(ssm, GDNDims):
         if ssm.num_v_heads % tp:
@@ -40,9 +46,13 @@ def _check_ssm(model: ModelFacts, layer: LayerFacts, tp: int) -> None:
 def shard_layer(model: ModelFacts, layer: LayerFacts, tp: int) -> LayerFacts:
     """One layer's facts on a rank: q heads ``total // tp``; KV heads
     ``max(1, total_kv // tp)`` (replicated when ``tp`` exceeds them)."""
+    if layer.kind == "none":
+        return layer
     if layer.is_ssm:
         _check_ssm(model, layer, tp)
         return layer
+    if layer.has_parallel_state:
+        _check_ssm(model, layer, tp)
     total_q, total_kv = layer.total_q_heads, layer.total_kv_heads
     if total_q % tp:
         raise _fail(

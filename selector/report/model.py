@@ -40,12 +40,14 @@ def _failing_groups(result: ModelCheckResult) -> list[RenderableType]:
     return parts
 
 
-def render_model(result: ModelCheckResult, *, device: str, source: str | None = None) -> RenderableType:
-    """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs."""
+def render_model(result: ModelCheckResult, *, device: str, source: str | None = None,
+                 valid: bool | None = None) -> RenderableType:
+    """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs.
+    ``valid`` overrides the verdict (e.g. the engine refuses the architecture)."""
     model = result.model
+    ok = result.valid if valid is None else valid
     header = Text()
-    header.append("VALID  " if result.valid else "INVALID  ",
-                  style="bold green" if result.valid else "bold red")
+    header.append("VALID  " if ok else "INVALID  ", style="bold green" if ok else "bold red")
     header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) "
                   f"on {device}, {result.engine}")
     parts: list[RenderableType] = [Panel(header, title=plain(source or "attn-select check"), expand=False)]

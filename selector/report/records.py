@@ -29,6 +29,15 @@ CLI_CODES: dict[str, tuple[str, str]] = {
               "The whole-model KV-cache plan fails: vLLM would raise at start-up."),
     "AS005": ("kv-plan-warning",
               "The whole-model KV-cache plan works with a caveat vLLM warns about."),
+    "AS131": ("model-architecture-unsupported",
+              "The engine version does not support the model's architecture (removed, "
+              "moved to a plugin or unknown): vLLM refuses it at start-up."),
+    "AS133": ("model-refused",
+              "vLLM refuses the model's layer layout at start-up (a rule its model code "
+              "asserts, read from the config)."),
+    "AS132": ("model-architecture-unmapped",
+              "vLLM supports the architecture but schemas/models/families.yaml does not "
+              "map its layers: checked as uniform attention (a failure with --strict)."),
 }
 """Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
 

@@ -147,10 +147,11 @@ def contract_path(engine: str) -> Path:
     from selector.catalog import load_catalog
 
     catalog = load_catalog()
-    if engine not in catalog.engine_dirs:
-        raise CatalogError(f"no engine profile for {engine} "
-                           f"(known: {', '.join(catalog.engine_dirs)})")
-    return catalog.engine_file(engine, "kernel-calls.yaml")
+    directories = catalog.engine_dirs
+    if engine not in directories:
+        raise CatalogError(f"no engine profile for {engine} (known: {', '.join(directories)})")
+    # inherited whole from the nearest profile of the chain that has one
+    return catalog.engine_file(engine, "kernel-calls.yaml") or directories[engine] / "kernel-calls.yaml"
 
 
 @functools.cache

@@ -40,12 +40,12 @@ FP8_KV_DTYPES: frozenset[str] = frozenset({"fp8", "fp8_e4m3"})
 """KV-cache dtypes vLLM stores as float8_e4m3fn with per-tensor scales (smoke-tested)."""
 
 
-
-def _newest_engine() -> str:
-    """The default engine of a plan: the newest engine profile."""
+def _default_engine() -> str:
+    """The newest engine profile (the catalog's default)."""
     from selector.catalog import load_catalog
 
     return load_catalog().default_engine
+
 
 class SmokePlan(BaseModel):
     """One attention group exactly as negotiated: backend, kernel geometry, graph mode, shape."""
@@ -57,8 +57,10 @@ class SmokePlan(BaseModel):
     backend: str = Field(min_length=1, description=(
         "the negotiated backend; the engine's kernel call contract says how it is called "
         "(FLASH_ATTN, FLASHINFER, FLASHMLA, FLASH_ATTN_MLA run here)"))
-    engine: str = Field(default_factory=_newest_engine, pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
-                        description="the engine version whose kernel calls are reproduced")
+    engine: str = Field(default_factory=_default_engine,
+                        pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
+                        description="the engine version whose kernel calls are reproduced "
+                        "(default: the newest profile)")
     capability: Annotated[int, Field(ge=10, le=200, strict=True)] = Field(
         default=90, description="compute capability of the plan's GPU, major*10+minor")
     fa_version: Literal[2, 3, 4] | None = Field(

@@ -55,8 +55,9 @@ def test_svg_structure() -> None:
 
 def test_svg_golden(update_goldens: bool) -> None:
     text = render_svg(load_measurements(SYNTHETIC))
-    if update_goldens or not GOLDEN.exists():
+    if update_goldens:
         GOLDEN.write_text(text)
+    assert GOLDEN.is_file(), f"missing golden {GOLDEN.name}: run pytest --update-goldens and review it"
     assert text == GOLDEN.read_text()
 
 

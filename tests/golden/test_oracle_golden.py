@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from selector.catalog import load_catalog
+from selector.catalog import EngineData, load_catalog
+from selector.flat import facts_from_flat
+from selector.solver import derive_facts, evaluate_runtime
 from selector.sweep import sweep_lines
 
 GOLDEN = Path(__file__).parent / "oracle"
@@ -54,3 +56,29 @@ def test_golden_subsets_cover_every_selectable_outcome() -> None:
                 reasons.update((backend, r) for r in rs)
     assert len(selected) >= 15
     assert len(reasons) >= 400
+
+
+def _preferred_block_size(engine: EngineData, config: dict[str, object], backend: str) -> int:
+    """The data's answer to ``get_preferred_block_size(16)`` of the selected backend."""
+    spec = engine.backends[backend]
+    scope, _ = facts_from_flat(config, engine.profile)
+    derive_facts(engine.profile.facts, scope)
+    derive_facts(spec.facts, scope)
+    return evaluate_runtime(spec, scope, "NONE", engine.profile.kv_cache_layout_default).preferred_block_size
+
+
+@pytest.mark.parametrize(("engine", "name", "minimum"), [
+    ("0.33.0", "standard", 400),
+    ("0.33.0", "mla", 80),
+    ("0.25.1", "all", 200),
+])
+def test_preferred_block_size_equals_vllms(engine: str, name: str, minimum: int) -> None:
+    """The oracle records the winner's ``get_preferred_block_size(16)`` when no block size
+    is pinned: the data's kernel block sizes must give the same value."""
+    data = load_catalog().engine(f"vllm=={engine}")
+    asked = [c for c in _cases(engine, name) if c.get("preferred_block_size") is not None]
+    assert len(asked) >= minimum
+    mismatches = [(c["input"], c["selected"], mine, c["preferred_block_size"]) for c in asked
+                  if (mine := _preferred_block_size(data, c["input"], c["selected"]))  # type: ignore[arg-type]
+                  != c["preferred_block_size"]]
+    assert not mismatches, f"{len(mismatches)} differences, first: {mismatches[0]}"

@@ -83,6 +83,14 @@ def test_an_empty_child_inherits_every_section(schemas: Path) -> None:
     assert parent_prefill is not None and prefill is not None
     assert prefill.engine == child
     assert prefill.model_dump(exclude={"engine"}) == parent_prefill.model_dump(exclude={"engine"})
+    # whole files (start-up data, kernel call contract) come from the nearest profile
+    for filename in ("startup.yaml", "kernel-calls.yaml"):
+        assert catalog.engine_file(child, filename) == catalog.engine_file(newest, filename)
+        assert catalog.engine_file(newest, filename) is not None
+    assert catalog.engine_file(child, "no-such-file.yaml") is None
+    from selector.memory.profile import startup_profile
+
+    assert startup_profile(catalog, child) == startup_profile(catalog, newest)
 
 
 def test_a_child_overrides_one_priority_branch_by_id(schemas: Path) -> None:

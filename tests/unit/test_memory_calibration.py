@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
@@ -169,6 +169,7 @@ _odd = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(all
     "n_shared_experts", "tie_word_embeddings", "quantization_config", "rope_scaling",
     "model_max_length", "vision_config", "expert_layer_period"]), _odd, max_size=5),
     tp=st.sampled_from([1, 2, 8]))
+@example(extra={"num_local_experts": -1}, tp=1)
 def test_odd_config_values_never_crash_the_estimate(extra: dict[str, Any], tp: int) -> None:
     """A hand-written config.json with odd weight keys gives a number, never a traceback."""
     from selector.memory import derived_max_model_len

@@ -75,20 +75,29 @@ def test_explicit_layer_types_win() -> None:
 
 
 def test_qwen_max_window_layers() -> None:
+    """Qwen2Config's layer_types (sliding from max_window_layers on); vLLM's
+    Qwen2Model refuses a mix (checked against vLLM in tests/golden)."""
     config = _base(
-        model_type="qwen2", use_sliding_window=True, sliding_window=256, max_window_layers=2
+        architectures=["Qwen2ForCausalLM"],
+        model_type="qwen2",
+        use_sliding_window=True,
+        sliding_window=256,
+        max_window_layers=2,
     )
-    assert [layer.sliding_window for layer in parse_config(config, file="x").layers] == [
-        None,
-        None,
-        256,
-        256,
-    ]
+    model = parse_config(config, file="x")
+    assert [layer.sliding_window for layer in model.layers] == [None, None, 256, 256]
+    assert "Sliding window for some but all layers is not supported" in model.refusals[0]
+    config["max_window_layers"] = 4
+    assert parse_config(config, file="x").refusals == ()
+    assert {layer.sliding_window for layer in parse_config(config, file="x").layers} == {None}
+    config["use_sliding_window"] = False
+    assert {layer.sliding_window for layer in parse_config(config, file="x").layers} == {None}
 
 
 def test_alibi_detection() -> None:
     assert parse_config(_base(alibi=True), file="x").layers[0].alibi
-    assert parse_config(_base(model_type="bloom"), file="x").layers[0].alibi
+    bloom = _base(architectures=["BloomForCausalLM"], model_type="bloom")
+    assert parse_config(bloom, file="x").layers[0].alibi
     assert parse_config(_base(attn_config={"alibi": True}), file="x").layers[0].alibi
     assert not parse_config(_base(), file="x").layers[0].alibi
 
@@ -105,7 +114,7 @@ def test_cross_attention_layers() -> None:
 
 
 def test_encoder_only_model() -> None:
-    model = parse_config(_base(model_type="bert"), file="x")
+    model = parse_config(_base(architectures=["BertModel"], model_type="bert"), file="x")
     assert {layer.kind for layer in model.layers} == {"encoder_only"}
 
 
@@ -167,7 +176,12 @@ def test_tensor_parallel_errors() -> None:
         ),
         (_base(attn_logit_softcapping="high"), "attn_logit_softcapping", "expected a number"),
         (
-            _base(model_type="jamba", attn_layer_period=4, attn_layer_offset=4),
+            _base(
+                architectures=["JambaForCausalLM"],
+                model_type="jamba",
+                attn_layer_period=4,
+                attn_layer_offset=4,
+            ),
             "attn_layer_offset",
             "must be smaller",
         ),

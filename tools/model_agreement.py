@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Compare the project's model reader with vLLM's committed answers
+(``tests/golden/vllm_models/vllm-<version>.jsonl.gz``, written by
+``tools/vllm_model_reference.py``), layer by layer, without vLLM::
+
+    python tools/model_agreement.py [--engine vllm-0.33.0] [--markdown]
+
+For every config vLLM built, each KV-cache module vLLM registered is matched to
+the project's layer of the same index and role (attention, indexer, state) and
+compared on: spec kind, KV heads, head size (K and V), sliding window, chunk
+size, SSM state shapes and the page size at vLLM's block size. Layers vLLM
+gives no cache (KV sharing, MLP/MoE-only blocks) must be cache-less here too.
+Configs vLLM refused are listed with vLLM's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from selector.errors import InputError  # noqa: E402
+from selector.kv.backend_facts import BackendKVFacts  # noqa: E402
+from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec  # noqa: E402
+from selector.kv.ssm_state import ssm_state_shapes  # noqa: E402
+from selector.models import LayerFacts, ModelFacts, load_model  # noqa: E402
+
+__all__ = ["ConfigAgreement", "agreements", "load_answers"]
+
+GOLDEN = REPO / "tests" / "golden" / "vllm_models"
+
+_SPEC_KIND = {
+    "FullAttentionSpec": "full",
+    "SinkFullAttentionSpec": "full",
+    "SlidingWindowSpec": "sliding",
+    "ChunkedLocalAttentionSpec": "chunked",
+    "MLAAttentionSpec": "mla",
+    "SlidingWindowMLASpec": "sliding_mla",
+    "MambaSpec": "state",
+    "CrossAttentionSpec": "cross",
+    "EncoderOnlyAttentionSpec": "encoder_only",
+}
+_DENSE = BackendKVFacts(name="FLASH_ATTN", class_name="FlashAttentionBackend")
+_MLA = BackendKVFacts(name="FLASHMLA", class_name="FlashMLABackend", is_mla=True)
+
+
+def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
+    """vLLM's committed answers, one per config."""
+    path = GOLDEN / f"{engine}.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@dataclass
+class ConfigAgreement:
+    config: str
+    architecture: str
+    vllm_status: str
+    layers: int = 0
+    agreeing: int = 0
+    differences: list[str] = field(default_factory=list)
+    tool_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.tool_error is None and not self.differences
+
+
+def _role(record: dict[str, Any]) -> str:
+    if "indexer" in record["name"]:
+        return "indexer"
+    if record.get("spec") == "MambaSpec":
+        return "state"
+    return "attention"
+
+
+def _tool_kind(layer: LayerFacts) -> str:
+    if layer.kind == "mla":
+        return "sliding_mla" if layer.sliding_window else "mla"
+    if layer.is_ssm:
+        return "state"
+    if layer.kind == "cross_attention":
+        return "cross"
+    if layer.kind == "encoder_only":
+        return "encoder_only"
+    if layer.sliding_window:
+        return "sliding"
+    if layer.attention_chunk_size:
+        return "chunked"
+    return "full"
+
+
+def _context(answer: dict[str, Any], block_size: int) -> SpecContext:
+    return SpecContext(
+        model_dtype=answer.get("dtype", "bfloat16"),
+        block_size=block_size,
+        mamba_block_size=block_size,
+    )
+
+
+def _compare(layer: LayerFacts, role: str, record: dict[str, Any], answer: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    want_kind = _SPEC_KIND.get(record["spec"], record["spec"])
+    ctx = _context(answer, record["block_size"])
+    if role == "indexer":
+        if layer.indexer is None:
+            return ["vLLM has a sparse indexer cache, the tool none"]
+        spec = indexer_spec(layer, ctx)
+        if spec.page_size_bytes != record["page_size_bytes"]:
+            out.append(f"indexer page {spec.page_size_bytes} != {record['page_size_bytes']}")
+        return out
+    have_kind = _tool_kind(layer)
+    if have_kind != want_kind:
+        return [f"kind {have_kind} != vLLM {want_kind} ({record['spec']})"]
+    if role == "state":
+        assert layer.ssm is not None
+        shapes = [list(s) for s in ssm_state_shapes(layer.ssm, 1)]
+        if shapes != record["shapes"]:
+            out.append(f"state shapes {shapes} != {record['shapes']}")
+    else:
+        checks = {
+            "num_kv_heads": layer.num_kv_heads,
+            "head_size": layer.head_size,
+            "head_size_v": layer.head_size_v if layer.kind != "mla" else 0,
+            "sliding_window": layer.sliding_window,
+            "attention_chunk_size": layer.attention_chunk_size,
+        }
+        for key, have in checks.items():
+            want = record.get(key)
+            if key == "head_size_v" and want is None:
+                want = record.get("head_size")
+            if have != want:
+                out.append(f"{key} {have} != vLLM {want}")
+    backend = _MLA if layer.kind == "mla" else _DENSE
+    spec = build_spec(layer, backend, ctx)
+    if spec.page_size_bytes != record["page_size_bytes"]:
+        out.append(f"page {spec.page_size_bytes} != vLLM {record['page_size_bytes']}")
+    return out
+
+
+def compare(answer: dict[str, Any]) -> ConfigAgreement:
+    """The agreement of the tool with one vLLM answer."""
+    result = ConfigAgreement(
+        config=answer["config"],
+        architecture=answer.get("architecture") or "?",
+        vllm_status=answer["status"],
+    )
+    try:
+        model: ModelFacts = load_model(REPO / answer["config"])
+    except InputError as exc:
+        result.tool_error = exc.render()
+        return result
+    result.architecture = model.architecture
+    if answer["status"] != "ok":
+        return result
+    by_index = {layer.index: layer for layer in model.layers}
+    seen: set[tuple[int, str]] = set()
+    for record in answer["layers"]:
+        index = record["index"]
+        role = _role(record)
+        result.layers += 1
+        if role == "state" and index is not None and index >= model.num_layers:
+            index -= model.num_layers  # Falcon-H1 names its mixers model.<layers + i>.mixer
+        layer = by_index.get(index)
+        if layer is not None and role == "state" and layer.has_parallel_state:
+            layer = layer.state_view()
+        if layer is None:
+            result.differences.append(f"layer {index}: vLLM has it, the tool does not")
+            continue
+        if record.get("kv_sharing_target") is not None or record.get("spec") is None:
+            if layer.kind == "none":
+                result.agreeing += 1
+            else:
+                result.differences.append(f"layer {index}: vLLM keeps no cache, the tool a {layer.kind}")
+            continue
+        seen.add((index, role))
+        diffs = _compare(layer, role, record, answer)
+        if diffs:
+            result.differences.extend(f"layer {index} {role}: {d}" for d in diffs)
+        else:
+            result.agreeing += 1
+    for layer in model.layers:
+        role = "state" if layer.is_ssm else "attention"
+        if layer.kind != "none" and (layer.index, role) not in seen:
+            known = any(r["index"] == layer.index for r in answer["layers"])
+            if not known:
+                result.layers += 1
+                result.differences.append(
+                    f"layer {layer.index}: the tool has a {layer.kind} cache, vLLM none"
+                )
+    return result
+
+
+def agreements(engine: str = "vllm-0.33.0") -> Iterator[ConfigAgreement]:
+    for answer in load_answers(engine):
+        yield compare(answer)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--engine", default="vllm-0.33.0")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    rows = list(agreements(args.engine))
+    by_arch: dict[str, list[ConfigAgreement]] = {}
+    for row in rows:
+        by_arch.setdefault(row.architecture, []).append(row)
+    print("| architecture | configs | layers agreeing | notes |")
+    print("| --- | --- | --- | --- |")
+    total = agree = 0
+    for arch in sorted(by_arch):
+        group = by_arch[arch]
+        built = [r for r in group if r.vllm_status == "ok"]
+        layers = sum(r.layers for r in built)
+        ok = sum(r.agreeing for r in built)
+        total += layers
+        agree += ok
+        notes = "; ".join(
+            f"vLLM refused {Path(r.config).name}" for r in group if r.vllm_status != "ok"
+        )
+        print(f"| {arch} | {len(group)} | {ok}/{layers} | {notes} |")
+    built = sum(r.vllm_status == "ok" for r in rows)
+    print(f"\n{agree}/{total} layers agree over {built} configs vLLM built")
+    if args.verbose:
+        for row in rows:
+            if row.tool_error or row.differences:
+                print(f"\n{row.config}: {row.tool_error or ''}")
+                for diff in row.differences[:8]:
+                    print(f"  {diff}")
+    return 0 if all(r.ok for r in rows if r.vllm_status == "ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

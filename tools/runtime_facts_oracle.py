@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Ask vLLM itself for every backend's run-time facts, per compute capability.
+
+The selection oracle (``oracle.py``) answers which backend vLLM picks; this tool asks
+the selected backend's own classes what the profile data states about it after the
+selection, without a GPU (the oracle's bootstrap: vLLM's ``NvmlCudaPlatform`` with an
+emulated compute capability, compiled extensions stubbed):
+
+* ``kernel_block_sizes``: ``Backend.get_supported_kernel_block_sizes()`` (no KV spec,
+  i.e. without a model);
+* ``preferred_block_size``: ``Backend.get_preferred_block_size(16)`` (16 is
+  ``CacheConfig.DEFAULT_BLOCK_SIZE``);
+* ``cudagraph_support``: ``Builder.get_cudagraph_support(VllmConfig(), None)`` (class
+  attributes are evaluated when the module is imported: hence one fresh process per
+  capability); ``{"dynamic": true, ...}`` when the builder's override needs a model or
+  a KV spec to answer;
+* ``reorder_batch_threshold``: the builder's class attribute, or, when its ``__init__``
+  calls ``_init_reorder_batch_threshold``, the arguments of that call read from vLLM's
+  source (``{"init": {"value": ..., "supports_spec_as_decode": ...}}``): the threshold
+  without speculative decoding or DCP is ``value``.
+
+Sub-commands::
+
+    # one capability, in the oracle's interpreter (vLLM installed):
+    /work/venvs/oracle-0.33.0/bin/python tools/runtime_facts_oracle.py ask --capability 9.0
+    # every capability, one fresh process each, merged into one small JSON file:
+    python tools/runtime_facts_oracle.py all --python /work/venvs/oracle-0.33.0/bin/python \\
+        -o tests/golden/oracle/vllm-0.33.0/runtime_facts.json
+
+``tests/golden/test_runtime_facts.py`` compares the profile data with the committed
+answers.  The asking half uses only the standard library, the oracle module and vLLM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+CAPABILITIES = ("7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1")
+DEFAULT_BLOCK_SIZE = 16
+ORACLE_DIR = "/work/oracle"
+
+
+def _jsonable_block_size(size: Any) -> Any:
+    if isinstance(size, int):
+        return size
+    base = getattr(size, "base", None)
+    return {"multiple_of": base} if isinstance(base, int) else repr(size)
+
+
+def _error(exc: BaseException) -> str:
+    return f"EXCEPTION {type(exc).__name__}: {exc}"
+
+
+def _init_threshold_call(builder: Any, base_builder: Any) -> dict[str, Any] | None:
+    """The arguments the builder's own ``__init__`` passes to
+    ``_init_reorder_batch_threshold`` (read from vLLM's source with ``ast``), or None."""
+    for klass in builder.__mro__:
+        if klass is base_builder or "__init__" not in vars(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass.__init__)))
+        except (OSError, TypeError, SyntaxError):
+            return {"dynamic": True}
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            if any(isinstance(t, ast.Attribute) and t.attr == "reorder_batch_threshold"
+                   for t in targets):
+                return {"class": klass.__name__, "value": {"dynamic": "assigned in __init__"},
+                        "supports_spec_as_decode": None}
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "_init_reorder_batch_threshold"):
+                names = ("reorder_batch_threshold", "supports_spec_as_decode",
+                         "supports_dcp_with_varlen")
+                args = dict(zip(names, node.args, strict=False))
+                args.update({k.arg: k.value for k in node.keywords if k.arg})
+                value = args.get("reorder_batch_threshold")
+                spec = args.get("supports_spec_as_decode")
+                return {
+                    "class": klass.__name__,
+                    "value": value.value if isinstance(value, ast.Constant) else
+                    ({"dynamic": ast.unparse(value)} if value is not None else 1),
+                    "supports_spec_as_decode": spec.value if isinstance(spec, ast.Constant)
+                    else (ast.unparse(spec) if spec is not None else False),
+                }
+        # no call here: the class's __init__ may still run a parent's through super()
+    return None
+
+
+def _builder_facts(backend: Any, base_builder: Any, vllm_config: Any) -> dict[str, Any]:
+    try:
+        builder = backend.get_builder_cls()
+    except Exception as exc:  # recorded, never raised
+        return {"cudagraph_support": _error(exc), "reorder_batch_threshold": _error(exc)}
+    overridden = (inspect.getattr_static(builder, "get_cudagraph_support")
+                  is not inspect.getattr_static(base_builder, "get_cudagraph_support"))
+    support: Any = getattr(builder, "_cudagraph_support", None)
+    if overridden:
+        # asked without a model or KV spec: an answer that needs them is "dynamic"
+        try:
+            support = builder.get_cudagraph_support(vllm_config, None)
+        except Exception as exc:
+            support = {"dynamic": True, "without_model": _error(exc)}
+    init_call = _init_threshold_call(builder, base_builder)
+    threshold: Any = getattr(builder, "reorder_batch_threshold", None)
+    if init_call is not None:
+        threshold = {"init": init_call, "class_value": threshold}
+    return {
+        "builder": builder.__name__,
+        "cudagraph_support": getattr(support, "name", support),
+        "cudagraph_support_overridden": overridden,
+        "reorder_batch_threshold": threshold,
+    }
+
+
+def ask(capability: str, oracle_dir: str) -> dict[str, Any]:
+    """vLLM's answers for every CUDA backend at one capability (call in a fresh process)."""
+    sys.path.insert(0, oracle_dir)
+    import oracle
+
+    major, minor = (int(p) for p in capability.split("."))
+    vllm_oracle = oracle.Oracle(initial_capability=(major, minor), kv_cache=False)
+    from vllm.v1.attention.backend import AttentionMetadataBuilder
+
+    vllm_config = vllm_oracle._vllm_config("auto", None, False)
+    answers: dict[str, Any] = {}
+    for name in vllm_oracle.backend_names:
+        try:
+            backend = vllm_oracle.E[name].get_class()
+        except Exception as exc:
+            answers[name] = {"import_error": _error(exc)}
+            continue
+        entry: dict[str, Any] = {}
+        try:
+            entry["kernel_block_sizes"] = [
+                _jsonable_block_size(s) for s in backend.get_supported_kernel_block_sizes()]
+        except Exception as exc:
+            entry["kernel_block_sizes"] = _error(exc)
+        try:
+            entry["preferred_block_size"] = backend.get_preferred_block_size(DEFAULT_BLOCK_SIZE)
+        except Exception as exc:
+            entry["preferred_block_size"] = _error(exc)
+        entry.update(_builder_facts(backend, AttentionMetadataBuilder, vllm_config))
+        answers[name] = entry
+    return {"vllm_version": vllm_oracle.vllm_version, "capability": capability, "backends": answers}
+
+
+def ask_all(python: str, oracle_dir: str, capabilities: tuple[str, ...]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"vllm_version": None, "default_block_size": DEFAULT_BLOCK_SIZE,
+                              "capabilities": {}}
+    for capability in capabilities:
+        done = subprocess.run([python, __file__, "ask", "--capability", capability,
+                               "--oracle-dir", oracle_dir],
+                              capture_output=True, text=True, check=False, timeout=900)
+        if done.returncode != 0:
+            raise SystemExit(f"capability {capability}: exit {done.returncode}\n{done.stderr[-2000:]}")
+        answer = json.loads(done.stdout)
+        merged["vllm_version"] = answer["vllm_version"]
+        merged["capabilities"][capability] = answer["backends"]
+        print(f"{capability}: {len(answer['backends'])} backends", file=sys.stderr)
+    return merged
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("ask", help="one capability (run with the oracle's interpreter)")
+    one.add_argument("--capability", required=True)
+    one.add_argument("--oracle-dir", default=ORACLE_DIR)
+    every = sub.add_parser("all", help="every capability, one fresh process each")
+    every.add_argument("--python", required=True, help="the oracle venv's interpreter")
+    every.add_argument("--oracle-dir", default=ORACLE_DIR)
+    every.add_argument("--capabilities", default=",".join(CAPABILITIES))
+    every.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+    if args.command == "ask":
+        sys.stdout.write(json.dumps(ask(args.capability, args.oracle_dir)) + "\n")
+        return 0
+    merged = ask_all(args.python, args.oracle_dir, tuple(args.capabilities.split(",")))
+    Path(args.output).write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
