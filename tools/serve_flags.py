@@ -3,9 +3,9 @@
 
 Two modes:
 
-* ``--ask``: run INSIDE a release's oracle environment; prints the option strings of
-  ``AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())`` (the engine flags that
-  ``vllm serve`` accepts) as JSON, with the oracle's mocks (vLLM believes it runs on
+* ``--ask``: run INSIDE a release's oracle environment; prints every option string that
+  ``AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())`` registers (the engine flags
+  that ``vllm serve`` accepts, those hidden from ``--help`` included) as JSON, with the oracle's mocks (vLLM believes it runs on
   a CUDA host):
 
       VENV/bin/python tools/serve_flags.py --ask --oracle ORACLE_DIR > flags-0.29.0.json
@@ -45,8 +45,10 @@ def ask(oracle_dir: Path) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - older layout
         from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
     parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())
-    flags = sorted({s for action in parser._actions for s in action.option_strings
-                    if s.startswith("--") and s != "--help"})
+    # every option string the parser accepts, hidden ones included (0.33.0 keeps
+    # --no-enable-x registered but out of help: argparse_utils.EnableDisableAction)
+    flags = sorted(s for s in parser._option_string_actions
+                   if s.startswith("--") and s != "--help")
     return {"vllm_version": orc.vllm_version, "flags": flags}
 
 
