@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from selector.bench.measurements import GeometryInfo, GroupInfo
+from selector.config import LoadedDeployment
 from selector.errors import InputError, InvalidDeploymentError
 from selector.result import SolveResult
 from selector.smoke.from_result import SMOKE_BACKENDS, _plan
@@ -94,8 +95,9 @@ def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int |
                       plans=tuple(plans), unmeasured=unmeasured, result=result)
 
 
-def bench_targets(config: Path) -> BenchTargets:
-    """The benchmark groups of a deployment file, through the solver (and the KV planner).
+def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
+    """The benchmark groups of a deployment file (or one already loaded), through the solver
+    (and the KV planner).
 
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
     and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
@@ -105,7 +107,8 @@ def bench_targets(config: Path) -> BenchTargets:
     from selector.solver import solve
 
     catalog = load_catalog()
-    loaded = load_deployment(str(config))
+    loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
+    config = Path(loaded.path)
     deployment = loaded.deployment
     device = deployment.device if isinstance(deployment.device, str) else None
     groups: list[BenchGroup] = []

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from selector.bench.measurements import Measurements
     from selector.bench.policy import PolicyDecision
 
-__all__ = ["bench_command", "measured_policy", "register"]
+__all__ = ["bench_command", "measured_policy", "measurements_by_device", "register"]
 
 
 class BenchFormat(str, Enum):
@@ -69,6 +69,20 @@ def bench_command(
         "--policy", case_sensitive=False,
         help="priority: report vLLM's choice; fastest: choose the valid backend with the "
              "lowest measured time and print the flag that pins it.")] = PolicyName.priority,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="auto|local|ADDRESS",
+        help="Run on a Ray cluster, once per GPU type: one measurements file per type in "
+             "OUTPUT/<device>/ (auto: RAY_ADDRESS or a cluster running here; local: start "
+             "one here).")] = None,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="With --ray: a GPU type to run on (repeat; 'cluster' = every "
+                               "type the cluster offers, the default).")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=1, help="With --ray: seconds before a device's task is cancelled.")
+    ] = 600.0,
+    ship_code: Annotated[bool, typer.Option(
+        "--ship-code", help="With --ray: send this attn-select to the workers (Ray "
+                            "runtime_env py_modules).")] = False,
 ) -> None:
     """Run every valid backend's kernels on a workload on this GPU; time them against the
     card's measured limits and choose by policy.
@@ -84,6 +98,16 @@ def bench_command(
     from selector.bench.workload import default_workload, load_workload
     from selector.cli.smoke import _progress
 
+    if ray is not None:
+        from selector.cli.fleet import FleetFormat, run_bench_fleet
+
+        raise run_bench_fleet(config, address=ray, devices=list(device or []),
+                              timeout_s=timeout, workload=workload, output=output,
+                              output_format=FleetFormat(output_format.value),
+                              policy=policy.value, ship_code=ship_code)
+    if device or ship_code:
+        raise _fail(InputError("--device and --ship-code apply to a fleet run only",
+                               field="--device", hint="add --ray auto (or local)"))
     err = Console(stderr=True, soft_wrap=True)
     try:
         shapes = load_workload(workload) if workload is not None else default_workload()
@@ -138,16 +162,26 @@ def measured_policy(path: Path, records: list[Any], output_format: Any,
     from selector.bench.measurements import load_measurements
     from selector.bench.policy import apply_measurements
 
-    measurements = load_measurements(path)
-    decisions: list[tuple[str, PolicyDecision]] = [
-        (label, apply_measurements(result, measurements))
-        for record in records for label, result in _record_results(record)]
+    by_device = measurements_by_device(path) if path.is_dir() else None
+    single = None if by_device is not None else (path, load_measurements(path))
+    err = Console(stderr=True, soft_wrap=True)
+    decisions: list[tuple[str, Path | None, PolicyDecision | None]] = []
+    for record in records:
+        found = single if by_device is None else by_device.get(record.device)
+        if found is None and by_device is not None:
+            err.print(f"note: no measurements for {record.device} in {path} (it holds "
+                      f"{', '.join(sorted(by_device)) or 'none'})", markup=False,
+                      highlight=False)
+        for label, result in _record_results(record):
+            decisions.append((label, None if found is None else found[0],
+                              None if found is None else apply_measurements(result, found[1])))
     kind = getattr(output_format, "value", str(output_format))
     if kind == "json" and text is not None:
         body = json.loads(text)
         documents = body if isinstance(body, list) else [body]
-        for document, (_, decision) in zip(documents, decisions, strict=False):
-            document["measured_policy"] = decision.to_json()
+        for document, (_, source, decision) in zip(documents, decisions, strict=False):
+            if decision is not None:
+                document["measured_policy"] = {**decision.to_json(), "measurements": str(source)}
         return json.dumps(body, indent=2, default=str) + "\n"
     if kind == "text":
         import io
@@ -157,13 +191,38 @@ def measured_policy(path: Path, records: list[Any], output_format: Any,
 
         buffer = io.StringIO() if text is not None else None  # the report goes to a file
         console = make_console(file=buffer)
-        for label, decision in decisions:
-            console.print(render_decision(decision, title=f"Measured ({path.name}) for {label}"))
+        for label, source, decision in decisions:
+            if decision is not None and source is not None:
+                console.print(render_decision(decision,
+                                              title=f"Measured ({source.name}) for {label}"))
         return text if buffer is None else (text or "") + buffer.getvalue()
     Console(stderr=True, soft_wrap=True).print(
         f"note: --measurements applies to --format text and json; {kind} output unchanged",
         markup=False, highlight=False)
     return text
+
+
+def measurements_by_device(folder: Path) -> dict[str, tuple[Path, Measurements]]:
+    """Every measurements file under ``folder`` (a ``bench --ray`` output), by the catalog
+    device it was measured on; two files for one device are an :class:`InputError`."""
+    from selector.bench.measurements import load_measurements
+
+    found: dict[str, tuple[Path, Measurements]] = {}
+    for candidate in sorted(folder.rglob("*.json")):
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("schema") != "attn-select-bench/1":
+            continue
+        measurements = load_measurements(candidate)
+        device = measurements.device.catalog_name or measurements.device.name
+        if device in found:
+            raise InputError(f"two measurements files for {device}: {found[device][0]} and "
+                             f"{candidate}", file=str(folder), field="--measurements",
+                             hint="keep one file per device in the folder")
+        found[device] = (candidate, measurements)
+    return found
 
 
 def register(app: typer.Typer) -> None:

@@ -122,7 +122,8 @@ def check(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
     measurements: Annotated[Path | None, typer.Option(
-        "--measurements", help="bench.json from `attn-select bench`: also show the valid "
+        "--measurements", help="bench.json from `attn-select bench` (or the folder of a "
+                               "`bench --ray` run: the file of each device): also show the valid "
                                "backend measured fastest and the flag that pins it.")] = None,
 ) -> None:
     """Validate every backend for each deployment, select one, explain why."""

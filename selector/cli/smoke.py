@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from selector.errors import AttnSelectError, ExitCode, InputError, InvalidDeploymentError
+from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
     from selector.parallel.plan import ShardPlan
@@ -30,6 +30,17 @@ __all__ = ["register", "run_plans", "smoke_command", "smoke_plan_command"]
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class SmokeFormat(str, Enum):
+    """``smoke`` formats: text and json here; with --ray every ``check`` format."""
+
+    text = "text"
+    json = "json"
+    junit = "junit"
+    markdown = "markdown"
+    github = "github"
+    sarif = "sarif"
 
 
 class ShardMode(str, Enum):
@@ -141,49 +152,24 @@ def smoke_plan_command(
 
 def _deployment_plans(config: Path) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
-    from selector.catalog import load_catalog
-    from selector.config import deployment_facts, load_deployment
-    from selector.smoke.from_result import plans_from_model, plans_from_result
-    from selector.solver import solve
+    from selector.config import load_deployment
+    from selector.smoke.deployment import deployment_plans
 
-    catalog = load_catalog()
-    loaded = load_deployment(str(config))
-    deployment = loaded.deployment
-    if deployment.model is not None:
-        from selector.modelcheck import check_model_deployment
+    return deployment_plans(load_deployment(str(config)))
 
-        checked = check_model_deployment(loaded, catalog)
-        if not checked.valid:
-            raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
-        plans = plans_from_model(checked)
-        selected = sorted({s.result.selected or "-" for s in checked.selections})
-    else:
-        result = solve(deployment_facts(loaded, catalog), engine=deployment.engine,
-                       attention_backend=deployment.attention_backend,
-                       cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
-        if not result.valid:
-            reason = f": {result.error.message}" if result.error is not None else ""
-            raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment{reason}; "
-                f"`attn-select check {config}` says more")
-        plans = plans_from_result(result, name=config.stem,
-                                  sliding_window=deployment.layer.sliding_window,
-                                  logits_soft_cap=deployment.layer.logits_soft_cap)
-        selected = [result.selected or "-"]
-    if not plans:
-        raise InputError(
-            f"the plan selects {', '.join(selected)}, and no attention group has a backend "
-            "to smoke-test", file=str(config),
-            hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
-    return plans
+
+_RAY_HELP = ("Run on a Ray cluster, once per GPU type (the fleet smoke): auto (RAY_ADDRESS "
+             "or a cluster running here), local (start one here) or HOST:PORT.")
 
 
 def smoke_command(
-    config: Annotated[Path, typer.Argument(metavar="CONFIG", show_default=False,
-                                           help="Deployment file (YAML, TOML or JSON).")],
-    output_format: Annotated[ReportFormat, typer.Option(
-        "--format", "-f", case_sensitive=False, help="Report format.")] = ReportFormat.text,
+    configs: Annotated[list[Path], typer.Argument(
+        metavar="CONFIG...", show_default=False,
+        help="Deployment file (YAML, TOML or JSON); several with --ray.")],
+    output_format: Annotated[SmokeFormat, typer.Option(
+        "--format", "-f", case_sensitive=False,
+        help="Report format (junit, markdown, github and sarif: with --ray).")
+    ] = SmokeFormat.text,
     repeats: Annotated[int | None, typer.Option(
         "--repeats", min=1, help="Timed repeats per kernel (median reported).")] = None,
     measure: Annotated[bool, typer.Option(
@@ -212,29 +198,69 @@ def smoke_command(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print every kernel call the run would make (backend, providers, "
         "entry points, arguments) without a GPU or torch.")] = False,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="auto|local|ADDRESS", help=_RAY_HELP)] = None,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="With --ray: a GPU type to run on (repeat; 'cluster' = every "
+                               "type the cluster offers, the default).")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=1, help="With --ray: seconds before a device's task is cancelled.")
+    ] = 600.0,
+    ship_code: Annotated[bool, typer.Option(
+        "--ship-code", help="With --ray: send this attn-select to the workers (a Ray "
+                            "runtime_env with py_modules); they still need its dependencies "
+                            "and the gpu extra.")] = False,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="With --ray: write the report to this file.")] = None,
 ) -> None:
     """Check a deployment, then run its attention kernels on this GPU, called exactly as
     vLLM calls them (the engine's kernel call contract), on a paged KV cache built exactly
     as negotiated, and prove them against a reference.
 
+    With --ray, run the same check on one node of every GPU type of a Ray cluster and merge
+    the answers into one fleet report.
+
     Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
-    kernel or check fails, 4 when this machine cannot run it, 5 when every check passed
-    but on another kernel than the plan negotiated (SUBSTITUTED).
+    kernel or check fails, 4 when this machine (with --ray: some device) cannot run it, 5
+    when every check passed but on another kernel than the plan negotiated (SUBSTITUTED).
     """
     from selector.parallel.from_deployment import shard_plans
     from selector.parallel.plan import ShardOptions
     from selector.smoke.plan import SmokeOptions
 
+    options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))
+    local_only = [name for name, given in (
+        ("--dry-run", dry_run), ("--shards", shards is not ShardMode.auto),
+        ("--gpus", gpus is not None), ("--kernels", kernels is not KernelSource.native),
+        ("--merge-lse-base", merge_lse_base is not None)) if given]
+    if ray is not None and not local_only:
+        from selector.cli.fleet import FleetFormat, run_smoke_fleet
+
+        raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
+                              timeout_s=timeout, options=options.model_dump(mode="json"),
+                              output_format=FleetFormat(output_format.value), output=output,
+                              ship_code=ship_code)
+    fleet_only = [name for name, given in (("several CONFIG files", len(configs) > 1),
+                                           (f"--format {output_format.value}",
+                                            output_format.value not in ("text", "json")),
+                                           ("--device", bool(device)), ("--output", bool(output)),
+                                           ("--ship-code", ship_code), ("--ray", bool(ray)))
+                  if given]
+    if fleet_only:
+        Console(stderr=True, soft_wrap=True).print(
+            f"error: {', '.join(fleet_only)}: only for a fleet run (--ray, without "
+            f"{' or '.join(local_only) or '--dry-run'}); the local smoke takes one deployment "
+            "on this machine", markup=False, highlight=False)
+        raise typer.Exit(int(ExitCode.USAGE))
+    config, local_format = configs[0], ReportFormat(output_format.value)
     try:
         plans = _deployment_plans(config)
-        options = SmokeOptions(seed=seed, measure=measure,
-                               **({"repeats": repeats} if repeats else {}))
         shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
             else ([], [])
         if shards is ShardMode.auto:
             shard_list = [plan for plan in shard_list if plan.uses_dcp]
         if dry_run:
-            _print_dry_run(plans, options, output_format, shard_list=shard_list,
+            _print_dry_run(plans, options, local_format, shard_list=shard_list,
                            standard=shards is not ShardMode.only and (
                                shards is not ShardMode.auto or not shard_list))
             return
@@ -260,7 +286,7 @@ def smoke_command(
             f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "
             "shard-checked yet)", markup=False, highlight=False)
     if standard:
-        run_plans(plans, options, output_format=output_format)
+        run_plans(plans, options, output_format=local_format)
     if shard_list:
         from selector.cli.shards import run_shards
 
@@ -269,7 +295,7 @@ def smoke_command(
             merge_lse_base=merge_lse_base.value if merge_lse_base else None,
             **({"repeats": repeats} if repeats else {}))
         run_shards(shard_list, shard_options, gpus=gpus,
-                   as_json=output_format is ReportFormat.json)
+                   as_json=local_format is ReportFormat.json)
 
 
 def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,

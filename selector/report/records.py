@@ -38,6 +38,26 @@ CLI_CODES: dict[str, tuple[str, str]] = {
     "AS132": ("model-architecture-unmapped",
               "vLLM supports the architecture but schemas/models/families.yaml does not "
               "map its layers: checked as uniform attention (a failure with --strict)."),
+    "AS020": ("fleet-check-failed",
+              "Fleet run (--ray): a kernel or check failed on a device type (exit code 3)."),
+    "AS021": ("fleet-device-absent",
+              "Fleet run (--ray): no alive node of a requested device type (exit code 4)."),
+    "AS022": ("fleet-cannot-run",
+              "Fleet run (--ray): a node cannot run it: torch, a GPU, a kernel library or "
+              "attn-select itself is missing there (exit code 4)."),
+    "AS023": ("fleet-timed-out",
+              "Fleet run (--ray): no answer within --timeout; the task was cancelled "
+              "(exit code 4)."),
+    "AS024": ("fleet-worker-died",
+              "Fleet run (--ray): the task's worker process or node died (exit code 4)."),
+    "AS025": ("fleet-cancelled",
+              "Fleet run (--ray): interrupted (Ctrl-C); the task was cancelled."),
+    "AS026": ("fleet-task-error",
+              "Fleet run (--ray): the task ended with an unexpected error, a deployment "
+              "vLLM rejects on that device, bad input, or a status of its own."),
+    "AS027": ("fleet-substituted",
+              "Fleet run (--ray): every check passed, but on another kernel than the plan "
+              "negotiated (SUBSTITUTED, exit code 5)."),
 }
 """Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
 
