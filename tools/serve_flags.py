@@ -5,8 +5,8 @@ Two modes:
 
 * ``--ask``: run INSIDE a release's oracle environment; prints every option string that
   ``AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())`` registers (the engine flags
-  that ``vllm serve`` accepts, those hidden from ``--help`` included) as JSON, with the oracle's mocks (vLLM believes it runs on
-  a CUDA host):
+  that ``vllm serve`` accepts, those hidden from ``--help`` included) as JSON, with the
+  oracle's mocks (vLLM believes it runs on a CUDA host):
 
       VENV/bin/python tools/serve_flags.py --ask --oracle ORACLE_DIR > flags-0.29.0.json
 
