@@ -12,9 +12,10 @@ import functools
 import os
 import re
 import string
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -25,7 +26,7 @@ from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
-from selector.schema.codes import ReasonCode, ReasonCodeRegistry
+from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 
@@ -37,6 +38,7 @@ __all__ = [
     "EngineChoice",
     "EngineData",
     "RawEngine",
+    "RegisteredCodes",
     "available_engines",
     "close_matches",
     "installed_vllm_version",
@@ -166,6 +168,10 @@ class Catalog:
     _device_index: dict[str, Device] = field(repr=False)
     ignored_device_words: tuple[str, ...] = ()
     """Words dropped before matching a device name word by word (devices.yaml)."""
+    cli_codes: dict[str, ToolCode] = field(default_factory=dict)
+    """Codes of attn-select's own findings (``cli_codes`` of reason-codes.yaml)."""
+    argument_codes: dict[str, ToolCode] = field(default_factory=dict)
+    """Codes of the notes about a command line (``argument_codes`` of reason-codes.yaml)."""
     digest: str = field(default="", repr=False, compare=False)
     """Hash of the data files (set when loaded)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
@@ -341,6 +347,35 @@ class Catalog:
 
     def code(self, code: str) -> ReasonCode:
         return self.codes[code]
+
+    def field_of(self, code: str) -> tuple[str, ...] | None:
+        """The deployment field a finding with ``code`` points at (None: not located)."""
+        registered = self.codes.get(code) or self.cli_codes.get(code) \
+            or self.argument_codes.get(code)
+        return tuple(registered.field.split(".")) if registered and registered.field else None
+
+
+class RegisteredCodes(Mapping[str, tuple[str, str]]):
+    """A read-only view of one section of attn-select's own codes in
+    ``schemas/reason-codes.yaml``: code -> (name, summary), in the file's order.
+    Read from the shipped catalog on first use."""
+
+    def __init__(self, section: Literal["cli_codes", "argument_codes"]) -> None:
+        self._section = section
+
+    def _table(self) -> dict[str, ToolCode]:
+        table: dict[str, ToolCode] = getattr(load_catalog(), self._section)
+        return table
+
+    def __getitem__(self, code: str) -> tuple[str, str]:
+        registered = self._table()[code]
+        return registered.name, registered.summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
 
 
 def _device_key(name: str) -> str:
@@ -657,12 +692,19 @@ def _load_catalog_files(base: Path) -> Catalog:
     except ValidationError as exc:
         raise CatalogError(_validation_message(codes_path, exc)) from None
     codes: dict[str, ReasonCode] = {}
+    cli_codes: dict[str, ToolCode] = {}
+    argument_codes: dict[str, ToolCode] = {}
     names: set[str] = set()
-    for code in registry.codes:
-        if code.code in codes or code.name in names:
-            raise CatalogError(f"{codes_path}: duplicate code {code.code} / {code.name}")
-        codes[code.code] = code
-        names.add(code.name)
+    sections: tuple[tuple[dict[str, Any], tuple[ReasonCode | ToolCode, ...]], ...] = (
+        (codes, registry.codes), (cli_codes, registry.cli_codes),
+        (argument_codes, registry.argument_codes))
+    for table, entries in sections:
+        for code in entries:
+            if code.code in codes or code.code in cli_codes or code.code in argument_codes \
+                    or code.name in names:
+                raise CatalogError(f"{codes_path}: duplicate code {code.code} / {code.name}")
+            table[code.code] = code
+            names.add(code.name)
     devices_path = base / "devices.yaml"
     try:
         catalog = DeviceCatalog.model_validate(_read_yaml(devices_path))
@@ -685,7 +727,8 @@ def _load_catalog_files(base: Path) -> Catalog:
                 raise CatalogError(f"{profile_path}: missing `engine: <name>==<version>`")
             by_engine[name] = directory
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
-                   ignored_device_words=catalog.ignored_words)
+                   ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
+                   argument_codes=argument_codes)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from selector.catalog import Catalog, close_matches
+from selector.catalog import Catalog, close_matches, load_catalog
 from selector.config import LoadedDeployment, deployment_facts, load_deployment, resolve_device
 from selector.errors import ExitCode, InputError
 from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
@@ -44,26 +44,6 @@ __all__ = [
 ]
 
 _DEPLOYMENT_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
-
-# Which deployment field a reason is about (full code first, then its two-letter family).
-_CODE_FIELDS: dict[str, tuple[str, ...]] = {
-    "HS": ("layer", "head_size"), "DT": ("dtype",), "KV": ("kv_cache_dtype",),
-    "BS": ("block_size",), "CC": ("device",), "AT": ("layer", "attn_type"),
-    "FT001": ("layer", "mm_prefix"), "FT002": ("layer", "mla"), "FT003": ("layer", "mla"),
-    "FT004": ("layer", "has_sink"), "FT005": ("layer", "mla"), "FT006": ("layer", "mla"),
-    "FT007": ("layer", "per_head_quant_scales"), "FT008": ("layer", "sliding_window"),
-    "FT009": ("layer", "rswa_window"), "FT010": ("attention_config", "use_non_causal"),
-    "FT011": ("parallel", "decode_context_parallel_size"), "FT012": ("batch_invariant",),
-    "FT013": ("kv_connector",), "FT014": ("speculative", "adaptive_verification"),
-    "PL001": ("parallel", "prefill_context_parallel_size"),
-    "PL002": ("parallel", "decode_context_parallel_size"),
-    "FA001": ("layer", "has_sink"), "FA002": ("kv_cache_dtype",), "FA003": ("kv_cache_dtype",),
-    "FA004": ("layer", "mm_prefix"), "FI": ("kv_cache_dtype",), "ML": ("layer", "mla"),
-    "EN": ("environment",), "EX": ("layer",),
-    "SE002": ("attention_backend",), "SE003": ("block_size",),
-    "AS002": ("cudagraph_mode",), "AS003": ("cudagraph_mode",),
-}
-
 
 @dataclass(frozen=True)
 class CheckOptions:
@@ -122,7 +102,8 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
 
 
 def _field_of(code: str) -> tuple[str, ...] | None:
-    return _CODE_FIELDS.get(code) or _CODE_FIELDS.get(code[:2])
+    """The deployment field a finding points at (``field`` in reason-codes.yaml)."""
+    return load_catalog().field_of(code)
 
 
 def _error_field(result: SolveResult) -> tuple[str, ...]:
@@ -186,8 +167,8 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
     """An error when vLLM refuses the requested CUDA-graph mode, a warning when it
     downgrades it (for one layer or a whole model alike)."""
     if error is not None:
-        name, _ = CLI_CODES["AS003"]
-        return [_finding("error", "AS003", name, error, "use cudagraph_mode PIECEWISE or NONE",
+        refused = load_catalog().cli_codes["AS003"]
+        return [_finding("error", "AS003", refused.name, error, refused.hint,
                          ("cudagraph_mode",), loaded, backend)]
     if requested != resolved:
         name, _ = CLI_CODES["AS002"]
@@ -290,9 +271,10 @@ def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | Non
     from selector.models.arch_registry import load_model_registry
 
     data = catalog.engine(engine)
-    refused = [_finding("error", "AS133", CLI_CODES["AS133"][0],
+    code = catalog.cli_codes["AS133"]
+    refused = [_finding("error", "AS133", code.name,
                         f"{data.engine} refuses the model at start-up: AssertionError: {text}",
-                        "change the config field the message names", ("model",), loaded)
+                        code.hint, ("model",), loaded)
                for text in model.refusals]
     registry = load_model_registry(data.directory)
     if registry is None:
@@ -310,14 +292,11 @@ def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineD
     if status.status == "supported":
         if model.family is not None:
             return []
-        name, _ = CLI_CODES["AS132"]
+        unmapped = load_catalog().cli_codes["AS132"]
         return [_finding(
-            "warning", "AS132", name,
+            "warning", "AS132", unmapped.name,
             f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
-            "every layer was checked as uniform attention",
-            "add its family to schemas/models/families.yaml (the rules are in its header) "
-            "or compare the layer table with the model; --strict makes this a failure",
-            path, loaded)]
+            "every layer was checked as uniform attention", unmapped.hint, path, loaded)]
     name, _ = CLI_CODES["AS131"]
     if status.status == "removed":
         hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "

@@ -154,10 +154,6 @@ def _error(diagnostic: Diagnostic | None) -> str | None:
     return None if diagnostic is None else f"[{diagnostic.code}] {diagnostic.message}"
 
 
-def _error_kind(diagnostic: Diagnostic | None) -> str | None:
-    return None if diagnostic is None else diagnostic.code
-
-
 def diff_results(before: SolveResult, after: SolveResult, *,
                  source: str | None = None) -> DeploymentDiff:
     """Compare one deployment's results under two engine versions."""

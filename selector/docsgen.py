@@ -633,6 +633,14 @@ def _glossary_page(root: Path) -> str:
     return "\n".join(lines)
 
 
+def _formats_lines() -> list[str]:
+    """The output formats of ``check`` (:data:`selector.report.formats.REPORTERS`)."""
+    from selector.report.formats import REPORTERS
+
+    return ["## Output formats of `check`", "",
+            *(f"- `--format {r.name}`: {_cell(r.summary)}" for r in REPORTERS.values()), ""]
+
+
 def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     lines = [
         _MD_BANNER, "", "# Support matrix", "",
@@ -648,7 +656,7 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
               "- [Devices](devices.md)",
               "- [Release history](release-history.md)",
               "- [Glossary](glossary.md) (layouts such as LBNHC, `%16`, block sizes, CUDA "
-              "graphs)", "", "## JSON Schemas of the input files", "",
+              "graphs)", "", *_formats_lines(), "## JSON Schemas of the input files", "",
               "For editors and `check-jsonschema`; in `schemas/jsonschema/`:", ""]
     lines += [f"- `schemas/jsonschema/{name}`" for name in sorted(schemas)]
     return "\n".join(lines) + "\n"

@@ -174,11 +174,8 @@ def check_model(
         kv_cache = {}
 
         def choose(layer: LayerFacts) -> BackendKVFacts:
-            result = by_layer[layer.index]
-            key = (result.engine, result.selected, layer.index in kv_cache)
             if layer.index not in kv_cache:
-                kv_cache[layer.index] = _kv_facts(result, catalog)
-            del key
+                kv_cache[layer.index] = _kv_facts(by_layer[layer.index], catalog)
             return kv_cache[layer.index]
 
         options = options or KVOptions()

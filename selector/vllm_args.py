@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from selector.catalog import Catalog, close_matches
+from selector.catalog import Catalog, RegisteredCodes, close_matches
 from selector.errors import InputError
 from selector.models import ModelFacts
 from selector.schema.request import (
@@ -47,23 +47,9 @@ __all__ = [
 
 SOURCE = "vllm serve"
 
-ARG_CODES: dict[str, tuple[str, str]] = {
-    "AS101": ("ignored-environment-variable",
-              "An environment variable that the engine no longer reads: it has no effect."),
-    "AS102": ("removed-flag",
-              "A flag that the engine no longer accepts (no longer given: vLLM refuses "
-              "the command line, reported as SU004)."),
-    "AS103": ("unknown-flag", "A flag attn-select does not know; it was passed over."),
-    "AS104": ("not-modelled",
-              "A setting vLLM reads that does not change attention-backend selection "
-              "(or that attn-select does not model); it was passed over."),
-    "AS105": ("model-resolved", "How MODEL was resolved to a config.json."),
-    "AS106": ("max-model-len-too-long",
-              "--max-model-len is longer than the model's max_position_embeddings "
-              "(no longer given: vLLM's refusal is reported as SU002)."),
-    "AS107": ("setting-applied", "A vLLM setting or variable that attn-select applied."),
-}
-"""Codes of the notes about a command line: code -> (name, summary)."""
+ARG_CODES: Mapping[str, tuple[str, str]] = RegisteredCodes("argument_codes")
+"""Codes of the notes about a command line: code -> (name, summary)
+(``argument_codes`` of ``schemas/reason-codes.yaml``)."""
 
 Level = Literal["info", "warning", "error"]
 """``error``: vLLM refuses the command line itself (exit 1)."""
@@ -405,7 +391,6 @@ class _Raw:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     model: str | None = None
-    model_flag: str = "MODEL"
     values: dict[str, str] = field(default_factory=dict)
     """flag -> its value (the last one wins, as with argparse)."""
     dotted: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -605,7 +590,6 @@ def _tokenize(argv: Sequence[str]) -> _Raw:
                 raise _bad(flag, "expected a value after this flag")
             if raw.model is None:
                 raw.model = value
-                raw.model_flag = "--model"
             continue
         raw.order.append(flag)
         raw.values[flag] = value if value is not None else ""

@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.bench.roofline import Achieved, Ceilings, Geometry, Work, achieved
 from selector.bench.stats import Summary, summarize
-from selector.bench.workload import Shape
 from selector.errors import InputError
 
 __all__ = [
@@ -132,10 +131,6 @@ class BenchResult(_Model):
     check: CheckInfo | None = None
     error: str | None = None
     notes: list[str] = Field(default_factory=list)
-
-    @property
-    def shape_model(self) -> Shape:
-        return Shape.from_json(self.shape)
 
     @property
     def shape_name(self) -> str:

@@ -11,9 +11,10 @@ __all__ = ["make_console"]
 
 
 def make_console(*, stderr: bool = False, file: IO[str] | None = None) -> Console:
-    """A console sized from ``COLUMNS`` (default 120), colourless under ``NO_COLOR``,
-    with markup and highlighting off (vLLM's reasons carry brackets); ``file`` captures it."""
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(width=width or 120, no_color=bool(os.environ.get("NO_COLOR")),
-                   highlight=False, soft_wrap=False, markup=False, stderr=stderr,
-                   file=file)
+    """A console sized from ``COLUMNS`` (120 when unset or not a positive whole number),
+    colourless under ``NO_COLOR`` (rich reads it), with markup and highlighting off (vLLM's
+    reasons carry brackets); ``file`` captures it."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else 120
+    return Console(width=width, highlight=False, soft_wrap=False, markup=False,
+                   stderr=stderr, file=file)

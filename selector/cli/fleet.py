@@ -71,14 +71,11 @@ def _render(report: Any, output_format: FleetFormat) -> str | None:
         return render.render_github(report)
     if output_format is FleetFormat.sarif:
         from selector import __version__
-        from selector.catalog import load_catalog
-        from selector.report.records import CLI_CODES
+        from selector.report.sarif import code_descriptions
 
-        descriptions = {c.code: (c.name, c.hint or c.message)
-                        for c in load_catalog().codes.values()}
-        descriptions.update(CLI_CODES)
         return json.dumps(render.render_sarif(report, version=__version__,
-                                              descriptions=descriptions), indent=2) + "\n"
+                                              descriptions=code_descriptions(arguments=False)),
+                          indent=2) + "\n"
     return None
 
 

@@ -96,21 +96,11 @@ class BackendKVFacts(_Frozen):
     """Resolved FlashAttention version, for reports only."""
 
     @property
-    def cg_level(self) -> int:
-        return CG_LEVEL[self.cudagraph_support]
-
-    @property
     def only_exact_sizes(self) -> bool:
         """True when every declared kernel size is an exact int."""
         return bool(self.kernel_block_sizes) and all(
             isinstance(rule, int) for rule in self.kernel_block_sizes
         )
-
-    @property
-    def smallest_kernel_block(self) -> int | None:
-        if not self.kernel_block_sizes:
-            return None
-        return min(rule_base(rule) for rule in self.kernel_block_sizes)
 
     def supports_block_size(self, block_size: int) -> bool:
         """vLLM's ``supports_block_size``: a multiple of any declared size."""

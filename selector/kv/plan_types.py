@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.errors import InputError
 from selector.kv.backend_facts import BackendKVFacts, CGSupport
 from selector.kv.capacity import Capacity
 from selector.kv.cudagraph import CudaGraphResolution
@@ -129,10 +128,3 @@ class ModelPlan(_Frozen):
     cudagraph: CudaGraphResolution | None = None
     capacity: Capacity | None = None
     entries: tuple[CacheEntry, ...] = ()
-
-    def group_of_layer(self, layer_index: int) -> tuple[GroupPlan, ...]:
-        """The groups holding a layer's caches (an MLA layer and its indexer share one)."""
-        found = tuple(g for g in self.groups if layer_index in g.layer_indices)
-        if not found and not any(e.layer_index == layer_index for e in self.entries):
-            raise InputError(f"layer {layer_index} holds no KV cache in this plan", field="layer")
-        return found

@@ -247,10 +247,6 @@ class ModelFacts(_Frozen):
             if layer.is_ssm or layer.has_parallel_state
         )
 
-    @property
-    def attention_layers(self) -> tuple[LayerFacts, ...]:
-        return tuple(layer for layer in self.layers if layer.is_attention)
-
     def layer(self, index: int) -> LayerFacts:
         """The layer at ``index`` (raises :class:`selector.errors.InputError`)."""
         if not 0 <= index < len(self.layers):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from selector.report.records import CheckRecord
+from selector.report.records import CheckRecord, CheckReport
 
-__all__ = ["render_github"]
+__all__ = ["render", "render_github"]
 
 _COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
 
@@ -46,3 +47,8 @@ def render_github(records: Sequence[CheckRecord]) -> str:
                      f"CUDA graphs {record.cudagraph_mode}"
         lines.append(f"attn-select: {verdict} {record.label} on {record.device}{detail}")
     return "\n".join(lines) + "\n"
+
+
+def render(report: CheckReport, console: Any = None) -> str:
+    """The ``--format github`` reporter (:mod:`selector.report.formats`)."""
+    return render_github(report.records)

@@ -4,11 +4,12 @@ deployment and device; failures carry the findings, input errors are errors."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from xml.etree import ElementTree as ET
 
-from selector.report.records import CheckRecord, Finding
+from selector.report.records import CheckRecord, CheckReport, Finding
 
-__all__ = ["render_junit"]
+__all__ = ["render", "render_junit"]
 
 
 def _finding_text(finding: Finding) -> str:
@@ -70,3 +71,8 @@ def render_junit(records: Sequence[CheckRecord]) -> str:
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+def render(report: CheckReport, console: Any = None) -> str:
+    """The ``--format junit`` reporter (:mod:`selector.report.formats`)."""
+    return render_junit(report.records)

@@ -4,10 +4,11 @@ section per checked deployment."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from selector.report.records import CheckRecord, Finding
+from selector.report.records import CheckRecord, CheckReport, Finding
 
-__all__ = ["render_markdown"]
+__all__ = ["render", "render_markdown"]
 
 _ICONS = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 
@@ -134,3 +135,8 @@ def render_markdown(records: Sequence[CheckRecord]) -> str:
     for record in records:
         lines.extend(_section(record))
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render(report: CheckReport, console: Any = None) -> str:
+    """The ``--format markdown`` reporter (:mod:`selector.report.formats`)."""
+    return render_markdown(report.records)

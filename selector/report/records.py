@@ -7,59 +7,21 @@ records are built (:mod:`selector.checkrun`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from selector.catalog import RegisteredCodes
 from selector.result import SolveResult
 
-__all__ = ["CLI_CODES", "CheckRecord", "Finding", "FindingLevel", "Status"]
+__all__ = ["CLI_CODES", "CheckRecord", "CheckReport", "Finding", "FindingLevel", "Status"]
 
 FindingLevel = Literal["error", "warning", "note"]
 Status = Literal["valid", "invalid", "error"]
 
-CLI_CODES: dict[str, tuple[str, str]] = {
-    "AS001": ("input-error",
-              "The input could not be read: a bad file, field or flag value (exit code 2)."),
-    "AS002": ("cudagraph-mode-downgraded",
-              "vLLM lowers the requested CUDA-graph mode for the selected backend "
-              "(a warning; a failure with --strict)."),
-    "AS003": ("cudagraph-mode-refused",
-              "vLLM refuses the requested CUDA-graph mode for the selected backend at start-up."),
-    "AS004": ("kv-plan-error",
-              "The whole-model KV-cache plan fails: vLLM would raise at start-up."),
-    "AS005": ("kv-plan-warning",
-              "The whole-model KV-cache plan works with a caveat vLLM warns about."),
-    "AS131": ("model-architecture-unsupported",
-              "The engine version does not support the model's architecture (removed, "
-              "moved to a plugin or unknown): vLLM refuses it at start-up."),
-    "AS133": ("model-refused",
-              "vLLM refuses the model's layer layout at start-up (a rule its model code "
-              "asserts, read from the config)."),
-    "AS132": ("model-architecture-unmapped",
-              "vLLM supports the architecture but schemas/models/families.yaml does not "
-              "map its layers: checked as uniform attention (a failure with --strict)."),
-    "AS020": ("fleet-check-failed",
-              "Fleet run (--ray): a kernel or check failed on a device type (exit code 3)."),
-    "AS021": ("fleet-device-absent",
-              "Fleet run (--ray): no alive node of a requested device type (exit code 4)."),
-    "AS022": ("fleet-cannot-run",
-              "Fleet run (--ray): a node cannot run it: torch, a GPU, a kernel library or "
-              "attn-select itself is missing there (exit code 4)."),
-    "AS023": ("fleet-timed-out",
-              "Fleet run (--ray): no answer within --timeout; the task was cancelled "
-              "(exit code 4)."),
-    "AS024": ("fleet-worker-died",
-              "Fleet run (--ray): the task's worker process or node died (exit code 4)."),
-    "AS025": ("fleet-cancelled",
-              "Fleet run (--ray): interrupted (Ctrl-C); the task was cancelled."),
-    "AS026": ("fleet-task-error",
-              "Fleet run (--ray): the task ended with an unexpected error, a deployment "
-              "vLLM rejects on that device, bad input, or a status of its own."),
-    "AS027": ("fleet-substituted",
-              "Fleet run (--ray): every check passed, but on another kernel than the plan "
-              "negotiated (SUBSTITUTED, exit code 5)."),
-}
-"""Codes of findings that are not vLLM selection reasons: code -> (name, summary)."""
+CLI_CODES: Mapping[str, tuple[str, str]] = RegisteredCodes("cli_codes")
+"""Codes of findings that are not vLLM selection reasons: code -> (name, summary)
+(``cli_codes`` of ``schemas/reason-codes.yaml``)."""
 
 
 @dataclass(frozen=True)
@@ -117,3 +79,16 @@ class CheckRecord:
     @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.level == "warning")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything a ``check`` reporter renders: the records and how they were asked for."""
+
+    records: Sequence[CheckRecord]
+    command: Any = None
+    """The parsed ``vllm serve`` command line (:class:`selector.vllm_args.ServeCommand`),
+    or None for deployment files."""
+    verbose: int = 0
+    fleet: bool = False
+    """Several devices were checked: the text report ends with the fleet table."""

@@ -4,14 +4,16 @@ deployment file by line (findings about a command line carry no location)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from selector.report.records import CheckRecord, Finding
+from selector import __version__
+from selector.report.records import CLI_CODES, CheckRecord, CheckReport, Finding
 
-__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "render_sarif"]
+__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "code_descriptions", "render", "render_sarif"]
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -99,3 +101,23 @@ def render_sarif(records: Sequence[CheckRecord], *, version: str,
             "results": results,
         }],
     }
+
+
+def code_descriptions(*, arguments: bool = True) -> dict[str, tuple[str, str]]:
+    """Rule metadata for every registered code: code -> (name, hint or summary); the
+    command line's codes too unless ``arguments`` is false."""
+    from selector.catalog import load_catalog
+
+    descriptions = {c.code: (c.name, c.hint or c.message) for c in load_catalog().codes.values()}
+    descriptions.update(CLI_CODES)
+    if arguments:
+        from selector.vllm_args import ARG_CODES
+
+        descriptions.update(ARG_CODES)
+    return descriptions
+
+
+def render(report: CheckReport, console: Any = None) -> str:
+    """The ``--format sarif`` reporter (:mod:`selector.report.formats`)."""
+    document = render_sarif(report.records, version=__version__, descriptions=code_descriptions())
+    return json.dumps(document, indent=2) + "\n"

@@ -3,8 +3,9 @@
 Codes in the data files (profile checks, combination rules, the MLA prefill selector,
 start-up data) are cross-checked when the catalog loads; this test covers the codes
 written in Python (``"SE002"``, ``"AS101"``, ...): each must be in
-``schemas/reason-codes.yaml`` or one of the two code tables that have not moved there
-yet (``CLI_CODES``, ``ARG_CODES``), and the three must not overlap.
+``schemas/reason-codes.yaml``, as one of vLLM's reasons (``codes``) or one of
+attn-select's own (``cli_codes``, ``argument_codes``, seen through ``CLI_CODES`` and
+``ARG_CODES``), and the three sections must not overlap.
 """
 
 from __future__ import annotations

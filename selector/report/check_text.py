@@ -1,0 +1,46 @@
+"""``check --format text``: the terminal report, printed to a rich console."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selector.report.records import CheckReport
+from selector.report.summary import render_fleet, render_notes
+from selector.report.text import render_check
+
+__all__ = ["render"]
+
+
+def render(report: CheckReport, console: Any) -> None:
+    """Print each record's report (and the fleet table for several devices) to ``console``."""
+    records, command, verbose, fleet = report.records, report.command, report.verbose, report.fleet
+    if command is not None:
+        notes = list(dict.fromkeys(f for r in records for f in r.findings
+                                   if f.code.startswith("AS1")))
+        if notes:
+            console.print(render_notes(notes))
+    for record in records:
+        if fleet and not verbose:
+            continue
+        title = record.label if command is None else f"vllm serve {command.model}"
+        if record.model is not None:
+            from selector.report.model import render_model  # lazy: the model checker is heavy
+
+            architecture = [f for f in record.findings if f.code in ("AS131", "AS132", "AS133")]
+            if architecture:
+                console.print(render_notes(architecture))
+            console.print(render_model(record.model, device=record.device, source=title,
+                                       valid=record.status == "valid"))
+            shown = {issue.code for issue in record.model.startup}
+            others = [f for f in record.findings if f.code.startswith("AS0") or (
+                f.level != "note" and f.code not in shown and not f.code.startswith("AS1"))]
+            if others:
+                console.print(render_notes(others))
+        elif record.result is not None:
+            acknowledged = frozenset(f.code for f in record.findings if f.level == "note")
+            console.print(render_check(record.result, device=record.device, source=title,
+                                       verbose=verbose, acknowledged=acknowledged))
+        elif record.status == "invalid":  # refused before any layer was solved
+            console.print(render_notes([f for f in record.findings if f.level == "error"]))
+    if fleet:
+        console.print(render_fleet(records))
