@@ -115,7 +115,7 @@ def check(
     for error in errors:
         _stderr(error)
     choice = catalog.choose(engine)
-    if output_format is CheckFormat.text and output is None and (choice.from_installed or verbose):
+    if output_format is _TEXT and output is None and (choice.from_installed or verbose):
         _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
                          else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
     text = _render(records, command, output_format, verbose=verbose,
