@@ -34,10 +34,13 @@ _CODE_FILES = ("expr.py", "catalog.py", "cache.py", "schema", "solver/compiled.p
 
 
 def data_digest(root: Path) -> str:
-    """A hash of every data file under ``root`` and of the code that shapes the cached
-    objects (so an upgrade or a local edit never reads a stale cache)."""
+    """A hash of where ``root`` is, of every data file under it and of the code that
+    shapes the cached objects (so an upgrade, a local edit or another checkout never
+    reads a stale cache)."""
     digest = hashlib.sha256(_VERSION.encode())
-    for path in sorted(root.rglob("*.yaml")):
+    # the cached objects hold paths under ``root``: two checkouts never share an entry
+    digest.update(str(root.resolve()).encode())
+    for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.json")]):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     package = Path(__file__).resolve().parent

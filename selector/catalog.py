@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 import string
 from collections.abc import Iterator, Mapping
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from selector import expr as expr_lang
@@ -34,11 +35,13 @@ __all__ = [
     "PROFILE_FILE",
     "Catalog",
     "CatalogError",
+    "EngineChoice",
     "EngineData",
     "RawEngine",
     "RegisteredCodes",
     "available_engines",
     "close_matches",
+    "installed_vllm_version",
     "load_catalog",
     "load_engine",
 ]
@@ -50,6 +53,33 @@ class CatalogError(AttnSelectError):
     """The shipped data is inconsistent (a bug in attn-select's data)."""
 
     exit_code = ExitCode.INTERNAL
+
+
+INSTALLED_VLLM_ENV = "ATTN_SELECT_INSTALLED_VLLM"
+"""Overrides the detection of the installed vLLM: a version, or ``none`` for "not installed"."""
+
+
+@functools.cache
+def installed_vllm_version() -> str | None:
+    """The vLLM installed in this environment (package metadata; vLLM is never imported)."""
+    override = os.environ.get(INSTALLED_VLLM_ENV)
+    if override is not None:
+        return None if override.strip().lower() in ("", "none") else override.strip()
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vllm")
+    except PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine profile a command uses, and why."""
+
+    name: str
+    reason: str
+    from_installed: bool = False
 
 
 def close_matches(word: str, options: list[str] | tuple[str, ...]) -> str:
@@ -160,8 +190,56 @@ class Catalog:
         return self.engine_names[-1]
 
     def engine(self, requested: str | None = None) -> EngineData:
-        """The profile for ``requested`` (an exact ``vllm==X`` or a range); newest by default."""
+        """The profile for ``requested`` (an exact ``vllm==X``, ``vllm==0.29`` for the newest
+        0.29.x, or a range); by default the installed vLLM's (see :meth:`choose`)."""
         return self._load(self._resolve(requested))
+
+    def choose(self, requested: str | None = None) -> EngineChoice:
+        """Which profile ``requested`` names and why (``None``: the vLLM installed in this
+        environment if it has a profile, else the newest profile)."""
+        if requested:
+            name = self._resolve(requested)
+            if name == requested.strip():
+                return EngineChoice(name, f"--engine {requested.strip()}")
+            return EngineChoice(name, f"the newest profile matching {requested.strip()!r}")
+        installed = installed_vllm_version()
+        newest = self.default_engine
+        if installed is None:
+            return EngineChoice(newest, "no vLLM is installed in this environment: the newest profile")
+        exact = f"vllm=={installed}"
+        if exact in self.engine_dirs:
+            return EngineChoice(exact, f"vLLM {installed} is installed in this environment",
+                                from_installed=True)
+        series = self._series_match(installed)
+        if series is not None:
+            return EngineChoice(series, f"vLLM {installed} is installed in this environment and has "
+                                f"no profile of its own: the newest profile of its minor series",
+                                from_installed=True)
+        return EngineChoice(newest, f"vLLM {installed} is installed in this environment but has no "
+                            f"profile ({self._nearest_text(installed)}): the newest profile",
+                            from_installed=True)
+
+    def _series_match(self, version: str) -> str | None:
+        try:
+            wanted = Version(version)
+        except InvalidVersion:
+            return None
+        same = [n for n in self.engine_names if n.startswith("vllm==")
+                and Version(n.split("==", 1)[1]).release[:2] == wanted.release[:2]
+                and Version(n.split("==", 1)[1]) <= wanted]
+        return same[-1] if same else None
+
+    def _nearest_text(self, version: str) -> str:
+        """"nearest: vllm==A (older), vllm==B (newer)" for a release without a profile."""
+        try:
+            wanted = Version(version)
+        except InvalidVersion:
+            return "available: " + ", ".join(self.engine_names)
+        names = [n for n in self.engine_names if n.startswith("vllm==")]
+        older = [n for n in names if Version(n.split("==", 1)[1]) < wanted]
+        newer = [n for n in names if Version(n.split("==", 1)[1]) > wanted]
+        parts = ([f"{older[-1]} (older)"] if older else []) + ([f"{newer[0]} (newer)"] if newer else [])
+        return "nearest: " + ", ".join(parts) if parts else "available: " + ", ".join(names)
 
     def _load(self, name: str) -> EngineData:
         loaded = self._loaded.get(name)
@@ -181,12 +259,15 @@ class Catalog:
 
     def _resolve(self, requested: str | None) -> str:
         if not requested:
-            return self.default_engine
+            return self.choose(None).name
         text = requested.strip()
         if text in self.engine_dirs:
             return text
         name, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
         family = (name or "vllm").lower()
+        series = re.fullmatch(r"==\s*(\d+\.\d+)", spec.strip())
+        if series:  # vllm==0.29: the newest 0.29.x
+            spec = f"=={series.group(1)}.*"
         try:
             specifier = SpecifierSet(spec) if spec else SpecifierSet()
         except InvalidSpecifier:
@@ -201,10 +282,13 @@ class Catalog:
             if n.split("==", 1)[0] == family and Version(n.split("==", 1)[1]) in specifier
         ]
         if not matches:
+            exact = re.fullmatch(r"===?\s*([0-9][0-9.]*)(\.\*)?", spec.strip())
+            nearest = self._nearest_text(exact.group(1)) if exact else ""
             raise InputError(
                 f"no profile for engine {requested!r}",
                 field="engine",
-                hint="available: " + ", ".join(self.engine_names),
+                hint=(nearest + "; " if nearest.startswith("nearest") else "")
+                + "available: " + ", ".join(self.engine_names),
             )
         return matches[-1]
 

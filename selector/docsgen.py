@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from selector.catalog import Catalog, EngineData
+from selector.release_history import release_history_page
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
 from selector.schema.engine import PriorityEntry
@@ -653,6 +654,7 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     lines += ["", "## Reference", "",
               "- [Reason codes](reason-codes.md)",
               "- [Devices](devices.md)",
+              "- [Release history](release-history.md)",
               "- [Glossary](glossary.md) (layouts such as LBNHC, `%16`, block sizes, CUDA "
               "graphs)", "", *_formats_lines(), "## JSON Schemas of the input files", "",
               "For editors and `check-jsonschema`; in `schemas/jsonschema/`:", ""]
@@ -667,6 +669,7 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
         GeneratedFile("docs/support-matrix.md", _index_page(catalog, schemas)),
         GeneratedFile("docs/reason-codes.md", _codes_page(catalog)),
         GeneratedFile("docs/devices.md", _devices_page(catalog)),
+        GeneratedFile("docs/release-history.md", release_history_page(catalog, _MD_BANNER)),
         GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):

@@ -15,6 +15,7 @@ one deployment per distinct layer signature: vLLM selects a backend per layer.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -954,12 +955,52 @@ def _settings(raw: _Raw, catalog: Catalog, engine: str | None,
     return s
 
 
-def _flag_notes(raw: _Raw, notes: list[ServeNote], catalog: Catalog) -> None:
+@functools.cache
+def _release_flags() -> dict[str, frozenset[str]]:
+    """Engine flags of `vllm serve` per vLLM release (schemas/vllm-serve-flags.yaml; the
+    oldest release complete, each newer one as added / removed)."""
+    import yaml
+
+    from selector.resources import schemas_dir
+
+    path = schemas_dir() / "vllm-serve-flags.yaml"
+    table: dict[str, frozenset[str]] = {}
+    if path.is_file():
+        current: set[str] = set()
+        for version, entry in (yaml.safe_load(path.read_text()) or {}).get("releases", {}).items():
+            if "flags" in entry:
+                current = set(entry["flags"])
+            current = (current | set(entry.get("added") or ())) - set(entry.get("removed") or ())
+            table[str(version)] = frozenset(current)
+    return table
+
+
+def _release_note(flag: str, version: str, catalog: Catalog) -> ServeNote | None:
+    """SU007 when ``flag`` is an engine flag of some vLLM release but not of ``version``:
+    that release's parser refuses the command line."""
+    table = _release_flags()
+    flags = table.get(version)
+    name = flag.split(".", 1)[0]
+    if flags is None or name in flags or not any(name in f for f in table.values()):
+        return None
+    having = [v for v, f in table.items() if name in f]
+    code = catalog.code("SU007")
+    return ServeNote("error", "SU007", flag, code.message.format(flag=name),
+                     hint=code.hint.format(flag=name, releases=", ".join(having)))
+
+
+def _flag_notes(raw: _Raw, notes: list[ServeNote], catalog: Catalog, version: str = "") -> None:
     seen: set[str] = set()
     for flag in raw.order:
-        if flag in seen or flag.split(".", 1)[0] in _HANDLED:
+        if flag in seen:
             continue
         seen.add(flag)
+        release_note = _release_note(flag, version, catalog)
+        if release_note is not None:
+            notes.append(release_note)
+            continue
+        if flag.split(".", 1)[0] in _HANDLED:
+            continue
         if flag in _REMOVED_FLAGS:
             code = catalog.code("SU004")
             notes.append(ServeNote("error", "SU004", flag, code.message.format(flag=flag),
@@ -975,7 +1016,9 @@ def _is_known(flag: str) -> bool:
     if flag in _KNOWN_SWITCHES or flag in _KNOWN_VALUED or flag in _NARGS_PLUS \
             or flag in _NOTEWORTHY:
         return True
-    return flag.startswith("--no-") and ("--" + flag[5:]) in _KNOWN_SWITCHES
+    if flag.startswith("--no-") and ("--" + flag[5:]) in _KNOWN_SWITCHES:
+        return True
+    return any(flag in flags for flags in _release_flags().values())
 
 
 # ---------------------------------------------------------------- layers -> deployments
@@ -1065,7 +1108,9 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
-    _flag_notes(raw, notes, catalog)
+    engine_data = catalog.engine(engine)
+    _flag_notes(raw, notes, catalog,
+                str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = _settings(raw, catalog, engine, notes)
     _environment(env, settings, notes, catalog, engine)
     data, file, name, how = _load_raw_config(raw.model or "", model)

@@ -10,6 +10,8 @@ import pytest
 os.environ.setdefault("ATTN_SELECT_NO_CACHE", "1")
 os.environ.setdefault("NO_COLOR", "1")
 os.environ.setdefault("COLUMNS", "120")
+# the default engine must not depend on a vLLM installed next to the tests (GPU hosts)
+os.environ.setdefault("ATTN_SELECT_INSTALLED_VLLM", "none")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

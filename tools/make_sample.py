@@ -156,7 +156,7 @@ def head_size(rng: random.Random, mla: bool) -> int:
 
 
 def kv_cache_dtype(rng: random.Random, version: str, mla: bool) -> str:
-    kvs = KV_CACHE_DTYPES[version]
+    kvs = _vocabulary(version)["kv_cache_dtypes"]
     r = rng.random()
     if r < 0.4:
         return "auto"
@@ -215,13 +215,14 @@ def mla_model(rng: random.Random, cfg: Config) -> None:
 
 def explicit_backend(rng: random.Random, version: str, mla: bool) -> str:
     r = rng.random()
+    vocabulary = _vocabulary(version)
     if r < 0.2:
-        return _pick(rng, EXPLICIT_ONLY_BACKENDS[version])
-    own, other = ((MLA_BACKENDS, STANDARD_BACKENDS) if mla
-                  else (STANDARD_BACKENDS, MLA_BACKENDS))
+        return _pick(rng, vocabulary["explicit_only"])
+    own, other = (("mla_backends", "standard_backends") if mla
+                  else ("standard_backends", "mla_backends"))
     if r < 0.85:
-        return _pick(rng, own[version])
-    return _pick(rng, other[version])
+        return _pick(rng, vocabulary[own])
+    return _pick(rng, vocabulary[other])
 
 
 def make_config(rng: random.Random, family: str, version: str) -> Config:
@@ -256,12 +257,37 @@ def make_config(rng: random.Random, family: str, version: str) -> Config:
     return cfg
 
 
+# Vocabularies of releases given by the caller (``register_vocabulary``), e.g.
+# read from the release itself by tools/release_probe.py.
+_EXTRA_VOCABULARIES: dict[str, dict[str, list[str]]] = {}
+VOCABULARY_KEYS = ("kv_cache_dtypes", "standard_backends", "mla_backends", "explicit_only")
+
+
+def register_vocabulary(version: str, vocabulary: dict[str, list[str]]) -> None:
+    """Draw configs of ``version`` from ``vocabulary`` (keys ``VOCABULARY_KEYS``)."""
+    missing = [k for k in VOCABULARY_KEYS if not vocabulary.get(k)]
+    if missing:
+        raise ValueError(f"vocabulary of {version} lacks {missing}")
+    _EXTRA_VOCABULARIES[version] = {k: list(vocabulary[k]) for k in VOCABULARY_KEYS}
+
+
+def _vocabulary(version: str) -> dict[str, list[str]]:
+    if version in _EXTRA_VOCABULARIES:
+        return _EXTRA_VOCABULARIES[version]
+    return {"kv_cache_dtypes": KV_CACHE_DTYPES[version],
+            "standard_backends": STANDARD_BACKENDS[version],
+            "mla_backends": MLA_BACKENDS[version],
+            "explicit_only": EXPLICIT_ONLY_BACKENDS[version]}
+
+
 def generate(family: str, n: int, seed: int, version: str = "0.33.0") -> list[Config]:
-    """n configs; deterministic for (family, n, seed, version)."""
+    """n configs; deterministic for (family, n, seed, version) and the version's
+    vocabulary (built in for VERSIONS, else given by ``register_vocabulary``)."""
     if family not in ("standard", "mla", "all"):
         raise ValueError(f"unknown family {family!r}")
-    if version not in KV_CACHE_DTYPES:
-        raise ValueError(f"unknown vLLM version {version!r}; one of {VERSIONS}")
+    if version not in KV_CACHE_DTYPES and version not in _EXTRA_VOCABULARIES:
+        raise ValueError(f"unknown vLLM version {version!r}; one of {VERSIONS} "
+                         "(or register_vocabulary)")
     rng = random.Random(seed)
     out: list[Config] = []
     for _ in range(n):
@@ -278,12 +304,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--family", choices=["standard", "mla", "all"], default="all")
     ap.add_argument("--n", type=int, default=1000, help="number of configs")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--vllm-version", choices=VERSIONS, default="0.33.0",
-                    help="which vLLM's kv_cache_dtype values and backend names to draw")
+    ap.add_argument("--vllm-version", default="0.33.0",
+                    help="which vLLM's kv_cache_dtype values and backend names to draw "
+                         f"(built in: {', '.join(VERSIONS)}; others need --vocabulary)")
+    ap.add_argument("--vocabulary", help="JSON file with the release's "
+                    + ", ".join(VOCABULARY_KEYS) + " (e.g. from tools/conformance.py)")
     ap.add_argument("--json-list", action="store_true",
                     help="write one JSON list (the oracle's input) instead of JSON Lines")
     ap.add_argument("-o", "--output", help="output file (default: stdout)")
     a = ap.parse_args(argv)
+    if a.vocabulary:
+        with open(a.vocabulary, encoding="utf-8") as f:
+            register_vocabulary(a.vllm_version, json.load(f))
+    elif a.vllm_version not in VERSIONS:
+        ap.error(f"--vllm-version {a.vllm_version} is not built in; give --vocabulary")
     configs = generate(a.family, a.n, a.seed, a.vllm_version)
     text = (json.dumps(configs) + "\n" if a.json_list
             else "".join(json.dumps(c) + "\n" for c in configs))

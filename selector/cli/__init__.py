@@ -173,11 +173,14 @@ def list_(
                 for name in presets.list_presets()]
     else:
         rows = []
+        choice = catalog.choose(None)
         for name in catalog.engine_names:
             data = catalog.engine(name)
-            rows.append({"engine": name, "default": name == catalog.default_engine,
+            rows.append({"engine": name, "default": name == choice.name,
                          "extends": data.profile.extends, "backends": len(data.backends),
                          "description": data.profile.description})
+        if output_format is not OutputFormat.json:
+            _console().print(f"default: {choice.name} ({choice.reason})", highlight=False)
     if output_format is OutputFormat.json:
         _emit_json(rows)
         return

@@ -59,7 +59,9 @@ def check(
     output_format: Annotated[CheckFormat, typer.Option(
         "--format", "-f", help="Output format.")] = _TEXT,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="Engine profile, exact (vllm==X.Y.Z) or a range ('vllm>=0.30') (default: newest).",
+        "--engine", help="Engine profile: exact (vllm==X.Y.Z), a minor series (vllm==X.Y, its "
+                         "newest) or a range ('vllm>=X.Y') (default: the vLLM installed here, "
+                         "else the newest profile).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
@@ -120,6 +122,10 @@ def check(
         records, errors = check_files(expand_configs(configs), catalog, options)
     for error in errors:
         _stderr(error)
+    choice = catalog.choose(engine)
+    if output_format is _TEXT and output is None and (choice.from_installed or verbose):
+        _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
+                         else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
     text = _render(records, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1, to_text=output is not None)
     if measurements is not None:

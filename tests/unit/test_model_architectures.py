@@ -18,6 +18,8 @@ from tests.fuzz.test_config_fuzz import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = json.loads((ROOT / "schemas" / "models" / "llama-3.1-8b.json").read_text())
+ENGINE_VERSIONS = sorted(p.name.removeprefix("vllm-") for p in (ROOT / "schemas" / "engines").iterdir()
+                         if p.is_dir())
 
 
 def _deployment(tmp_path: Path, architecture: str, engine: str | None = None) -> Path:
@@ -36,7 +38,7 @@ def _deployment(tmp_path: Path, architecture: str, engine: str | None = None) ->
     ("BaichuanForCausalLM", "0.23.0"),
     ("QWenLMHeadModel", "0.23.0"),
 ])
-@pytest.mark.parametrize("engine", ["vllm==0.33.0", "vllm==0.25.1"])
+@pytest.mark.parametrize("engine", [f"vllm=={v}" for v in ENGINE_VERSIONS])
 def test_removed_architectures_exit_1_in_vllms_words(
     tmp_path: Path, architecture: str, last: str, engine: str
 ) -> None:
@@ -99,7 +101,7 @@ def test_registry_data_is_vllms(tmp_path: Path) -> None:
     (when an oracle environment is present; CI compares the committed data)."""
     from tools.extract_model_registry import extract
 
-    for version in ("0.33.0", "0.25.1"):
+    for version in ENGINE_VERSIONS:
         package = Path(f"/work/venvs/oracle-{version}/lib/python3.11/site-packages/vllm")
         committed = ROOT / "schemas" / "engines" / f"vllm-{version}" / "model_registry.json"
         assert committed.is_file()
