@@ -20,7 +20,7 @@ Prints the agreement per field and the differences grouped by (field,
 backend, ours, theirs) with counts and example inputs. Exit status 0 when
 nothing differs, 1 otherwise, 2 on unreadable input.
 
-    python tools/compare_sweep.py ours.jsonl tests/golden/oracle/vllm-0.33.0/standard.jsonl
+    python tools/compare_sweep.py ours.jsonl tests/golden/oracle/vllm-0.33.0/standard.jsonl.gz
     python tools/compare_sweep.py ours.jsonl theirs.jsonl --json --max-examples 3
 
 Standard library only.
@@ -29,6 +29,7 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -66,8 +67,10 @@ def error_kind(error: str | None) -> str | None:
 
 
 def read_jsonl(path: str) -> list[Record]:
+    """JSON lines from ``path`` (gzip-compressed when it ends in ``.gz``)."""
     out: list[Record] = []
-    with open(path, encoding="utf-8") as f:
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz")
+          else open(path, encoding="utf-8")) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

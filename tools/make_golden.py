@@ -27,6 +27,7 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import sys
@@ -119,10 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     records = read_jsonl(a.sweep)
     idx, core = select(records, a.n, a.seed)
-    with open(a.output, "w", encoding="utf-8") as f:
+    # a .gz output is written with a fixed mtime, so the same input gives the same bytes
+    with (gzip.GzipFile(a.output, "wb", mtime=0) if a.output.endswith(".gz")
+          else open(a.output, "wb")) as f:
         for i in idx:
             rec = {k: v for k, v in records[i].items() if k not in a.drop_key}
-            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            f.write((json.dumps(rec, separators=(",", ":")) + "\n").encode())
     nfeat = len(set().union(*(features(r) for r in records))) if records else 0
     print(f"{a.output}: {len(idx)} of {len(records)} lines; {nfeat} features covered "
           f"by a core of {core} lines", file=sys.stderr)

@@ -19,14 +19,14 @@ Sub-commands:
 ``compare``  (run in attn-select's environment) compare the answers with
              :func:`selector.mla_prefill.select_mla_prefill`; exit 1 on any difference.
 ``golden``   pick a coverage-first subset of the answers for CI
-             (tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl).
+             (tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl.gz).
 
     python tools/mla_prefill_oracle.py grid -o /tmp/prefill.grid.jsonl
     /work/oracle/.venv/bin/python tools/mla_prefill_oracle.py oracle /tmp/prefill.grid.jsonl \\
         -o /tmp/prefill.oracle.jsonl
     python tools/mla_prefill_oracle.py compare /tmp/prefill.oracle.jsonl
     python tools/mla_prefill_oracle.py golden /tmp/prefill.oracle.jsonl -n 800 \\
-        -o tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl
+        -o tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl.gz
 
 Answer line (one per config, compact JSON):
 
@@ -48,6 +48,7 @@ library, the oracle module and vLLM; the comparing half only attn-select.
 from __future__ import annotations
 
 import argparse
+import gzip
 import itertools
 import json
 import os
@@ -339,11 +340,13 @@ def run_golden(args: argparse.Namespace) -> int:
     for record in records:
         record["priority"] = record.get("asked", [])
     chosen, core = select(records, args.n, args.seed)
-    with open(args.output, "w") as handle:
-        for index in sorted(chosen):
-            record = dict(records[index])
-            record.pop("priority")
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    lines = []
+    for index in sorted(chosen):
+        record = dict(records[index])
+        record.pop("priority")
+        lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+    data = "".join(lines).encode()
+    Path(args.output).write_bytes(gzip.compress(data, mtime=0) if args.output.endswith(".gz") else data)
     print(f"{len(chosen)} lines ({core} cover every feature) -> {args.output}", file=sys.stderr)
     return 0
 

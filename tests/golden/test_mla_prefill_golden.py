@@ -1,8 +1,9 @@
-"""vLLM's own MLA prefill-backend answers (tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl,
+"""vLLM's own MLA prefill-backend answers (tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl.gz,
 written by tools/mla_prefill_oracle.py with the real vLLM code) must equal attn-select's."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -19,12 +20,12 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import mla_prefill_oracle  # noqa: E402
 
-GOLDEN = ROOT / "tests" / "golden" / "oracle" / "vllm-0.33.0" / "mla_prefill.jsonl"
+GOLDEN = ROOT / "tests" / "golden" / "oracle" / "vllm-0.33.0" / "mla_prefill.jsonl.gz"
 ENGINE = "vllm==0.33.0"
 
 
 def _answers() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in GOLDEN.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in gzip.decompress(GOLDEN.read_bytes()).decode().splitlines() if line.strip()]
 
 
 def test_golden_agrees_exactly() -> None:

@@ -6,6 +6,7 @@ vLLM itself (see tests/golden/oracle/README.md); no vLLM is needed here.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -20,8 +21,8 @@ GOLDEN = Path(__file__).parent / "oracle"
 
 
 def _cases(engine: str, name: str) -> list[dict[str, object]]:
-    path = GOLDEN / f"vllm-{engine}" / f"{name}.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    path = GOLDEN / f"vllm-{engine}" / f"{name}.jsonl.gz"
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize(("engine", "name", "minimum"), [

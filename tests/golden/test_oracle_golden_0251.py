@@ -9,6 +9,7 @@ and the process-wide layout after selection.  See tests/golden/oracle/README.md.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,12 +27,12 @@ from selector.solver.compiled import compiled_for
 from selector.sweep import sweep_lines
 
 ENGINE = "vllm==0.25.1"
-GOLDEN = Path(__file__).parent / "oracle" / "vllm-0.25.1" / "all.jsonl"
+GOLDEN = Path(__file__).parent / "oracle" / "vllm-0.25.1" / "all.jsonl.gz"
 
 
 @pytest.fixture(scope="module")
 def cases() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in GOLDEN.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in gzip.decompress(GOLDEN.read_bytes()).decode().splitlines() if line.strip()]
 
 
 def test_selection_agrees_exactly(cases: list[dict[str, Any]]) -> None:
