@@ -17,27 +17,9 @@
 #   5. pytest tests/parallel (CPU tests and the gpu-marked ones).
 set -u
 OUT=${OUT:-/tmp/h200-parallel-out}
-CARRY=${CARRY:-.gpucarry}
-SITE=$HOME/gpu-site
-KERNELS=$HOME/vllm-kernels
-mkdir -p "$OUT" "$SITE" "$KERNELS"
-T0=$(date +%s)
-log() { echo; echo "== $* (t=$(( $(date +%s) - T0 )) s)"; }
-left() { local r=$(( ${BUDGET:-570} - ($(date +%s) - T0) )); [ "$r" -lt 1 ] && r=1; [ "$r" -lt "$1" ] && echo "$r" || echo "$1"; }
-
-log install
-if [ ! -d "$SITE/flashinfer" ]; then
-  for w in "$CARRY"/*.whl; do python3 -m zipfile -e "$w" "$SITE"; done
-fi
-for f in "$CARRY"/*.so.xz; do
-  [ -f "$KERNELS/$(basename "$f" .xz)" ] || python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f" "$KERNELS/$(basename "$f" .xz)"
-done
-cp "$CARRY/VERSIONS" "$KERNELS/" 2>/dev/null
-if ls .gpucache/flashinfer-cache.tar.xz.* >/dev/null 2>&1 && [ ! -d "$HOME/.cache/flashinfer" ]; then
-  cat .gpucache/flashinfer-cache.tar.xz.* | tar -xJf - -C "$HOME"
-fi
-export PYTHONPATH=$PWD:$SITE FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=16 PYTHONUNBUFFERED=1
-export VLLM_KERNELS_DIR=$KERNELS COLUMNS=160 NO_COLOR=1 NCCL_NVLS_ENABLE=0
+BUDGET=${BUDGET:-570}
+. benchmarks/gpu_setup.sh
+export NCCL_NVLS_ENABLE=0
 python3 -c "import torch, flashinfer; print('torch', torch.__version__, '| flashinfer', flashinfer.__version__, '|', torch.cuda.device_count(), 'x', torch.cuda.get_device_name(0))"
 
 shard() {  # shard LABEL EXPECTED_EXIT FILE [ARGS...]: the text report and its exit status
