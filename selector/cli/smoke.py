@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from selector.cli.fleet import FleetFormat
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -32,15 +33,8 @@ class ReportFormat(str, Enum):
     json = "json"
 
 
-class SmokeFormat(str, Enum):
-    """``smoke`` formats: text and json here; with --ray every ``check`` format."""
-
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
-    github = "github"
-    sarif = "sarif"
+SmokeFormat = FleetFormat
+"""``smoke`` formats: text and json here; with --ray every ``check`` format."""
 
 
 class ShardMode(str, Enum):

@@ -51,6 +51,21 @@ def _int32(torch: Torch, values: list[int], device: Any) -> Tensor:
     return torch.tensor(values, dtype=torch.int32, device=device)
 
 
+def _flash_attn_tensors(torch: Torch, metadata: Any, device: Any,
+                        block_table_width: int | None = None
+                        ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """FlashAttention's metadata as device tensors: ``cu_seqlens_q``, ``seqused_k``, the
+    block table (rows padded with page 0 to ``block_table_width`` or the widest row) and
+    the slot mapping."""
+    width = max(block_table_width or 0, len(metadata.block_table[0]))
+    rows = [row + [0] * (width - len(row)) for row in metadata.block_table]
+    block_table = _int32(torch, [value for row in rows for value in row],
+                         device).reshape(len(rows), width)
+    slot_mapping = torch.tensor(metadata.common.slot_mapping, device=device, dtype=torch.long)
+    return (_int32(torch, metadata.cu_seqlens_q, device),
+            _int32(torch, metadata.seqused_k, device), block_table, slot_mapping)
+
+
 def quantize_query(torch: Torch, queries: Tensor, dtype: Dtype, q_scale: float) -> Tensor:
     """The query in the dtype the kernel is handed (fp8: divided by the per-tensor scale)."""
     target = getattr(torch, dtype.name)
@@ -80,14 +95,8 @@ class FlashAttentionStep:
         self.batch = batch
         self.device = device
         self.metadata = build_flash_attn_metadata(batch)
-        width = max(block_table_width or 0, len(self.metadata.block_table[0]))
-        rows = [row + [0] * (width - len(row)) for row in self.metadata.block_table]
-        self.cu_seqlens_q = _int32(torch, self.metadata.cu_seqlens_q, device)
-        self.seqused_k = _int32(torch, self.metadata.seqused_k, device)
-        self.block_table = _int32(torch, [value for row in rows for value in row],
-                                  device).reshape(len(rows), width)
-        self.slot_mapping = torch.tensor(self.metadata.common.slot_mapping, device=device,
-                                         dtype=torch.long)
+        (self.cu_seqlens_q, self.seqused_k, self.block_table,
+         self.slot_mapping) = _flash_attn_tensors(torch, self.metadata, device, block_table_width)
         self.token_order: list[int] | None = None
         self.calls = {call.name: call for call in resolve_calls(
             plan, batch, graph_capture=graph_capture)}
@@ -334,14 +343,8 @@ class MlaDecodeStep:
         self.torch, self.provider, self.plan, self.batch = torch, provider, plan, batch
         self.implementation = provider
         self.metadata = build_flash_attn_metadata(batch)
-        width = len(self.metadata.block_table[0])
-        rows = [row + [0] * (width - len(row)) for row in self.metadata.block_table]
-        self.cu_seqlens_q = _int32(torch, self.metadata.cu_seqlens_q, device)
-        self.seqused_k = _int32(torch, self.metadata.seqused_k, device)
-        self.block_table = _int32(torch, [value for row in rows for value in row],
-                                  device).reshape(len(rows), width)
-        self.slot_mapping = torch.tensor(self.metadata.common.slot_mapping, device=device,
-                                         dtype=torch.long)
+        (self.cu_seqlens_q, self.seqused_k, self.block_table,
+         self.slot_mapping) = _flash_attn_tensors(torch, self.metadata, device)
         self.token_order: list[int] | None = None
         self.calls = {call.name: call for call in resolve_calls(plan, batch)}
         self.notes: list[str] = []
