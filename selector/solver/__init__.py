@@ -31,12 +31,15 @@ from selector.solver.compiled import CompiledEngine, Reason, compiled_for
 
 __all__ = [
     "SelectionOutcome",
+    "decide",
     "derive_facts",
     "evaluate_runtime",
     "explain_backend",
     "explicit_error",
     "kernel_block_sizes_of",
     "no_valid_error",
+    "no_valid_message",
+    "no_valid_reasons",
     "select",
     "solve",
     "trace_fact",
@@ -69,6 +72,11 @@ _REPR_CACHE: dict[tuple[object, ...], str] = {}
 def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
                    invalid: list[tuple[str, list[Reason]]]) -> str:
     """vLLM's "No valid attention backend found ..." text (pieces cached: they repeat)."""
+    return no_valid_message(engine, facts, no_valid_reasons(engine, invalid))
+
+
+def no_valid_reasons(engine: EngineData, invalid: list[tuple[str, list[Reason]]]) -> str:
+    """The reasons part of :func:`no_valid_error` (it depends on the reasons alone)."""
     messages = engine.profile.messages
     items = []
     for name, rs in invalid:
@@ -79,6 +87,12 @@ def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
             if len(_ITEM_CACHE) < 100_000:
                 _ITEM_CACHE[key] = item
         items.append(item)
+    return messages.reasons_join.join(items)
+
+
+def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str) -> str:
+    """:func:`no_valid_error` from its reasons part (:func:`no_valid_reasons`)."""
+    messages = engine.profile.messages
     template = messages.config_repr
     repr_key = (template, *(facts.get(f) for f in _template_fields(template)),
                 facts.get("attn_type"))
@@ -87,7 +101,7 @@ def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
         config = _config_repr(template, facts)
         if len(_REPR_CACHE) < 100_000:
             _REPR_CACHE[repr_key] = config
-    return messages.no_valid_backend.format(config=config, reasons=messages.reasons_join.join(items))
+    return messages.no_valid_backend.format(config=config, reasons=reasons)
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
@@ -115,7 +129,13 @@ def select(compiled: CompiledEngine, facts: Mapping[str, Any],
            attention_backend: str | None) -> SelectionOutcome:
     """Evaluate every backend and apply vLLM's auto / explicit selection."""
     reasons, order, derived = compiled.evaluate(facts)
-    engine = compiled.engine
+    return decide(compiled.engine, reasons, order, derived, facts, attention_backend)
+
+
+def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str],
+           derived: dict[str, Any], facts: Mapping[str, Any],
+           attention_backend: str | None) -> SelectionOutcome:
+    """vLLM's auto / explicit selection from every backend's reasons and the priority list."""
     asked = (attention_backend,) if attention_backend else order
     for name in asked:
         own = reasons[name]
