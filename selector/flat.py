@@ -24,6 +24,8 @@ _DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
     "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32",
 }
+_FLAGS = ("use_mla", "has_sink", "use_sparse", "use_mm_prefix",
+          "use_per_head_quant_scales", "has_sliding_window", "use_non_causal")
 _MODEL_FIELDS = frozenset({"num_attention_heads", "num_kv_heads", "hf_text_config"})
 _HF_FACTS = {
     "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
@@ -43,8 +45,15 @@ def _capability_from_text(text: str) -> int:
     return int(major) * 10 + int(minor)
 
 
+_CAPABILITIES: dict[str, int] = {}
+
+
 def parse_capability(value: object) -> int:
     """``"9.0"``, ``"sm_90"``, ``90``, ``[9, 0]`` -> 90."""
+    if type(value) is str:
+        known = _CAPABILITIES.get(value)
+        if known is not None:
+            return known
     try:
         if isinstance(value, bool):
             raise ValueError(value)
@@ -56,7 +65,10 @@ def parse_capability(value: object) -> int:
                 return major * 10 + minor
             raise ValueError(value)
         if isinstance(value, str):
-            return _capability_from_text(value)
+            capability = _capability_from_text(value)
+            if type(value) is str and len(_CAPABILITIES) < 1024:
+                _CAPABILITIES[value] = capability
+            return capability
     except ValueError:
         pass
     raise InputError(
@@ -68,6 +80,8 @@ def parse_capability(value: object) -> int:
 
 def _bool(config: Mapping[str, Any], key: str) -> bool:
     value = config.get(key, False)
+    if value is False or value is True:
+        return value
     if value is None:
         return False
     if not isinstance(value, bool):
@@ -77,6 +91,8 @@ def _bool(config: Mapping[str, Any], key: str) -> bool:
 
 def _int(config: Mapping[str, Any], key: str, *, required: bool = False) -> int | None:
     value = config.get(key)
+    if type(value) is int:
+        return value
     if value is None:
         if required:
             raise InputError("missing required field", field=key)
@@ -103,10 +119,10 @@ def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str], f
 
 def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[dict[str, Any], str | None]:
     """Map one flat config to (request facts, explicitly requested backend)."""
-    if not isinstance(config, Mapping):
+    if type(config) is not dict and not isinstance(config, Mapping):
         raise InputError("each line must be a JSON object")
     defaults, vocabulary, allowed = _defaults(profile)
-    unknown = sorted(config.keys() - allowed)
+    unknown = [] if config.keys() <= allowed else sorted(config.keys() - allowed)
     if unknown:
         raise InputError(f"unknown field(s) {unknown}", field=unknown[0])
     if "device_capability" not in config:
@@ -117,10 +133,11 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
     facts["cc"] = parse_capability(config["device_capability"])
     facts["head_size"] = _int(config, "head_size", required=True)
     dtype = config.get("dtype")
-    if not isinstance(dtype, str) or dtype.lower() not in _DTYPE_ALIASES:
+    canonical = _DTYPE_ALIASES.get(dtype.lower()) if isinstance(dtype, str) else None
+    if canonical is None:
         raise InputError(f"unknown dtype {dtype!r}", field="dtype",
                          hint="bfloat16, float16 or float32")
-    facts["dtype"] = _DTYPE_ALIASES[dtype.lower()]
+    facts["dtype"] = canonical
     kv = config.get("kv_cache_dtype", "auto")
     if kv is not None and not isinstance(kv, str):
         raise InputError(f"expected a string, got {kv!r}", field="kv_cache_dtype")
@@ -129,9 +146,10 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
     if block_size is not None and block_size <= 0:
         raise InputError(f"block_size must be positive, got {block_size}", field="block_size")
     facts["block_size"] = block_size
-    for key in ("use_mla", "has_sink", "use_sparse", "use_mm_prefix",
-                "use_per_head_quant_scales", "has_sliding_window", "use_non_causal"):
-        facts[key] = _bool(config, key)
+    get = config.get
+    for key in _FLAGS:
+        value = get(key, False)
+        facts[key] = value if value is True or value is False else _bool(config, key)
     attn_type = config.get("attn_type") or "decoder"
     if attn_type not in ("decoder", "encoder", "encoder_only", "encoder_decoder"):
         raise InputError(f"unknown attn_type {attn_type!r}", field="attn_type")

@@ -14,15 +14,17 @@ compiled evaluator call per config; a property test compares the two).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from json.encoder import encode_basestring_ascii as _string  # json.dumps of a str
 from operator import itemgetter
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from selector.catalog import EngineData
 from selector.errors import InputError
 from selector.flat import facts_from_flat
 from selector.solver import SelectionOutcome, select
-from selector.solver.batch import BatchEvaluator, evaluator_for
+from selector.solver.batch import BatchEvaluator, collection_paused, evaluator_for
 from selector.solver.compiled import compiled_for
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sweep_lines", "sweep_lines_per_config"]
@@ -48,6 +50,21 @@ def _error_line(config_id: Any, message: str) -> str:
     return json.dumps(payload)
 
 
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _json_value(text: str) -> Any:
+    """``json.loads`` of a stripped line (its scanner called directly: the common case of
+    one whole value; anything else goes through ``json.loads`` for its exact error)."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
+
+
 def _parsed(lines: Iterable[str], engine: EngineData) -> Iterator[_Parsed | str]:
     """Per non-empty line, the parsed config, or the finished output line of bad input."""
     for number, raw in enumerate(lines, start=1):
@@ -56,7 +73,7 @@ def _parsed(lines: Iterable[str], engine: EngineData) -> Iterator[_Parsed | str]
             continue
         config_id = None
         try:
-            config = json.loads(text)
+            config = _json_value(text)
             if isinstance(config, dict):
                 config_id = config.get("id")
             facts, forced = facts_from_flat(config, engine.profile)
@@ -71,17 +88,37 @@ def _parsed(lines: Iterable[str], engine: EngineData) -> Iterator[_Parsed | str]
         yield config_id, facts, forced
 
 
+_MESSAGES: dict[tuple[str, str], str] = {}
+
+
+def _message(reason: tuple[str, str]) -> str:
+    """One reason as the oracle's JSON string (cached: reasons repeat)."""
+    found = _MESSAGES.get(reason)
+    if found is None:
+        code, message = reason
+        found = _string(("EXCEPTION " + message) if code.startswith("EX") else message)
+        if len(_MESSAGES) < 100_000:
+            _MESSAGES[reason] = found
+    return found
+
+
 def _fragment(name: str, reasons: list[tuple[str, str]]) -> str:
-    """One backend's ``"NAME": [messages]`` JSON fragment."""
-    messages = [("EXCEPTION " + m) if c.startswith("EX") else m for c, m in reasons]
-    return f"{json.dumps(name)}: {json.dumps(messages)}"
+    """One backend's ``"NAME": [messages]`` JSON fragment (``json.dumps``'s layout)."""
+    return f"{_string(name)}: [{', '.join(map(_message, reasons))}]"
+
+
+def _head(config_id: Any) -> str:
+    return f'{{"id": {json.dumps(config_id)}, "backends": {{' if config_id is not None else '{"backends": {'
+
+
+def _tail(selected: str | None, error: str | None) -> str:
+    error = _oracle_error(error)
+    return (f'}}, "selected": {"null" if selected is None else _string(selected)}, '
+            f'"error": {"null" if error is None else _string(error)}}}')
 
 
 def _line(config_id: Any, backends: str, selected: str | None, error: str | None) -> str:
-    dumps = json.dumps
-    head = f'{{"id": {dumps(config_id)}, ' if config_id is not None else "{"
-    return (head + '"backends": {' + backends + '}, "selected": '
-            + dumps(selected) + ', "error": ' + dumps(_oracle_error(error)) + "}")
+    return f"{_head(config_id)}{backends}{_tail(selected, error)}"
 
 
 class _Fragments:
@@ -102,7 +139,8 @@ class _Fragments:
         return ", ".join(parts)
 
 
-def _evaluated(engine: EngineData, backends: tuple[str, ...] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _evaluated(engine: EngineData,
+               backends: tuple[str, ...] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the backends reported, the backends evaluated: auto-selectable ones first)."""
     reported = tuple(backends or engine.profile.reported_backends)
     return reported, tuple(dict.fromkeys([*engine.auto_backends(), *reported]))
@@ -134,14 +172,27 @@ def sweep_lines_per_config(lines: Iterable[str], engine: EngineData,
 class _ListFragments(dict[int, str]):
     """Reason-list id (:class:`BatchEvaluator`) -> one backend's JSON fragment."""
 
-    def __init__(self, name: str, evaluator: BatchEvaluator) -> None:
+    def __init__(self, name: str, evaluator: BatchEvaluator, separator: str) -> None:
         super().__init__()
         self.name = name
         self.evaluator = evaluator
+        self.separator = separator
 
     def __missing__(self, list_id: int) -> str:
-        found = self[list_id] = _fragment(self.name, self.evaluator.reasons_list(list_id))
+        found = self[list_id] = self.separator + _fragment(self.name, self.evaluator.reasons_list(list_id))
         return found
+
+
+_LIST_FRAGMENTS: WeakKeyDictionary[BatchEvaluator, dict[str, list[_ListFragments]]] = WeakKeyDictionary()
+
+
+def _fragments_of(evaluator: BatchEvaluator, separator: str) -> list[_ListFragments]:
+    """Per backend of ``evaluator``, its fragments by list id (``separator`` first)."""
+    kept = _LIST_FRAGMENTS.setdefault(evaluator, {})
+    found = kept.get(separator)
+    if found is None:
+        found = kept[separator] = [_ListFragments(n, evaluator, separator) for n in evaluator.backends]
+    return found
 
 
 def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, ...] | None = None,
@@ -151,16 +202,16 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
     reported, evaluated = _evaluated(engine, backends)
     evaluator = evaluator_for(engine, evaluated)
     position = {name: i for i, name in enumerate(evaluator.backends)}
-    by_id = [_ListFragments(name, evaluator) for name in evaluator.backends]
+    by_id = _fragments_of(evaluator, "")
+    reported_fragments = [_fragments_of(evaluator, ", " if i else "")[position[name]]
+                          for i, name in enumerate(reported)]
     reported_ids = itemgetter(*(position[name] for name in reported), 0)  # (0: always a tuple)
-    reported_fragments = [by_id[position[name]] for name in reported]
     by_content = _Fragments()
     pending: list[tuple[Any, str | None, SelectionOutcome | None] | str] = []
     batch: list[dict[str, Any]] = []
     wanted: list[str | None] = []
 
-    def flush() -> Iterator[str]:
-        outcomes, keys = evaluator.evaluate_keyed(batch, wanted)
+    def lines_of(outcomes: list[SelectionOutcome], keys: list[tuple[int, ...] | None]) -> Iterator[str]:
         done = zip(outcomes, keys, strict=True)
         for item in pending:
             if isinstance(item, str):
@@ -170,29 +221,42 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
             key = None
             if outcome is None:
                 outcome, key = next(done)
-            if key is None:
-                text = by_content.text(_names(reported, forced), outcome)
-            else:
-                text = ", ".join(map(dict.__getitem__, reported_fragments, reported_ids(key)))
-                if forced is not None and forced not in reported:
-                    text += ", " + by_id[position[forced]][key[position[forced]]]
-            yield _line(config_id, text, outcome.selected, outcome.error)
-        pending.clear()
-        batch.clear()
-        wanted.clear()
+            if key is None or (forced is not None and forced not in reported):
+                names = _names(reported, forced)
+                text = (by_content.text(names, outcome) if key is None else
+                        ", ".join(by_id[position[name]][key[position[name]]] for name in names))
+                yield _line(config_id, text, outcome.selected, outcome.error)
+                continue
+            parts = list(map(dict.__getitem__, reported_fragments, reported_ids(key)))
+            parts[0] = _head(config_id) + parts[0]
+            parts.append(_tail(outcome.selected, outcome.error))
+            yield "".join(parts)
 
-    for item in _parsed(lines, engine):
-        if isinstance(item, str):
-            pending.append(item)
-            continue
-        config_id, facts, forced = item
-        if forced is not None and forced not in evaluated:  # rare: evaluated on its own
-            compiled = compiled_for(engine.engine, (*evaluated, forced))
-            pending.append((config_id, forced, select(compiled, facts, forced)))
-            continue
-        pending.append((config_id, forced, None))
-        batch.append(facts)
-        wanted.append(forced)
-        if len(batch) >= batch_size:
-            yield from flush()
-    yield from flush()
+    items = _parsed(lines, engine)
+    more = True
+    while more:
+        # the batch's facts are many small dicts: they are freed (by reference counting)
+        # before the cyclic collector runs again, so it never has to walk them
+        with collection_paused():
+            more = False
+            for item in items:
+                if isinstance(item, str):
+                    pending.append(item)
+                    continue
+                config_id, facts, forced = item
+                if forced is not None and forced not in evaluated:  # rare: evaluated on its own
+                    compiled = compiled_for(engine.engine, (*evaluated, forced))
+                    pending.append((config_id, forced, select(compiled, facts, forced)))
+                    continue
+                pending.append((config_id, forced, None))
+                batch.append(facts)
+                wanted.append(forced)
+                if len(pending) >= batch_size:
+                    more = True
+                    break
+            outcomes, keys = evaluator.evaluate_keyed(batch, wanted)
+            item = facts = None  # type: ignore[assignment]  # (the last config's facts too)
+            batch.clear()
+            wanted.clear()
+        yield from lines_of(outcomes, keys)
+        pending.clear()

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import ast
 import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from operator import itemgetter
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from selector.catalog import EngineData
@@ -30,7 +31,7 @@ from selector.solver import SelectionOutcome, decide, no_valid_message, no_valid
 from selector.solver.compiled import CompiledEngine, compiled_for
 from selector.solver.vector import ERROR, Column, Const, Program, Run, Unsupported, Value
 
-__all__ = ["BatchEvaluator", "evaluate_batch"]
+__all__ = ["BatchEvaluator", "collection_paused", "evaluate_batch", "evaluator_for"]
 
 _SMALLEST_SPLIT = 256
 """A batch that does not fit the columns is halved down to this size, then run request by request."""
@@ -147,6 +148,19 @@ class _Decoder(dict[tuple[int, ...], int]):
         return found
 
 
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside (a batch allocates many small acyclic objects
+    that survive it, which would trigger full collections midway)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 class BatchEvaluator:
     """One compiled evaluator applied to batches; remembers value classes, reason lists
     and outcomes across batches (a sweep streams its input through one of these)."""
@@ -183,7 +197,7 @@ class BatchEvaluator:
             self._representatives[name].append(value)
         return found
 
-    def _input_column(self, name: str, column: list[Any]) -> tuple[Column, int]:
+    def _input_column(self, name: str, column: Sequence[Any]) -> tuple[Column, int]:
         """The column of input ``name`` over its classes (each class by one representative
         value), and the mask of requests whose value is not exactly typed (evaluated alone)."""
         types = set(map(type, column))
@@ -191,7 +205,7 @@ class BatchEvaluator:
         if not types <= _EXACT_TYPES:
             odd = int.from_bytes(bytes(type(v) not in _EXACT_TYPES for v in column), "little")
             column = [v if type(v) in _EXACT_TYPES else None for v in column]
-        keys: list[Any] = list(zip(map(type, column), column, strict=True)) if len(types) > 1 else column
+        keys: Sequence[Any] = list(zip(map(type, column), column, strict=True)) if len(types) > 1 else column
         classes = self._classes[name]
         local: dict[int, int] = {}
         codes: dict[Any, int] = {}
@@ -203,7 +217,10 @@ class BatchEvaluator:
         if len(local) > 256:
             raise Unsupported(f"{name}: more than 256 classes in one batch")
         representatives = self._representatives[name]
-        return Column(bytes(map(codes.__getitem__, keys)), [representatives[c] for c in local]), odd
+        values = [representatives[c] for c in local]
+        if len(local) == 1:  # one class (often one value) in the whole batch
+            return Column(bytes(len(column)), values), odd
+        return Column(bytes(map(codes.__getitem__, keys)), values), odd
 
     # -- the column-wise run -----------------------------------------------------------
 
@@ -252,10 +269,11 @@ class BatchEvaluator:
         odd = 0
         inputs: dict[str, Column] = {}
         names = tuple(self._projections)
-        table = zip(*map(itemgetter(*names), facts), strict=True) if len(names) > 1 else (
-            [f[names[0]] for f in facts] for _ in names)
+        table: Iterable[Sequence[Any]] = (
+            zip(*map(itemgetter(*names), facts), strict=True) if len(names) > 1
+            else [[f[name] for f in facts] for name in names])
         for name, values in zip(names, table, strict=True):
-            column, unusual = self._input_column(name, list(values))
+            column, unusual = self._input_column(name, values)
             inputs[name] = column
             odd |= unusual
         run = Run(self.program, count, inputs)
@@ -291,16 +309,11 @@ class BatchEvaluator:
         """:meth:`evaluate`, and per request the ids of its reason lists (one per backend of
         :attr:`backends`, then the priority list; see :meth:`reasons_list`), or None for a
         request evaluated alone."""
-        wanted = list(forced) if forced is not None else [None] * len(facts)
+        wanted: list[str | None] = list(forced) if forced is not None else [None] * len(facts)
         outcomes: list[SelectionOutcome] = []
         keys: list[tuple[int, ...] | None] = []
-        collecting = gc.isenabled()
-        gc.disable()  # the batch allocates many small acyclic objects: no collection midway
-        try:
+        with collection_paused():
             self._evaluate(facts, wanted, outcomes, keys)
-        finally:
-            if collecting:
-                gc.enable()
         return outcomes, keys
 
     def _evaluate(self, facts: Sequence[Mapping[str, Any]], wanted: list[str | None],

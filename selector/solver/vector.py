@@ -89,7 +89,8 @@ class Program:
         assert isinstance(function, ast.FunctionDef)
         self.body = function.body
         self.namespace = namespace
-        stored = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        stored = {n.id for n in ast.walk(function)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self.local_names = stored
         self.reads: dict[int, tuple[str, ...]] = {}
         self._functions: dict[tuple[int, tuple[str, ...]], Callable[..., Any]] = {}
@@ -106,7 +107,7 @@ class Program:
         self.result_lists: dict[str, str] = {}
         for key, value in zip(returned.value.elts[0].keys, returned.value.elts[0].values, strict=True):
             assert isinstance(key, ast.Constant) and isinstance(value, ast.Name)
-            self.result_lists[value.id] = key.value
+            self.result_lists[value.id] = str(key.value)
 
     def operator(self, node: ast.expr) -> tuple[list[ast.expr], Callable[..., Any]]:
         """``node``'s direct operands and ``node`` as a function of their values."""
@@ -127,8 +128,8 @@ class Program:
                         hole(x) if isinstance(x, ast.expr)
                         else ast.keyword(arg=x.arg, value=hole(x.value)) if isinstance(x, ast.keyword)
                         else x for x in old])
-            arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=f"_arg{i}") for i in range(len(operands))],
-                                      kwonlyargs=[], kw_defaults=[], defaults=[])
+            arguments = ast.arguments(posonlyargs=[], kwonlyargs=[], kw_defaults=[], defaults=[],
+                                      args=[ast.arg(arg=f"_arg{i}") for i in range(len(operands))])
             tree = ast.fix_missing_locations(ast.Expression(body=ast.Lambda(args=arguments, body=shell)))
             found = (operands, eval(compile(tree, "<attn-select column>", "eval"), dict(self.namespace)))
             self._operators[id(node)] = found
