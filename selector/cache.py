@@ -8,14 +8,18 @@ every data file.  A missing, unreadable or stale cache is simply rebuilt; set
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import pickle
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["cache_get", "cache_put", "data_digest"]
+__all__ = ["cache_get", "cache_put", "cached_file", "data_digest"]
+
+T = TypeVar("T")
 
 _VERSION = "1"
 
@@ -33,22 +37,49 @@ def _cache_dir() -> Path | None:
 _CODE_FILES = ("expr.py", "catalog.py", "cache.py", "schema", "solver/compiled.py")
 
 
+@functools.cache
+def _code_digest(extra: tuple[str, ...] = ()) -> bytes:
+    """A hash of the code that shapes the cached objects (``extra``: more files, relative
+    to the package) so an upgrade or a local edit never reads a stale cache."""
+    digest = hashlib.sha256(_VERSION.encode())
+    package = Path(__file__).resolve().parent
+    for name in (*_CODE_FILES, *extra):
+        target = package / name
+        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
+            digest.update(path.read_bytes())
+    return digest.digest()
+
+
 def data_digest(root: Path) -> str:
     """A hash of where ``root`` is, of every data file under it and of the code that
     shapes the cached objects (so an upgrade, a local edit or another checkout never
     reads a stale cache)."""
-    digest = hashlib.sha256(_VERSION.encode())
+    digest = hashlib.sha256(_code_digest())
     # the cached objects hold paths under ``root``: two checkouts never share an entry
     digest.update(str(root.resolve()).encode())
     for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.json")]):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
-    package = Path(__file__).resolve().parent
-    for name in _CODE_FILES:
-        target = package / name
-        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
-            digest.update(path.read_bytes())
     return digest.hexdigest()[:24]
+
+
+def cached_file(kind: str, path: Path, build: Callable[[bytes], T],
+                code: tuple[str, ...] = ()) -> T:
+    """``build(path's bytes)``, kept in the cache under a hash of the file (its place and
+    bytes) and of the code that shapes the result (``code``: files or folders relative to
+    the package, beyond the catalog's); ``build`` runs when the file or the code changed.
+    Errors are not cached: they come from ``build`` each time."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(_code_digest(code))
+    digest.update(str(path.resolve()).encode())
+    digest.update(data)
+    key = digest.hexdigest()[:24]
+    cached = cache_get(kind, key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    value = build(data)
+    cache_put(kind, key, value)
+    return value
 
 
 def cache_get(kind: str, key: str) -> Any | None:
@@ -67,10 +98,13 @@ def cache_put(kind: str, key: str, value: Any) -> None:
     directory = _cache_dir()
     if directory is None:
         return
+    target = directory / f"{kind}-{key}.pickle"
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{id(value)}.partial")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, delete=False) as handle:
+        with partial.open("xb") as handle:
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(handle.name, directory / f"{kind}-{key}.pickle")
+        os.replace(partial, target)  # readers see the old file or the whole new one
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        return
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)

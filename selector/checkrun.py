@@ -182,9 +182,7 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
 
 def known_codes(catalog: Catalog) -> frozenset[str]:
     """Every code a finding can carry: vLLM's reasons, the check's and the command line's."""
-    from selector.vllm_args import ARG_CODES
-
-    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(ARG_CODES)
+    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(catalog.argument_codes)
 
 
 def validate_ignored(codes: Sequence[str], catalog: Catalog, *, file: str | None = None,

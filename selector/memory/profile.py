@@ -9,6 +9,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from selector.cache import cached_file
 from selector.catalog import Catalog, CatalogError
 
 __all__ = [
@@ -27,7 +28,8 @@ __all__ = [
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # validators built on first use: the profile is usually read back from the cache
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SchedulerDefault(_Strict):
@@ -152,11 +154,14 @@ class StartupProfile(_Strict):
         return self.memory.mxfp4_backends[-1]
 
 
+def _parse(data: bytes) -> StartupProfile:
+    return StartupProfile.model_validate(yaml.safe_load(data.decode("utf-8")))
+
+
 @lru_cache(maxsize=8)
 def _load(path: Path) -> StartupProfile:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return StartupProfile.model_validate(raw)
+    try:  # validated once per file version (selector.cache)
+        return cached_file("startup", path, _parse, code=("memory/profile.py",))
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise CatalogError(f"{path}: {exc}") from None
 

@@ -19,6 +19,7 @@ from selector.kv.capacity import Capacity
 from selector.kv.plan_types import ModelPlan
 from selector.memory.budget import MemoryBudget, memory_budget
 from selector.memory.fit import KVFit, format_gib, kv_fit
+from selector.memory.issues import StartupIssue, dtype_issue, startup_issue
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
@@ -40,19 +41,6 @@ _GIB = 1024**3
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
-class StartupIssue(BaseModel):
-    """A start-up refusal: vLLM raises with ``message`` and the server does not come up."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    code: str
-    name: str
-    message: str
-    hint: str
-    field: tuple[str, ...] = ()
-    """The deployment field it is about (to locate it in the file)."""
-
-
 class MemoryReport(BaseModel):
     """The memory section of a report: the budget, what the KV cache holds, vLLM's log."""
 
@@ -64,12 +52,6 @@ class MemoryReport(BaseModel):
     log: tuple[str, ...] = ()
     """vLLM's own start-up log lines for these figures."""
     issue: StartupIssue | None = None
-
-
-def _issue(catalog: Catalog, code: str, field: tuple[str, ...], **values: Any) -> StartupIssue:
-    entry = catalog.code(code)
-    return StartupIssue(code=code, name=entry.name, message=entry.message.format(**values),
-                        hint=entry.hint.format(**values), field=field)
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
@@ -137,7 +119,7 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
     """The budget, vLLM's fit check on the plan, and the capacity vLLM logs."""
     weights = budget.weights.bytes_per_gpu
     if weights > budget.inputs.total_memory_bytes and budget.inputs.reserved_bytes is None:
-        issue = _issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
+        issue = startup_issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
                        weights_gib=format_gib(weights),
                        total_gib=format_gib(budget.inputs.total_memory_bytes))
         return MemoryReport(budget=budget, issue=issue)
@@ -152,12 +134,12 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
                  in_flight_tokens=in_flight_tokens)
     mem = profile.memory
     if fit.outcome == "no_memory":
-        issue = _issue(catalog, mem.no_memory_code, ("gpu_memory_utilization",))
+        issue = startup_issue(catalog, mem.no_memory_code, ("gpu_memory_utilization",))
         return MemoryReport(budget=budget, fit=fit, log=tuple(log), issue=issue)
     if fit.outcome == "too_long":
         estimated = (mem.estimated_max_len.format(estimated=fit.estimated_max_len)
                      if fit.estimated_max_len > 0 else "")
-        issue = _issue(catalog, mem.too_long_code, ("max_model_len",),
+        issue = startup_issue(catalog, mem.too_long_code, ("max_model_len",),
                        max_model_len=fit.max_model_len, needed_gib=format_gib(fit.needed_bytes),
                        available_gib=format_gib(fit.check_bytes), estimated_msg=estimated)
         return MemoryReport(budget=budget, fit=fit, log=tuple(log), issue=issue)
@@ -171,16 +153,6 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
 
 
 # ---------------------------------------------------------------- the other checks
-
-
-def dtype_issue(catalog: Catalog, profile: StartupProfile, *, dtype: str, explicit: bool,
-                cc: int, device: str) -> StartupIssue | None:
-    """``--dtype bfloat16`` on a GPU below compute capability 8.0."""
-    spec = profile.checks.bfloat16
-    if dtype != "bfloat16" or not explicit or spec.min_cc is None or cc >= spec.min_cc:
-        return None
-    return _issue(catalog, spec.code, ("dtype",), gpu_name=device,
-                  capability=f"{cc // 10}.{cc % 10}")
 
 
 def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[float | int, str] | None:
@@ -224,7 +196,7 @@ def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[
     derived, key = found
     cfg = text_config(raw)
     model_max = cfg.get("model_max_length")
-    return _issue(catalog, spec.code, ("max_model_len",), max_model_len=max_model_len,
+    return startup_issue(catalog, spec.code, ("max_model_len",), max_model_len=max_model_len,
                   max_len_key=key, derived=derived, model_max_length=model_max,
                   derived_int=int(derived))
 
@@ -238,13 +210,13 @@ def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: Mode
     if tp <= 1:
         return None
     if heads and heads % tp:
-        return _issue(catalog, profile.checks.tensor_parallel_heads.code,
+        return startup_issue(catalog, profile.checks.tensor_parallel_heads.code,
                       ("parallel", "tensor_parallel_size"), total_num_attention_heads=heads,
                       tensor_parallel_size=tp)
     vocab_check = profile.checks.tensor_parallel_vocab
     vocab = config_int(text_config(raw_config(model)), "vocab_size")
     padded = -(-vocab // vocab_check.padding) * vocab_check.padding
     if vocab and padded % tp:
-        return _issue(catalog, vocab_check.code, ("parallel", "tensor_parallel_size"),
+        return startup_issue(catalog, vocab_check.code, ("parallel", "tensor_parallel_size"),
                       padded_vocab=padded, tensor_parallel_size=tp, padding=vocab_check.padding)
     return None
