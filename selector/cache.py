@@ -50,17 +50,41 @@ def _code_digest(extra: tuple[str, ...] = ()) -> bytes:
     return digest.digest()
 
 
+def _data_files(root: Path) -> list[str]:
+    found: list[str] = []
+    for folder, _, names in os.walk(root):
+        found.extend(os.path.join(folder, n) for n in names if n.endswith((".yaml", ".json")))
+    return sorted(found)
+
+
 def data_digest(root: Path) -> str:
     """A hash of where ``root`` is, of every data file under it and of the code that
     shapes the cached objects (so an upgrade, a local edit or another checkout never
-    reads a stale cache)."""
-    digest = hashlib.sha256(_code_digest())
+    reads a stale cache).  The hash of the files' bytes is itself kept in the cache
+    under their names, sizes, inodes and change times, so an unchanged tree is not
+    read again."""
+    base = str(root.resolve())
+    files = _data_files(root)
+    stamp = hashlib.sha256(_code_digest())
+    stamp.update(base.encode())
+    for name in files:
+        info = os.stat(name)
+        stamp.update(f"{name}\0{info.st_size}\0{info.st_ino}\0{info.st_mtime_ns}\0"
+                     f"{info.st_ctime_ns}\n".encode())
+    stamp_key = stamp.hexdigest()[:24]
+    known = cache_get("digest", stamp_key)
+    if isinstance(known, str):
+        return known
     # the cached objects hold paths under ``root``: two checkouts never share an entry
-    digest.update(str(root.resolve()).encode())
-    for path in sorted([*root.rglob("*.yaml"), *root.rglob("*.json")]):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:24]
+    digest = hashlib.sha256(_code_digest())
+    digest.update(base.encode())
+    for name in files:
+        digest.update(os.path.relpath(name, base).encode())
+        with open(name, "rb") as handle:
+            digest.update(handle.read())
+    result = digest.hexdigest()[:24]
+    cache_put("digest", stamp_key, result)
+    return result
 
 
 def cached_file(kind: str, path: Path, build: Callable[[bytes], T],

@@ -111,6 +111,9 @@ def _head(config_id: Any) -> str:
     return f'{{"id": {json.dumps(config_id)}, "backends": {{' if config_id is not None else '{"backends": {'
 
 
+_HEAD = _head(None)
+
+
 def _tail(selected: str | None, error: str | None) -> str:
     error = _oracle_error(error)
     return (f'}}, "selected": {"null" if selected is None else _string(selected)}, '
@@ -211,6 +214,8 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
     batch: list[dict[str, Any]] = []
     wanted: list[str | None] = []
 
+    tails: dict[str | None, str] = {}
+
     def lines_of(outcomes: list[SelectionOutcome], keys: list[tuple[int, ...] | None]) -> Iterator[str]:
         done = zip(outcomes, keys, strict=True)
         for item in pending:
@@ -227,10 +232,15 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                         ", ".join(by_id[position[name]][key[position[name]]] for name in names))
                 yield _line(config_id, text, outcome.selected, outcome.error)
                 continue
-            parts = list(map(dict.__getitem__, reported_fragments, reported_ids(key)))
-            parts[0] = _head(config_id) + parts[0]
-            parts.append(_tail(outcome.selected, outcome.error))
-            yield "".join(parts)
+            error = outcome.error
+            if error is None:
+                tail = tails.get(outcome.selected)
+                if tail is None:
+                    tail = tails[outcome.selected] = _tail(outcome.selected, None)
+            else:
+                tail = _tail(outcome.selected, error)
+            yield "".join([_HEAD if config_id is None else _head(config_id),
+                           *map(dict.__getitem__, reported_fragments, reported_ids(key)), tail])
 
     items = _parsed(lines, engine)
     more = True

@@ -175,7 +175,9 @@ class BatchEvaluator:
         self._backends = tuple(self.program.result_lists.items())
         self._interned: dict[tuple[Any, ...], int] = {}
         self._lists: list[Any] = []
-        self._outcomes: dict[tuple[tuple[int, ...], str | None], tuple[SelectionOutcome, str | None]] = {}
+        self._outcomes: dict[Any, tuple[SelectionOutcome, str | None]] = {}
+        """(list ids) or (list ids, explicitly requested backend) -> the outcome, and for a
+        "No valid backend" error its reasons part (the rest quotes the request)."""
         self._decoders: dict[tuple[Any, ...], _Decoder] = {}
         self._memo_limit = memo_limit
 
@@ -346,7 +348,7 @@ class BatchEvaluator:
                 keyed.append(None)
                 continue
             keyed.append(key)
-            memo_key = (key, backend)
+            memo_key: Any = key if backend is None else (key, backend)
             known = outcomes.get(memo_key)
             if known is None:
                 reasons = dict(zip(names, map(lists.__getitem__, key), strict=False))

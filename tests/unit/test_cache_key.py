@@ -31,3 +31,16 @@ def test_every_engine_profile_has_its_model_registry() -> None:
     engines = sorted(p for p in (schemas_dir() / "engines").iterdir() if p.is_dir())
     assert engines
     assert [p.name for p in engines if not (p / "model_registry.json").is_file()] == []
+
+
+def test_an_edit_of_the_same_size_changes_the_key(tmp_path: Path) -> None:
+    """The hash of the files is remembered under their sizes and change times: an edit
+    that keeps the size still changes the key."""
+    root = _copy(tmp_path, "a")
+    before = data_digest(root)
+    assert data_digest(root) == before  # (read back from the cache)
+    path = root / "devices.yaml"
+    text = path.read_text()
+    path.write_text(text.replace("H100", "H10X", 1))
+    assert len(path.read_text()) == len(text)
+    assert data_digest(root) != before
