@@ -406,10 +406,10 @@ def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: s
                  catalog: Catalog) -> MLAPrefillResult | None:
     """The MLA prefill-backend selection of an MLA layer (None: not MLA, or the engine
     has no such selector); a pinned name is checked for every layer, as vLLM parses it."""
-    from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
-
     if not scope.get("use_mla") and scope.get("mla_prefill_backend") is None:
         return None  # nothing to select or to check (and no need to load the data)
+    from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
+
     if load_mla_prefill(engine, catalog) is None:
         return None
     if not scope.get("use_mla"):
