@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
@@ -118,18 +119,36 @@ def _projections(compiled: CompiledEngine) -> dict[str, Callable[[Any], tuple[An
     return projections
 
 
-def _one(code: int) -> tuple[int]:
-    return (code,)
+_LANES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+"""Bytes per request -> the ``memoryview.cast`` format reading one unsigned lane."""
 
 
-class _Decoder(dict[tuple[int, ...], int]):
-    """Bit groups (8 appends a byte) -> the interned id of the list those appends build."""
+def _lanes(groups: list[bytes]) -> Sequence[int] | None:
+    """Per request, its bytes of ``groups`` (byte ``g`` from group ``g``) as one unsigned
+    integer in native byte order; None when they need more than 8 bytes."""
+    width = next((w for w in _LANES if w >= len(groups)), None)
+    if width is None:
+        return None
+    if width == 1:
+        return groups[0]
+    buffer = bytearray(width * len(groups[0]))
+    for group, column in enumerate(groups):
+        buffer[group::width] = column
+    return memoryview(buffer).cast(_LANES[width])
+
+
+class _Decoder(dict[Any, int]):
+    """A request's bit groups (8 appends a byte; a lane integer or a tuple of bytes) ->
+    the interned id of the list those appends build."""
 
     def __init__(self, evaluator: BatchEvaluator, items: tuple[Any, ...]) -> None:
         super().__init__()
         self.evaluator = evaluator
         self.groups = [items[start:start + 8] for start in range(0, len(items), 8)]
         self.tables: list[dict[int, tuple[Any, ...]]] = [{} for _ in self.groups]
+        width = next((w for w in _LANES if w >= len(self.groups)), 0)
+        shifts = [8 * g for g in range(width)]
+        self.shifts = shifts if sys.byteorder == "little" else shifts[::-1]
 
     def _picked(self, group: int, byte: int) -> tuple[Any, ...]:
         table = self.tables[group]
@@ -139,9 +158,11 @@ class _Decoder(dict[tuple[int, ...], int]):
             found = table[byte] = tuple(items[bit] for bit in range(len(items)) if byte >> bit & 1)
         return found
 
-    def __missing__(self, key: tuple[int, ...]) -> int:
+    def __missing__(self, key: int | tuple[int, ...]) -> int:
+        groups = key if isinstance(key, tuple) else tuple(
+            key >> shift & 255 for shift in self.shifts)[:len(self.groups)]
         chosen: tuple[Any, ...] = ()
-        for group, byte in enumerate(key):
+        for group, byte in enumerate(groups):
             if byte:
                 chosen += self._picked(group, byte)
         found = self[key] = self.evaluator._intern(chosen)
@@ -261,7 +282,8 @@ class BatchEvaluator:
             decoder = _Decoder(self, items)
         if decoder is None:
             decoder = self._decoders[items] = _Decoder(self, items)
-        keys: Any = zip(*groups, strict=True) if len(groups) > 1 else map(_one, groups[0])
+        lanes = _lanes(groups)
+        keys: Any = zip(*groups, strict=True) if lanes is None else lanes
         return list(map(decoder.__getitem__, keys))
 
     def _columnwise(self, facts: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, ...]], int]:
