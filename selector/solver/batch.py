@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
-from typing import Any
+from typing import Any, Literal
 
 from selector.catalog import EngineData
 from selector.solver import SelectionOutcome, decide, no_valid_message, no_valid_reasons, select
@@ -119,7 +119,7 @@ def _projections(compiled: CompiledEngine) -> dict[str, Callable[[Any], tuple[An
     return projections
 
 
-_LANES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_LANES: dict[int, Literal["B", "H", "I", "Q"]] = {1: "B", 2: "H", 4: "I", 8: "Q"}
 """Bytes per request -> the ``memoryview.cast`` format reading one unsigned lane."""
 
 
