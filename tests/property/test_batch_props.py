@@ -68,7 +68,7 @@ def batches(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], list[str | None
     return engine_name, batch, forced
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches())
 def test_evaluate_batch_equals_select_per_request(
         case: tuple[str, list[dict[str, Any]], list[str | None]]) -> None:
