@@ -24,6 +24,7 @@ import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Literal
 
@@ -359,22 +360,24 @@ class BatchEvaluator:
             return
         engine = compiled.engine
         outcomes = self._outcomes
+        known_outcome = outcomes.get
         lists = self._lists
         names = self.backends
         append = results.append
-        single = alone.to_bytes(count, "little") if alone else bytes(count)
-        for index, key in enumerate(keys):
-            backend = wanted[index]
-            if single[index]:
-                append(select(compiled, facts[index], backend))
-                keyed.append(None)
+        single: Iterable[int] = alone.to_bytes(count, "little") if alone else repeat(0, count)
+        start = len(keyed)
+        keyed.extend(keys)
+        for index, (one, backend, key, by_itself) in enumerate(
+                zip(facts, wanted, keys, single, strict=True)):
+            if by_itself:  # evaluated alone, the per-request way
+                append(select(compiled, one, backend))
+                keyed[start + index] = None
                 continue
-            keyed.append(key)
             memo_key: Any = key if backend is None else (key, backend)
-            known = outcomes.get(memo_key)
+            known = known_outcome(memo_key)
             if known is None:
                 reasons = dict(zip(names, map(lists.__getitem__, key), strict=False))
-                outcome = decide(engine, reasons, lists[key[-1]], {}, facts[index], backend)
+                outcome = decide(engine, reasons, lists[key[-1]], {}, one, backend)
                 if len(outcomes) < self._memo_limit:
                     quoted = None
                     if _quotes_request(outcome, backend):
@@ -385,7 +388,7 @@ class BatchEvaluator:
             outcome, quoted = known
             if quoted is not None:  # the text quotes the request's own values: rebuilt for it
                 outcome = SelectionOutcome(outcome.reasons, outcome.order, outcome.derived, None,
-                                           no_valid_message(engine, facts[index], quoted))
+                                           no_valid_message(engine, one, quoted))
             append(outcome)
 
 
