@@ -1,20 +1,25 @@
 """Evaluate a batch of requests at once (the ``sweep`` hot path).
 
-The compiled evaluator (:mod:`.compiled`) reads each input fact only through a
-few *maximal* sub-expressions that read that fact alone (``head_size in K_3``,
-``(block_size % 16) == 0``, ``cc // 10`` ...).  Two values of a fact whose
-sub-expressions all give the same results are interchangeable: the evaluator
-cannot tell them apart.  So each distinct value in the batch is mapped once to
-its *class* (the tuple of those results), each request to the tuple of its
-facts' classes, and the evaluator runs once per distinct tuple: a batch of
-20,000 random requests has a few hundred of them.
+Two steps, both derived from the generated evaluator itself (:mod:`.compiled`; no
+second copy of the rules):
 
-The classes are derived from the generated source itself (no second copy of the
-rules), and the outcome is exactly the per-request :func:`selector.solver.select`
-(a property test checks it): the "No valid backend" text, the only part that
-quotes request values the classes may merge, is built per request.  A request
-holding a value whose equality does not imply identical behaviour (a float, a
-list ...) is evaluated alone.
+1. *Value classes.*  The evaluator reads each input fact only through a few maximal
+   sub-expressions that read that fact alone (``head_size in K_3``,
+   ``(block_size % 16) == 0`` ...).  Values whose sub-expressions all give the same
+   results are interchangeable, so each distinct value of the batch is mapped once
+   to its class (500 head sizes become about 20 classes) and the batch's column of
+   that fact to class codes of one byte.
+2. *Column-wise run* (:mod:`.vector`).  The evaluator's statements run once for the
+   whole batch: each condition once per distinct value (or combination) of what it
+   reads, the branching as byte masks; every backend's reason list comes back as an
+   id per request (lists are interned), decoded once per distinct bit pattern.
+
+Selection (:func:`selector.solver.decide`) then runs once per distinct combination
+of reason lists.  The outcome is exactly the per-request :func:`selector.solver.select`
+(a property test checks it): the "No valid backend" text, the only part that quotes
+request values the classes merge, is built per request; a request holding a value
+whose equality does not imply identical behaviour (a float, a list ...) or whose
+evaluation raises is evaluated alone, the per-request way.
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ _SMALLEST_SPLIT = 256
 
 _EXACT_TYPES = frozenset({int, str, bool, type(None)})
 """Types whose equal values of one type behave identically (unlike -0.0 and 0.0)."""
-
 
 
 def _quotes_request(outcome: SelectionOutcome, backend: str | None) -> bool:
@@ -290,9 +294,11 @@ class BatchEvaluator:
     def _columnwise(self, facts: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, ...]], int]:
         """Per request, the ids of its backends' reason lists and of its priority list,
         and the mask of requests to evaluate alone."""
+        if not self.program.supported:
+            raise Unsupported("the evaluator is not of the generated subset")
         count = len(facts)
         odd = 0
-        inputs: dict[str, Column] = {}
+        inputs: dict[str, Value] = {}
         names = tuple(self._projections)
         table: Iterable[Sequence[Any]] = (
             zip(*map(itemgetter(*names), facts), strict=True) if len(names) > 1
@@ -301,10 +307,9 @@ class BatchEvaluator:
             column, unusual = self._input_column(name, values)
             inputs[name] = column
             odd |= unusual
-        run = Run(self.program, count, inputs)
         for name in self.program.input_of.values():
-            if name not in inputs:
-                inputs[name] = Const(ERROR)  # type: ignore[assignment]  # read by nothing
+            inputs.setdefault(name, Const(ERROR))  # read by nothing (a read would poison)
+        run = Run(self.program, count, inputs)
         run.execute(self.program.body, run.ones)
         columns = [self._list_ids(run, run.lists[variable]) for variable, _ in self._backends]
         columns.append(self._list_ids(run, run.lists["order"]))

@@ -91,7 +91,6 @@ class Program:
         self.namespace = namespace
         stored = {n.id for n in ast.walk(function)
                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        self.local_names = stored
         self.reads: dict[int, tuple[str, ...]] = {}
         self._functions: dict[tuple[int, tuple[str, ...]], Callable[..., Any]] = {}
         self._operators: dict[int, tuple[list[ast.expr], Callable[..., Any]]] = {}
@@ -100,6 +99,11 @@ class Program:
             if isinstance(node, ast.expr):
                 self.reads[id(node)] = tuple(sorted({
                     n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in stored}))
+        try:
+            _check_statements(function.body, set(), top=True)
+            self.supported = True
+        except Unsupported:  # (then every request goes the per-request way)
+            self.supported = False
         returned = function.body[-1]
         if not (isinstance(returned, ast.Return) and isinstance(returned.value, ast.Tuple)
                 and isinstance(returned.value.elts[0], ast.Dict)):
@@ -151,7 +155,7 @@ class Program:
 class Run:
     """One batch of ``count`` requests through a :class:`Program`."""
 
-    def __init__(self, program: Program, count: int, inputs: Mapping[str, Column]) -> None:
+    def __init__(self, program: Program, count: int, inputs: Mapping[str, Value]) -> None:
         self.program = program
         self.count = count
         self.ones = int.from_bytes(b"\x01" * count, "little")
@@ -418,3 +422,33 @@ class Run:
 
     def _poison(self, active: Mask, value: Value) -> None:
         self.poisoned |= active & self.truth(value)[1]
+
+
+def _check_statements(statements: Sequence[ast.stmt], defined: set[str], *, top: bool) -> None:
+    """Raise :class:`Unsupported` unless every statement is of the generated subset that
+    :meth:`Run.execute` runs (checked once, not found out midway through a batch)."""
+    for statement in statements:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                if isinstance(statement.value, ast.List) and not statement.value.elts and not top:
+                    raise Unsupported("a list created under a condition")
+                if not top and target.id not in defined:
+                    raise Unsupported(f"{target.id} assigned under a condition first")
+                defined.add(target.id)
+                continue
+            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                    and isinstance(target.slice, ast.Slice) and isinstance(statement.value, ast.List)):
+                continue
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            call = statement.value
+            if (isinstance(call.func, ast.Attribute) and call.func.attr == "append"
+                    and isinstance(call.func.value, ast.Name) and len(call.args) == 1):
+                continue
+        elif isinstance(statement, ast.If):
+            _check_statements(statement.body, defined, top=False)
+            _check_statements(statement.orelse, defined, top=False)
+            continue
+        elif isinstance(statement, (ast.Pass, ast.Return)):
+            continue
+        raise Unsupported(ast.dump(statement)[:80])

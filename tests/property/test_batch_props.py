@@ -155,3 +155,10 @@ def test_sweep_evaluates_through_the_batch_evaluator(monkeypatch: pytest.MonkeyP
             engine, tuple(dict.fromkeys([*engine.auto_backends(), *engine.profile.reported_backends]))
         ).backends)
     assert len(calls) >= 3
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_every_profile_runs_column_wise(engine_name: str) -> None:
+    """The generated evaluator of every shipped profile is of the subset the column-wise
+    run covers (else sweep would quietly fall back to the per-config speed)."""
+    assert evaluator_for(CATALOG.engine(engine_name)).program.supported
