@@ -164,11 +164,20 @@ class Run:
         self.inputs = inputs
         self.poisoned: Mask = 0
         self.lists: dict[str, list[tuple[Mask, Value]]] = {}
+        self._masks: dict[tuple[int, bytes], tuple[bytes, Mask]] = {}
 
     # -- masks -------------------------------------------------------------------------
 
     def _mask_of(self, codes: bytes, table: bytes) -> Mask:
-        return int.from_bytes(codes.translate(table), "little")
+        """Where ``table`` maps the code to 1 (conditions repeat across backends: each
+        distinct one is computed once per batch)."""
+        key = (id(codes), table)
+        known = self._masks.get(key)
+        if known is not None and known[0] is codes:  # (the same object, not a reused id)
+            return known[1]
+        mask = int.from_bytes(codes.translate(table), "little")
+        self._masks[key] = (codes, mask)
+        return mask
 
     def truth(self, value: Value) -> tuple[Mask, Mask]:
         """(where truthy, where ERROR)."""
