@@ -15,10 +15,11 @@ from selector.catalog import Catalog, load_catalog
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
 from selector.memory.startup import MemoryReport, StartupIssue
 from selector.models import LayerFacts, ModelFacts
+from selector.request import RequestFacts, as_request, layer_request
 from selector.result import SolveResult
 from selector.solver import derive_facts, kernel_block_sizes_of, solve
 
-__all__ = ["LayerSelection", "ModelCheckResult", "check_model", "check_model_deployment", "layer_facts"]
+__all__ = ["LayerSelection", "ModelCheckResult", "check_model"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class LayerSelection:
 
     layers: tuple[int, ...]
     kind: str
-    facts: dict[str, Any]
+    facts: RequestFacts
     result: SolveResult
 
 
@@ -59,39 +60,6 @@ class ModelCheckResult:
 
 _LEGACY_LAYOUTS = {"NHD": "LBNHC", "HND": "LBHNC"}
 """Engines before the 5-D layouts (vLLM 0.25.1) name layouts NHD / HND."""
-
-
-def layer_facts(layer: LayerFacts, model: ModelFacts) -> dict[str, Any]:
-    """The request facts of one attention layer (vLLM's caller-side facts, section 5.1)."""
-    mla = layer.mla
-    facts: dict[str, Any] = {
-        "head_size": layer.head_size,
-        "head_size_v": None if mla or layer.head_size_v in (0, layer.head_size) else layer.head_size_v,
-        "use_mla": mla is not None,
-        "use_sparse": layer.indexer is not None,
-        "has_sink": layer.has_sink,
-        "has_sliding_window": layer.sliding_window is not None,
-        "attn_type": layer.attn_type,
-        "use_mm_prefix": model.is_mm_prefix_lm,
-        "model_mm_prefix_lm": model.is_mm_prefix_lm,
-        "num_heads": layer.num_q_heads if mla is not None else None,
-        "model_present": True,
-        "model_num_q_heads": layer.num_q_heads,
-        "model_num_kv_heads": layer.num_kv_heads,
-        "layer_alibi": layer.alibi,
-        "layer_softcap": layer.logits_soft_cap is not None,
-        "model_softcap": layer.logits_soft_cap is not None,
-        "tp_size": model.tp_size,
-    }
-    if mla is not None:
-        facts.update({
-            "kv_lora_rank": mla.kv_lora_rank,
-            "qk_nope_head_dim": mla.qk_nope_head_dim,
-            "qk_rope_head_dim": mla.qk_rope_head_dim,
-            "v_head_dim": mla.v_head_dim,
-            "index_topk": layer.indexer.index_topk if layer.indexer else None,
-        })
-    return facts
 
 
 def _signature(facts: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -134,7 +102,7 @@ def _kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
 
 def check_model(
     model: ModelFacts,
-    base_facts: Mapping[str, Any],
+    base_facts: RequestFacts | Mapping[str, Any],
     *,
     engine: str | None = None,
     attention_backend: str | None = None,
@@ -147,15 +115,16 @@ def check_model(
     catalog = catalog or load_catalog()
     engine_data = catalog.engine(engine)
     per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
+    base = as_request(base_facts)
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-    facts_of: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+    facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
     kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
     for layer in model.layers:
         if not layer.is_attention:
             continue
-        facts = {**base_facts, **layer_facts(layer, model)}
+        facts = layer_request(base, layer, model)
         backend = per_kind.get(layer.spec_kind, attention_backend)
-        key = (*_signature(facts), ("__backend__", backend), ("__kind__", layer.layer_kind))
+        key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind))
         groups.setdefault(key, []).append(layer.index)
         facts_of[key] = facts
         kind_of[key] = layer.layer_kind
@@ -183,17 +152,3 @@ def check_model(
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan)
 
-
-def check_model_deployment(loaded: Any, catalog: Catalog | None = None, *,
-                           engine: str | None = None) -> ModelCheckResult:
-    """:func:`check_model` for a loaded deployment file that names a ``model:``."""
-    from selector.config import deployment_model
-
-    catalog = catalog or load_catalog()
-    deployment = loaded.deployment
-    model, facts, kv_options = deployment_model(loaded, catalog)
-    return check_model(model, facts, engine=engine or deployment.engine,
-                       attention_backend=deployment.attention_backend,
-                       backend_per_kind=deployment.attention_config.backend_per_kind,
-                       cudagraph_mode=deployment.cudagraph_mode, options=kv_options,
-                       catalog=catalog)

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
 from selector.config import LoadedDeployment
 from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
+from selector.models import ModelFacts
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
 
 __all__ = ["SHARD_BACKENDS", "shard_plans"]
 
 
-def _model_totals(loaded: LoadedDeployment, plan: SmokePlan) -> tuple[int, int]:
-    from selector.catalog import load_catalog
-    from selector.modelcheck import check_model_deployment
-
-    checked = check_model_deployment(loaded, load_catalog())
-    for layer in checked.model.layers:
+def _model_totals(model: ModelFacts, plan: SmokePlan) -> tuple[int, int]:
+    for layer in model.layers:
         if layer.total_q_heads and layer.head_size == plan.head_size:
             return layer.total_q_heads, layer.total_kv_heads or layer.total_q_heads
     raise InputError(f"no attention layer of head size {plan.head_size} in the model")
@@ -34,15 +30,15 @@ def _checkable(plan: SmokePlan) -> bool:
         and not plan.has_sinks and plan.softmax_scale is None
 
 
-def shard_plans(config: Path, plans: Sequence[SmokePlan]
-                ) -> tuple[list[ShardPlan], list[str]]:
+def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
+                model: Callable[[], ModelFacts]) -> tuple[list[ShardPlan], list[str]]:
     """One shard plan per smoke plan when the deployment splits attention over ranks
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
-    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
+    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks). ``model``
+    gives a model deployment's facts (asked only when a plan is shard-checked)."""
     from selector.catalog import load_catalog
-    from selector.config import load_deployment
 
-    loaded = load_deployment(str(config))
+    config = loaded.path
     deployment = loaded.deployment
     parallel = deployment.parallel
     tp, dcp = parallel.tensor_parallel_size, parallel.decode_context_parallel_size
@@ -67,7 +63,7 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]
             heads = deployment.layer.num_heads
             kv_heads = deployment.layer.num_kv_heads or heads
         else:
-            heads, kv_heads = _model_totals(loaded, plan)
+            heads, kv_heads = _model_totals(model(), plan)
         try:
             out.append(ShardPlan(
                 name=plan.name, backend=plan.backend,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from selector.bench.runner import run_bench
-from selector.bench.targets import bench_targets
+from selector.pipeline.bench import bench_targets
 from selector.bench.workload import parse_workload
 from selector.errors import CannotRunHereError
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from selector.parallel.from_deployment import shard_plans
+from selector.pipeline.smoke import shard_plans
 from selector.parallel.plan import ShardOptions, ShardPlan
 from selector.smoke.plan import SmokePlan
 
