@@ -15,12 +15,13 @@ from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
 from selector.errors import InputError
 from selector.memory import StartupIssue, dtype_issue, startup_profile
-from selector.modelcheck import ModelCheckResult, check_model
+from selector.modelcheck import ModelCheckResult
 from selector.models import LayerFacts, ModelFacts
+from selector.pipeline.model import check_model
+from selector.pipeline.startup import check_startup, tensor_parallel_record
 from selector.request import RequestFacts, layer_request
 from selector.result import SolveResult
 from selector.solver import solve
-from selector.startup_check import check_startup, tensor_parallel_record
 
 __all__ = ["LayerRequest", "Solved", "layer_of", "solve_deployment"]
 

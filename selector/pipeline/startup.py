@@ -24,8 +24,9 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
-from selector.modelcheck import ModelCheckResult, check_model
+from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts
+from selector.pipeline.model import check_model
 from selector.request import RequestFacts
 
 __all__ = ["check_startup", "tensor_parallel_record"]
