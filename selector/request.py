@@ -42,14 +42,14 @@ FactValue = Any
 """A fact's value as the solver reads it (``bool``, ``int``, ``str`` or ``None``)."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class RequestFacts:
     """The facts of one attention layer's request, in vLLM's selector vocabulary.
 
-    Built only by the functions of this module, which store exactly the facts a
-    request states (an unstated fact reads as the profile default below). Environment
-    facts (``env_*``, declared by each profile's ``environment:``) are in
-    :attr:`environment`.
+    Built by the functions of this module, which store exactly the facts a request
+    states (an unstated fact reads as the profile default below; calling the class
+    states every field). Environment facts (``env_*``, declared by each profile's
+    ``environment:``) are in :attr:`environment`.
     """
 
     cc: int | None = None
@@ -101,7 +101,8 @@ class RequestFacts:
 
     @property
     def stated(self) -> Mapping[str, FactValue]:
-        """The facts the request states, by the solver's names (environment included)."""
+        """The facts the request states, by the solver's names (environment included);
+        read-only (the instance's own attributes: copy with :meth:`solver_facts`)."""
         return vars(self)
 
     @property
@@ -113,6 +114,9 @@ class RequestFacts:
     def solver_facts(self) -> dict[str, FactValue]:
         """The mapping the solver evaluates (a fresh copy: the solver adds derived facts)."""
         return dict(vars(self))
+
+    def __repr__(self) -> str:
+        return "RequestFacts(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RequestFacts) and vars(self) == vars(other)
