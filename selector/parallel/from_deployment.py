@@ -12,10 +12,14 @@ from selector.models import ModelFacts
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["SHARD_BACKENDS", "shard_plans"]
+__all__ = ["SHARD_BACKENDS", "HeadsOf", "model_heads", "shard_plans"]
+
+HeadsOf = Callable[[SmokePlan], tuple[int, int]]
+"""(attention heads, KV heads) in all, before the split, of the layers a smoke plan runs."""
 
 
-def _model_totals(model: ModelFacts, plan: SmokePlan) -> tuple[int, int]:
+def model_heads(model: ModelFacts, plan: SmokePlan) -> tuple[int, int]:
+    """(query heads, KV heads) in all of the model's attention layers of the plan's head size."""
     for layer in model.layers:
         if layer.total_q_heads and layer.head_size == plan.head_size:
             return layer.total_q_heads, layer.total_kv_heads or layer.total_q_heads
@@ -31,11 +35,11 @@ def _checkable(plan: SmokePlan) -> bool:
 
 
 def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
-                model: Callable[[], ModelFacts]) -> tuple[list[ShardPlan], list[str]]:
+                heads_of: HeadsOf) -> tuple[list[ShardPlan], list[str]]:
     """One shard plan per smoke plan when the deployment splits attention over ranks
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
-    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks). ``model``
-    gives a model deployment's facts (asked only when a plan is shard-checked)."""
+    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks). ``heads_of``
+    gives a plan's heads in all (asked only when the plan is shard-checked)."""
     from selector.catalog import load_catalog
 
     config = loaded.path
@@ -59,11 +63,7 @@ def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
             raise CannotRunHereError(
                 f"plan '{plan.name}': vLLM runs {plan.backend} with DCP, but its data states "
                 "no LSE base / DCP read (runtime.lse_base, runtime.dcp_decode_kv)")
-        if deployment.model is None:
-            heads = deployment.layer.num_heads
-            kv_heads = deployment.layer.num_kv_heads or heads
-        else:
-            heads, kv_heads = _model_totals(model(), plan)
+        heads, kv_heads = heads_of(plan)
         try:
             out.append(ShardPlan(
                 name=plan.name, backend=plan.backend,

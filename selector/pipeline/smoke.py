@@ -14,7 +14,6 @@ from pathlib import Path, PurePath
 from selector.catalog import load_catalog
 from selector.config import LoadedDeployment, deployment_model, load_deployment
 from selector.errors import InputError, InvalidDeploymentError
-from selector.models import ModelFacts
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
 from selector.pipeline.deployment import solve_deployment
@@ -70,9 +69,14 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> tuple[list[ShardPla
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
     smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
     loaded = load_deployment(str(config))
+    layer = loaded.deployment.layer
 
-    def model() -> ModelFacts:
-        facts, _, _ = deployment_model(loaded, load_catalog())
-        return facts
+    def layer_heads(plan: SmokePlan) -> tuple[int, int]:
+        return layer.num_heads, layer.num_kv_heads or layer.num_heads
 
-    return from_deployment.shard_plans(loaded, plans, model)
+    def model_heads(plan: SmokePlan) -> tuple[int, int]:
+        model, _, _ = deployment_model(loaded, load_catalog())
+        return from_deployment.model_heads(model, plan)
+
+    heads_of = layer_heads if loaded.deployment.model is None else model_heads
+    return from_deployment.shard_plans(loaded, plans, heads_of)
