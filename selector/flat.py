@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from selector.errors import InputError
+from selector.request import FLAT_FLAGS, FlatModel, RequestFacts, flat_request
 from selector.schema.engine import EngineProfile
 
 __all__ = ["FLAT_FIELDS", "facts_from_flat", "parse_capability"]
@@ -25,10 +26,6 @@ _DTYPE_ALIASES = {
     "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32",
 }
 _MODEL_FIELDS = frozenset({"num_attention_heads", "num_kv_heads", "hf_text_config"})
-_HF_FACTS = {
-    "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
-    "kv_lora_rank": "kv_lora_rank", "v_head_dim": "v_head_dim", "index_topk": "index_topk",
-}
 
 
 @functools.cache
@@ -101,7 +98,7 @@ def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str], f
     return cached
 
 
-def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[dict[str, Any], str | None]:
+def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[RequestFacts, str | None]:
     """Map one flat config to (request facts, explicitly requested backend)."""
     if not isinstance(config, Mapping):
         raise InputError("each line must be a JSON object")
@@ -111,32 +108,24 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
         raise InputError(f"unknown field(s) {unknown}", field=unknown[0])
     if "device_capability" not in config:
         raise InputError("missing required field", field="device_capability")
-    facts = dict(defaults)
-    for name in config.keys() & vocabulary:
-        facts[name] = config[name]
-    facts["cc"] = parse_capability(config["device_capability"])
-    facts["head_size"] = _int(config, "head_size", required=True)
+    cc = parse_capability(config["device_capability"])
+    head_size = _int(config, "head_size", required=True)
     dtype = config.get("dtype")
     if not isinstance(dtype, str) or dtype.lower() not in _DTYPE_ALIASES:
         raise InputError(f"unknown dtype {dtype!r}", field="dtype",
                          hint="bfloat16, float16 or float32")
-    facts["dtype"] = _DTYPE_ALIASES[dtype.lower()]
     kv = config.get("kv_cache_dtype", "auto")
     if kv is not None and not isinstance(kv, str):
         raise InputError(f"expected a string, got {kv!r}", field="kv_cache_dtype")
-    facts["kv_cache_dtype"] = kv
     block_size = _int(config, "block_size")
     if block_size is not None and block_size <= 0:
         raise InputError(f"block_size must be positive, got {block_size}", field="block_size")
-    facts["block_size"] = block_size
-    for key in ("use_mla", "has_sink", "use_sparse", "use_mm_prefix",
-                "use_per_head_quant_scales", "has_sliding_window", "use_non_causal"):
-        facts[key] = _bool(config, key)
+    flags = {key: _bool(config, key) for key in FLAT_FLAGS}
     attn_type = config.get("attn_type") or "decoder"
     if attn_type not in ("decoder", "encoder", "encoder_only", "encoder_decoder"):
         raise InputError(f"unknown attn_type {attn_type!r}", field="attn_type")
-    facts["attn_type"] = attn_type
-    facts["num_heads"] = _int(config, "num_heads")
+    num_heads = _int(config, "num_heads")
+    flat_model = None
     model = config.get("model")
     if model is not None or config.get("num_kv_heads") is not None:
         model = dict(model or {})
@@ -154,14 +143,12 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
         hf = model.get("hf_text_config") or {}
         if not isinstance(hf, Mapping):
             raise InputError("must be an object", field="model.hf_text_config")
-        facts["model_present"] = True
-        facts["hf_config_class"] = "types.SimpleNamespace"  # the oracle's model stand-in
-        facts["model_num_q_heads"] = q_heads
-        facts["model_num_kv_heads"] = 1 if facts["use_mla"] else max(1, kv_heads)
-        facts["model_mm_prefix_lm"] = facts["use_mm_prefix"]
-        for key, fact in _HF_FACTS.items():
-            facts[fact] = hf.get(key)
-        facts["model_softcap"] = hf.get("attn_logit_softcapping") is not None
+        flat_model = FlatModel(q_heads=q_heads, kv_heads=kv_heads, hf_text_config=hf)
+    facts = flat_request(
+        defaults, {name: config[name] for name in config.keys() & vocabulary},
+        cc=cc, head_size=head_size,
+        dtype=_DTYPE_ALIASES[dtype.lower()], kv_cache_dtype=kv, block_size=block_size,
+        flags=flags, attn_type=attn_type, num_heads=num_heads, model=flat_model)
     backend = config.get("attention_backend")
     if backend is not None and not isinstance(backend, str):
         raise InputError(f"expected a backend name, got {backend!r}", field="attention_backend")
