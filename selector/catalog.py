@@ -305,6 +305,27 @@ class Catalog:
             name = self.engine(name).profile.extends
         return None
 
+    def inherited_document(self, requested: str | None, filename: str,
+                           mappings: tuple[str, ...]) -> dict[str, Any]:
+        """``filename`` of an engine with profile inheritance applied: the base
+        profile's file, then each newer one's along the ``extends`` chain, merged by the
+        one rule of every section (``mappings`` merge key by key); empty when no profile
+        of the chain has the file."""
+        chain: list[str] = []
+        name: str | None = self._resolve(requested)
+        while name is not None:
+            chain.append(name)
+            name = self.engine(name).profile.extends
+        merged: dict[str, Any] = {}
+        for name in reversed(chain):
+            path = self.engine_dirs[name] / filename
+            if path.is_file():
+                own = _read_yaml(path)
+                if not isinstance(own, dict):
+                    raise CatalogError(f"{path}: not a mapping")
+                merged = _merge_document(merged, own, str(path), mappings, {})
+        return merged
+
     def device(self, name: str) -> Device:
         """A device by name, alias or ``nvidia-smi`` name (case and punctuation do not
         matter); otherwise the device whose name's words all appear as whole words in

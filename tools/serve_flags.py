@@ -10,13 +10,15 @@ Two modes:
 
       VENV/bin/python tools/serve_flags.py --ask --oracle ORACLE_DIR > flags-0.29.0.json
 
-* ``--write``: with the project; turns the per-release answers into
-  ``schemas/vllm-serve-flags.yaml`` (the oldest release complete, each newer one as
-  ``added`` / ``removed`` from the previous one):
+* ``--write``: with the project; turns the per-release answers into the
+  ``engine_flags`` section of each profile's ``serve-flags.yaml``
+  (``schemas/engines/vllm-X.Y.Z/``): complete in the base profile, and in each newer
+  profile the flags added (``true``) and removed (``null``) since the profile it
+  extends (the mapping rule of docs/engine-profiles.md):
 
       python tools/serve_flags.py --write flags-0.25.1.json flags-0.26.0.json ...
 
-``attn-select check -- vllm serve ...`` reads that file: a flag that the checked
+``attn-select check -- vllm serve ...`` reads those files: a flag that the checked
 release's parser does not have is the error vLLM gives for it
 ("unrecognized arguments").  Standard library (+ PyYAML for ``--write``).
 """
@@ -30,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "schemas" / "vllm-serve-flags.yaml"
+ENGINES = ROOT / "schemas" / "engines"
+FILE = "serve-flags.yaml"
+SECTION = "engine_flags:\n"
 
 
 def ask(oracle_dir: Path) -> dict[str, Any]:
@@ -52,29 +56,42 @@ def ask(oracle_dir: Path) -> dict[str, Any]:
     return {"vllm_version": orc.vllm_version, "flags": flags}
 
 
-def write(answers: list[dict[str, Any]]) -> str:
+def _extends(version: str) -> str | None:
     import yaml
 
-    def key(answer: dict[str, Any]) -> tuple[int, ...]:
-        return tuple(int(p) for p in answer["vllm_version"].split("."))
+    profile = yaml.safe_load((ENGINES / f"vllm-{version}" / "profile.yaml").read_text())
+    parent = profile.get("extends")
+    return str(parent).split("==", 1)[1] if parent else None
 
-    answers = sorted(answers, key=key)
-    releases: dict[str, Any] = {}
-    previous: set[str] | None = None
-    for answer in answers:
-        flags = set(answer["flags"])
-        if previous is None:
-            releases[answer["vllm_version"]] = {"flags": sorted(flags)}
+
+def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, str]:
+    """Each profile's ``serve-flags.yaml`` with its ``engine_flags`` section rewritten
+    (the section is the file's last; what comes before it is kept)."""
+    flags_of = {answer["vllm_version"]: set(answer["flags"]) for answer in answers}
+    files: dict[Path, str] = {}
+    for version, flags in flags_of.items():
+        parent = _extends(version)
+        if parent is None:
+            entries: dict[str, bool | None] = {flag: True for flag in sorted(flags)}
         else:
-            releases[answer["vllm_version"]] = {"added": sorted(flags - previous),
-                                                "removed": sorted(previous - flags)}
-        previous = flags
-    head = ("# Engine flags of `vllm serve` per vLLM release: the option strings of\n"
-            "# AsyncEngineArgs.add_cli_args(FlexibleArgumentParser()) (vllm/engine/arg_utils.py),\n"
-            "# asked of each release by tools/serve_flags.py --ask; the oldest release is\n"
-            "# complete, each newer one states what it added and removed.  A flag a release\n"
-            "# lacks is rejected by its parser ('unrecognized arguments').\n")
-    return head + yaml.safe_dump({"releases": releases}, sort_keys=False, width=100)
+            previous = flags_of[parent]
+            entries = {**{flag: True for flag in sorted(flags - previous)},
+                       **{flag: None for flag in sorted(previous - flags)}}
+        path = engines / f"vllm-{version}" / FILE
+        text = path.read_text() if path.is_file() else (
+            "# The `vllm serve` engine flags this release added (true) and removed (null) since the profile\n"
+            "# it extends: the option strings of AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())\n"
+            "# (vllm/engine/arg_utils.py), asked of the release by tools/serve_flags.py --ask.\n")
+        head = text[:text.index(SECTION)] if SECTION in text else text
+        if not entries and parent is not None:
+            if head.strip() and not head.lstrip().startswith("# The `vllm serve` engine flags"):
+                files[path] = head
+            elif path.is_file():
+                files[path] = ""  # nothing changed: the file goes
+            continue
+        body = "".join(f"  {flag}: {'true' if value else 'null'}\n" for flag, value in entries.items())
+        files[path] = head + SECTION + body
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--ask", action="store_true", help="ask the vLLM of this interpreter")
     mode.add_argument("--write", nargs="+", type=Path, help="--ask answers to merge")
     ap.add_argument("--oracle", type=Path, help="the oracle directory (with --ask)")
-    ap.add_argument("-o", "--output", type=Path, help="where to write (default: stdout / DATA)")
+    ap.add_argument("-o", "--output", type=Path,
+                    help="where to write (--ask: default stdout; --write: the engines folder)")
     a = ap.parse_args(argv)
     if a.ask:
         if a.oracle is None:
@@ -96,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(text)
         return 0
     answers = [json.loads(p.read_text()) for p in a.write]
-    (a.output or DATA).write_text(write(answers))
+    for path, text in write(answers, a.output or ENGINES).items():
+        if text:
+            path.write_text(text)
+        else:
+            path.unlink()
     return 0
 
 

@@ -1,0 +1,24 @@
+"""``vllm serve`` command lines -> deployments to check, plus notes.
+
+One module per job: :mod:`~selector.serve.tokenize` splits the command line,
+:mod:`~selector.serve.flags` reads the engine's flag table (``serve-flags.yaml``),
+:mod:`~selector.serve.values` parses flag values, :mod:`~selector.serve.presets`
+resolves MODEL, :mod:`~selector.serve.settings` turns flags into settings,
+:mod:`~selector.serve.flag_notes` notes the other flags, and
+:mod:`~selector.serve.parse` assembles the :class:`ServeCommand`.
+"""
+
+from __future__ import annotations
+
+from selector.serve.command import ARG_CODES, ServeCommand, ServeNote, device_ref
+from selector.serve.parse import parse_serve_command
+from selector.serve.tokenize import is_serve_command
+
+__all__ = [
+    "ARG_CODES",
+    "ServeCommand",
+    "ServeNote",
+    "device_ref",
+    "is_serve_command",
+    "parse_serve_command",
+]
