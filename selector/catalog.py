@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
@@ -263,27 +264,27 @@ class Catalog:
         text = requested.strip()
         if text in self.engine_dirs:
             return text
-        name, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
-        family = (name or "vllm").lower()
-        series = re.fullmatch(r"==\s*(\d+\.\d+)", spec.strip())
-        if series:  # vllm==0.29: the newest 0.29.x
-            spec = f"=={series.group(1)}.*"
-        try:
-            specifier = SpecifierSet(spec) if spec else SpecifierSet()
-        except InvalidSpecifier:
+        requirement = _engine_requirement(text)
+        if requirement is None:
             raise InputError(
                 f"cannot read engine version {requested!r}",
                 field="engine",
                 hint=f"write e.g. {self.default_engine} or vllm>=0.30; available: "
                 + ", ".join(self.engine_names),
-            ) from None
+            )
+        family, specifier = requirement.name.lower(), requirement.specifier
+        specs = list(specifier)
+        if len(specs) == 1 and specs[0].operator == "==" \
+                and re.fullmatch(r"\d+\.\d+", specs[0].version):  # vllm==0.29: the newest 0.29.x
+            specifier = SpecifierSet(f"=={specs[0].version}.*")
         matches = [
             n for n in self.engine_names
             if n.split("==", 1)[0] == family and Version(n.split("==", 1)[1]) in specifier
         ]
         if not matches:
-            exact = re.fullmatch(r"===?\s*([0-9][0-9.]*)(\.\*)?", spec.strip())
-            nearest = self._nearest_text(exact.group(1)) if exact else ""
+            exact = specs[0].version.removesuffix(".*") if len(specs) == 1 \
+                and specs[0].operator in ("==", "===") else ""
+            nearest = self._nearest_text(exact) if re.fullmatch(r"[0-9][0-9.]*", exact) else ""
             raise InputError(
                 f"no profile for engine {requested!r}",
                 field="engine",
@@ -397,6 +398,20 @@ class RegisteredCodes(Mapping[str, tuple[str, str]]):
 
     def __len__(self) -> int:
         return len(self._table())
+
+
+def _engine_requirement(text: str) -> Requirement | None:
+    """``vllm>=0.30``, ``vllm==0.29.0``, ``==0.33.0`` (the family defaults to vllm) as a
+    PEP 508 requirement; None when it is not one (extras, markers, URLs, a family name
+    that is not a word)."""
+    try:
+        requirement = Requirement(text if text[:1].isalpha() else "vllm" + text)
+    except InvalidRequirement:
+        return None
+    if requirement.extras or requirement.marker or requirement.url \
+            or not re.fullmatch(r"[A-Za-z_-]+", requirement.name):
+        return None
+    return requirement
 
 
 def _device_key(name: str) -> str:
