@@ -1,6 +1,8 @@
 """``vllm serve`` command lines -> deployments to check, plus notes.
 
-One module per job: :mod:`~selector.serve.tokenize` splits the command line,
+One module per job: :mod:`~selector.serve.wrappers` finds the ``vllm serve`` words
+(variables, ``docker run``, ``python -m``), :mod:`~selector.serve.tokenize` parses them
+with argparse,
 :mod:`~selector.serve.flags` reads the engine's flag table (``serve-flags.yaml``),
 :mod:`~selector.serve.values` parses flag values, :mod:`~selector.serve.presets`
 resolves MODEL, :mod:`~selector.serve.settings` turns flags into settings,

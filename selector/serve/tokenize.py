@@ -1,19 +1,35 @@
-"""A ``vllm serve`` command line (as typed, or inside ``docker run`` / ``python -m``)
--> its variables, MODEL and flags (:class:`RawCommand`), as vLLM's parser reads them."""
+"""The words after ``vllm serve`` -> MODEL and the flags with their values
+(:class:`RawCommand`), parsed by an ``argparse`` parser built from the engine's flag
+table, as vLLM builds its own (``vllm/engine/arg_utils.py`` ``add_cli_args``).
+
+Before argparse sees them the words are normalised the way vLLM's
+``FlexibleArgumentParser.parse_args`` does (``vllm/utils/argparse_utils.py:243-335``):
+``--max_model_len`` is ``--max-model-len``, ``-O3`` is ``--optimization-level 3``,
+short aliases become their long flags, dotted keys (``-cc.cudagraph_mode=FULL``) keep
+their underscores.  Unlike vLLM's parser, a flag that the table does not know is not
+an error: it takes the next word as its value if that is not a flag, and is passed
+over with a note.  argparse never prints or exits here: its errors become
+:class:`InputError` naming the flag.
+"""
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from selector.serve.command import ENV_ASSIGNMENT, ServeNote
+from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags
 from selector.serve.values import bad_value, parse_scalar, set_dotted
+from selector.serve.wrappers import is_serve_command, serve_words
 
 __all__ = ["RawCommand", "is_serve_command", "tokenize"]
+
+_DOTTED_CONFIGS = ("--attention-config", "--compilation-config")
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+"""argparse's own test for a word that is a negative number, not a flag."""
 
 
 @dataclass
@@ -31,125 +47,40 @@ class RawCommand:
     notes: list[ServeNote] = field(default_factory=list)
 
 
-def _split_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
-    """Leading ``NAME=value`` words (and an optional ``env``) -> variables; the rest."""
-    env: dict[str, str] = {}
-    index = 0
-    words = list(argv)
-    while index < len(words):
-        word = words[index]
-        if word == "env" and index == 0:
-            index += 1
-            continue
-        match = ENV_ASSIGNMENT.match(word)
-        if not match:
-            break
-        env[match.group(1)] = match.group(2)
-        index += 1
-    return env, words[index:]
+class _Word(str):
+    """A word of the command line that knows its position."""
+
+    position: int
 
 
-# `docker run` / `podman run` options that take no value (every other option takes one,
-# unless written as --opt=value); combined short flags such as -it or -dit are these too.
-_CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl"})
-_CONTAINER_NO_VALUE = frozenset({
-    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init",
-    "-P", "--publish-all", "--read-only", "--no-healthcheck", "--oom-kill-disable",
-    "--sig-proxy", "--disable-content-trust", "-q", "--quiet", "--help",
-})
-_CONTAINER_ENV_FLAGS = frozenset({"-e", "--env"})
-_PRIVILEGE_WRAPPERS = frozenset({"sudo"})
+class _ParseError(Exception):
+    pass
 
 
-def _is_container_flag_without_value(word: str) -> bool:
-    if word in _CONTAINER_NO_VALUE or "=" in word:
-        return True
-    return re.fullmatch(r"-[dit]{2,3}", word) is not None  # -it, -dit, -itd ...
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise _ParseError(message or "")
 
 
-def _unwrap_container(words: list[str]) -> tuple[list[str], dict[str, str]]:
-    """``docker run [docker options] IMAGE [args]`` -> the ``vllm serve`` command the
-    vLLM image runs with those args (its entry point), and the ``-e NAME=value``
-    variables; any other command line is returned as it is."""
-    index = 0
-    while index < len(words) and Path(words[index]).name in _PRIVILEGE_WRAPPERS:
-        index += 1
-    if index >= len(words) or Path(words[index]).name not in _CONTAINER_RUNNERS:
-        return words, {}
-    runner = words[index]
-    index += 1
-    if index >= len(words) or words[index] not in ("run", "container"):
-        raise bad_value(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
-    if words[index] == "container":
-        index += 1  # `docker container run`
-        if index >= len(words) or words[index] != "run":
-            raise bad_value(runner, f"only `{runner} run ... IMAGE [vllm serve flags]` is understood")
-    index += 1
-    env: dict[str, str] = {}
-    while index < len(words) and words[index].startswith("-"):
-        word = words[index]
-        index += 1
-        name, _, inline = word.partition("=")
-        if name in _CONTAINER_ENV_FLAGS or name.startswith("--env="):
-            value = inline if "=" in word else (words[index] if index < len(words) else "")
-            if "=" not in word:
-                index += 1
-            match = ENV_ASSIGNMENT.match(value)
-            if match:
-                env[match.group(1)] = match.group(2)
-            continue
-        if _is_container_flag_without_value(word):
-            continue
-        index += 1  # the option's value (-v a:b, --gpus all, -p 8000:8000, ...)
-    if index >= len(words):
-        raise bad_value(runner, f"no image in this `{runner} run` line",
-                   hint=f"write {runner} run [options] vllm/vllm-openai [vllm serve flags]")
-    rest = words[index + 1:]  # after the image
-    if rest and (Path(rest[0]).name == "vllm" or re.fullmatch(r"python(\d+(\.\d+)?)?",
-                                                              Path(rest[0]).name)):
-        return rest, env  # the entry point given explicitly
-    return ["vllm", "serve", *rest], env
+class _Record(argparse.Action):
+    """Records every flag met, in order, with its value(s)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        namespace.events.append((self.option_strings[0], values))
 
 
-def _command_body(words: list[str]) -> list[str]:
-    if not words:
-        raise bad_value("MODEL", "no command given after '--'",
-                   hint="write e.g. attn-select check --device H100 -- vllm serve MODEL [flags]")
-    head = Path(words[0]).name
-    if head == "vllm":
-        if len(words) < 2 or words[1] != "serve":
-            sub = words[1] if len(words) > 1 else ""
-            raise bad_value("vllm", f"only `vllm serve` command lines are understood, not `vllm {sub}`",
-                       hint="give the flags you pass to `vllm serve`")
-        return words[2:]
-    if re.fullmatch(r"python(\d+(\.\d+)?)?", head):
-        if len(words) >= 3 and words[1] == "-m" and words[2] in (
-                "vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
-            return words[3:]
-        if len(words) >= 4 and words[1] == "-m" and words[2] == "vllm.entrypoints.cli.main" \
-                and words[3] == "serve":
-            return words[4:]
-        raise bad_value(words[0], "only `python -m vllm.entrypoints.openai.api_server` is understood")
-    if head == "serve":
-        return words[1:]
-    raise bad_value(words[0], f"expected a `vllm serve ...` command line, got {words[0]!r}",
-               hint="write e.g. attn-select check --device H100 -- vllm serve MODEL [flags]")
-
-
-def is_serve_command(words: Sequence[str]) -> bool:
-    """Whether positional arguments look like a command line rather than file names."""
-    if not words:
+def _is_flag(word: str) -> bool:
+    """Whether argparse reads ``word`` as a flag (every flag-shaped word is registered)."""
+    if not word.startswith("-") or word == "-" or _NEGATIVE_NUMBER.match(word):
         return False
-    _, rest = _split_prefix(words)
-    if len(rest) < len(words):
-        return True
-    if not rest:
-        return False
-    if any(Path(w).name in _CONTAINER_RUNNERS for w in rest[:2]) and "run" in rest[1:4]:
-        return True
-    head = Path(rest[0]).name
-    return head == "vllm" or (re.fullmatch(r"python(\d+(\.\d+)?)?", head) is not None
-                              and len(rest) > 2 and rest[1] == "-m")
+    name = word.split("=", 1)[0]
+    return name not in ("-", "--") and " " not in name and not _NEGATIVE_NUMBER.match(name)
 
 
 def _normalise_flag(word: str, aliases: Mapping[str, str]) -> tuple[str, str | None]:
@@ -168,62 +99,113 @@ def _normalise_flag(word: str, aliases: Mapping[str, str]) -> tuple[str, str | N
     return head + dot + tail, value
 
 
+_Nargs = int | str | None
+"""argparse's ``nargs``: ``"*"``, ``0``, ``None`` (exactly one) or ``"?"``."""
+
+
+def _nargs(flag: str, table: ServeFlags) -> _Nargs:
+    """How many words ``flag`` takes: a list, none (a switch), exactly one (a known
+    valued flag, a dotted key) or one if the next word is not a flag (unknown)."""
+    takes = table.takes(flag)
+    if takes == "list":
+        return "*"
+    if takes == "switch" or flag.startswith("--no-"):
+        return 0
+    if "." in flag or takes == "value":
+        return None
+    return "?"
+
+
+@dataclass
+class _Words:
+    """The words for argparse, and what it does not keep."""
+
+    words: list[_Word] = field(default_factory=list)
+    flags: dict[str, _Nargs] = field(default_factory=dict)
+    """Every flag met, with the words it takes."""
+    flag_positions: list[int] = field(default_factory=list)
+    """Where each flag argparse records is."""
+    inline: dict[int, str] = field(default_factory=dict)
+    """``--flag=value`` values by position (argparse drops a value of ``--``)."""
+    options_end: int | None = None
+    """Where ``--`` ends the flags."""
+
+
+def _words(body: Sequence[str], table: ServeFlags) -> _Words:
+    """The words for argparse: flags normalised as vLLM's parser does."""
+    out = _Words()
+    for position, given in enumerate(body):
+        text = given
+        if out.options_end is None and given == "--":
+            out.options_end = position  # argparse: every later word is positional
+        elif out.options_end is None and _is_flag(given):
+            flag, value = _normalise_flag(given, table.aliases)
+            nargs = out.flags.setdefault(flag, _nargs(flag, table))
+            text = flag if value is None or nargs == 0 else f"{flag}={value}"
+            out.flag_positions.append(position)
+            if value is not None:
+                out.inline[position] = value
+        word = _Word(text)
+        word.position = position
+        out.words.append(word)
+    return out
+
+
 def tokenize(argv: Sequence[str], table: ServeFlags) -> RawCommand:
     """Split a command line into the variables, MODEL and flags the settings are built from."""
-    env, words = _split_prefix(argv)
-    words, container_env = _unwrap_container(words)
-    env.update(container_env)
-    body = _command_body(words)
+    env, body = serve_words(argv)
     raw = RawCommand(argv=tuple(argv), env=env)
-    index = 0
-    while index < len(body):
-        word = body[index]
-        index += 1
-        if not word.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", word):
-            if raw.model is None:
-                raw.model = word
-            else:
-                raw.notes.append(ServeNote("info", "AS103", word,
-                                           f"extra positional argument {word!r} passed over"))
-            continue
-        flag, value = _normalise_flag(word, table.aliases)
-        takes = table.takes(flag)
-        base, dot, key = flag.partition(".")
-        takes_value = not (takes == "switch" or flag.startswith("--no-"))
-        if takes == "list":
-            while value is None and index < len(body) and not body[index].startswith("-"):
-                index += 1
-            raw.order.append(flag)
-            continue
-        if value is None and takes_value:
-            if index < len(body) and (not body[index].startswith("-")
-                                      or re.fullmatch(r"-\d+(\.\d+)?", body[index])):
-                value = body[index]
-                index += 1
-            elif dot or takes == "value":
-                raise bad_value(flag, "expected a value after this flag")
-        if dot and base in ("--attention-config", "--compilation-config"):
-            if value is None:
-                raise bad_value(flag, "expected a value after this flag")
-            raw.dotted.setdefault(base, {})
-            set_dotted(raw.dotted[base], key.split("."), parse_scalar(value))
-            raw.order.append(flag)
-            continue
-        if dot and base == "--optimization-level":
-            # the legacy -O.key=value spelling of --compilation-config.key
-            raw.dotted.setdefault("--compilation-config", {})
-            set_dotted(raw.dotted["--compilation-config"], key.split("."), parse_scalar(value or ""))
-            raw.order.append(flag)
-            continue
-        if dot:
-            raw.notes.append(ServeNote("info", "AS103", flag, f"{flag} passed over"))
-            continue
-        if flag == "--model":
-            if value is None:
-                raise bad_value(flag, "expected a value after this flag")
-            if raw.model is None:
-                raw.model = value
-            continue
-        raw.order.append(flag)
-        raw.values[flag] = value if value is not None else ""
+    words = _words(body, table)
+    parser = _Parser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for number, (option, nargs) in enumerate(words.flags.items()):
+        parser.add_argument(option, nargs=nargs, action=_Record, dest=f"flag{number}",
+                            default=argparse.SUPPRESS)
+    try:
+        namespace, rest = parser.parse_known_args(words.words, argparse.Namespace(events=[]))
+    except argparse.ArgumentError as exc:
+        raise bad_value(exc.argument_name or "", "expected a value after this flag") from None
+    except _ParseError as exc:  # pragma: no cover - no positional, nothing required
+        raise bad_value("vllm serve", str(exc)) from None
+    items: list[tuple[int, str | None, Any]] = [
+        (position, flag, words.inline.get(position, value))
+        for position, (flag, value) in zip(words.flag_positions, namespace.events, strict=True)]
+    items += [(word.position, None, str(word)) for word in rest
+              if isinstance(word, _Word) and word.position != words.options_end]
+    for _, flag, value in sorted(items, key=lambda item: item[0]):
+        if flag is None:
+            _positional(raw, str(value))
+        else:
+            _flag(raw, flag, value, words.flags[flag])
     return raw
+
+
+def _positional(raw: RawCommand, word: str) -> None:
+    if raw.model is None:
+        raw.model = word
+    else:
+        raw.notes.append(ServeNote("info", "AS103", word,
+                                   f"extra positional argument {word!r} passed over"))
+
+
+def _flag(raw: RawCommand, flag: str, value: Any, nargs: _Nargs) -> None:
+    if nargs == "*":
+        raw.order.append(flag)
+        return
+    base, dot, key = flag.partition(".")
+    if dot and base in _DOTTED_CONFIGS:
+        raw.dotted.setdefault(base, {})
+        set_dotted(raw.dotted[base], key.split("."), parse_scalar(value))
+        raw.order.append(flag)
+    elif dot and base == "--optimization-level":
+        # the legacy -O.key=value spelling of --compilation-config.key
+        raw.dotted.setdefault("--compilation-config", {})
+        set_dotted(raw.dotted["--compilation-config"], key.split("."), parse_scalar(value or ""))
+        raw.order.append(flag)
+    elif dot:
+        raw.notes.append(ServeNote("info", "AS103", flag, f"{flag} passed over"))
+    elif flag == "--model":
+        if raw.model is None:
+            raw.model = str(value)
+    else:
+        raw.order.append(flag)
+        raw.values[flag] = value if isinstance(value, str) else ""
