@@ -10,6 +10,13 @@ Two modes:
 
       VENV/bin/python tools/serve_flags.py --ask --oracle ORACLE_DIR > flags-0.29.0.json
 
+* ``--arity``: like ``--ask``, for the whole ``vllm serve`` parser (frontend flags
+  included): how many words each flag takes.  The answer of the newest release is
+  ``tests/golden/oracle/vllm-X.Y.Z/serve-arity.json``, which the flag table of
+  ``serve-flags.yaml`` is compared with (``tests/golden/test_serve_arity.py``):
+
+      VENV/bin/python tools/serve_flags.py --arity --oracle ORACLE_DIR -o serve-arity.json
+
 * ``--write``: with the project; turns the per-release answers into the
   ``engine_flags`` section of each profile's ``serve-flags.yaml``
   (``schemas/engines/vllm-X.Y.Z/``): complete in the base profile, and in each newer
@@ -56,6 +63,31 @@ def ask(oracle_dir: Path) -> dict[str, Any]:
     return {"vllm_version": orc.vllm_version, "flags": flags}
 
 
+def arity(oracle_dir: Path) -> dict[str, Any]:
+    """How many words each option of the whole ``vllm serve`` parser takes (the engine
+    flags and the OpenAI frontend's: ``make_arg_parser``, vllm/entrypoints/common/cli_args.py,
+    vllm/entrypoints/openai/cli_args.py before 0.31): ``switch`` (nargs 0), ``value``
+    (exactly one), ``optional`` (nargs '?') or ``list`` (nargs '+' / '*')."""
+    sys.path.insert(0, str(oracle_dir))
+    import oracle as oracle_mod
+
+    orc = oracle_mod.Oracle(kv_cache=False)
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ImportError:  # pragma: no cover - older layout
+        from vllm.entrypoints.openai.cli_args import (  # type: ignore[no-redef]
+            make_arg_parser,
+        )
+    parser = make_arg_parser(FlexibleArgumentParser())
+    kinds = {0: "switch", None: "value", "?": "optional", "+": "list", "*": "list"}
+    table = {option: kinds.get(action.nargs, str(action.nargs))
+             for option, action in sorted(parser._option_string_actions.items())
+             if option not in ("-h", "--help")}
+    return {"vllm_version": orc.vllm_version, "arity": table}
+
+
 def _extends(version: str) -> str | None:
     import yaml
 
@@ -72,11 +104,11 @@ def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, 
     for version, flags in flags_of.items():
         parent = _extends(version)
         if parent is None:
-            entries: dict[str, bool | None] = {flag: True for flag in sorted(flags)}
+            entries: dict[str, bool | None] = dict.fromkeys(sorted(flags), True)
         else:
             previous = flags_of[parent]
-            entries = {**{flag: True for flag in sorted(flags - previous)},
-                       **{flag: None for flag in sorted(previous - flags)}}
+            entries = {**dict.fromkeys(sorted(flags - previous), True),
+                       **dict.fromkeys(sorted(previous - flags))}
         path = engines / f"vllm-{version}" / FILE
         text = path.read_text() if path.is_file() else (
             "# The `vllm serve` engine flags this release added (true) and removed (null) since the profile\n"
@@ -100,14 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--ask", action="store_true", help="ask the vLLM of this interpreter")
     mode.add_argument("--write", nargs="+", type=Path, help="--ask answers to merge")
+    mode.add_argument("--arity", action="store_true",
+                      help="ask the vLLM of this interpreter how many words each flag of its "
+                           "whole `vllm serve` parser takes (needs the frontend's packages)")
     ap.add_argument("--oracle", type=Path, help="the oracle directory (with --ask)")
     ap.add_argument("-o", "--output", type=Path,
                     help="where to write (--ask: default stdout; --write: the engines folder)")
     a = ap.parse_args(argv)
-    if a.ask:
+    if a.ask or a.arity:
         if a.oracle is None:
-            ap.error("--ask needs --oracle")
-        text = json.dumps(ask(a.oracle)) + "\n"
+            ap.error("--ask and --arity need --oracle")
+        text = (json.dumps(ask(a.oracle)) if a.ask else json.dumps(arity(a.oracle), indent=1)) + "\n"
         if a.output:
             a.output.write_text(text)
         else:
