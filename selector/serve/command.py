@@ -97,7 +97,9 @@ class ServeCommand:
 
 
 _SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
-_SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+_SECRET_FLAGS = {"--api-key": "list", "--hf-token": "value"}
+"""Flags whose values are secrets, and how many words they take (``--api-key`` takes
+a list: vllm/entrypoints/openai/cli_args.py:264)."""
 
 
 def _redacted(argv: Sequence[str]) -> list[str]:
@@ -105,16 +107,18 @@ def _redacted(argv: Sequence[str]) -> list[str]:
     HUGGING_FACE_HUB_TOKEN=...``) and of ``--api-key`` / ``--hf-token`` replaced by ``***``,
     so that reports and CI logs never repeat them."""
     out: list[str] = []
-    hide_next = False
+    secret_flag: str | None = None  # the secret flag whose value words follow
     for word in argv:
-        if hide_next:
+        first = secret_flag is not None and out[-1] == secret_flag
+        if first or (secret_flag is not None and _SECRET_FLAGS[secret_flag] == "list"
+                     and not word.startswith("-")):
             out.append("***")
-            hide_next = False
             continue
+        secret_flag = None
         flag, equals, _ = word.partition("=")
         if flag in _SECRET_FLAGS:
             out.append(f"{flag}=***" if equals else word)
-            hide_next = not equals
+            secret_flag = None if equals else flag
             continue
         match = ENV_ASSIGNMENT.match(word)
         if match and _SECRET_NAME.search(match.group(1)):

@@ -120,3 +120,13 @@ def test_flat_config_faults_name_the_field(config: dict[str, object], field: str
     with pytest.raises(InputError) as info:
         facts_from_flat(config, load_catalog().engine().profile)
     assert info.value.field == field and words in info.value.message
+
+
+def test_every_api_key_is_hidden_in_the_shown_command_line() -> None:
+    command = parse_serve_command(
+        ["HF_TOKEN=hf_x", "vllm", "serve", "llama-3.1-8b", "--port", "8000", "--api-key", "k1",
+         "k2", "--hf-token", "t", "--block-size", "16"],
+        device="H100", catalog=load_catalog())
+    assert command.command_line == ("'HF_TOKEN=***' vllm serve llama-3.1-8b --port 8000 "
+                                    "--api-key '***' '***' --hf-token '***' --block-size 16")
+    assert command.deployment.block_size == 16
