@@ -153,6 +153,7 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     from selector.schema.engine import EngineProfile
     from selector.schema.mla_prefill import MLAPrefillProfile
     from selector.schema.request import Deployment
+    from selector.schema.serve_flags import ServeFlags
 
     docs = _model_docs()
 
@@ -216,6 +217,20 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     mdefs["MLAPrefillProfilePatch"] = mpatch
     prefill_schema = {"$defs": mdefs, "anyOf": [{"$ref": "#/$defs/MLAPrefillProfile"},
                                                 {"$ref": "#/$defs/MLAPrefillProfilePatch"}]}
+    serve = build(ServeFlags)
+    sdefs = serve.pop("$defs", {})
+    sfull = {k: v for k, v in serve.items() if k != "$schema"}
+    spatch = _child_schema(
+        sfull, "ServeFlagsPatch",
+        "A newer engine's serve-flags.yaml that states only what changed (without one, the "
+        "engine inherits its parent's table): " + _INHERITANCE, defs=sdefs,
+        mappings={"aliases": None, "flags": "FlagSpec", "removed_environment": "RemovedVariable",
+                  "optimization_levels": None, "dtypes": None, "engine_flags": None}, keyed={})
+    spatch["properties"]["engine_flags"]["additionalProperties"] = {"enum": [True, None]}
+    sdefs["ServeFlags"] = sfull
+    sdefs["ServeFlagsPatch"] = spatch
+    serve_schema = {"$defs": sdefs, "anyOf": [{"$ref": "#/$defs/ServeFlags"},
+                                              {"$ref": "#/$defs/ServeFlagsPatch"}]}
     return {
         "deployment.schema.json": _finish(
             deployment, "attn-select deployment",
@@ -233,6 +248,9 @@ def json_schemas() -> dict[str, dict[str, Any]]:
             build(ReasonCodeRegistry), "attn-select reason codes", "schemas/reason-codes.yaml"),
         "devices.schema.json": _finish(
             build(DeviceCatalog), "attn-select device catalog", "schemas/devices.yaml"),
+        "serve-flags.schema.json": _finish(
+            serve_schema, "attn-select vllm serve flag table",
+            "schemas/engines/<engine>/serve-flags.yaml"),
     }
 
 
