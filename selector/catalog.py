@@ -126,11 +126,11 @@ class EngineData:
 
     @property
     def version(self) -> Version:
-        return Version(self.profile.engine.split("==", 1)[1])
+        return _pinned(self.profile.engine)[1]
 
     @property
     def family(self) -> str:
-        return self.profile.engine.split("==", 1)[0]
+        return _pinned(self.profile.engine)[0]
 
     @property
     def label(self) -> str:
@@ -179,7 +179,7 @@ class Catalog:
 
     @property
     def engine_names(self) -> list[str]:
-        return sorted(self.engine_dirs, key=lambda n: Version(n.split("==", 1)[1]))
+        return sorted(self.engine_dirs, key=lambda n: _pinned(n)[1])
 
     @property
     def engines(self) -> dict[str, EngineData]:
@@ -225,9 +225,8 @@ class Catalog:
             wanted = Version(version)
         except InvalidVersion:
             return None
-        same = [n for n in self.engine_names if n.startswith("vllm==")
-                and Version(n.split("==", 1)[1]).release[:2] == wanted.release[:2]
-                and Version(n.split("==", 1)[1]) <= wanted]
+        same = [n for n in self.engine_names if _pinned(n)[0] == "vllm"
+                and _pinned(n)[1].release[:2] == wanted.release[:2] and _pinned(n)[1] <= wanted]
         return same[-1] if same else None
 
     def _nearest_text(self, version: str) -> str:
@@ -236,9 +235,9 @@ class Catalog:
             wanted = Version(version)
         except InvalidVersion:
             return "available: " + ", ".join(self.engine_names)
-        names = [n for n in self.engine_names if n.startswith("vllm==")]
-        older = [n for n in names if Version(n.split("==", 1)[1]) < wanted]
-        newer = [n for n in names if Version(n.split("==", 1)[1]) > wanted]
+        names = [n for n in self.engine_names if _pinned(n)[0] == "vllm"]
+        older = [n for n in names if _pinned(n)[1] < wanted]
+        newer = [n for n in names if _pinned(n)[1] > wanted]
         parts = ([f"{older[-1]} (older)"] if older else []) + ([f"{newer[0]} (newer)"] if newer else [])
         return "nearest: " + ", ".join(parts) if parts else "available: " + ", ".join(names)
 
@@ -279,7 +278,7 @@ class Catalog:
             specifier = SpecifierSet(f"=={specs[0].version}.*")
         matches = [
             n for n in self.engine_names
-            if n.split("==", 1)[0] == family and Version(n.split("==", 1)[1]) in specifier
+            if _pinned(n)[0] == family and _pinned(n)[1] in specifier
         ]
         if not matches:
             exact = specs[0].version.removesuffix(".*") if len(specs) == 1 \
@@ -398,6 +397,17 @@ class RegisteredCodes(Mapping[str, tuple[str, str]]):
 
     def __len__(self) -> int:
         return len(self._table())
+
+
+@functools.cache
+def _pinned(engine: str) -> tuple[str, Version]:
+    """A profile's engine (``vllm==0.33.0``, a pinned PEP 508 requirement) -> (family,
+    version)."""
+    requirement = Requirement(engine)
+    (pin,) = requirement.specifier
+    if pin.operator != "==":
+        raise ValueError(f"{engine!r} is not pinned with ==")
+    return requirement.name, Version(pin.version)
 
 
 def _engine_requirement(text: str) -> Requirement | None:
@@ -558,9 +568,9 @@ def _parent_of(profile_path: Path, profile: dict[str, Any], by_engine: dict[str,
     if not isinstance(parent, str) or parent not in by_engine:
         raise CatalogError(f"{profile_path}: extends unknown profile {parent!r} "
                            f"(available: {', '.join(sorted(by_engine))})")
-    child_family, child_version = str(profile.get("engine", "")).split("==", 1)
-    family, version = parent.split("==", 1)
-    if family != child_family or Version(version) >= Version(child_version):
+    child_family, child_version = _pinned(str(profile.get("engine", "")))
+    family, version = _pinned(parent)
+    if family != child_family or version >= child_version:
         raise CatalogError(f"{profile_path}: extends {parent!r}, which is not an older "
                            f"{child_family} profile (profiles chain forward: a new version "
                            "states what changed since an older one)")
@@ -759,9 +769,12 @@ def _load_catalog_files(base: Path) -> Catalog:
         if directory.is_dir() and profile_path.is_file():
             header = _read_yaml(profile_path)
             name = header.get("engine") if isinstance(header, dict) else None
-            if not isinstance(name, str) or "==" not in name:
-                raise CatalogError(f"{profile_path}: missing `engine: <name>==<version>`")
-            by_engine[name] = directory
+            try:
+                _pinned(str(name))
+            except ValueError:  # packaging's Invalid* errors are ValueErrors
+                raise CatalogError(
+                    f"{profile_path}: missing `engine: <name>==<version>`") from None
+            by_engine[str(name)] = directory
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
                    argument_codes=argument_codes)
