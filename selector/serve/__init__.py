@@ -5,7 +5,9 @@ One module per job: :mod:`~selector.serve.wrappers` finds the ``vllm serve`` wor
 with argparse,
 :mod:`~selector.serve.flags` reads the engine's flag table (``serve-flags.yaml``),
 :mod:`~selector.serve.values` parses flag values, :mod:`~selector.serve.presets`
-resolves MODEL, :mod:`~selector.serve.settings` turns flags into settings,
+resolves MODEL, :mod:`~selector.serve.flag_settings`, :mod:`~selector.serve.config_flags`
+and :mod:`~selector.serve.environment` turn flags, JSON config flags and variables into
+:mod:`~selector.serve.settings`,
 :mod:`~selector.serve.flag_notes` notes the other flags, and
 :mod:`~selector.serve.parse` assembles the :class:`ServeCommand`.
 """

@@ -27,10 +27,12 @@ from selector.schema.request import (
     Speculative,
 )
 from selector.serve.command import ServeCommand, ServeNote
+from selector.serve.environment import read_environment
 from selector.serve.flag_notes import flag_notes
+from selector.serve.flag_settings import build_settings
 from selector.serve.flags import serve_flags
 from selector.serve.presets import is_shipped_preset, load_model_config
-from selector.serve.settings import Settings, build_settings, read_environment
+from selector.serve.settings import Settings
 from selector.serve.tokenize import tokenize
 from selector.serve.values import SOURCE, bad_value, deep_merge
 
