@@ -1,15 +1,18 @@
 """``vllm serve`` command lines -> deployments to check, plus notes.
 
-One module per job: :mod:`~selector.serve.wrappers` finds the ``vllm serve`` words
-(variables, ``docker run``, ``python -m``), :mod:`~selector.serve.tokenize` parses them
-with argparse,
-:mod:`~selector.serve.flags` reads the engine's flag table (``serve-flags.yaml``),
-:mod:`~selector.serve.values` parses flag values, :mod:`~selector.serve.presets`
-resolves MODEL, :mod:`~selector.serve.flag_settings`, :mod:`~selector.serve.config_flags`
-and :mod:`~selector.serve.environment` turn flags, JSON config flags and variables into
-:mod:`~selector.serve.settings`,
-:mod:`~selector.serve.flag_notes` notes the other flags, and
-:mod:`~selector.serve.parse` assembles the :class:`ServeCommand`.
+One module per job:
+
+* :mod:`~selector.serve.wrappers` finds the ``vllm serve`` words (variables,
+  ``docker run``, ``python -m``);
+* :mod:`~selector.serve.flags` reads the engine's flag table (``serve-flags.yaml``);
+* :mod:`~selector.serve.tokenize` parses the words with argparse built from it;
+* :mod:`~selector.serve.values` parses flag values;
+* :mod:`~selector.serve.presets` resolves MODEL to a ``config.json``;
+* :mod:`~selector.serve.flag_settings`, :mod:`~selector.serve.config_flags` and
+  :mod:`~selector.serve.environment` turn flags, JSON config flags and variables into
+  :class:`~selector.serve.settings.Settings`;
+* :mod:`~selector.serve.flag_notes` notes the other flags;
+* :mod:`~selector.serve.parse` assembles the :class:`ServeCommand`.
 """
 
 from __future__ import annotations
