@@ -8,8 +8,10 @@ Before argparse sees them the words are normalised the way vLLM's
 short aliases become their long flags, dotted keys (``-cc.cudagraph_mode=FULL``) keep
 their underscores.  Unlike vLLM's parser, a flag that the table does not know is not
 an error: it takes the next word as its value if that is not a flag, and is passed
-over with a note.  argparse never prints or exits here: its errors become
-:class:`InputError` naming the flag.
+over with a note.  Which words are flags is decided here, as argparse decides it
+(a word that starts with ``-`` and is not a negative number, ``-`` or a phrase);
+argparse decides how many words each flag takes.  It never prints or exits here: its
+errors become :class:`InputError` naming the flag.
 """
 
 from __future__ import annotations
@@ -48,9 +50,19 @@ class RawCommand:
 
 
 class _Word(str):
-    """A word of the command line that knows its position."""
+    """A word for argparse that knows where it was and how it was given.  A word that
+    is not a flag starts with a character argparse never reads as a flag, so that no
+    word like ``-3`` is taken for an abbreviation of a registered ``-3x``."""
 
     position: int
+    given: str
+
+
+_NOT_A_FLAG = "\x00"
+
+
+def _given(value: Any) -> Any:
+    return value.given if isinstance(value, _Word) else value
 
 
 class _ParseError(Exception):
@@ -128,16 +140,17 @@ class _Words:
     inline: dict[int, str] = field(default_factory=dict)
     """``--flag=value`` values by position (argparse drops a value of ``--``)."""
     options_end: int | None = None
-    """Where ``--`` ends the flags."""
+    """Where ``--`` ends the flags (later words are positional)."""
 
 
 def _words(body: Sequence[str], table: ServeFlags) -> _Words:
     """The words for argparse: flags normalised as vLLM's parser does."""
     out = _Words()
     for position, given in enumerate(body):
-        text = given
+        text = _NOT_A_FLAG + given
         if out.options_end is None and given == "--":
-            out.options_end = position  # argparse: every later word is positional
+            out.options_end = position  # argparse's too: every later word is positional
+            text = given
         elif out.options_end is None and _is_flag(given):
             flag, value = _normalise_flag(given, table.aliases)
             nargs = out.flags.setdefault(flag, _nargs(flag, table))
@@ -146,7 +159,7 @@ def _words(body: Sequence[str], table: ServeFlags) -> _Words:
             if value is not None:
                 out.inline[position] = value
         word = _Word(text)
-        word.position = position
+        word.position, word.given = position, given
         out.words.append(word)
     return out
 
@@ -167,9 +180,9 @@ def tokenize(argv: Sequence[str], table: ServeFlags) -> RawCommand:
     except _ParseError as exc:  # pragma: no cover - no positional, nothing required
         raise bad_value("vllm serve", str(exc)) from None
     items: list[tuple[int, str | None, Any]] = [
-        (position, flag, words.inline.get(position, value))
+        (position, flag, words.inline.get(position, _given(value)))
         for position, (flag, value) in zip(words.flag_positions, namespace.events, strict=True)]
-    items += [(word.position, None, str(word)) for word in rest
+    items += [(word.position, None, word.given) for word in rest
               if isinstance(word, _Word) and word.position != words.options_end]
     for _, flag, value in sorted(items, key=lambda item: item[0]):
         if flag is None:
