@@ -45,6 +45,7 @@ __all__ = [
     "installed_vllm_version",
     "load_catalog",
     "load_engine",
+    "merge_inherited",
 ]
 
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -305,27 +306,6 @@ class Catalog:
             name = self.engine(name).profile.extends
         return None
 
-    def inherited_document(self, requested: str | None, filename: str,
-                           mappings: tuple[str, ...]) -> dict[str, Any]:
-        """``filename`` of an engine with profile inheritance applied: the base
-        profile's file, then each newer one's along the ``extends`` chain, merged by the
-        one rule of every section (``mappings`` merge key by key); empty when no profile
-        of the chain has the file."""
-        chain: list[str] = []
-        name: str | None = self._resolve(requested)
-        while name is not None:
-            chain.append(name)
-            name = self.engine(name).profile.extends
-        merged: dict[str, Any] = {}
-        for name in reversed(chain):
-            path = self.engine_dirs[name] / filename
-            if path.is_file():
-                own = _read_yaml(path)
-                if not isinstance(own, dict):
-                    raise CatalogError(f"{path}: not a mapping")
-                merged = _merge_document(merged, own, str(path), mappings, {})
-        return merged
-
     def device(self, name: str) -> Device:
         """A device by name, alias or ``nvidia-smi`` name (case and punctuation do not
         matter); otherwise the device whose name's words all appear as whole words in
@@ -468,6 +448,17 @@ def _merge_mapping(parent: Any, child: dict[str, Any], where: str) -> dict[str, 
     """``child`` over ``parent`` key by key; ``null`` removes an inherited key; a new
     mapping value with ``after: <key>`` / ``before: <key>`` is placed there (order is
     what tables and reports show)."""
+    if not any(isinstance(given, dict) and ("after" in given or "before" in given)
+               for given in child.values()):  # nothing to place: a plain dict update
+        merged = dict(parent or {})
+        for name, given in child.items():
+            if given is None and name not in merged:
+                raise CatalogError(f"{where}: cannot remove key {name!r}: the parent has none")
+            if given is None:
+                del merged[name]
+            else:
+                merged[name] = dict(given) if isinstance(given, dict) else given
+        return merged
     entries = [{"key": name, "value": value} for name, value in (parent or {}).items()]
     patch: list[dict[str, Any]] = []
     for name, given in child.items():
@@ -538,6 +529,17 @@ def _merge_document(parent: dict[str, Any], child: dict[str, Any], where: str,
         else:
             merged[name] = value
     return merged
+
+
+def merge_inherited(parent: dict[str, Any], path: Path, mappings: tuple[str, ...]) -> dict[str, Any]:
+    """``path`` (a profile's data file, if it has one) over its parent profile's merged
+    document, by the one rule of every section (``mappings`` merge key by key)."""
+    if not path.is_file():
+        return parent
+    own = _read_yaml(path)
+    if not isinstance(own, dict):
+        raise CatalogError(f"{path}: not a mapping")
+    return _merge_document(parent, own, str(path), mappings, {})
 
 
 def _deep_merge(base: Any, patch: Any) -> Any:

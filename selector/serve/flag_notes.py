@@ -13,15 +13,16 @@ from selector.serve.tokenize import RawCommand
 __all__ = ["flag_notes"]
 
 
-def _release_note(flag: str, version: str, catalog: Catalog) -> ServeNote | None:
-    """SU007 when ``flag`` is an engine flag of some vLLM release but not of ``version``:
-    that release's parser refuses the command line."""
-    table = release_flags(catalog)
-    flags = table.get(version)
+def _release_note(flag: str, version: str, catalog: Catalog, table: ServeFlags) -> ServeNote | None:
+    """SU007 when ``flag`` is an engine flag of some vLLM release but not of ``version``
+    (whose flag table is ``table``): that release's parser refuses the command line."""
     name = flag.split(".", 1)[0]
-    if flags is None or name in flags or not any(name in f for f in table.values()):
+    if not version or name in table.engine_flags:
         return None
-    having = [v for v, f in table.items() if name in f]
+    releases = release_flags(catalog)
+    having = [v for v, flags in releases.items() if name in flags]
+    if version not in releases or not having:
+        return None
     code = catalog.code("SU007")
     return ServeNote("error", "SU007", flag, code.message.format(flag=name),
                      hint=code.hint.format(flag=name, releases=", ".join(having)))
@@ -44,7 +45,7 @@ def flag_notes(raw: RawCommand, notes: list[ServeNote], catalog: Catalog, table:
         if flag in seen:
             continue
         seen.add(flag)
-        release_note = _release_note(flag, version, catalog)
+        release_note = _release_note(flag, version, catalog, table)
         if release_note is not None:
             notes.append(release_note)
             continue
