@@ -14,10 +14,10 @@ from selector.catalog import Catalog, RegisteredCodes
 from selector.errors import InputError
 from selector.models import ModelFacts
 from selector.schema.request import Deployment, DeviceRef
+from selector.serve.wrappers import ENV_ASSIGNMENT
 
 __all__ = [
     "ARG_CODES",
-    "ENV_ASSIGNMENT",
     "Level",
     "ServeCommand",
     "ServeNote",
@@ -27,9 +27,6 @@ __all__ = [
 ARG_CODES: Mapping[str, tuple[str, str]] = RegisteredCodes("argument_codes")
 """Codes of the notes about a command line: code -> (name, summary)
 (``argument_codes`` of ``schemas/reason-codes.yaml``)."""
-
-ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
-"""A ``NAME=value`` word."""
 
 Level = Literal["info", "warning", "error"]
 """``error``: vLLM refuses the command line itself (exit 1)."""

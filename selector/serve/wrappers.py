@@ -9,10 +9,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from selector.serve.command import ENV_ASSIGNMENT
 from selector.serve.values import bad_value
 
-__all__ = ["command_body", "is_serve_command", "serve_words"]
+__all__ = ["ENV_ASSIGNMENT", "command_body", "is_serve_command", "serve_words"]
+
+ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+"""A ``NAME=value`` word."""
 
 
 def _split_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
