@@ -8,8 +8,9 @@ import difflib
 import re
 from typing import Any
 
-from selector.catalog import Catalog, close_matches
+from selector.catalog import Catalog, CatalogError, close_matches
 from selector.errors import InputError
+from selector.memory import startup_profile
 from selector.schema.types import CUDAGRAPH_MODES
 from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags
@@ -80,9 +81,6 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
 
 def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
     """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
-    from selector.catalog import CatalogError
-    from selector.memory import startup_profile
-
     try:
         return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
     except (CatalogError, InputError):

@@ -17,7 +17,7 @@ from typing import Any
 
 from selector.catalog import Catalog
 from selector.errors import InputError
-from selector.models import ModelFacts
+from selector.models import ModelFacts, parse_config
 from selector.schema.request import (
     AttentionConfig,
     Deployment,
@@ -114,8 +114,6 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     command whose MODEL is a path on another machine; ``environ`` adds process
     variables (only ``VLLM_*`` ones are read).
     """
-    from selector.models import parse_config
-
     engine_data = catalog.engine(engine)
     table = serve_flags(catalog, engine)
     raw = tokenize(argv, table)

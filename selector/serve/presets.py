@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from selector.errors import InputError
+from selector.models import list_presets, preset_dir
+from selector.models.presets import match_preset, preset_origin
 from selector.serve.values import SOURCE
 
 __all__ = ["is_shipped_preset", "load_model_config"]
@@ -15,9 +17,6 @@ __all__ = ["is_shipped_preset", "load_model_config"]
 
 def load_model_config(model: str, override: str | None) -> tuple[dict[str, Any], str, str, str]:
     """(config.json mapping, file, display name, how it was resolved)."""
-    from selector.models import list_presets, preset_dir
-    from selector.models.presets import match_preset, preset_origin
-
     target = override or model
     path = Path(target).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
@@ -63,6 +62,4 @@ def load_model_config(model: str, override: str | None) -> tuple[dict[str, Any],
 def is_shipped_preset(file: str) -> bool:
     """Whether ``file`` is one of the shipped presets (a deployment names those by name;
     any other config.json, whatever its file name, by its path)."""
-    from selector.models import preset_dir
-
     return Path(file).resolve().parent == preset_dir().resolve()
