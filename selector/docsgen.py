@@ -28,6 +28,7 @@ from selector.release_history import release_history_page
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
 from selector.schema.engine import PriorityEntry
+from selector.serve.flags import release_flags
 
 __all__ = [
     "BANNER",
@@ -687,7 +688,8 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
         GeneratedFile("docs/support-matrix.md", _index_page(catalog, schemas)),
         GeneratedFile("docs/reason-codes.md", _codes_page(catalog)),
         GeneratedFile("docs/devices.md", _devices_page(catalog)),
-        GeneratedFile("docs/release-history.md", release_history_page(catalog, _MD_BANNER)),
+        GeneratedFile("docs/release-history.md",
+                      release_history_page(catalog, _MD_BANNER, release_flags(catalog))),
         GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):

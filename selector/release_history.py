@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from selector.catalog import Catalog, EngineData
-from selector.serve.flags import release_flags
 
 __all__ = ["release_changes", "release_history_page"]
 
@@ -94,9 +93,11 @@ def release_changes(older: EngineData, newer: EngineData,
     return lines or ["no change to selection data"]
 
 
-def release_history_page(catalog: Catalog, banner: str) -> str:
+def release_history_page(catalog: Catalog, banner: str,
+                         serve_flags: Mapping[str, frozenset[str]] | None = None) -> str:
+    """The page (``serve_flags``: each release's `vllm serve` engine flags, for the
+    flags each release added and removed)."""
     engines = [catalog.engine(n) for n in catalog.engine_names]
-    serve_flags = release_flags(catalog)
     lines = [banner, "", "# Release history", "",
              "Generated from the engine profiles in `schemas/engines/` (one per vLLM release; "
              "each states what changed from the previous one). The columns are those of the "
