@@ -24,6 +24,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from selector.catalog import Catalog, EngineData
+from selector.config import LoadedDeployment
+from selector.pipeline.deployment import solve_deployment
 from selector.release_history import release_history_page
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
@@ -332,9 +334,7 @@ def _capabilities(spec: BackendSpec, catalog: Catalog) -> str:
 def _representative(engine: EngineData, catalog: Catalog, cc: int,
                     kind: str) -> tuple[tuple[str, ...], str | None]:
     """(priority order, selected backend) for a representative request on ``cc``."""
-    from selector.config import LoadedDeployment, deployment_facts
     from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
-    from selector.solver import solve
 
     if kind == "standard":
         layer = LayerSpec(head_size=128, num_heads=32, num_kv_heads=8)
@@ -345,8 +345,9 @@ def _representative(engine: EngineData, catalog: Catalog, cc: int,
     deployment = Deployment(engine=engine.engine,
                             device=DeviceRef(capability=_cc_text(cc)), layer=layer)
     loaded = LoadedDeployment(path="<docs>", text="", deployment=deployment, lines={})
-    facts = deployment_facts(loaded, catalog)
-    result = solve(facts, engine=engine.engine, suggest=False, catalog=catalog)
+    result = solve_deployment(loaded, catalog, engine=engine.engine, suggest=False,
+                              startup=False).layer
+    assert result is not None
     return result.priority, result.selected
 
 

@@ -16,6 +16,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
 
 from selector.errors import InputError
+from selector.request import FLAT_FLAGS, FlatModel, RequestFacts, flat_request
 from selector.schema.engine import EngineProfile
 
 __all__ = ["FLAT_FIELDS", "facts_from_flat", "parse_capability"]
@@ -23,10 +24,6 @@ __all__ = ["FLAT_FIELDS", "facts_from_flat", "parse_capability"]
 _DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
     "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32",
-}
-_HF_FACTS = {
-    "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
-    "kv_lora_rank": "kv_lora_rank", "v_head_dim": "v_head_dim", "index_topk": "index_topk",
 }
 
 
@@ -106,8 +103,7 @@ class _FlatConfig(TypedDict, total=False):
 FLAT_FIELDS = frozenset(_FlatConfig.__annotations__) - {"__pydantic_config__"}
 _VALIDATOR = TypeAdapter(_FlatConfig).validator
 _MODEL_VALIDATOR = TypeAdapter(_FlatModel).validator
-_BOOLEANS = ("use_mla", "has_sink", "use_sparse", "use_mm_prefix",
-             "use_per_head_quant_scales", "has_sliding_window", "use_non_causal")
+_BOOLEANS = FLAT_FLAGS
 _ATTN_TYPES = ("decoder", "encoder", "encoder_only", "encoder_decoder")
 _TYPE_MESSAGES = {**dict.fromkeys(_BOOLEANS, "expected true or false"),
                   "kv_cache_dtype": "expected a string", "attention_backend": "expected a backend name"}
@@ -142,8 +138,8 @@ def _attn_type(config: Mapping[str, Any]) -> str:
     return str(attn_type)
 
 
-def _model(config: Mapping[str, Any]) -> tuple[int, int, Mapping[str, Any]] | None:
-    """(query heads, KV heads, hf_text_config) of the ``model`` object, if any."""
+def _model(config: Mapping[str, Any]) -> FlatModel | None:
+    """The ``model`` object (or ``num_kv_heads``), if any."""
     model = config.get("model")
     if model is None and config.get("num_kv_heads") is None:
         return None
@@ -166,7 +162,7 @@ def _model(config: Mapping[str, Any]) -> tuple[int, int, Mapping[str, Any]] | No
     hf = model.get("hf_text_config") or {}
     if not isinstance(hf, Mapping):
         raise InputError("must be an object", field="model.hf_text_config")
-    return q_heads, kv_heads, hf
+    return FlatModel(q_heads=q_heads, kv_heads=kv_heads, hf_text_config=hf)
 
 
 _VALUE_CHECKS: tuple[tuple[str, Callable[[Mapping[str, Any]], object]], ...] = (
@@ -212,7 +208,7 @@ def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str]]:
     return cached
 
 
-def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[dict[str, Any], str | None]:
+def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[RequestFacts, str | None]:
     """Map one flat config to (request facts, explicitly requested backend)."""
     if not isinstance(config, Mapping):
         raise InputError("each line must be a JSON object")
@@ -223,28 +219,11 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
         _VALIDATOR.validate_python(own)
     except ValidationError as exc:
         raise _first_fault(config, exc.errors()) from None
-    facts = dict(defaults)
-    for name in config.keys() & vocabulary:
-        facts[name] = config[name]
-    facts["cc"] = parse_capability(config["device_capability"])
-    facts["head_size"] = _head_size(config)
-    facts["dtype"] = _dtype(config)
-    facts["kv_cache_dtype"] = config.get("kv_cache_dtype", "auto")
-    facts["block_size"] = _block_size(config)
-    for key in _BOOLEANS:
-        facts[key] = bool(config.get(key))
-    facts["attn_type"] = _attn_type(config)
-    facts["num_heads"] = config.get("num_heads")
-    model = _model(config)
-    if model is not None:
-        q_heads, kv_heads, hf = model
-        facts["model_present"] = True
-        facts["hf_config_class"] = "types.SimpleNamespace"  # the oracle's model stand-in
-        facts["model_num_q_heads"] = q_heads
-        facts["model_num_kv_heads"] = 1 if facts["use_mla"] else max(1, kv_heads)
-        facts["model_mm_prefix_lm"] = facts["use_mm_prefix"]
-        for key, fact in _HF_FACTS.items():
-            facts[fact] = hf.get(key)
-        facts["model_softcap"] = hf.get("attn_logit_softcapping") is not None
+    facts = flat_request(
+        defaults, {name: config[name] for name in config.keys() & vocabulary},
+        cc=parse_capability(config["device_capability"]), head_size=_head_size(config),
+        dtype=_dtype(config), kv_cache_dtype=config.get("kv_cache_dtype", "auto"),
+        block_size=_block_size(config), flags={key: bool(config.get(key)) for key in _BOOLEANS},
+        attn_type=_attn_type(config), num_heads=config.get("num_heads"), model=_model(config))
     backend = config.get("attention_backend")
     return facts, (backend.upper() if backend and backend.lower() != "auto" else None)
