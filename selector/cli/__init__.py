@@ -13,7 +13,7 @@ import typer
 try:  # typer >= 0.27 carries its own copy of click
     from typer._click.exceptions import ClickException
 except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click import ClickException  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from click import ClickException  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
 
 from selector.errors import AttnSelectError, ExitCode, InputError
 
