@@ -10,6 +10,11 @@ from typing import Annotated, Any
 
 import typer
 
+try:  # typer >= 0.27 carries its own copy of click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click import ClickException  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
+
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 __all__ = ["app", "main", "register_commands"]
@@ -260,12 +265,12 @@ def main() -> None:
         raise SystemExit(130) from None
     except SystemExit:
         raise
+    except ClickException as exc:  # a usage error (unknown option, bad value, ...)
+        exc.show()
+        raise SystemExit(int(ExitCode.USAGE)) from None
+    except typer.Abort:
+        raise SystemExit(130) from None
     except Exception as exc:
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # click's usage errors
-            exc.show()
-            raise SystemExit(int(ExitCode.USAGE)) from None
-        if type(exc).__name__ == "Abort":
-            raise SystemExit(130) from None
         sys.stderr.write(
             f"attn-select: internal error: {type(exc).__name__}: {exc}\n"
             "This is a bug in attn-select; please report it with the command you ran.\n"
