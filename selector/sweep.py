@@ -14,7 +14,7 @@ compiled evaluator call per config; a property test compares the two).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of a str
 from operator import itemgetter
 from typing import Any
@@ -22,18 +22,17 @@ from weakref import WeakKeyDictionary
 
 from selector.catalog import EngineData
 from selector.errors import InputError
-from selector.flat import facts_from_flat
-from selector.solver import SelectionOutcome, select
+from selector.pipeline.flat import FlatEvaluator, FlatRequest
+from selector.solver import SelectionOutcome
 from selector.solver.batch import BatchEvaluator, collection_paused, evaluator_for
-from selector.solver.compiled import compiled_for
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sweep_lines", "sweep_lines_per_config"]
 
 DEFAULT_BATCH_SIZE = 16384
 """Configs evaluated together (larger: fewer fixed costs per config; smaller: less memory)."""
 
-_Parsed = tuple[Any, dict[str, Any], str | None]
-"""(config id, request facts, explicitly requested backend)."""
+_Parsed = tuple[Any, FlatRequest]
+"""(config id, the config read)."""
 
 
 def _oracle_error(error: str | None) -> str | None:
@@ -65,7 +64,7 @@ def _json_value(text: str) -> Any:
     return value
 
 
-def _parsed(lines: Iterable[str], engine: EngineData) -> Iterator[_Parsed | str]:
+def _parsed(lines: Iterable[str], evaluator: FlatEvaluator) -> Iterator[_Parsed | str]:
     """Per non-empty line, the parsed config, or the finished output line of bad input."""
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
@@ -76,16 +75,14 @@ def _parsed(lines: Iterable[str], engine: EngineData) -> Iterator[_Parsed | str]
             config = _json_value(text)
             if isinstance(config, dict):
                 config_id = config.get("id")
-            facts, forced = facts_from_flat(config, engine.profile)
-            if forced is not None:
-                forced = engine.backend(forced).name
+            request = evaluator.request(config)
         except json.JSONDecodeError as exc:
             yield _error_line(None, f"line {number}: not JSON ({exc.msg})")
             continue
         except InputError as exc:
             yield _error_line(config_id, f"line {number}: {exc.render().split(': ', 1)[1]}")
             continue
-        yield config_id, facts, forced
+        yield config_id, request
 
 
 _MESSAGES: dict[tuple[str, str], str] = {}
@@ -142,34 +139,23 @@ class _Fragments:
         return ", ".join(parts)
 
 
-def _evaluated(engine: EngineData,
-               backends: tuple[str, ...] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the backends reported, the backends evaluated: auto-selectable ones first)."""
-    reported = tuple(backends or engine.profile.reported_backends)
-    return reported, tuple(dict.fromkeys([*engine.auto_backends(), *reported]))
-
-
 def _names(reported: tuple[str, ...], forced: str | None) -> tuple[str, ...]:
+    """The backends a line reports: the reported ones, and a pinned one besides."""
     return reported if forced is None or forced in reported else (*reported, forced)
 
 
 def sweep_lines_per_config(lines: Iterable[str], engine: EngineData,
                            backends: tuple[str, ...] | None = None) -> Iterator[str]:
     """:func:`sweep_lines`, one compiled evaluator call per config (the reference)."""
-    reported, evaluated = _evaluated(engine, backends)
-    compiled = compiled_for(engine.engine, evaluated)
+    evaluator = FlatEvaluator(engine, backends)
     fragments = _Fragments()
-    for item in _parsed(lines, engine):
+    for item in _parsed(lines, evaluator):
         if isinstance(item, str):
             yield item
             continue
-        config_id, facts, forced = item
-        if forced is not None and forced not in evaluated:
-            outcome = select(compiled_for(engine.engine, (*evaluated, forced)), facts, forced)
-        else:
-            outcome = select(compiled, facts, forced)
-        yield _line(config_id, fragments.text(_names(reported, forced), outcome),
-                    outcome.selected, outcome.error)
+        config_id, request = item
+        outcome, names = evaluator.select(request)
+        yield _line(config_id, fragments.text(names, outcome), outcome.selected, outcome.error)
 
 
 class _ListFragments(dict[int, str]):
@@ -202,7 +188,8 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                 batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[str]:
     """Evaluate JSON Lines of flat configs; yields one output line per non-empty input line
     (``batch_size`` configs evaluated together)."""
-    reported, evaluated = _evaluated(engine, backends)
+    flat = FlatEvaluator(engine, backends)
+    reported, evaluated = flat.reported, flat.evaluated
     evaluator = evaluator_for(engine, evaluated)
     position = {name: i for i, name in enumerate(evaluator.backends)}
     by_id = _fragments_of(evaluator, "")
@@ -211,7 +198,7 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
     reported_ids = itemgetter(*(position[name] for name in reported), 0)  # (0: always a tuple)
     by_content = _Fragments()
     pending: list[tuple[Any, str | None, SelectionOutcome | None] | str] = []
-    batch: list[dict[str, Any]] = []
+    batch: list[Mapping[str, Any]] = []
     wanted: list[str | None] = []
 
     tails: dict[str | None, str] = {}
@@ -242,7 +229,7 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
             yield "".join([_HEAD if config_id is None else _head(config_id),
                            *map(dict.__getitem__, reported_fragments, reported_ids(key)), tail])
 
-    items = _parsed(lines, engine)
+    items = _parsed(lines, flat)
     more = True
     while more:
         # the batch's facts are many small dicts: they are freed (by reference counting)
@@ -253,19 +240,19 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                 if isinstance(item, str):
                     pending.append(item)
                     continue
-                config_id, facts, forced = item
+                config_id, request = item
+                forced = request.forced
                 if forced is not None and forced not in evaluated:  # rare: evaluated on its own
-                    compiled = compiled_for(engine.engine, (*evaluated, forced))
-                    pending.append((config_id, forced, select(compiled, facts, forced)))
+                    pending.append((config_id, forced, flat.select(request)[0]))
                     continue
                 pending.append((config_id, forced, None))
-                batch.append(facts)
+                batch.append(request.facts.stated)
                 wanted.append(forced)
                 if len(pending) >= batch_size:
                     more = True
                     break
             outcomes, keys = evaluator.evaluate_keyed(batch, wanted)
-            item = facts = None  # type: ignore[assignment]  # (the last config's facts too)
+            item = request = None  # type: ignore[assignment]  # (the last config's facts too)
             batch.clear()
             wanted.clear()
         yield from lines_of(outcomes, keys)
