@@ -30,7 +30,9 @@ __all__ = [
     "bench_targets",
     "check_deployment",
     "check_files",
+    "check_model",
     "check_serve",
+    "check_startup",
     "deployment_plans",
     "diff_deployment",
     "explain_layer",
@@ -40,6 +42,7 @@ __all__ = [
     "solve_deployment",
     "solve_for_engine",
     "sweep_matrix",
+    "tensor_parallel_record",
 ]
 
 _LAZY = {
@@ -61,6 +64,9 @@ _LAZY = {
     "bench_targets": "selector.pipeline.bench",
     "FlatEvaluator": "selector.pipeline.flat",
     "FlatRequest": "selector.pipeline.flat",
+    "check_model": "selector.pipeline.model",
+    "check_startup": "selector.pipeline.startup",
+    "tensor_parallel_record": "selector.pipeline.startup",
 }
 
 if TYPE_CHECKING:
@@ -70,6 +76,8 @@ if TYPE_CHECKING:
     from selector.pipeline.diff import diff_deployment, solve_for_engine, sweep_matrix
     from selector.pipeline.explain import Explained, explain_layer
     from selector.pipeline.flat import FlatEvaluator, FlatRequest
+    from selector.pipeline.model import check_model
     from selector.pipeline.smoke import deployment_plans, shard_plans
+    from selector.pipeline.startup import check_startup, tensor_parallel_record
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

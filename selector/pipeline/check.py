@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import selector.vllm_args as serve_args  # the command-line reader loads on first use
 from selector.catalog import Catalog
 from selector.checkrun import (
     CheckOptions,
@@ -24,7 +25,9 @@ from selector.models import ModelFacts
 from selector.pipeline.deployment import Solved, solve_deployment
 from selector.report.records import CheckRecord
 from selector.schema.request import Deployment
-from selector.vllm_args import ServeCommand, parse_serve_command
+
+if TYPE_CHECKING:
+    from selector.vllm_args import ServeCommand
 
 __all__ = ["check_deployment", "check_files", "check_serve", "record_of"]
 
@@ -98,7 +101,7 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
     if not options.devices:
         raise InputError("a vllm serve command line needs the target GPU", field="--device",
                          hint="add e.g. --device H100 (or --device all) before '--'")
-    command = parse_serve_command(argv, device=options.devices[0], catalog=catalog,
+    command = serve_args.parse_serve_command(argv, device=options.devices[0], catalog=catalog,
                                   engine=options.engine, model=model, environ=environ)
     source = command.command_line
     records: list[CheckRecord] = []

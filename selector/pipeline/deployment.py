@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import selector.pipeline as stages  # a whole model's stages load on first use (_LAZY there)
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
 from selector.errors import InputError, InvalidDeploymentError
 from selector.memory import StartupIssue, dtype_issue, startup_profile
-from selector.modelcheck import ModelCheckResult
 from selector.models import LayerFacts, ModelFacts
-from selector.pipeline.model import check_model
-from selector.pipeline.startup import check_startup, tensor_parallel_record
 from selector.request import RequestFacts, layer_request
 from selector.result import Diagnostic, SolveResult
 from selector.solver import solve
+
+if TYPE_CHECKING:
+    from selector.modelcheck import ModelCheckResult
 
 __all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "rejection",
            "solve_deployment"]
@@ -86,7 +87,7 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
         return Solved(loaded=loaded, engine=result.engine, device=device, layer=result,
                       startup=issues)
     if refuse_split:
-        split = tensor_parallel_record(loaded, catalog, engine, model)
+        split = stages.tensor_parallel_record(loaded, catalog, engine, model)
         if split is not None:
             issue, engine_name, device = split
             return Solved(loaded=loaded, engine=engine_name, device=device, refused=issue)
@@ -97,10 +98,10 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     if kv_options:
         kv = kv.model_copy(update=dict(kv_options))
     if startup:
-        checked = check_startup(facts_model, base, kv, loaded=loaded, catalog=catalog,
+        checked = stages.check_startup(facts_model, base, kv, loaded=loaded, catalog=catalog,
                                 engine=engine, settings=settings, environ=environ)
     else:
-        checked = check_model(facts_model, base, engine=requested,
+        checked = stages.check_model(facts_model, base, engine=requested,
                               attention_backend=d.attention_backend,
                               backend_per_kind=d.attention_config.backend_per_kind,
                               cudagraph_mode=d.cudagraph_mode, options=kv, catalog=catalog)
