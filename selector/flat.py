@@ -39,8 +39,16 @@ def _capability_from_text(text: str) -> int:
     return int(major) * 10 + int(minor)
 
 
+_CAPABILITIES: dict[str, int] = {}
+"""Capabilities already read from text (a sweep repeats a dozen strings)."""
+
+
 def parse_capability(value: object) -> int:
     """``"9.0"``, ``"sm_90"``, ``90``, ``[9, 0]`` -> 90."""
+    if type(value) is str:
+        known = _CAPABILITIES.get(value)
+        if known is not None:
+            return known
     try:
         if isinstance(value, bool):
             raise ValueError(value)
@@ -52,7 +60,10 @@ def parse_capability(value: object) -> int:
                 return major * 10 + minor
             raise ValueError(value)
         if isinstance(value, str):
-            return _capability_from_text(value)
+            capability = _capability_from_text(value)
+            if type(value) is str and len(_CAPABILITIES) < 1024:
+                _CAPABILITIES[value] = capability
+            return capability
     except ValueError:
         pass
     raise InputError(
@@ -118,10 +129,11 @@ def _head_size(config: Mapping[str, Any]) -> int:
 
 def _dtype(config: Mapping[str, Any]) -> str:
     dtype = config.get("dtype")
-    if not isinstance(dtype, str) or dtype.lower() not in _DTYPE_ALIASES:
+    canonical = _DTYPE_ALIASES.get(dtype.lower()) if isinstance(dtype, str) else None
+    if canonical is None:
         raise InputError(f"unknown dtype {dtype!r}", field="dtype",
                          hint="bfloat16, float16 or float32")
-    return _DTYPE_ALIASES[dtype.lower()]
+    return canonical
 
 
 def _block_size(config: Mapping[str, Any]) -> int | None:
