@@ -29,6 +29,8 @@ from selector.schema.backend import BackendSpec
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
+from selector.schema.layouts import KVLayoutNames
+from selector.schema.types import KVLayout
 
 __all__ = [
     "MLA_PREFILL_FILE",
@@ -172,9 +174,12 @@ class Catalog:
     """Codes of attn-select's own findings (``cli_codes`` of reason-codes.yaml)."""
     argument_codes: dict[str, ToolCode] = field(default_factory=dict)
     """Codes of the notes about a command line (``argument_codes`` of reason-codes.yaml)."""
+    layout_aliases: dict[str, KVLayout] = field(default_factory=dict)
+    """Legacy KV-cache layout names -> ``KVCacheLayout`` members (``kv-layouts.yaml``)."""
     digest: str = field(default="", repr=False, compare=False)
-    """Hash of the data files (set when loaded)."""
+    """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
+    """A memo of the engines loaded on first use (a loaded engine is never replaced)."""
 
     @property
     def engine_names(self) -> list[str]:
@@ -675,17 +680,14 @@ def load_catalog(root: Path | None = None) -> Catalog:
     base = root or schemas_dir()
     digest = data_digest(base)
     cached = cache_get("catalog", digest)
-    if isinstance(cached, Catalog):
-        object.__setattr__(cached, "digest", digest)
-        object.__setattr__(cached, "_loaded", {})
+    if isinstance(cached, Catalog) and cached.digest == digest and not cached._loaded:
         return cached
-    catalog = _load_catalog_files(base)
-    object.__setattr__(catalog, "digest", digest)
+    catalog = _load_catalog_files(base, digest=digest)
     cache_put("catalog", digest, catalog)
     return catalog
 
 
-def _load_catalog_files(base: Path) -> Catalog:
+def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
     codes_path = base / "reason-codes.yaml"
     try:
         registry = ReasonCodeRegistry.model_validate(_read_yaml(codes_path))
@@ -717,6 +719,11 @@ def _load_catalog_files(base: Path) -> Catalog:
             if key in index and index[key] is not device:
                 raise CatalogError(f"{devices_path}: duplicate device name {alias!r}")
             index[key] = device
+    layouts_path = base / "kv-layouts.yaml"
+    try:
+        layouts = KVLayoutNames.model_validate(_read_yaml(layouts_path))
+    except ValidationError as exc:
+        raise CatalogError(_validation_message(layouts_path, exc)) from None
     by_engine: dict[str, Path] = {}
     for directory in sorted((base / "engines").iterdir()):
         profile_path = directory / PROFILE_FILE
@@ -728,7 +735,8 @@ def _load_catalog_files(base: Path) -> Catalog:
             by_engine[name] = directory
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
-                   argument_codes=argument_codes)
+                   argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
+                   digest=digest)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

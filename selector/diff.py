@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from selector.kv.layout import layout_aliases
 from selector.result import Diagnostic, SolveResult
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from selector.config import LoadedDeployment
 
 __all__ = [
-    "LAYOUT_ALIASES",
     "BackendChange",
     "BackendSummary",
     "Change",
@@ -35,10 +35,6 @@ __all__ = [
     "support_matrix",
     "sweep_matrix",
 ]
-
-LAYOUT_ALIASES = {"NHD": "LBNHC", "HND": "LBHNC"}
-"""Pre-0.33 process-wide layouts in 0.33.0's ``KVCacheLayout`` names (same memory order)."""
-
 
 @dataclass(frozen=True)
 class Change:
@@ -147,7 +143,8 @@ def _multiset_minus(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> tuple
 
 
 def _layout_key(layout: str | None) -> str | None:
-    return LAYOUT_ALIASES.get(layout, layout) if layout else layout
+    """Pre-0.33 process-wide layouts in 0.33.0's ``KVCacheLayout`` names (same memory order)."""
+    return layout_aliases().get(layout, layout) if layout else layout
 
 
 def _error(diagnostic: Diagnostic | None) -> str | None:

@@ -7,17 +7,18 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from selector.catalog import load_catalog
 from selector.kv.backend_facts import KVLayout
 from selector.kv.errors import EngineStartupError
 
 __all__ = [
     "DEFAULT_LAYOUT_PREFERENCE",
     "ENUM_ORDER",
-    "LAYOUT_ALIASES",
     "LayoutResolution",
     "is_block_compact",
     "is_block_outermost",
     "is_layer_compact",
+    "layout_aliases",
     "resolve_layout",
     "supported_layouts",
     "validate_layout",
@@ -36,7 +37,11 @@ DEFAULT_LAYOUT_PREFERENCE: tuple[KVLayout, ...] = (
 )
 """The preference when no backend declares a supported set."""
 
-LAYOUT_ALIASES: dict[str, KVLayout] = {"NHD": "LBNHC", "HND": "LBHNC"}
+
+
+def layout_aliases() -> dict[str, KVLayout]:
+    """The legacy layout names vLLM accepts (``NHD`` -> ``LBNHC``; ``schemas/kv-layouts.yaml``)."""
+    return load_catalog().layout_aliases
 
 
 def is_layer_compact(layout: str) -> bool:
@@ -94,8 +99,9 @@ def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None]) -> list[K
 
 def _canonical(name: str) -> KVLayout:
     upper = name.strip().upper()
-    if upper in LAYOUT_ALIASES:
-        return LAYOUT_ALIASES[upper]
+    aliases = layout_aliases()
+    if upper in aliases:
+        return aliases[upper]
     for layout in ENUM_ORDER:
         if layout == upper:
             return layout
