@@ -636,6 +636,9 @@ def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
                 raise CatalogError(f"priority list names unknown backend {name!r}")
             if isinstance(entry, PriorityEntry):
                 _check_names(f"priority entry {name}", entry.when, known)
+    for suggestion in profile.suggestions:
+        if suggestion.input not in profile.inputs:
+            raise CatalogError(f"suggestion {suggestion.flag!r}: unknown input {suggestion.input!r}")
     for name in profile.reported_backends:
         if name not in data.backends:
             raise CatalogError(f"reported_backends names unknown backend {name!r}")
