@@ -37,7 +37,7 @@ def test_fix_suggestions_are_the_ones_the_solver_hard_coded(engine: str) -> None
     suggestions = load_catalog().engine(engine).profile.suggestions
     stated = tuple((s.input, s.value, s.flag, s.text) for s in suggestions)
     assert stated == _SUGGESTIONS_IN_CODE
-    assert all(type(s.value) is type(old[1]) for s, old in zip(suggestions, _SUGGESTIONS_IN_CODE))
+    assert all(type(s.value) is type(old[1]) for s, old in zip(suggestions, _SUGGESTIONS_IN_CODE, strict=True))
 
 
 def test_layout_aliases_are_the_ones_the_code_hard_coded() -> None:
