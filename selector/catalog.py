@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import string
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from pydantic import ValidationError
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.resources import schemas_dir
-from selector.schema.backend import BackendSpec
+from selector.schema.backend import BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
@@ -120,6 +121,9 @@ class EngineData:
     :func:`selector.mla_prefill.load_mla_prefill`), or None when the engine has none."""
     mla_prefill_path: Path | None = field(default=None, repr=False, compare=False)
     """The newest file that shaped :attr:`mla_prefill`."""
+    wired: dict[str, BackendSpec] = field(default_factory=dict, repr=False)
+    """The backends vLLM gives a layer without selection, by ``wired_for`` (Mamba /
+    GDN state, the sparse indexer); never among :attr:`backends`."""
 
     @property
     def engine(self) -> str:
@@ -600,6 +604,7 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
     except ValidationError as exc:
         raise CatalogError(_validation_message(profile_path, exc)) from None
     backends: dict[str, BackendSpec] = {}
+    wired: dict[str, BackendSpec] = {}
     for name, raw_backend in raw.backends.items():
         path = directory / "backends" / f"{name}.yaml"
         try:
@@ -610,11 +615,34 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
             raise CatalogError(f"{path}: name {spec.name!r} does not match the file name")
         if spec.engine != profile.engine:
             raise CatalogError(f"{path}: engine {spec.engine!r} is not {profile.engine!r}")
-        backends[spec.name] = spec
+        if spec.wired_for is None:
+            backends[spec.name] = spec
+            continue
+        _check_wired(path, spec)
+        if spec.wired_for in wired:
+            raise CatalogError(f"{path}: {wired[spec.wired_for].name} is also wired_for "
+                               f"{spec.wired_for}")
+        wired[spec.wired_for] = spec
+    missing = sorted(set(typing.get_args(WiredFor)) - set(wired))
+    if missing:
+        raise CatalogError(f"{profile_path}: no backend is wired_for {missing}")
     data = EngineData(profile=profile, backends=backends, directory=directory,
-                      mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path)
+                      mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path,
+                      wired=wired)
     _cross_check(data, codes)
     return data
+
+
+def _check_wired(path: Path, spec: BackendSpec) -> None:
+    """A wired backend's rules are read without request facts: unconditional, with
+    plain values."""
+    rules: list[Any] = [*spec.kernel_block_sizes, *spec.runtime.cudagraph_support,
+                        *spec.runtime.reorder_batch_threshold]
+    if any(rule.when is not True for rule in rules) or len(rules) != 3 or any(
+            isinstance(rule.value, str) for rule in spec.runtime.reorder_batch_threshold):
+        raise CatalogError(f"{path}: a wired backend (wired_for: {spec.wired_for}) states one "
+                           "unconditional kernel_block_sizes, cudagraph_support and "
+                           "reorder_batch_threshold rule each, with plain values")
 
 
 def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selector.catalog import Catalog, load_catalog
-from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
+from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model, wired_backends
 from selector.memory.startup import MemoryReport, StartupIssue
 from selector.models import LayerFacts, ModelFacts
 from selector.result import SolveResult
@@ -176,6 +176,8 @@ def check_model(
             return kv_cache[layer.index]
 
         options = options or KVOptions()
+        if options.wired_backends is None:
+            options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan)
