@@ -90,6 +90,8 @@ class AttentionRules(_Strict):
     window_offset: int = 0
     """Added to the config's window on sliding layers (Cohere2 attends to
     ``sliding_window + 1`` tokens)."""
+    nope_mixers: list[MixerName] = Field(default_factory=list)
+    """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
 
 
 class SSMRules(_Strict):

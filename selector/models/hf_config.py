@@ -257,7 +257,7 @@ class _ConfigParser:
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
         fields["sliding_window"] = sliding
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
-        fields["use_rope"] = not (self.family.mixers.rule == "llama4" and mixer == "full_attention")
+        fields["use_rope"] = mixer not in self.family.attention.nope_mixers
         kind = "attention"
         if mla is not None:
             kind = "mla"

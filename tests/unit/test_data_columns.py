@@ -42,3 +42,56 @@ def test_fix_suggestions_are_the_ones_the_solver_hard_coded(engine: str) -> None
 
 def test_layout_aliases_are_the_ones_the_code_hard_coded() -> None:
     assert load_catalog().layout_aliases == {"NHD": "LBNHC", "HND": "LBHNC"}
+
+
+_WIRED_IN_CODE: dict[str, dict[str, Any]] = {
+    "mamba1": {"name": "MAMBA1_ATTN", "class_name": "Mamba1AttentionBackend",
+               "cudagraph_support": "UNIFORM_BATCH", "reorder_batch_threshold": 1, "is_ssm": True},
+    "mamba2": {"name": "MAMBA2_ATTN", "class_name": "Mamba2AttentionBackend",
+               "cudagraph_support": "UNIFORM_BATCH", "reorder_batch_threshold": 1, "is_ssm": True},
+    "gdn": {"name": "GDN_ATTN", "class_name": "GDNAttentionBackend",
+            "cudagraph_support": "UNIFORM_BATCH", "reorder_batch_threshold": 1, "is_ssm": True},
+    "sparse_indexer": {"name": "DEEPSEEK_V32_INDEXER", "class_name": "DeepseekV32IndexerBackend",
+                       "kernel_block_sizes": (64,), "cudagraph_support": "UNIFORM_BATCH",
+                       "reorder_batch_threshold": None},
+}
+"""``selector/kv/backend_facts.py``'s constants before the backend files stated them
+(modelled on vLLM 0.33.0)."""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_wired_backends_are_the_ones_the_kv_planner_hard_coded(engine: str) -> None:
+    from selector.kv import BackendKVFacts, wired_backends
+
+    stated = wired_backends(load_catalog().engine(engine))
+    expected = {key: BackendKVFacts(**fields) for key, fields in _WIRED_IN_CODE.items()}
+    if engine == "vllm==0.25.1":
+        # 0.25.1's indexer builder still reorders (threshold 1, indexer.py:241); 0.26.0 stopped
+        expected["sparse_indexer"] = expected["sparse_indexer"].model_copy(
+            update={"reorder_batch_threshold": 1})
+    assert stated == expected
+
+
+def test_the_kv_planner_alone_uses_the_default_engines_wired_backends() -> None:
+    from selector.kv import wired_backends
+
+    assert wired_backends() == wired_backends(load_catalog().engine())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_memory_model_types_are_the_ones_the_estimator_hard_coded(engine: str) -> None:
+    from selector.memory.profile import startup_profile
+
+    profile = startup_profile(load_catalog(), engine)
+    assert profile.checks.max_model_len.unscaled_model_types == ("gemma3",)
+    assert set(profile.memory.weights.shared_expert_intermediate_types) == {"llama4_text", "llama4"}
+    assert profile.memory.weights.expert_bias_types == ("gpt_oss",)
+
+
+def test_nope_layers_are_llama4s_global_layers_as_the_parser_hard_coded() -> None:
+    from selector.models.families import families
+
+    nope = {name: tuple(f.attention.nope_mixers) for name, f in families().items()
+            if f.attention.nope_mixers}
+    assert nope == {"llama4": ("full_attention",)}
+    assert families()["llama4"].mixers.rule == "llama4"
