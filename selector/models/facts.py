@@ -149,6 +149,11 @@ class LayerFacts(_Frozen):
         one attention cache and one state for the same layer index."""
         return self.is_attention and self.ssm is not None
 
+    @property
+    def is_sparse(self) -> bool:
+        """A sparse-MLA layer: its indexer keeps a K cache of its own beside the latent."""
+        return self.indexer is not None
+
     def state_view(self) -> LayerFacts:
         """The layer's state mixer as a layer of its own (``kind`` ``mamba`` or ``gdn``)."""
         assert self.ssm is not None
@@ -161,10 +166,6 @@ class LayerFacts(_Frozen):
     @property
     def is_ssm(self) -> bool:
         return self.kind in SSM_KINDS
-
-    @property
-    def is_sparse(self) -> bool:
-        return self.indexer is not None
 
     @property
     def attn_type(self) -> str:
