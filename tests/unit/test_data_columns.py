@@ -95,3 +95,10 @@ def test_nope_layers_are_llama4s_global_layers_as_the_parser_hard_coded() -> Non
             if f.attention.nope_mixers}
     assert nope == {"llama4": ("full_attention",)}
     assert families()["llama4"].mixers.rule == "llama4"
+
+
+def test_kv_head_fields_are_the_ones_the_parser_hard_coded() -> None:
+    from selector.models.families import kv_heads_fields
+
+    assert kv_heads_fields() == ("n_head_kv", "num_kv_heads", "num_key_value_heads",
+                                 "multi_query_group_num", "num_attention_groups")
