@@ -5,11 +5,18 @@ must give the same for every engine profile (behaviour unchanged)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from selector.catalog import load_catalog
+from selector.catalog import CatalogError, _load_catalog_files, load_catalog
+from selector.kv import BackendKVFacts, wired_backends
+from selector.memory.profile import startup_profile
+from selector.models.families import families, kv_heads_fields
+from selector.resources import schemas_dir
 
 ENGINES = load_catalog().engine_names
 
@@ -61,8 +68,6 @@ _WIRED_IN_CODE: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_wired_backends_are_the_ones_the_kv_planner_hard_coded(engine: str) -> None:
-    from selector.kv import BackendKVFacts, wired_backends
-
     stated = wired_backends(load_catalog().engine(engine))
     expected = {key: BackendKVFacts(**fields) for key, fields in _WIRED_IN_CODE.items()}
     if engine == "vllm==0.25.1":
@@ -73,15 +78,11 @@ def test_wired_backends_are_the_ones_the_kv_planner_hard_coded(engine: str) -> N
 
 
 def test_the_kv_planner_alone_uses_the_default_engines_wired_backends() -> None:
-    from selector.kv import wired_backends
-
     assert wired_backends() == wired_backends(load_catalog().engine())
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_memory_model_types_are_the_ones_the_estimator_hard_coded(engine: str) -> None:
-    from selector.memory.profile import startup_profile
-
     profile = startup_profile(load_catalog(), engine)
     assert profile.checks.max_model_len.unscaled_model_types == ("gemma3",)
     assert set(profile.memory.weights.shared_expert_intermediate_types) == {"llama4_text", "llama4"}
@@ -89,8 +90,6 @@ def test_memory_model_types_are_the_ones_the_estimator_hard_coded(engine: str) -
 
 
 def test_nope_layers_are_llama4s_global_layers_as_the_parser_hard_coded() -> None:
-    from selector.models.families import families
-
     nope = {name: tuple(f.attention.nope_mixers) for name, f in families().items()
             if f.attention.nope_mixers}
     assert nope == {"llama4": ("full_attention",)}
@@ -98,7 +97,59 @@ def test_nope_layers_are_llama4s_global_layers_as_the_parser_hard_coded() -> Non
 
 
 def test_kv_head_fields_are_the_ones_the_parser_hard_coded() -> None:
-    from selector.models.families import kv_heads_fields
-
     assert kv_heads_fields() == ("n_head_kv", "num_kv_heads", "num_key_value_heads",
                                  "multi_query_group_num", "num_attention_groups")
+
+
+@pytest.fixture()
+def schemas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ATTN_SELECT_NO_CACHE", "1")
+    target = tmp_path / "schemas"
+    shutil.copytree(schemas_dir(), target, ignore=shutil.ignore_patterns("jsonschema"))
+    return target
+
+
+def _child(schemas: Path, backends: dict[str, dict[str, Any]], **profile: Any) -> str:
+    """A scratch vllm==<newest minor + 1> profile with these backend files."""
+    newest = _load_catalog_files(schemas_dir()).default_engine
+    major, minor, _ = newest.split("==", 1)[1].split(".")
+    child = f"vllm=={major}.{int(minor) + 1}.0"
+    folder = schemas / "engines" / child.replace("==", "-", 1)
+    (folder / "backends").mkdir(parents=True)
+    (folder / "profile.yaml").write_text(
+        yaml.safe_dump({"engine": child, "extends": newest, **profile}), encoding="utf-8")
+    for name, body in backends.items():
+        (folder / "backends" / f"{name}.yaml").write_text(yaml.safe_dump(body), encoding="utf-8")
+    return child
+
+
+def test_wired_backends_are_inherited_and_kept_apart_from_the_selectable_ones(schemas: Path) -> None:
+    child = _child(schemas, {"GDN_ATTN": {"inherit": True, "runtime": {
+        "cudagraph_support": [{"level": "ALWAYS"}]}}})
+    data = _load_catalog_files(schemas).engine(child)
+    assert set(data.wired) == {"mamba1", "mamba2", "gdn", "sparse_indexer"}
+    assert not set(data.backends) & {spec.name for spec in data.wired.values()}
+    assert wired_backends(data)["gdn"].cudagraph_support == "ALWAYS"
+    assert wired_backends(data)["mamba2"].cudagraph_support == "UNIFORM_BATCH"
+
+
+@pytest.mark.parametrize("patch", [
+    {"runtime": {"cudagraph_support": [{"when": "cc >= 90", "level": "ALWAYS"}]}},
+    {"runtime": {"reorder_batch_threshold": [{"value": "1 + num_speculative_tokens"}]}},
+])
+def test_a_wired_backend_states_plain_unconditional_facts(schemas: Path, patch: dict[str, Any]) -> None:
+    child = _child(schemas, {"GDN_ATTN": {"inherit": True, **patch}})
+    with pytest.raises(CatalogError, match="wired backend"):
+        _load_catalog_files(schemas).engine(child)
+
+
+def test_every_wired_layer_kind_has_a_backend(schemas: Path) -> None:
+    child = _child(schemas, {}, remove_backends=["MAMBA1_ATTN"])
+    with pytest.raises(CatalogError, match="mamba1"):
+        _load_catalog_files(schemas).engine(child)
+
+
+def test_a_suggestion_names_an_input_of_the_profile(schemas: Path) -> None:
+    child = _child(schemas, {}, suggestions=[{"input": "no_such_input", "value": 1, "flag": "--x 1"}])
+    with pytest.raises(CatalogError, match="no_such_input"):
+        _load_catalog_files(schemas).engine(child)
