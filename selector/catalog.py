@@ -180,6 +180,8 @@ class Catalog:
     """Codes of the notes about a command line (``argument_codes`` of reason-codes.yaml)."""
     layout_aliases: dict[str, KVLayout] = field(default_factory=dict)
     """Legacy KV-cache layout names -> ``KVCacheLayout`` members (``kv-layouts.yaml``)."""
+    per_layer_layouts: dict[str, str] = field(default_factory=dict)
+    """5-D KV-cache layout -> the per-layer ``NHD`` / ``HND`` view (``kv-layouts.yaml``)."""
     digest: str = field(default="", repr=False, compare=False)
     """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
@@ -767,7 +769,7 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
                    argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
-                   digest=digest)
+                   per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()}, digest=digest)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

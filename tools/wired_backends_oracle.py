@@ -7,8 +7,8 @@ indexer gets ``DeepseekV32IndexerBackend``; the attention selector never sees th
 The backend files with ``wired_for`` state their facts; this tool asks the classes (the
 oracle's bootstrap: vLLM's ``NvmlCudaPlatform`` at an emulated compute capability,
 compiled extensions stubbed; no GPU) for the same questions as
-``tools/runtime_facts_oracle.py``, plus the names and the legacy KV-cache layout
-aliases vLLM accepts::
+``tools/runtime_facts_oracle.py``, plus the names, the legacy KV-cache layout aliases
+vLLM accepts and the per-layer (FlashInfer) name of each 5-D layout::
 
     # one engine, in the oracle's interpreter (vLLM installed):
     /work/venvs/oracle-0.33.0/bin/python tools/wired_backends_oracle.py ask
@@ -103,11 +103,14 @@ def ask(oracle_dir: str) -> dict[str, Any]:
     answers["sparse_indexer"] = _backend_facts(resolve_obj_by_qualname(INDEXER),
                                                AttentionMetadataBuilder, vllm_config)
     import vllm.config.cache as cache_config
+    import vllm.v1.attention.backends.utils as backend_utils
 
     aliases = getattr(cache_config, "_LAYOUT_COMPAT_ALIASES", None)
+    per_layer = getattr(backend_utils, "_FLASHINFER_LAYOUT_NAMES", None)
     return {"vllm_version": vllm_oracle.vllm_version, "capability": CAPABILITY,
             "default_block_size": DEFAULT_BLOCK_SIZE, "wired_for": answers,
-            "layout_aliases": dict(aliases) if aliases is not None else None}
+            "layout_aliases": dict(aliases) if aliases is not None else None,
+            "per_layer_layouts": dict(per_layer) if per_layer is not None else None}
 
 
 def main(argv: list[str] | None = None) -> int:

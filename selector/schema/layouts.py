@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from selector.schema.types import KVLayout, StrictModel
 
 __all__ = ["KVLayoutNames"]
 
 
 class KVLayoutNames(StrictModel):
-    """Names vLLM accepts for a KV-cache layout besides ``KVCacheLayout``'s members."""
+    """Other names of the ``KVCacheLayout`` members: the legacy ones vLLM accepts, the per-layer ones."""
 
     source: str
     """The engine release the names are read from."""
     aliases: dict[str, KVLayout]
     """Legacy name -> the 5-D layout of the same memory order (``NHD`` -> ``LBNHC``)."""
+    per_layer: dict[KVLayout, Literal["NHD", "HND"]]
+    """5-D layout -> the per-layer ``NHD`` / ``HND`` view the kernels take (FlashInfer's names)."""

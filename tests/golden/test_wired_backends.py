@@ -63,3 +63,10 @@ def test_layout_aliases_are_vllms() -> None:
     asked = [a for a in answers if a is not None]  # engines before 0.29.0 have no 5-D layouts
     assert len(asked) >= 5
     assert all(a == load_catalog().layout_aliases for a in asked)
+
+
+def test_per_layer_layout_names_are_vllms() -> None:
+    answers = [json.loads(p.read_text(encoding="utf-8"))["per_layer_layouts"] for p in FILES]
+    asked = [a for a in answers if a is not None]  # engines before 0.29.0 have no 5-D layouts
+    assert len(asked) >= 5
+    assert all(a == load_catalog().per_layer_layouts for a in asked)

@@ -51,6 +51,17 @@ def test_layout_aliases_are_the_ones_the_code_hard_coded() -> None:
     assert load_catalog().layout_aliases == {"NHD": "LBNHC", "HND": "LBHNC"}
 
 
+def test_per_layer_layout_names_are_the_ones_the_smoke_hard_coded() -> None:
+    in_code = {"LBNHC": "NHD", "LBHNC": "HND", "BLNHC": "NHD", "BLHNC": "HND"}
+    stated = load_catalog().per_layer_layouts
+    assert {k: v for k, v in stated.items() if k in in_code} == in_code
+    # vLLM also names BHLNC (HND), which no backend of any profile supports
+    assert set(stated) - set(in_code) == {"BHLNC"}
+    assert not any("BHLNC" in (variant.layouts or ())
+                   for name in ENGINES for spec in load_catalog().engine(name).backends.values()
+                   for variant in spec.runtime.kv_layouts)
+
+
 _WIRED_IN_CODE: dict[str, dict[str, Any]] = {
     "mamba1": {"name": "MAMBA1_ATTN", "class_name": "Mamba1AttentionBackend",
                "cudagraph_support": "UNIFORM_BATCH", "reorder_batch_threshold": 1, "is_ssm": True},
