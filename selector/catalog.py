@@ -30,7 +30,7 @@ from selector.schema.backend import BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
-from selector.schema.layouts import KVLayoutNames
+from selector.schema.layouts import KVLayouts
 from selector.schema.types import KVLayout
 
 __all__ = [
@@ -182,6 +182,8 @@ class Catalog:
     """Legacy KV-cache layout names -> ``KVCacheLayout`` members (``kv-layouts.yaml``)."""
     per_layer_layouts: dict[str, str] = field(default_factory=dict)
     """5-D KV-cache layout -> the per-layer ``NHD`` / ``HND`` view (``kv-layouts.yaml``)."""
+    default_layout_preference: tuple[KVLayout, ...] = ()
+    """The KV-cache layouts most preferred first when no backend declares a set (``kv-layouts.yaml``)."""
     digest: str = field(default="", repr=False, compare=False)
     """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
@@ -754,7 +756,7 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
             index[key] = device
     layouts_path = base / "kv-layouts.yaml"
     try:
-        layouts = KVLayoutNames.model_validate(_read_yaml(layouts_path))
+        layouts = KVLayouts.model_validate(_read_yaml(layouts_path))
     except ValidationError as exc:
         raise CatalogError(_validation_message(layouts_path, exc)) from None
     by_engine: dict[str, Path] = {}
@@ -769,7 +771,8 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
                    argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
-                   per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()}, digest=digest)
+                   per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()},
+                   default_layout_preference=layouts.default_preference, digest=digest)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

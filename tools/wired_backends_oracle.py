@@ -8,7 +8,8 @@ The backend files with ``wired_for`` state their facts; this tool asks the class
 oracle's bootstrap: vLLM's ``NvmlCudaPlatform`` at an emulated compute capability,
 compiled extensions stubbed; no GPU) for the same questions as
 ``tools/runtime_facts_oracle.py``, plus the names, the legacy KV-cache layout aliases
-vLLM accepts and the per-layer (FlashInfer) name of each 5-D layout::
+vLLM accepts, the per-layer (FlashInfer) name of each 5-D layout, the ``KVCacheLayout``
+members and the layout preference when no backend declares one::
 
     # one engine, in the oracle's interpreter (vLLM installed):
     /work/venvs/oracle-0.33.0/bin/python tools/wired_backends_oracle.py ask
@@ -107,10 +108,19 @@ def ask(oracle_dir: str) -> dict[str, Any]:
 
     aliases = getattr(cache_config, "_LAYOUT_COMPAT_ALIASES", None)
     per_layer = getattr(backend_utils, "_FLASHINFER_LAYOUT_NAMES", None)
+    preference = getattr(backend_utils, "_DEFAULT_LAYOUT_PREFERENCE", None)
+    try:
+        from vllm.v1.kv_cache_layout import KVCacheLayout
+        members: list[str] | None = [member.name for member in KVCacheLayout]
+    except ImportError:  # before the 5-D layouts
+        members = None
     return {"vllm_version": vllm_oracle.vllm_version, "capability": CAPABILITY,
             "default_block_size": DEFAULT_BLOCK_SIZE, "wired_for": answers,
             "layout_aliases": dict(aliases) if aliases is not None else None,
-            "per_layer_layouts": dict(per_layer) if per_layer is not None else None}
+            "per_layer_layouts": dict(per_layer) if per_layer is not None else None,
+            "layout_members": members,
+            "default_layout_preference": [layout.name for layout in preference]
+            if preference is not None else None}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@ and ``validate_kv_cache_layout`` in ``kv_cache_planning.py``)."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -12,9 +13,9 @@ from selector.kv.backend_facts import KVLayout
 from selector.kv.errors import EngineStartupError
 
 __all__ = [
-    "DEFAULT_LAYOUT_PREFERENCE",
     "ENUM_ORDER",
     "LayoutResolution",
+    "default_layout_preference",
     "is_block_compact",
     "is_block_outermost",
     "is_layer_compact",
@@ -24,19 +25,14 @@ __all__ = [
     "validate_layout",
 ]
 
-ENUM_ORDER: tuple[KVLayout, ...] = ("LBHNC", "LBNHC", "LHBNC", "BLHNC", "BLNHC", "BHLNC")
+ENUM_ORDER: tuple[KVLayout, ...] = typing.get_args(KVLayout)
 """``KVCacheLayout`` member order."""
 
-DEFAULT_LAYOUT_PREFERENCE: tuple[KVLayout, ...] = (
-    "LBNHC",
-    "LBHNC",
-    "BLNHC",
-    "BLHNC",
-    "BHLNC",
-    "LHBNC",
-)
-"""The preference when no backend declares a supported set."""
 
+
+def default_layout_preference() -> tuple[KVLayout, ...]:
+    """The preference when no backend declares a supported set (``schemas/kv-layouts.yaml``)."""
+    return load_catalog().default_layout_preference
 
 
 def layout_aliases() -> dict[str, KVLayout]:
@@ -75,7 +71,7 @@ def _names(layouts: Sequence[str]) -> str:
 def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None]) -> list[KVLayout]:
     """``get_supported_kv_cache_layouts``: the layouts every backend accepts,
     most preferred first."""
-    lists = [layouts for layouts in declared if layouts is not None] or [DEFAULT_LAYOUT_PREFERENCE]
+    lists = [layouts for layouts in declared if layouts is not None] or [default_layout_preference()]
     first = lists[0]
     if all(layouts == first for layouts in lists[1:]):
         return list(first)

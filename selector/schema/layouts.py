@@ -1,4 +1,4 @@
-"""The KV-cache layout names of ``schemas/kv-layouts.yaml``."""
+"""The KV-cache layout facts of ``schemas/kv-layouts.yaml``."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from typing import Literal
 
 from selector.schema.types import KVLayout, StrictModel
 
-__all__ = ["KVLayoutNames"]
+__all__ = ["KVLayouts"]
 
 
-class KVLayoutNames(StrictModel):
-    """Other names of the ``KVCacheLayout`` members: the legacy ones vLLM accepts, the per-layer ones."""
+class KVLayouts(StrictModel):
+    """KV-cache layout facts that belong to no one backend: other names of the
+    ``KVCacheLayout`` members (the legacy ones vLLM accepts, the per-layer ones) and the
+    default preference."""
 
     source: str
     """The engine release the names are read from."""
@@ -18,3 +20,5 @@ class KVLayoutNames(StrictModel):
     """Legacy name -> the 5-D layout of the same memory order (``NHD`` -> ``LBNHC``)."""
     per_layer: dict[KVLayout, Literal["NHD", "HND"]]
     """5-D layout -> the per-layer ``NHD`` / ``HND`` view the kernels take (FlashInfer's names)."""
+    default_preference: tuple[KVLayout, ...]
+    """The layouts most preferred first when no backend declares a supported set."""

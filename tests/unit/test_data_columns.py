@@ -14,6 +14,7 @@ import yaml
 
 from selector.catalog import CatalogError, _load_catalog_files, load_catalog
 from selector.kv import BackendKVFacts, wired_backends
+from selector.kv.layout import ENUM_ORDER
 from selector.memory.profile import startup_profile
 from selector.models.families import families, kv_heads_fields
 from selector.resources import schemas_dir
@@ -49,6 +50,12 @@ def test_fix_suggestions_are_the_ones_the_solver_hard_coded(engine: str) -> None
 
 def test_layout_aliases_are_the_ones_the_code_hard_coded() -> None:
     assert load_catalog().layout_aliases == {"NHD": "LBNHC", "HND": "LBHNC"}
+
+
+def test_the_default_layout_preference_is_the_one_the_code_hard_coded() -> None:
+    assert load_catalog().default_layout_preference == (
+        "LBNHC", "LBHNC", "BLNHC", "BLHNC", "BHLNC", "LHBNC")
+    assert ENUM_ORDER == ("LBHNC", "LBNHC", "LHBNC", "BLHNC", "BLNHC", "BHLNC")
 
 
 def test_per_layer_layout_names_are_the_ones_the_smoke_hard_coded() -> None:
