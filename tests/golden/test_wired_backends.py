@@ -17,6 +17,7 @@ import pytest
 
 from selector.catalog import load_catalog
 from selector.kv import MultipleOf, wired_backends
+from selector.kv.layout import ENUM_ORDER
 
 GOLDEN = Path(__file__).parent / "oracle"
 FILES = sorted(GOLDEN.glob("vllm-*/wired_backends.json"))
@@ -70,3 +71,13 @@ def test_per_layer_layout_names_are_vllms() -> None:
     asked = [a for a in answers if a is not None]  # engines before 0.29.0 have no 5-D layouts
     assert len(asked) >= 5
     assert all(a == load_catalog().per_layer_layouts for a in asked)
+
+
+def test_layout_members_and_default_preference_are_vllms() -> None:
+    documents = [json.loads(p.read_text(encoding="utf-8")) for p in FILES]
+    asked = [d for d in documents if d["layout_members"] is not None]
+    assert len(asked) >= 5
+    for document in asked:
+        assert tuple(document["layout_members"]) == ENUM_ORDER, document["vllm_version"]
+        assert tuple(document["default_layout_preference"]) == \
+            load_catalog().default_layout_preference, document["vllm_version"]
