@@ -60,8 +60,8 @@ def check(
         "--format", "-f", help="Output format.")] = _TEXT,
     engine: Annotated[str | None, typer.Option(
         "--engine", help="Engine profile: exact (vllm==X.Y.Z), a minor series (vllm==X.Y, its "
-                         "newest) or a range ('vllm>=X.Y') (default: the vLLM installed here, "
-                         "else the newest profile).",
+                         "newest) or a range ('vllm>=X.Y') (default: $ATTN_SELECT_ENGINE, else the "
+                         "vLLM installed here, else the newest profile).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
@@ -91,13 +91,12 @@ def check(
     from selector.catalog import load_catalog
     from selector.checkrun import (
         CheckOptions,
-        check_files,
-        check_serve,
         exit_code,
         expand_configs,
         resolve_devices,
         validate_ignored,
     )
+    from selector.pipeline.check import check_files, check_serve
     catalog = load_catalog()
     if measurements is not None:  # a bad file fails before any report is printed
         from selector.bench.measurements import load_measurements

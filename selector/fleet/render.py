@@ -176,7 +176,7 @@ def render_sarif(report: FleetReport, *, version: str,
                  descriptions: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """SARIF 2.1.0: one result per row that did not pass, located in its deployment file;
     ``descriptions`` maps a code to (name, summary) for the rule metadata."""
-    from selector.report.sarif import SARIF_SCHEMA, SARIF_VERSION
+    from selector.report.formats.sarif import SARIF_SCHEMA, SARIF_VERSION
 
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}

@@ -65,9 +65,9 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             reasons = f"{r.error.code}: {r.error.name} ({', '.join(codes) or 'see below'})"
         layers.add_row(
             _ranges(selection.layers), selection.kind,
-            f"{facts.get('model_num_q_heads')}/{facts.get('model_num_kv_heads')}",
-            str(facts.get("head_size")),
-            "yes" if facts.get("has_sliding_window") else "-",
+            f"{facts.model_num_q_heads}/{facts.model_num_kv_heads}",
+            str(facts.head_size),
+            "yes" if facts.has_sliding_window else "-",
             r.selected or Text("none", style="red"),
             str(fa.value) if fa else "-",
             reasons,

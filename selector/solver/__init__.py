@@ -15,6 +15,7 @@ from typing import Any
 from selector import expr as E
 from selector import kvshape
 from selector.catalog import Catalog, EngineData, load_catalog
+from selector.request import RequestFacts
 from selector.result import (
     BackendVerdict,
     Diagnostic,
@@ -289,7 +290,7 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
     return tuple(found[:limit])
 
 
-def solve(facts: Mapping[str, Any], *, engine: str | None = None,
+def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str = DEFAULT_CG_MODE,
           suggest: bool = True, catalog: Catalog | None = None) -> SolveResult:
@@ -299,7 +300,8 @@ def solve(facts: Mapping[str, Any], *, engine: str | None = None,
     compiled = compiled_for(engine_data.engine)
     if attention_backend:
         attention_backend = engine_data.backend(attention_backend).name
-    full = {**compiled.defaults, **facts}
+    stated = facts.stated if isinstance(facts, RequestFacts) else facts
+    full = {**compiled.defaults, **stated}
     outcome = select(compiled, full, attention_backend)
     order = outcome.order
     verdicts = []

@@ -55,7 +55,9 @@ def _order(branch_order: tuple[str | PriorityEntry, ...]) -> list[str]:
     return [e.backend if isinstance(e, PriorityEntry) else e for e in branch_order]
 
 
-def test_the_default_engine_is_the_newest_profile(schemas: Path) -> None:
+def test_the_default_engine_is_the_newest_profile(schemas: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATTN_SELECT_ENGINE", raising=False)  # the suite's pin (conftest)
     newest, _ = _newest_shipped()
     child = _next_version(newest)
     _write_profile(schemas, child, {"extends": newest})
@@ -200,6 +202,7 @@ def test_no_engine_version_literal_in_code() -> None:
     ("engine-profile", "engines/*/profile.yaml"),
     ("backend", "engines/*/backends/*.yaml"),
     ("mla-prefill", "engines/*/mla_prefill.yaml"),
+    ("serve-flags", "engines/*/serve-flags.yaml"),
 ])
 def test_every_engine_file_matches_its_json_schema(schema: str, pattern: str) -> None:
     """The published JSON Schemas (base and child forms) accept every shipped file."""

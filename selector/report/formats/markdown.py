@@ -8,7 +8,10 @@ from typing import Any
 
 from selector.report.records import CheckRecord, CheckReport, Finding
 
-__all__ = ["render", "render_markdown"]
+__all__ = ["SUMMARY", "render", "render_markdown"]
+
+SUMMARY = "A markdown summary (for a pull-request comment or a job summary)."
+"""One line for the docs (:mod:`selector.report.formats`)."""
 
 _ICONS = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 
