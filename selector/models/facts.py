@@ -140,7 +140,7 @@ class LayerFacts(_Frozen):
     mla: MLADims | None = None
     indexer: SparseIndexer | None = None
     ssm: SSMDims | None = None
-    kv_sharing_target: int | None = None
+    kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
 
     @property
