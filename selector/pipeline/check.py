@@ -21,12 +21,12 @@ from selector.checkrun import (
 )
 from selector.config import LoadedDeployment, load_deployment
 from selector.errors import InputError
-from selector.models import ModelFacts
 from selector.pipeline.deployment import Solved, solve_deployment
 from selector.report.records import CheckRecord
 from selector.schema.request import Deployment
 
 if TYPE_CHECKING:
+    from selector.models import ModelFacts
     from selector.vllm_args import ServeCommand
 
 __all__ = ["check_deployment", "check_files", "check_serve", "record_of"]

@@ -16,13 +16,13 @@ from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
 from selector.errors import InputError, InvalidDeploymentError
 from selector.memory import StartupIssue, dtype_issue, startup_profile
-from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, layer_request
 from selector.result import Diagnostic, SolveResult
 from selector.solver import solve
 
 if TYPE_CHECKING:
     from selector.modelcheck import ModelCheckResult
+    from selector.models import LayerFacts, ModelFacts
 
 __all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "rejection",
            "solve_deployment"]
