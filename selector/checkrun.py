@@ -17,11 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from selector.catalog import Catalog, close_matches, load_catalog
-from selector.config import LoadedDeployment, deployment_facts, load_deployment, resolve_device
+from selector.config import (
+    LoadedDeployment,
+    deployment_facts,
+    deployment_model,
+    load_deployment,
+    resolve_device,
+)
 from selector.errors import ExitCode, InputError
-from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
+from selector.kv import format_ranges
+from selector.memory import dtype_issue, startup_profile
+from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
 from selector.schema.request import Deployment, DeviceRef
+from selector.solver import solve
+from selector.vllm_args import ARG_CODES, device_ref, parse_serve_command
 
 if TYPE_CHECKING:
     from selector.catalog import EngineData
@@ -91,7 +101,6 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
         if value.strip().lower() == "all":
             out.extend(d.name for d in catalog.devices)
             continue
-        from selector.vllm_args import device_ref
 
         device = device_ref(value)
         if isinstance(device, str):
@@ -182,8 +191,6 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
 
 def known_codes(catalog: Catalog) -> frozenset[str]:
     """Every code a finding can carry: vLLM's reasons, the check's and the command line's."""
-    from selector.vllm_args import ARG_CODES
-
     return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(ARG_CODES)
 
 
@@ -236,8 +243,6 @@ def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
 
 
 def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
-    from selector.kv import format_ranges
-
     findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for selection in result.selections:
         prefix = f"layers {format_ranges(list(selection.layers))} ({selection.kind}): "
@@ -346,8 +351,6 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
     KV cache); ``model`` replaces the facts read from it (e.g. with ``--hf-overrides``
     applied) and ``kv_options`` adds KV-planner options.
     """
-    from selector.solver import solve
-
     deployment = loaded.deployment
     artifact = loaded.path if source is None else None
     if deployment.ignore:
@@ -355,7 +358,7 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
             deployment.ignore, catalog, file=loaded.path, field="ignore",
             line=loaded.line_of(("ignore",))))
     if deployment.model is not None:
-        from selector.config import deployment_model
+        from selector.models.tensor_parallel import shard_model
         from selector.startup_check import check_startup, tensor_parallel_record
 
         refused = tensor_parallel_record(loaded, catalog, options.engine, model)
@@ -369,7 +372,7 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
         facts_model, base, kv = deployment_model(loaded, catalog)
         _, _, device_name = resolve_device(deployment, catalog)
         if model is not None:
-            facts_model = model.for_tp(deployment.parallel.tensor_parallel_size)
+            facts_model = shard_model(model, deployment.parallel.tensor_parallel_size)
         if kv_options:
             kv = kv.model_copy(update=dict(kv_options))
         checked = check_startup(
@@ -388,7 +391,6 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
     record = _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
                      findings=_result_findings(result, loaded), options=options,
                      settings=settings)
-    from selector.memory import dtype_issue, startup_profile
 
     refusal = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
                           dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
@@ -435,8 +437,6 @@ def check_files(paths: Sequence[str], catalog: Catalog,
 
 
 def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
-    from selector.vllm_args import ARG_CODES
-
     out = []
     for note in command.notes:
         registered = catalog.codes.get(note.code)
@@ -454,7 +454,6 @@ def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
     if not options.devices:
         raise InputError("a vllm serve command line needs the target GPU", field="--device",
                          hint="add e.g. --device H100 (or --device all) before '--'")
-    from selector.vllm_args import parse_serve_command
 
     command = parse_serve_command(argv, device=options.devices[0], catalog=catalog,
                                   engine=options.engine, model=model, environ=environ)

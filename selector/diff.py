@@ -13,7 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from selector.catalog import load_catalog
+from selector.config import deployment_facts
+from selector.errors import InputError
+from selector.flat import facts_from_flat
 from selector.result import Diagnostic, SolveResult
+from selector.solver import select, solve
+from selector.solver.compiled import compiled_for
 
 if TYPE_CHECKING:
     from selector.catalog import Catalog
@@ -428,11 +434,6 @@ def sweep_matrix(from_engine: str, to_engine: str, *, catalog: Catalog | None = 
                  points: Iterable[MatrixPoint] | None = None) -> MatrixDiff:
     """Evaluate the support matrix (or ``points``) under both engine versions and
     summarise the differences (auto selection; the compiled evaluators)."""
-    from selector.catalog import load_catalog
-    from selector.flat import facts_from_flat
-    from selector.solver import select
-    from selector.solver.compiled import compiled_for
-
     catalog = catalog or load_catalog()
     grid = list(points if points is not None else support_matrix())
     sides = []
@@ -456,11 +457,6 @@ def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
     ignored).  A pinned backend the version does not register gives an invalid
     result (SE004) with the other backends' verdicts of automatic selection."""
     from dataclasses import replace
-
-    from selector.catalog import load_catalog
-    from selector.config import deployment_facts
-    from selector.errors import InputError
-    from selector.solver import solve
 
     if loaded.deployment.model is not None:
         raise InputError(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selector.catalog import Catalog, load_catalog
+from selector.config import deployment_model
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
 from selector.memory.startup import MemoryReport, StartupIssue
 from selector.models import LayerFacts, ModelFacts
@@ -187,8 +188,6 @@ def check_model(
 def check_model_deployment(loaded: Any, catalog: Catalog | None = None, *,
                            engine: str | None = None) -> ModelCheckResult:
     """:func:`check_model` for a loaded deployment file that names a ``model:``."""
-    from selector.config import deployment_model
-
     catalog = catalog or load_catalog()
     deployment = loaded.deployment
     model, facts, kv_options = deployment_model(loaded, catalog)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from selector.catalog import Catalog, EngineData
+from selector.resources import schemas_dir
 
 __all__ = ["release_changes", "release_history_page"]
 
@@ -93,8 +94,6 @@ def release_changes(older: EngineData, newer: EngineData) -> list[str]:
 def _serve_flag_changes() -> dict[str, dict[str, list[str]]]:
     """Per release the `vllm serve` flags it added and removed (schemas/vllm-serve-flags.yaml)."""
     import yaml
-
-    from selector.resources import schemas_dir
 
     path = schemas_dir() / "vllm-serve-flags.yaml"
     if not path.is_file():

@@ -26,7 +26,7 @@ from selector.memory import (
     tensor_parallel_issue,
 )
 from selector.modelcheck import ModelCheckResult, check_model
-from selector.models import ModelFacts
+from selector.models import ModelFacts, load_model
 
 __all__ = ["check_startup", "tensor_parallel_record"]
 
@@ -34,7 +34,6 @@ __all__ = ["check_startup", "tensor_parallel_record"]
 def _unsharded(loaded: LoadedDeployment, model: ModelFacts | None) -> ModelFacts | None:
     if model is not None:
         return model
-    from selector.models import load_model
 
     reference = loaded.deployment.model or ""
     candidate = Path(loaded.path).parent / reference

@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from selector.bench.measurements import GeometryInfo, GroupInfo
-from selector.config import LoadedDeployment
+from selector.catalog import load_catalog
+from selector.config import LoadedDeployment, deployment_facts, load_deployment
 from selector.errors import InputError, InvalidDeploymentError
+from selector.modelcheck import check_model_deployment
 from selector.result import SolveResult
-from selector.smoke.from_result import SMOKE_BACKENDS, _plan
+from selector.smoke.from_result import SMOKE_BACKENDS, smoke_plan
 from selector.smoke.plan import SmokePlan
+from selector.solver import pinned, solve
 
 __all__ = ["NO_RUNNER", "BenchGroup", "BenchTargets", "bench_targets", "count_layers"]
 
@@ -88,7 +91,7 @@ def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int |
             unmeasured[backend] = NO_RUNNER
             continue
         extra = negotiated if (negotiated and backend == result.selected) else {}
-        plans.append(_plan(result, backend, name=f"{name} {backend}",
+        plans.append(smoke_plan(pinned(result, backend), backend, name=f"{name} {backend}",
                            sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
                            **extra))
     return BenchGroup(name=name, layers=layers, selected=result.selected, valid=valid,
@@ -102,10 +105,6 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
     and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
     """
-    from selector.catalog import load_catalog
-    from selector.config import deployment_facts, load_deployment
-    from selector.solver import solve
-
     catalog = load_catalog()
     loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
     config = Path(loaded.path)
@@ -113,8 +112,6 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     device = deployment.device if isinstance(deployment.device, str) else None
     groups: list[BenchGroup] = []
     if deployment.model is not None:
-        from selector.modelcheck import check_model_deployment
-
         checked = check_model_deployment(loaded, catalog)
         if not checked.valid or checked.plan is None:
             raise InvalidDeploymentError(

@@ -148,7 +148,7 @@ def check(
 def _render(records: list[Any], command: Any, output_format: Any, *, verbose: int,
             fleet: bool, to_text: bool = False) -> str | None:
     """The report as text (None: printed to the console directly, unless ``to_text``)."""
-    from selector.report.records import CheckReport
+    from selector.records import CheckReport
 
     reporter = REPORTERS[output_format.value]
     report = CheckReport(records=records, command=command, verbose=verbose, fleet=fleet)

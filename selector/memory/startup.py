@@ -114,7 +114,7 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
                 max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
                 reserved_bytes: int | None, moe_backend: str | None = None) -> MemoryBudget | None:
-    """The budget of one GPU of a model deployment (``model`` sharded with ``for_tp``)."""
+    """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
     total = device_total_memory(device, nominal_gib)
     if total is None:
         return None

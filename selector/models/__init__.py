@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         list_presets,
         preset_dir,
     )
+    from selector.models.tensor_parallel import shard_model
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -52,9 +53,11 @@ __all__ = [
     "load_model",
     "parse_config",
     "preset_dir",
+    "shard_model",
 ]
 
 _LAZY: dict[str, str] = {
+    "shard_model": "selector.models.tensor_parallel",
     "ATTENTION_KINDS": "selector.models.facts",
     "SSM_KINDS": "selector.models.facts",
     "GDNDims": "selector.models.facts",

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from selector.config import LoadedDeployment
+from selector.catalog import load_catalog
+from selector.config import LoadedDeployment, load_deployment
 from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
+from selector.modelcheck import check_model_deployment
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
 
@@ -16,9 +18,6 @@ __all__ = ["SHARD_BACKENDS", "shard_plans"]
 
 
 def _model_totals(loaded: LoadedDeployment, plan: SmokePlan) -> tuple[int, int]:
-    from selector.catalog import load_catalog
-    from selector.modelcheck import check_model_deployment
-
     checked = check_model_deployment(loaded, load_catalog())
     for layer in checked.model.layers:
         if layer.total_q_heads and layer.head_size == plan.head_size:
@@ -39,9 +38,6 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]
     """One shard plan per smoke plan when the deployment splits attention over ranks
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
     smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
-    from selector.catalog import load_catalog
-    from selector.config import load_deployment
-
     loaded = load_deployment(str(config))
     deployment = loaded.deployment
     parallel = deployment.parallel

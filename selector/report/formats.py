@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from selector.report.records import CheckReport
+from selector.records import CheckReport
 
 __all__ = ["REPORTERS", "Render", "Reporter", "reporter"]
 

@@ -10,7 +10,13 @@ from dataclasses import replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from selector.catalog import load_catalog
+from selector.config import deployment_facts
 from selector.errors import InputError, InvalidDeploymentError
+from selector.modelcheck import check_model_deployment
+from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
+from selector.solver import pinned, solve
+from selector.startup_check import tensor_parallel_record
 
 if TYPE_CHECKING:
     from selector.config import LoadedDeployment
@@ -32,18 +38,10 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject it and
     :class:`InputError` (exit 2) when no attention group has a backend to smoke-test.
     """
-    from selector.catalog import load_catalog
-    from selector.config import deployment_facts
-    from selector.smoke.from_result import plans_from_model, plans_from_result
-    from selector.solver import solve
-
     catalog = load_catalog()
     config = loaded.path
     deployment = loaded.deployment
     if deployment.model is not None:
-        from selector.modelcheck import check_model_deployment
-        from selector.startup_check import tensor_parallel_record
-
         refused = tensor_parallel_record(loaded, catalog, None, None)
         if refused is not None:  # as check reports it (exit 1), before the model is sharded
             raise InvalidDeploymentError(
@@ -66,7 +64,8 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
                 f"`attn-select check {config}` says more")
         plans = plans_from_result(result, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
-                                  logits_soft_cap=deployment.layer.logits_soft_cap)
+                                  logits_soft_cap=deployment.layer.logits_soft_cap,
+                                  parity={b: pinned(result, b) for b in parity_backends(result)})
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
