@@ -36,7 +36,7 @@ from selector.vllm_args import ARG_CODES, device_ref, parse_serve_command
 if TYPE_CHECKING:
     from selector.catalog import EngineData
     from selector.memory import StartupIssue
-    from selector.modelcheck import ModelCheckResult
+    from selector.model_result import ModelCheckResult
     from selector.models import ModelFacts
     from selector.models.arch_registry import ModelRegistry
     from selector.vllm_args import ServeCommand

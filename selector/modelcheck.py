@@ -8,54 +8,17 @@ Layers with identical attention facts are solved once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from selector.catalog import Catalog, load_catalog
 from selector.config import deployment_model
-from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
-from selector.memory.startup import MemoryReport, StartupIssue
+from selector.kv import BackendKVFacts, KVOptions, plan_model
+from selector.model_result import LayerSelection, ModelCheckResult
 from selector.models import LayerFacts, ModelFacts
 from selector.result import SolveResult
 from selector.solver import derive_facts, kernel_block_sizes_of, solve
 
-__all__ = ["LayerSelection", "ModelCheckResult", "check_model", "check_model_deployment", "layer_facts"]
-
-
-@dataclass(frozen=True)
-class LayerSelection:
-    """One distinct set of attention facts and the layers that share it."""
-
-    layers: tuple[int, ...]
-    kind: str
-    facts: dict[str, Any]
-    result: SolveResult
-
-
-@dataclass(frozen=True)
-class ModelCheckResult:
-    """The model as groups: per-layer selections and the negotiated KV plan."""
-
-    model: ModelFacts
-    engine: str
-    selections: tuple[LayerSelection, ...]
-    plan: ModelPlan | None
-    """None when some layer has no valid backend (nothing to negotiate)."""
-    memory: MemoryReport | None = None
-    """The start-up memory budget and KV fit (None when the device memory is unknown)."""
-    startup: tuple[StartupIssue, ...] = ()
-    """Start-up refusals besides the KV plan's (dtype, max_model_len, memory)."""
-
-    @property
-    def valid(self) -> bool:
-        return (all(s.result.valid for s in self.selections)
-                and (self.plan is None or self.plan.ok) and not self.startup)
-
-    def selection_of(self, layer: int) -> LayerSelection:
-        for selection in self.selections:
-            if layer in selection.layers:
-                return selection
-        raise KeyError(layer)
+__all__ = ["check_model", "check_model_deployment", "layer_facts"]
 
 
 _LEGACY_LAYOUTS = {"NHD": "LBNHC", "HND": "LBHNC"}

@@ -25,7 +25,8 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
-from selector.modelcheck import ModelCheckResult, check_model
+from selector.model_result import ModelCheckResult
+from selector.modelcheck import check_model
 from selector.models import ModelFacts, load_model
 
 __all__ = ["check_startup", "tensor_parallel_record"]

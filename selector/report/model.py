@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from selector.kv import format_ranges
-from selector.modelcheck import ModelCheckResult
+from selector.model_result import ModelCheckResult
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 from selector.report.memory import issue_json, memory_json, memory_table
 from selector.report.plain import PlainTable, plain
