@@ -84,4 +84,6 @@ def test_static_columns_equal_what_the_backend_classes_state(path: Path) -> None
     engine = load_catalog().engine(path.parent.name.replace("vllm-", "vllm==", 1))
     report = extract_static.check(engine, probed)
     assert not report["missing_in_profile"], report["missing_in_profile"]
+    unknown = sorted(set(engine.backends) - set(probed["enum"]))
+    assert not unknown, f"backends vLLM's AttentionBackendEnum lacks: {unknown}"
     assert not report["backends"], "\n".join(extract_static.render(report))

@@ -31,11 +31,13 @@ EXPECTED_PRESETS = {
 
 
 def test_list_presets_holds_the_issue_models() -> None:
-    assert set(list_presets()) == EXPECTED_PRESETS
+    # A superset: a new preset is one data file (plus vLLM's answer for it in
+    # tests/golden/vllm_models), not an edit here.
+    assert EXPECTED_PRESETS <= set(list_presets())
     assert list(list_presets()) == sorted(list_presets())
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_PRESETS))
+@pytest.mark.parametrize("name", list_presets())
 def test_every_preset_parses(name: str) -> None:
     model = load_model(name)
     assert model.name == name
