@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from selector import __version__
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 __all__ = ["app", "main", "register_commands"]
@@ -26,8 +27,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from selector import __version__
-
         sys.stdout.write(f"attn-select {__version__}\n")
         raise typer.Exit(0)
 

@@ -14,6 +14,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from selector import __version__
+from selector.cli.progress import progress as spinner
 from selector.errors import AttnSelectError, InputError
 
 __all__ = ["DEFAULT_TIMEOUT_S", "FleetFormat", "run_bench_fleet", "run_smoke_fleet"]
@@ -40,7 +42,6 @@ def _fail(error: AttnSelectError) -> typer.Exit:
 
 
 def _run(request: Any) -> Any:
-    from selector.cli.progress import progress as spinner
     from selector.fleet.run import run_fleet
 
     err = Console(stderr=True, soft_wrap=True)
@@ -70,7 +71,6 @@ def _render(report: Any, output_format: FleetFormat) -> str | None:
     if output_format is FleetFormat.github:
         return render.render_github(report)
     if output_format is FleetFormat.sarif:
-        from selector import __version__
         from selector.report.sarif import code_descriptions
 
         return json.dumps(render.render_sarif(report, version=__version__,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from selector.cli.fleet import FleetFormat
+from selector.cli.fleet import FleetFormat, run_smoke_fleet
 from selector.cli.progress import progress as spinner
 from selector.errors import AttnSelectError, ExitCode, InputError
 
@@ -219,8 +219,6 @@ def smoke_command(
         ("--gpus", gpus is not None), ("--kernels", kernels is not KernelSource.native),
         ("--merge-lse-base", merge_lse_base is not None)) if given]
     if ray is not None and not local_only:
-        from selector.cli.fleet import FleetFormat, run_smoke_fleet
-
         raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
                               timeout_s=timeout, options=options.model_dump(mode="json"),
                               output_format=FleetFormat(output_format.value), output=output,
