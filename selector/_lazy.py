@@ -60,8 +60,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     "selector.memory.startup": ("selector.models.presets",),
     "selector.report.check_json": ("selector.report.model",),
     "selector.report.check_text": ("selector.report.model",),
-    "selector.vllm_args": ("selector.catalog", "selector.memory", "selector.models",
-                           "selector.models.presets", "selector.resources"),
+    "selector.vllm_args": ("selector.models", "selector.models.presets"),
     # The on-disk cache (tempfile, pickle, hashlib) only when an engine is first loaded.
     "selector.catalog": ("selector.cache",),
     "selector.solver.compiled": ("selector.cache",),

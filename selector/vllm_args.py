@@ -23,9 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from selector.catalog import Catalog, RegisteredCodes, close_matches
+from selector.catalog import Catalog, CatalogError, RegisteredCodes, close_matches
 from selector.errors import InputError
+from selector.memory import startup_profile
 from selector.models import ModelFacts
+from selector.resources import schemas_dir
 from selector.schema.request import (
     AttentionConfig,
     Deployment,
@@ -747,9 +749,6 @@ def _attention_config(raw: _Raw, settings: _Settings, notes: list[ServeNote],
 
 def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
     """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
-    from selector.catalog import CatalogError
-    from selector.memory import startup_profile
-
     try:
         return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
     except (CatalogError, InputError):
@@ -960,8 +959,6 @@ def _release_flags() -> dict[str, frozenset[str]]:
     """Engine flags of `vllm serve` per vLLM release (schemas/vllm-serve-flags.yaml; the
     oldest release complete, each newer one as added / removed)."""
     import yaml
-
-    from selector.resources import schemas_dir
 
     path = schemas_dir() / "vllm-serve-flags.yaml"
     table: dict[str, frozenset[str]] = {}
