@@ -135,15 +135,19 @@ def test_no_import_cycle() -> None:
 def test_function_level_imports_are_the_listed_start_up_imports() -> None:
     """An import of a ``selector`` module inside a function is one kept for start-up speed
     and listed in ``selector._lazy.START_UP_IMPORTS``; none is there to dodge a cycle."""
-    found = {(importer, module) for importer, module, _, _, in_function in _selector_imports()
-             if in_function}
+    found: dict[tuple[str, str], str] = {}
+    for importer, module, _, line, in_function in _selector_imports():
+        if in_function:
+            found.setdefault((importer, module), f"{MODULES[importer].relative_to(ROOT)}:{line}")
     listed = {(importer, module) for importer, modules in START_UP_IMPORTS.items()
               for module in modules}
-    unlisted = sorted(found - listed)
+    unlisted = [f"{where} imports {module}" for (importer, module), where in sorted(found.items())
+                if (importer, module) not in listed]
     assert not unlisted, (
-        "function-level imports not listed in selector._lazy.START_UP_IMPORTS (import at the "
-        f"top of the module, or list it with the start-up reason): {unlisted}")
-    stale = sorted(listed - found)
+        "function-level imports not listed in selector._lazy.START_UP_IMPORTS: import them at "
+        "the top of the module, or list them if a command must not load them at start-up:\n"
+        + "\n".join(unlisted))
+    stale = sorted(listed - set(found))
     assert not stale, f"START_UP_IMPORTS lists imports that no longer exist: {stale}"
 
 
