@@ -31,6 +31,8 @@ from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 
 __all__ = [
+    "DEFAULT_ENGINE_ENV",
+    "INSTALLED_VLLM_ENV",
     "MLA_PREFILL_FILE",
     "PROFILE_FILE",
     "Catalog",
@@ -59,6 +61,10 @@ class CatalogError(AttnSelectError):
 
 INSTALLED_VLLM_ENV = "ATTN_SELECT_INSTALLED_VLLM"
 """Overrides the detection of the installed vLLM: a version, or ``none`` for "not installed"."""
+
+DEFAULT_ENGINE_ENV = "ATTN_SELECT_ENGINE"
+"""The engine a command uses when ``--engine`` is not given (same forms as ``--engine``):
+pins a CI job, or a test suite's snapshots, to one profile while newer ones are added."""
 
 
 @functools.cache
@@ -204,6 +210,14 @@ class Catalog:
             if name == requested.strip():
                 return EngineChoice(name, f"--engine {requested.strip()}")
             return EngineChoice(name, f"the newest profile matching {requested.strip()!r}")
+        pinned = os.environ.get(DEFAULT_ENGINE_ENV, "").strip()
+        if pinned:
+            try:
+                name = self._resolve(pinned)
+            except InputError as exc:
+                raise InputError(f"{DEFAULT_ENGINE_ENV}: {exc.message}", field=DEFAULT_ENGINE_ENV,
+                                 hint=exc.hint) from None
+            return EngineChoice(name, f"{DEFAULT_ENGINE_ENV}={pinned}")
         installed = installed_vllm_version()
         newest = self.default_engine
         if installed is None:

@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.recorded import RECORDED_ENGINE
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 _BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
@@ -71,8 +73,11 @@ def run(command: str) -> str:
         raise ValueError(f"not an attn-select command: {command!r}")
     buffer = io.StringIO()
     old_argv, old_cwd = sys.argv, os.getcwd()
-    environment = {k: os.environ.get(k) for k in ("COLUMNS", "NO_COLOR")}
-    os.environ.update({"COLUMNS": "120", "NO_COLOR": "1"})
+    pinned = {"COLUMNS": "120", "NO_COLOR": "1", "ATTN_SELECT_INSTALLED_VLLM": "none",
+              # the engine the snapshots were recorded under, so a newer profile leaves them
+              "ATTN_SELECT_ENGINE": RECORDED_ENGINE}
+    environment = {k: os.environ.get(k) for k in pinned}
+    os.environ.update(pinned)
     sys.argv = words
     os.chdir(ROOT)
     try:

@@ -62,8 +62,8 @@ def check(
         "--format", "-f", help="Output format.")] = _TEXT,
     engine: Annotated[str | None, typer.Option(
         "--engine", help="Engine profile: exact (vllm==X.Y.Z), a minor series (vllm==X.Y, its "
-                         "newest) or a range ('vllm>=X.Y') (default: the vLLM installed here, "
-                         "else the newest profile).",
+                         "newest) or a range ('vllm>=X.Y') (default: $ATTN_SELECT_ENGINE, else the "
+                         "vLLM installed here, else the newest profile).",
     )] = None,
     verbose: Annotated[int, typer.Option(
         "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,

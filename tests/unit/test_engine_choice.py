@@ -4,8 +4,44 @@ from __future__ import annotations
 
 import pytest
 
-from selector.catalog import INSTALLED_VLLM_ENV, installed_vllm_version, load_catalog
+from selector.catalog import (
+    DEFAULT_ENGINE_ENV,
+    INSTALLED_VLLM_ENV,
+    installed_vllm_version,
+    load_catalog,
+)
 from selector.errors import InputError
+
+
+@pytest.fixture(autouse=True)
+def no_pinned_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the default itself: the suite's pin is lifted."""
+    monkeypatch.delenv(DEFAULT_ENGINE_ENV, raising=False)
+
+
+def test_the_engine_variable_pins_the_default_over_the_installed_vllm(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = load_catalog()
+    oldest, newest = catalog.engine_names[0], catalog.engine_names[-1]
+    monkeypatch.setenv(INSTALLED_VLLM_ENV, newest.split("==", 1)[1])
+    installed_vllm_version.cache_clear()
+    monkeypatch.setenv(DEFAULT_ENGINE_ENV, oldest)
+    choice = catalog.choose(None)
+    assert (choice.name, choice.from_installed) == (oldest, False)
+    assert choice.reason == f"{DEFAULT_ENGINE_ENV}={oldest}"
+    assert catalog.engine(None).engine == oldest
+    assert catalog.choose(newest).name == newest  # --engine still wins
+    monkeypatch.setenv(DEFAULT_ENGINE_ENV, "vllm==0.25")
+    assert catalog.choose(None).name.startswith("vllm==0.25.")
+    installed_vllm_version.cache_clear()
+
+
+def test_a_bad_engine_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DEFAULT_ENGINE_ENV, "vllm==9.9.9")
+    with pytest.raises(InputError) as caught:
+        load_catalog().choose(None)
+    assert caught.value.field == DEFAULT_ENGINE_ENV
+    assert DEFAULT_ENGINE_ENV in caught.value.message
 
 
 @pytest.fixture

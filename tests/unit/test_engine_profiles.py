@@ -55,7 +55,9 @@ def _order(branch_order: tuple[str | PriorityEntry, ...]) -> list[str]:
     return [e.backend if isinstance(e, PriorityEntry) else e for e in branch_order]
 
 
-def test_the_default_engine_is_the_newest_profile(schemas: Path) -> None:
+def test_the_default_engine_is_the_newest_profile(schemas: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATTN_SELECT_ENGINE", raising=False)  # the suite's pin (conftest)
     newest, _ = _newest_shipped()
     child = _next_version(newest)
     _write_profile(schemas, child, {"extends": newest})
