@@ -8,6 +8,11 @@ The public API (everything else is internal)::
     loaded = load_deployment("examples/llama-3.1-8b-h100.yaml")
     result = solve(deployment_facts(loaded, catalog), attention_backend=None)
     result.selected, result.verdicts, result.runtime
+
+    # the whole pipeline (a single layer, or every layer of a model, its KV plan and
+    # vLLM's start-up checks):
+    solved = solve_deployment(loaded, catalog)
+    solved.valid, solved.layer or solved.model
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ __all__ = [
     "Diagnostic",
     "ExitCode",
     "InputError",
+    "RequestFacts",
     "SolveResult",
+    "Solved",
     "Suggestion",
     "__version__",
     "deployment_facts",
     "load_catalog",
     "load_deployment",
     "solve",
+    "solve_deployment",
     "sweep_lines",
 ]
 
@@ -46,6 +54,9 @@ _LAZY = {
     "deployment_facts": "selector.config",
     "load_deployment": "selector.config",
     "solve": "selector.solver",
+    "RequestFacts": "selector.request",
+    "Solved": "selector.pipeline.deployment",
+    "solve_deployment": "selector.pipeline.deployment",
     "sweep_lines": "selector.sweep",
 }
 
@@ -53,6 +64,8 @@ if TYPE_CHECKING:
     from selector.catalog import Catalog, load_catalog
     from selector.config import deployment_facts, load_deployment
     from selector.errors import ExitCode, InputError
+    from selector.pipeline.deployment import Solved, solve_deployment
+    from selector.request import RequestFacts
     from selector.result import BackendVerdict, Diagnostic, SolveResult, Suggestion
     from selector.solver import solve
     from selector.sweep import sweep_lines

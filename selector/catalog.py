@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
@@ -46,6 +47,7 @@ __all__ = [
     "installed_vllm_version",
     "load_catalog",
     "load_engine",
+    "merge_inherited",
     "read_yaml",
     "validation_message",
 ]
@@ -133,11 +135,11 @@ class EngineData:
 
     @property
     def version(self) -> Version:
-        return Version(self.profile.engine.split("==", 1)[1])
+        return _pinned(self.profile.engine)[1]
 
     @property
     def family(self) -> str:
-        return self.profile.engine.split("==", 1)[0]
+        return _pinned(self.profile.engine)[0]
 
     @property
     def label(self) -> str:
@@ -186,7 +188,7 @@ class Catalog:
 
     @property
     def engine_names(self) -> list[str]:
-        return sorted(self.engine_dirs, key=lambda n: Version(n.split("==", 1)[1]))
+        return sorted(self.engine_dirs, key=lambda n: _pinned(n)[1])
 
     @property
     def engines(self) -> dict[str, EngineData]:
@@ -240,9 +242,8 @@ class Catalog:
             wanted = Version(version)
         except InvalidVersion:
             return None
-        same = [n for n in self.engine_names if n.startswith("vllm==")
-                and Version(n.split("==", 1)[1]).release[:2] == wanted.release[:2]
-                and Version(n.split("==", 1)[1]) <= wanted]
+        same = [n for n in self.engine_names if _pinned(n)[0] == "vllm"
+                and _pinned(n)[1].release[:2] == wanted.release[:2] and _pinned(n)[1] <= wanted]
         return same[-1] if same else None
 
     def _nearest_text(self, version: str) -> str:
@@ -251,9 +252,9 @@ class Catalog:
             wanted = Version(version)
         except InvalidVersion:
             return "available: " + ", ".join(self.engine_names)
-        names = [n for n in self.engine_names if n.startswith("vllm==")]
-        older = [n for n in names if Version(n.split("==", 1)[1]) < wanted]
-        newer = [n for n in names if Version(n.split("==", 1)[1]) > wanted]
+        names = [n for n in self.engine_names if _pinned(n)[0] == "vllm"]
+        older = [n for n in names if _pinned(n)[1] < wanted]
+        newer = [n for n in names if _pinned(n)[1] > wanted]
         parts = ([f"{older[-1]} (older)"] if older else []) + ([f"{newer[0]} (newer)"] if newer else [])
         return "nearest: " + ", ".join(parts) if parts else "available: " + ", ".join(names)
 
@@ -279,27 +280,27 @@ class Catalog:
         text = requested.strip()
         if text in self.engine_dirs:
             return text
-        name, spec = re.match(r"^([A-Za-z_-]*)\s*(.*)$", text).groups()  # type: ignore[union-attr]
-        family = (name or "vllm").lower()
-        series = re.fullmatch(r"==\s*(\d+\.\d+)", spec.strip())
-        if series:  # vllm==0.29: the newest 0.29.x
-            spec = f"=={series.group(1)}.*"
-        try:
-            specifier = SpecifierSet(spec) if spec else SpecifierSet()
-        except InvalidSpecifier:
+        requirement = _engine_requirement(text)
+        if requirement is None:
             raise InputError(
                 f"cannot read engine version {requested!r}",
                 field="engine",
                 hint=f"write e.g. {self.default_engine} or vllm>=0.30; available: "
                 + ", ".join(self.engine_names),
-            ) from None
+            )
+        family, specifier = requirement.name.lower(), requirement.specifier
+        specs = list(specifier)
+        if len(specs) == 1 and specs[0].operator == "==" \
+                and re.fullmatch(r"\d+\.\d+", specs[0].version):  # vllm==0.29: the newest 0.29.x
+            specifier = SpecifierSet(f"=={specs[0].version}.*")
         matches = [
             n for n in self.engine_names
-            if n.split("==", 1)[0] == family and Version(n.split("==", 1)[1]) in specifier
+            if _pinned(n)[0] == family and _pinned(n)[1] in specifier
         ]
         if not matches:
-            exact = re.fullmatch(r"===?\s*([0-9][0-9.]*)(\.\*)?", spec.strip())
-            nearest = self._nearest_text(exact.group(1)) if exact else ""
+            exact = specs[0].version.removesuffix(".*") if len(specs) == 1 \
+                and specs[0].operator in ("==", "===") else ""
+            nearest = self._nearest_text(exact) if re.fullmatch(r"[0-9][0-9.]*", exact) else ""
             raise InputError(
                 f"no profile for engine {requested!r}",
                 field="engine",
@@ -394,6 +395,31 @@ class RegisteredCodes(Mapping[str, tuple[str, str]]):
         return len(self._table())
 
 
+@functools.cache
+def _pinned(engine: str) -> tuple[str, Version]:
+    """A profile's engine (``vllm==0.33.0``, a pinned PEP 508 requirement) -> (family,
+    version)."""
+    requirement = Requirement(engine)
+    (pin,) = requirement.specifier
+    if pin.operator != "==":
+        raise ValueError(f"{engine!r} is not pinned with ==")
+    return requirement.name, Version(pin.version)
+
+
+def _engine_requirement(text: str) -> Requirement | None:
+    """``vllm>=0.30``, ``vllm==0.29.0``, ``==0.33.0`` (the family defaults to vllm) as a
+    PEP 508 requirement; None when it is not one (extras, markers, URLs, a family name
+    that is not a word)."""
+    try:
+        requirement = Requirement(text if text[:1].isalpha() else "vllm" + text)
+    except InvalidRequirement:
+        return None
+    if requirement.extras or requirement.marker or requirement.url \
+            or not re.fullmatch(r"[A-Za-z_-]+", requirement.name):
+        return None
+    return requirement
+
+
 def _device_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower()).removeprefix("nvidia")
 
@@ -438,6 +464,17 @@ def _merge_mapping(parent: Any, child: dict[str, Any], where: str) -> dict[str, 
     """``child`` over ``parent`` key by key; ``null`` removes an inherited key; a new
     mapping value with ``after: <key>`` / ``before: <key>`` is placed there (order is
     what tables and reports show)."""
+    if not any(isinstance(given, dict) and ("after" in given or "before" in given)
+               for given in child.values()):  # nothing to place: a plain dict update
+        merged = dict(parent or {})
+        for name, given in child.items():
+            if given is None and name not in merged:
+                raise CatalogError(f"{where}: cannot remove key {name!r}: the parent has none")
+            if given is None:
+                del merged[name]
+            else:
+                merged[name] = dict(given) if isinstance(given, dict) else given
+        return merged
     entries = [{"key": name, "value": value} for name, value in (parent or {}).items()]
     patch: list[dict[str, Any]] = []
     for name, given in child.items():
@@ -510,6 +547,17 @@ def _merge_document(parent: dict[str, Any], child: dict[str, Any], where: str,
     return merged
 
 
+def merge_inherited(parent: dict[str, Any], path: Path, mappings: tuple[str, ...]) -> dict[str, Any]:
+    """``path`` (a profile's data file, if it has one) over its parent profile's merged
+    document, by the one rule of every section (``mappings`` merge key by key)."""
+    if not path.is_file():
+        return parent
+    own = read_yaml(path)
+    if not isinstance(own, dict):
+        raise CatalogError(f"{path}: not a mapping")
+    return _merge_document(parent, own, str(path), mappings, {})
+
+
 def _deep_merge(base: Any, patch: Any) -> Any:
     if isinstance(base, dict) and isinstance(patch, dict):
         out = dict(base)
@@ -538,9 +586,9 @@ def _parent_of(profile_path: Path, profile: dict[str, Any], by_engine: dict[str,
     if not isinstance(parent, str) or parent not in by_engine:
         raise CatalogError(f"{profile_path}: extends unknown profile {parent!r} "
                            f"(available: {', '.join(sorted(by_engine))})")
-    child_family, child_version = str(profile.get("engine", "")).split("==", 1)
-    family, version = parent.split("==", 1)
-    if family != child_family or Version(version) >= Version(child_version):
+    child_family, child_version = _pinned(str(profile.get("engine", "")))
+    family, version = _pinned(parent)
+    if family != child_family or version >= child_version:
         raise CatalogError(f"{profile_path}: extends {parent!r}, which is not an older "
                            f"{child_family} profile (profiles chain forward: a new version "
                            "states what changed since an older one)")
@@ -739,9 +787,12 @@ def _load_catalog_files(base: Path) -> Catalog:
         if directory.is_dir() and profile_path.is_file():
             header = read_yaml(profile_path)
             name = header.get("engine") if isinstance(header, dict) else None
-            if not isinstance(name, str) or "==" not in name:
-                raise CatalogError(f"{profile_path}: missing `engine: <name>==<version>`")
-            by_engine[name] = directory
+            try:
+                _pinned(str(name))
+            except ValueError:  # packaging's Invalid* errors are ValueErrors
+                raise CatalogError(
+                    f"{profile_path}: missing `engine: <name>==<version>`") from None
+            by_engine[str(name)] = directory
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
                    argument_codes=argument_codes)

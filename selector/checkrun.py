@@ -1,5 +1,6 @@
-"""``check`` without the terminal: files, globs, devices and ``vllm serve`` command
-lines in; :class:`CheckRecord` values out (renderers and the CLI take it from there).
+"""``check``'s records: a solved deployment (:mod:`selector.pipeline`) in, a
+:class:`CheckRecord` with its findings out (renderers and the CLI take it from there);
+also the inputs' expansion (globs, devices, acknowledged codes) and the exit code.
 
 Each finding is located in the user's file by line where the file says it: a
 reason about the KV-cache dtype points at ``kv_cache_dtype:``, a pinned backend
@@ -11,45 +12,40 @@ from __future__ import annotations
 import glob
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from selector.catalog import Catalog, close_matches, load_catalog
-from selector.config import (
-    LoadedDeployment,
-    deployment_facts,
-    deployment_model,
-    load_deployment,
-    resolve_device,
-)
+from selector.config import LoadedDeployment
 from selector.errors import ExitCode, InputError
 from selector.kv import format_ranges
-from selector.memory import dtype_issue, startup_profile
 from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
-from selector.schema.request import Deployment, DeviceRef
-from selector.solver import solve
-from selector.vllm_args import ARG_CODES, device_ref, parse_serve_command
+from selector.schema.request import DeviceRef
+from selector.vllm_args import ARG_CODES, device_ref
 
 if TYPE_CHECKING:
     from selector.catalog import EngineData
     from selector.memory import StartupIssue
-    from selector.model_result import ModelCheckResult
+    from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
     from selector.models.arch_registry import ModelRegistry
     from selector.vllm_args import ServeCommand
 
 __all__ = [
     "CheckOptions",
-    "check_deployment",
-    "check_files",
-    "check_serve",
+    "architecture_findings",
     "exit_code",
     "expand_configs",
+    "input_error_record",
     "known_codes",
+    "layer_record",
+    "model_record",
+    "refused_record",
     "resolve_devices",
+    "serve_record",
     "validate_ignored",
 ]
 
@@ -340,68 +336,50 @@ def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source:
     )
 
 
-def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckOptions, *,
-                     model: ModelFacts | None = None, kv_options: Mapping[str, Any] | None = None,
-                     source: str | None = None,
-                     settings: dict[str, object] | None = None,
-                     environ: Mapping[str, str] | None = None) -> CheckRecord:
-    """Solve one loaded deployment (on its own device) and build its record.
+def refused_record(issue: StartupIssue, loaded: LoadedDeployment, *, engine: str,
+                   device: str, options: CheckOptions, source: str | None = None,
+                   settings: dict[str, object] | None = None) -> CheckRecord:
+    """The record of a model vLLM refuses before any selection (its heads do not split
+    over the tensor-parallel ranks)."""
+    return CheckRecord(source=source or loaded.path,
+                       artifact=loaded.path if source is None else None, device=device,
+                       engine=engine, status="invalid", failed=True,
+                       findings=(_issue_finding(issue, loaded),), strict=options.strict,
+                       settings=settings)
 
-    A deployment with ``model:`` gets the whole-model check (every layer, then the
-    KV cache); ``model`` replaces the facts read from it (e.g. with ``--hf-overrides``
-    applied) and ``kv_options`` adds KV-planner options.
-    """
-    deployment = loaded.deployment
-    artifact = loaded.path if source is None else None
-    if deployment.ignore:
-        options = replace(options, ignore=options.ignore | validate_ignored(
-            deployment.ignore, catalog, file=loaded.path, field="ignore",
-            line=loaded.line_of(("ignore",))))
-    if deployment.model is not None:
-        from selector.models.tensor_parallel import shard_model
-        from selector.startup_check import check_startup, tensor_parallel_record
 
-        refused = tensor_parallel_record(loaded, catalog, options.engine, model)
-        if refused is not None:
-            issue, engine_name, device_name = refused
-            finding = _issue_finding(issue, loaded)
-            return CheckRecord(source=source or loaded.path, artifact=artifact,
-                               device=device_name, engine=engine_name, status="invalid",
-                               failed=True, findings=(finding,), strict=options.strict,
-                               settings=settings)
-        facts_model, base, kv = deployment_model(loaded, catalog)
-        _, _, device_name = resolve_device(deployment, catalog)
-        if model is not None:
-            facts_model = shard_model(model, deployment.parallel.tensor_parallel_size)
-        if kv_options:
-            kv = kv.model_copy(update=dict(kv_options))
-        checked = check_startup(
-            facts_model, base, kv, loaded=loaded, catalog=catalog, engine=options.engine,
-            settings=settings, environ=environ)
-        findings = architecture_findings(facts_model, catalog, options.engine or deployment.engine,
-                                         loaded) + _model_findings(checked, loaded)
-        return _model_record(checked, loaded, source=source or loaded.path, artifact=artifact,
-                             device=device_name, findings=findings,
-                             options=options, settings=settings)
-    facts = deployment_facts(loaded, catalog)
-    _, cc, device_name = resolve_device(deployment, catalog)
-    result = solve(facts, engine=options.engine or deployment.engine,
-                   attention_backend=deployment.attention_backend,
-                   cudagraph_mode=deployment.cudagraph_mode, catalog=catalog)
-    record = _record(result, source=source or loaded.path, artifact=artifact, device=device_name,
+def model_record(checked: ModelCheckResult, loaded: LoadedDeployment, catalog: Catalog, *,
+                 device: str, options: CheckOptions, source: str | None = None,
+                 settings: dict[str, object] | None = None) -> CheckRecord:
+    """The record of a whole-model check: the architecture's, every layer group's, the KV
+    plan's and the start-up findings."""
+    findings = architecture_findings(checked.model, catalog,
+                                     options.engine or loaded.deployment.engine, loaded)
+    findings += _model_findings(checked, loaded)
+    return _model_record(checked, loaded, source=source or loaded.path,
+                         artifact=loaded.path if source is None else None, device=device,
+                         findings=findings, options=options, settings=settings)
+
+
+def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,
+                 startup: Sequence[StartupIssue], options: CheckOptions,
+                 source: str | None = None,
+                 settings: dict[str, object] | None = None) -> CheckRecord:
+    """The record of a single-layer deployment: the solver's findings, then vLLM's
+    start-up refusals (never acknowledged: vLLM refuses them whatever the file says)."""
+    record = _record(result, source=source or loaded.path,
+                     artifact=loaded.path if source is None else None, device=device,
                      findings=_result_findings(result, loaded), options=options,
                      settings=settings)
-
-    refusal = dtype_issue(catalog, startup_profile(catalog, options.engine or deployment.engine),
-                          dtype=deployment.dtype, explicit="dtype" in deployment.model_fields_set,
-                          cc=cc, device=device_name)
-    if refusal is None:
+    if not startup:
         return record
+    refusals = tuple(_issue_finding(issue, loaded) for issue in startup)
     return replace(record, status="invalid", failed=True,
-                   findings=(_issue_finding(refusal, loaded), *record.findings))
+                   findings=(*refusals, *record.findings))
 
 
-def _input_error_record(exc: InputError, source: str) -> CheckRecord:
+def input_error_record(exc: InputError, source: str) -> CheckRecord:
+    """The record of a file that cannot be read (for CI reports)."""
     name, _ = CLI_CODES["AS001"]
     finding = Finding(level="error", code="AS001", name=name, message=exc.message,
                       hint=exc.hint or "", line=exc.line or (1 if exc.file == source else None),
@@ -409,31 +387,6 @@ def _input_error_record(exc: InputError, source: str) -> CheckRecord:
     return CheckRecord(source=source, artifact=source if exc.file == source else None,
                        device="-", engine=None, status="error", failed=True,
                        findings=(finding,))
-
-
-def check_files(paths: Sequence[str], catalog: Catalog,
-                options: CheckOptions) -> tuple[list[CheckRecord], list[InputError]]:
-    """Check every file (on its own device, or on each of ``options.devices``).
-
-    A file that cannot be read does not stop the others: its error comes back
-    both as a record (for CI reports) and in the list of input errors.
-    """
-    records: list[CheckRecord] = []
-    errors: list[InputError] = []
-    for path in paths:
-        try:
-            loaded = load_deployment(path)
-            if not options.devices:
-                records.append(check_deployment(loaded, catalog, options))
-                continue
-            for device in options.devices:
-                variant: Deployment = loaded.deployment.model_copy(update={"device": device})
-                records.append(check_deployment(replace(loaded, deployment=variant), catalog,
-                                                options))
-        except InputError as exc:
-            errors.append(exc)
-            records.append(_input_error_record(exc, path))
-    return records, errors
 
 
 def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
@@ -447,34 +400,18 @@ def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
     return out
 
 
-def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
-                model: str | None = None,
-                environ: Mapping[str, str] | None = None) -> tuple[ServeCommand, list[CheckRecord]]:
-    """Check a ``vllm serve`` command line on each device (at least one is needed)."""
-    if not options.devices:
-        raise InputError("a vllm serve command line needs the target GPU", field="--device",
-                         hint="add e.g. --device H100 (or --device all) before '--'")
-
-    command = parse_serve_command(argv, device=options.devices[0], catalog=catalog,
-                                  engine=options.engine, model=model, environ=environ)
-    source = command.command_line
-    records: list[CheckRecord] = []
-    for device in options.devices:
-        variant = command.for_device(device, catalog)
-        loaded = LoadedDeployment(path=source, text="", deployment=variant.deployment, lines={})
-        record = check_deployment(loaded, catalog, options, model=variant.model_facts,
-                                  kv_options=variant.kv_options, source=source,
-                                  settings=dict(variant.settings),
-                                  environ=variant.environment)
-        notes = _acknowledge(_note_findings(variant, catalog), options.ignore)
-        if options.strict:
-            notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
-        warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))
-        refused = any(f.level == "error" and not f.code.startswith("AS1") for f in notes)
-        status: Status = "invalid" if refused and record.status == "valid" else record.status
-        records.append(replace(record, findings=record.findings + tuple(notes), status=status,
-                               failed=record.failed or refused or (options.strict and warned)))
-    return command, records
+def serve_record(record: CheckRecord, command: ServeCommand, catalog: Catalog,
+                 options: CheckOptions) -> CheckRecord:
+    """``record`` with the command line's notes (ignored or unknown flags, settings vLLM
+    refuses) added."""
+    notes = _acknowledge(_note_findings(command, catalog), options.ignore)
+    if options.strict:
+        notes = [replace(f, level="error") if f.level == "warning" else f for f in notes]
+    warned = any(f.level in ("warning", "error") for f in notes if f.code.startswith("AS1"))
+    refused = any(f.level == "error" and not f.code.startswith("AS1") for f in notes)
+    status: Status = "invalid" if refused and record.status == "valid" else record.status
+    return replace(record, findings=record.findings + tuple(notes), status=status,
+                   failed=record.failed or refused or (options.strict and warned))
 
 
 def exit_code(records: Sequence[CheckRecord], input_errors: int = 0) -> ExitCode:

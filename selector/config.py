@@ -11,16 +11,22 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
 from selector.catalog import Catalog, close_matches
 from selector.errors import InputError
+from selector.kv import KVOptions
 from selector.mla_prefill import prefill_backend_name
+from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
+
+if TYPE_CHECKING:
+    from selector.kv import KVOptions
+    from selector.models import ModelFacts
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -253,34 +259,7 @@ def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tu
     return engine, cc
 
 
-def _deployment_level_facts(d: Deployment, cc: int) -> dict[str, Any]:
-    """Facts that do not depend on the layer."""
-    facts: dict[str, Any] = {
-        "cc": cc,
-        "dtype": d.dtype,
-        "kv_cache_dtype": d.kv_cache_dtype,
-        "block_size": d.block_size,
-        "use_non_causal": d.attention_config.use_non_causal,
-        "use_batch_invariant": d.batch_invariant,
-        "use_kv_connector": d.kv_connector is not None,
-        "use_pcp": d.parallel.prefill_context_parallel_size > 1,
-        "use_dcp": d.parallel.decode_context_parallel_size > 1,
-        "use_adaptive_verification": d.speculative.adaptive_verification,
-        "tp_size": d.parallel.tensor_parallel_size,
-        "dcp_size": d.parallel.decode_context_parallel_size,
-        "pcp_size": d.parallel.prefill_context_parallel_size,
-        "cp_kv_cache_interleave_size": d.parallel.cp_kv_cache_interleave_size,
-        "flash_attn_version": d.attention_config.flash_attn_version,
-        "use_trtllm_attention": d.attention_config.use_trtllm_attention,
-        "mla_prefill_backend": d.attention_config.mla_prefill_backend,
-        "num_speculative_tokens": d.speculative.num_speculative_tokens,
-    }
-    for name, value in d.environment.items():
-        facts[f"env_{name}"] = value
-    return facts
-
-
-def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, Any]:
+def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> RequestFacts:
     """The request facts the solver reads, derived from one single-layer deployment."""
     d = loaded.deployment
     path = loaded.path
@@ -316,42 +295,15 @@ def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> dict[str, An
         raise InputError("missing head_size", file=path, field="layer.head_size",
                          line=loaded.line_of(("layer",)),
                          hint="give layer.head_size (e.g. 128), layer.mla dimensions, or a `model:`")
-    facts = _deployment_level_facts(d, cc)
-    facts.update({
-        "head_size": head_size,
-        "head_size_v": layer.head_size_v,
-        "use_mla": mla is not None,
-        "has_sink": layer.has_sink,
-        "use_sparse": mla is not None and mla.index_topk is not None,
-        "use_mm_prefix": layer.mm_prefix,
-        "use_per_head_quant_scales": layer.per_head_quant_scales,
-        "attn_type": layer.attn_type,
-        "has_sliding_window": layer.sliding_window is not None,
-        "use_rswa": layer.rswa_window is not None,
-        "num_heads": q_heads if mla is not None else None,
-        "model_present": True,
-        "model_num_q_heads": q_heads,
-        "model_num_kv_heads": 1 if mla is not None else max(1, kv_total // tp),
-        "model_mm_prefix_lm": layer.mm_prefix,
-        "model_rswa_window": layer.rswa_window,
-        "model_is_diffusion": layer.is_diffusion,
-        "model_softcap": layer.logits_soft_cap is not None,
-        "qk_nope_head_dim": mla.qk_nope_head_dim if mla else None,
-        "qk_rope_head_dim": mla.qk_rope_head_dim if mla else None,
-        "kv_lora_rank": mla.kv_lora_rank if mla else None,
-        "v_head_dim": mla.v_head_dim if mla else None,
-        "index_topk": mla.index_topk if mla else None,
-        "layer_alibi": layer.alibi,
-        "layer_softcap": layer.logits_soft_cap is not None,
-    })
     known = set(engine.profile.inputs) | set(engine.profile.environment)
-    return {k: v for k, v in facts.items() if k in known}
+    return single_layer_request(d, cc, head_size=head_size, q_heads=q_heads, kv_total=kv_total,
+                                vocabulary=known)
 
 
-def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, dict[str, Any], Any]:
+def deployment_model(loaded: LoadedDeployment, catalog: Catalog
+                     ) -> tuple[ModelFacts, RequestFacts, KVOptions]:
     """(model facts sharded per rank, deployment-level facts, KV options) of a deployment
     that names a ``model``."""
-    from selector.kv import KVOptions
     from selector.models import load_model, shard_model
 
     d = loaded.deployment
@@ -386,8 +338,5 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, d
            if d.max_num_batched_tokens else {}),
         **({"max_num_seqs": d.max_num_seqs} if d.max_num_seqs else {}),
     )
-    facts = _deployment_level_facts(d, cc)
-    if d.dtype is None:  # pragma: no cover - dtype has a default
-        facts["dtype"] = model.runtime_dtype
     known = set(engine.profile.inputs) | set(engine.profile.environment)
-    return model, {k: v for k, v in facts.items() if k in known}, options
+    return model, deployment_request(d, cc, vocabulary=known, dtype=model.runtime_dtype), options

@@ -1,8 +1,8 @@
 """What changes between two engine versions: for one deployment (two
 :class:`SolveResult`) or over a support matrix of representative configs.
 
-Pure: results in, frozen values out; no I/O, no printing.  Renderers live in
-:mod:`selector.report.diff`.
+Pure: results in, frozen values out; no I/O, no printing (the results come from
+:mod:`selector.pipeline.diff`).  Renderers live in :mod:`selector.report.diff`.
 """
 
 from __future__ import annotations
@@ -11,19 +11,9 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from selector.catalog import load_catalog
-from selector.config import deployment_facts
-from selector.errors import InputError
-from selector.flat import facts_from_flat
 from selector.result import Diagnostic, SolveResult
-from selector.solver import select, solve
-from selector.solver.compiled import compiled_for
-
-if TYPE_CHECKING:
-    from selector.catalog import Catalog
-    from selector.config import LoadedDeployment
 
 __all__ = [
     "LAYOUT_ALIASES",
@@ -37,9 +27,7 @@ __all__ = [
     "Transition",
     "diff_matrix",
     "diff_results",
-    "solve_for_engine",
     "support_matrix",
-    "sweep_matrix",
 ]
 
 LAYOUT_ALIASES = {"NHD": "LBNHC", "HND": "LBHNC"}
@@ -429,57 +417,3 @@ def diff_matrix(points: Iterable[MatrixPoint],
                           for (b, a), labels in ordered),
         backends=tuple(summaries), fa_version_changed=fa_changed)
 
-
-def sweep_matrix(from_engine: str, to_engine: str, *, catalog: Catalog | None = None,
-                 points: Iterable[MatrixPoint] | None = None) -> MatrixDiff:
-    """Evaluate the support matrix (or ``points``) under both engine versions and
-    summarise the differences (auto selection; the compiled evaluators)."""
-    catalog = catalog or load_catalog()
-    grid = list(points if points is not None else support_matrix())
-    sides = []
-    for name in (from_engine, to_engine):
-        engine = catalog.engine(name)
-        compiled = compiled_for(engine.engine)
-        outcomes = []
-        for point in grid:
-            facts, _ = facts_from_flat(point.config, engine.profile)
-            outcomes.append(select(compiled, {**compiled.defaults, **facts}, None))
-        sides.append((engine, outcomes))
-    (eb, ob), (ea, oa) = sides
-    return diff_matrix(grid, ob, oa, from_engine=eb.engine, to_engine=ea.engine,
-                       backends_before=eb.profile.reported_backends,
-                       backends_after=ea.profile.reported_backends)
-
-
-def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
-                     catalog: Catalog | None = None) -> SolveResult:
-    """Solve one deployment file under ``engine`` (its own ``engine:`` key is
-    ignored).  A pinned backend the version does not register gives an invalid
-    result (SE004) with the other backends' verdicts of automatic selection."""
-    from dataclasses import replace
-
-    if loaded.deployment.model is not None:
-        raise InputError(
-            "diff compares single-layer deployments (`layer:`); a `model:` deployment is not "
-            "diffed yet", file=loaded.path, field="model", line=loaded.line_of(("model",)),
-            hint=f"run attn-select check {loaded.path} --engine vllm==A and --engine vllm==B, "
-                 "or diff a file with the layer's facts under `layer:`")
-    catalog = catalog or load_catalog()
-    data = catalog.engine(engine)
-    deployment = loaded.deployment.model_copy(update={"engine": data.engine})
-    pinned = deployment.attention_backend
-    missing = pinned is not None and pinned.upper() not in data.backends
-    if missing:
-        deployment = deployment.model_copy(update={"attention_backend": None})
-    facts = deployment_facts(replace(loaded, deployment=deployment), catalog)
-    result = solve(facts, engine=data.engine, attention_backend=deployment.attention_backend,
-                   cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
-    if not missing:
-        return result
-    assert pinned is not None
-    entry = catalog.code("SE004")
-    error = Diagnostic(code="SE004", name=entry.name, severity="error",
-                       message=entry.message.format(backend=pinned.upper()), hint=entry.hint,
-                       backend=pinned.upper())
-    return replace(result, mode="explicit", requested_backend=pinned.upper(), selected=None,
-                   error=error, runtime=None, warnings=())

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict
 import selector.schema as schema_package
 from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
-from selector.config import LoadedDeployment, deployment_facts
+from selector.config import LoadedDeployment
+from selector.pipeline.deployment import solve_deployment
 from selector.records import CLI_CODES
 from selector.release_history import release_history_page
 from selector.report.formats import REPORTERS
@@ -37,7 +38,8 @@ from selector.schema.device import DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.mla_prefill import MLAPrefillProfile
 from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
-from selector.solver import solve
+from selector.schema.serve_flags import ServeFlags
+from selector.serve.flags import release_flags
 from selector.vllm_args import ARG_CODES
 
 __all__ = [
@@ -218,6 +220,20 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     mdefs["MLAPrefillProfilePatch"] = mpatch
     prefill_schema = {"$defs": mdefs, "anyOf": [{"$ref": "#/$defs/MLAPrefillProfile"},
                                                 {"$ref": "#/$defs/MLAPrefillProfilePatch"}]}
+    serve = build(ServeFlags)
+    sdefs = serve.pop("$defs", {})
+    sfull = {k: v for k, v in serve.items() if k != "$schema"}
+    spatch = _child_schema(
+        sfull, "ServeFlagsPatch",
+        "A newer engine's serve-flags.yaml that states only what changed (without one, the "
+        "engine inherits its parent's table): " + _INHERITANCE, defs=sdefs,
+        mappings={"aliases": None, "flags": "FlagSpec", "removed_environment": "RemovedVariable",
+                  "optimization_levels": None, "dtypes": None, "engine_flags": None}, keyed={})
+    spatch["properties"]["engine_flags"]["additionalProperties"] = {"enum": [True, None]}
+    sdefs["ServeFlags"] = sfull
+    sdefs["ServeFlagsPatch"] = spatch
+    serve_schema = {"$defs": sdefs, "anyOf": [{"$ref": "#/$defs/ServeFlags"},
+                                              {"$ref": "#/$defs/ServeFlagsPatch"}]}
     return {
         "deployment.schema.json": _finish(
             deployment, "attn-select deployment",
@@ -235,6 +251,9 @@ def json_schemas() -> dict[str, dict[str, Any]]:
             build(ReasonCodeRegistry), "attn-select reason codes", "schemas/reason-codes.yaml"),
         "devices.schema.json": _finish(
             build(DeviceCatalog), "attn-select device catalog", "schemas/devices.yaml"),
+        "serve-flags.schema.json": _finish(
+            serve_schema, "attn-select vllm serve flag table",
+            "schemas/engines/<engine>/serve-flags.yaml"),
     }
 
 
@@ -322,8 +341,9 @@ def _representative(engine: EngineData, catalog: Catalog, cc: int,
     deployment = Deployment(engine=engine.engine,
                             device=DeviceRef(capability=_cc_text(cc)), layer=layer)
     loaded = LoadedDeployment(path="<docs>", text="", deployment=deployment, lines={})
-    facts = deployment_facts(loaded, catalog)
-    result = solve(facts, engine=engine.engine, suggest=False, catalog=catalog)
+    result = solve_deployment(loaded, catalog, engine=engine.engine, suggest=False,
+                              startup=False).layer
+    assert result is not None
     return result.priority, result.selected
 
 
@@ -660,7 +680,8 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
         GeneratedFile("docs/support-matrix.md", _index_page(catalog, schemas)),
         GeneratedFile("docs/reason-codes.md", _codes_page(catalog)),
         GeneratedFile("docs/devices.md", _devices_page(catalog)),
-        GeneratedFile("docs/release-history.md", release_history_page(catalog, _MD_BANNER)),
+        GeneratedFile("docs/release-history.md",
+                      release_history_page(catalog, _MD_BANNER, release_flags(catalog))),
         GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):

@@ -1,33 +1,29 @@
 """Flat selector configs (one JSON object per line, vLLM's selector field names,
-the same input format as the oracle harness) -> request facts."""
+the same input format as the oracle harness) -> request facts.
+
+The fields and their types are a typed dict validated by pydantic (``extra="forbid"``,
+strict); the checks of values (a readable compute capability, a known dtype ...) and
+the order in which faults are reported stay here."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import Required, TypedDict
+
 from selector.errors import InputError
+from selector.request import FLAT_FLAGS, FlatModel, RequestFacts, flat_request
 from selector.schema.engine import EngineProfile
 
 __all__ = ["FLAT_FIELDS", "facts_from_flat", "parse_capability"]
 
-FLAT_FIELDS = frozenset({
-    "device_capability", "head_size", "dtype", "kv_cache_dtype", "block_size", "use_mla",
-    "has_sink", "use_sparse", "use_mm_prefix", "attn_type", "num_heads", "num_kv_heads",
-    "use_per_head_quant_scales", "has_sliding_window", "use_non_causal", "model",
-    "attention_backend", "id", "name", "comment",
-})
-
 _DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
     "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32",
-}
-_MODEL_FIELDS = frozenset({"num_attention_heads", "num_kv_heads", "hf_text_config"})
-_HF_FACTS = {
-    "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
-    "kv_lora_rank": "kv_lora_rank", "v_head_dim": "v_head_dim", "index_topk": "index_topk",
 }
 
 
@@ -66,103 +62,168 @@ def parse_capability(value: object) -> int:
     )
 
 
-def _bool(config: Mapping[str, Any], key: str) -> bool:
-    value = config.get(key, False)
+class _FlatModel(TypedDict, total=False):
+    """The optional ``model`` object of a flat config (the oracle's model stand-in)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    num_attention_heads: Any
+    num_kv_heads: Any
+    hf_text_config: Any
+
+
+class _FlatConfig(TypedDict, total=False):
+    """A flat config's own fields, typed (strict: ``true`` is no integer, ``"1"`` no
+    boolean); the profile's request vocabulary is passed through as it comes."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+
+    device_capability: Required[Any]
+    head_size: Required[int | None]
+    dtype: Any
+    kv_cache_dtype: str | None
+    block_size: int | None
+    use_mla: bool | None
+    has_sink: bool | None
+    use_sparse: bool | None
+    use_mm_prefix: bool | None
+    use_per_head_quant_scales: bool | None
+    has_sliding_window: bool | None
+    use_non_causal: bool | None
+    attn_type: Any
+    num_heads: int | None
+    num_kv_heads: Any
+    model: Any
+    attention_backend: str | None
+    id: Any
+    name: Any
+    comment: Any
+
+
+FLAT_FIELDS = frozenset(_FlatConfig.__annotations__) - {"__pydantic_config__"}
+_VALIDATOR = TypeAdapter(_FlatConfig).validator
+_MODEL_VALIDATOR = TypeAdapter(_FlatModel).validator
+_BOOLEANS = FLAT_FLAGS
+_ATTN_TYPES = ("decoder", "encoder", "encoder_only", "encoder_decoder")
+_TYPE_MESSAGES = {**dict.fromkeys(_BOOLEANS, "expected true or false"),
+                  "kv_cache_dtype": "expected a string", "attention_backend": "expected a backend name"}
+
+
+def _head_size(config: Mapping[str, Any]) -> int:
+    value: int | None = config["head_size"]
     if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise InputError(f"expected true or false, got {value!r}", field=key)
+        raise InputError("missing required field", field="head_size")
     return value
 
 
-def _int(config: Mapping[str, Any], key: str, *, required: bool = False) -> int | None:
-    value = config.get(key)
-    if value is None:
-        if required:
-            raise InputError("missing required field", field=key)
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"expected an integer, got {value!r}", field=key)
-    return value
-
-
-_DEFAULTS: dict[str, tuple[dict[str, Any], frozenset[str], frozenset[str]]] = {}
-
-
-def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
-    """(default facts, vocabulary, allowed flat keys) of a profile, computed once."""
-    cached = _DEFAULTS.get(profile.engine)
-    if cached is None:
-        specs = {**profile.inputs, **profile.environment}
-        vocabulary = frozenset(specs)
-        cached = ({name: spec.default for name, spec in specs.items()}, vocabulary,
-                  FLAT_FIELDS | vocabulary)
-        _DEFAULTS[profile.engine] = cached
-    return cached
-
-
-def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[dict[str, Any], str | None]:
-    """Map one flat config to (request facts, explicitly requested backend)."""
-    if not isinstance(config, Mapping):
-        raise InputError("each line must be a JSON object")
-    defaults, vocabulary, allowed = _defaults(profile)
-    unknown = sorted(config.keys() - allowed)
-    if unknown:
-        raise InputError(f"unknown field(s) {unknown}", field=unknown[0])
-    if "device_capability" not in config:
-        raise InputError("missing required field", field="device_capability")
-    facts = dict(defaults)
-    for name in config.keys() & vocabulary:
-        facts[name] = config[name]
-    facts["cc"] = parse_capability(config["device_capability"])
-    facts["head_size"] = _int(config, "head_size", required=True)
+def _dtype(config: Mapping[str, Any]) -> str:
     dtype = config.get("dtype")
     if not isinstance(dtype, str) or dtype.lower() not in _DTYPE_ALIASES:
         raise InputError(f"unknown dtype {dtype!r}", field="dtype",
                          hint="bfloat16, float16 or float32")
-    facts["dtype"] = _DTYPE_ALIASES[dtype.lower()]
-    kv = config.get("kv_cache_dtype", "auto")
-    if kv is not None and not isinstance(kv, str):
-        raise InputError(f"expected a string, got {kv!r}", field="kv_cache_dtype")
-    facts["kv_cache_dtype"] = kv
-    block_size = _int(config, "block_size")
+    return _DTYPE_ALIASES[dtype.lower()]
+
+
+def _block_size(config: Mapping[str, Any]) -> int | None:
+    block_size: int | None = config.get("block_size")
     if block_size is not None and block_size <= 0:
         raise InputError(f"block_size must be positive, got {block_size}", field="block_size")
-    facts["block_size"] = block_size
-    for key in ("use_mla", "has_sink", "use_sparse", "use_mm_prefix",
-                "use_per_head_quant_scales", "has_sliding_window", "use_non_causal"):
-        facts[key] = _bool(config, key)
+    return block_size
+
+
+def _attn_type(config: Mapping[str, Any]) -> str:
     attn_type = config.get("attn_type") or "decoder"
-    if attn_type not in ("decoder", "encoder", "encoder_only", "encoder_decoder"):
+    if attn_type not in _ATTN_TYPES:
         raise InputError(f"unknown attn_type {attn_type!r}", field="attn_type")
-    facts["attn_type"] = attn_type
-    facts["num_heads"] = _int(config, "num_heads")
+    return str(attn_type)
+
+
+def _model(config: Mapping[str, Any]) -> FlatModel | None:
+    """The ``model`` object (or ``num_kv_heads``), if any."""
     model = config.get("model")
-    if model is not None or config.get("num_kv_heads") is not None:
-        model = dict(model or {})
-        unknown_model = sorted(set(model) - _MODEL_FIELDS)
-        if unknown_model:
-            raise InputError(f"unknown model field(s) {unknown_model}", field="model")
-        q_heads = model.get("num_attention_heads", config.get("num_heads"))
-        kv_heads = model.get("num_kv_heads", config.get("num_kv_heads", q_heads))
-        if not isinstance(q_heads, int) or not isinstance(kv_heads, int) or kv_heads <= 0:
-            raise InputError("the model needs num_attention_heads (or num_heads) and num_kv_heads",
-                             field="model")
-        if q_heads % kv_heads:
-            raise InputError("num_attention_heads must be a multiple of num_kv_heads",
-                             field="model.num_kv_heads")
-        hf = model.get("hf_text_config") or {}
-        if not isinstance(hf, Mapping):
-            raise InputError("must be an object", field="model.hf_text_config")
-        facts["model_present"] = True
-        facts["hf_config_class"] = "types.SimpleNamespace"  # the oracle's model stand-in
-        facts["model_num_q_heads"] = q_heads
-        facts["model_num_kv_heads"] = 1 if facts["use_mla"] else max(1, kv_heads)
-        facts["model_mm_prefix_lm"] = facts["use_mm_prefix"]
-        for key, fact in _HF_FACTS.items():
-            facts[fact] = hf.get(key)
-        facts["model_softcap"] = hf.get("attn_logit_softcapping") is not None
+    if model is None and config.get("num_kv_heads") is None:
+        return None
+    if model and not isinstance(model, Mapping):
+        raise InputError(f"expected a JSON object, got {model!r}", field="model")
+    model = dict(model or {})
+    try:
+        _MODEL_VALIDATOR.validate_python(model)
+    except ValidationError as exc:
+        unknown = sorted(str(e["loc"][0]) for e in exc.errors())
+        raise InputError(f"unknown model field(s) {unknown}", field="model") from None
+    q_heads = model.get("num_attention_heads", config.get("num_heads"))
+    kv_heads = model.get("num_kv_heads", config.get("num_kv_heads", q_heads))
+    if not isinstance(q_heads, int) or not isinstance(kv_heads, int) or kv_heads <= 0:
+        raise InputError("the model needs num_attention_heads (or num_heads) and num_kv_heads",
+                         field="model")
+    if q_heads % kv_heads:
+        raise InputError("num_attention_heads must be a multiple of num_kv_heads",
+                         field="model.num_kv_heads")
+    hf = model.get("hf_text_config") or {}
+    if not isinstance(hf, Mapping):
+        raise InputError("must be an object", field="model.hf_text_config")
+    return FlatModel(q_heads=q_heads, kv_heads=kv_heads, hf_text_config=hf)
+
+
+_VALUE_CHECKS: tuple[tuple[str, Callable[[Mapping[str, Any]], object]], ...] = (
+    ("device_capability", lambda config: parse_capability(config["device_capability"])),
+    ("head_size", _head_size), ("dtype", _dtype), ("kv_cache_dtype", lambda config: None),
+    ("block_size", _block_size), *((key, lambda config: None) for key in _BOOLEANS),
+    ("attn_type", _attn_type), ("num_heads", lambda config: None), ("model", _model),
+)
+"""Every check of a flat config in the order its faults are reported."""
+
+
+def _first_fault(config: Mapping[str, Any], errors: list[Any]) -> InputError:
+    """The fault to report: unknown fields first, then in :data:`_VALUE_CHECKS` order
+    (a field's type before its value)."""
+    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
+    if unknown:
+        return InputError(f"unknown field(s) {unknown}", field=unknown[0])
+    wrong = {str(e["loc"][0]): e for e in errors}
+    for key, check in (*_VALUE_CHECKS, ("attention_backend", lambda config: None)):
+        error = wrong.get(key)
+        if error is not None and error["type"] == "missing":
+            return InputError("missing required field", field=key)
+        if error is not None:
+            what = _TYPE_MESSAGES.get(key, "expected an integer")
+            return InputError(f"{what}, got {error['input']!r}", field=key)
+        try:
+            check(config)
+        except InputError as exc:
+            return exc
+    raise AssertionError(f"no fault found for {errors}")  # pragma: no cover
+
+
+_DEFAULTS: dict[str, tuple[dict[str, Any], frozenset[str]]] = {}
+
+
+def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str]]:
+    """(default facts, vocabulary) of a profile, computed once."""
+    cached = _DEFAULTS.get(profile.engine)
+    if cached is None:
+        specs = {**profile.inputs, **profile.environment}
+        cached = ({name: spec.default for name, spec in specs.items()}, frozenset(specs))
+        _DEFAULTS[profile.engine] = cached
+    return cached
+
+
+def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[RequestFacts, str | None]:
+    """Map one flat config to (request facts, explicitly requested backend)."""
+    if not isinstance(config, Mapping):
+        raise InputError("each line must be a JSON object")
+    defaults, vocabulary = _defaults(profile)
+    own = config if config.keys() <= FLAT_FIELDS else {
+        key: value for key, value in config.items() if key in FLAT_FIELDS or key not in vocabulary}
+    try:
+        _VALIDATOR.validate_python(own)
+    except ValidationError as exc:
+        raise _first_fault(config, exc.errors()) from None
+    facts = flat_request(
+        defaults, {name: config[name] for name in config.keys() & vocabulary},
+        cc=parse_capability(config["device_capability"]), head_size=_head_size(config),
+        dtype=_dtype(config), kv_cache_dtype=config.get("kv_cache_dtype", "auto"),
+        block_size=_block_size(config), flags={key: bool(config.get(key)) for key in _BOOLEANS},
+        attn_type=_attn_type(config), num_heads=config.get("num_heads"), model=_model(config))
     backend = config.get("attention_backend")
-    if backend is not None and not isinstance(backend, str):
-        raise InputError(f"expected a backend name, got {backend!r}", field="attention_backend")
     return facts, (backend.upper() if backend and backend.lower() != "auto" else None)

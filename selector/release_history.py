@@ -10,11 +10,10 @@ removed or changed, and which of their columns).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from selector.catalog import Catalog, EngineData
-from selector.resources import schemas_dir
 
 __all__ = ["release_changes", "release_history_page"]
 
@@ -42,8 +41,10 @@ def _names(items: Iterable[Any], attr: str) -> list[str]:
     return [str(getattr(item, attr)) for item in items]
 
 
-def release_changes(older: EngineData, newer: EngineData) -> list[str]:
-    """Bullet points: what ``newer`` changes relative to ``older``."""
+def release_changes(older: EngineData, newer: EngineData,
+                    serve_flags: Mapping[str, frozenset[str]] | None = None) -> list[str]:
+    """Bullet points: what ``newer`` changes relative to ``older`` (``serve_flags``: each
+    release's `vllm serve` engine flags, :func:`selector.serve.flags.release_flags`)."""
     lines: list[str] = []
     a, b = older.profile, newer.profile
     old_checks, new_checks = _names(a.checks, "code"), _names(b.checks, "code")
@@ -84,25 +85,18 @@ def release_changes(older: EngineData, newer: EngineData) -> list[str]:
         columns = _backend_columns(older.backends[name].model_dump(), newer.backends[name].model_dump())
         if columns:
             lines.append(f"{name}: " + ", ".join(columns))
-    flags = _serve_flag_changes().get(newer.version.public)
-    if flags and (flags.get("added") or flags.get("removed")):
+    before = (serve_flags or {}).get(older.version.public)
+    after = (serve_flags or {}).get(newer.version.public)
+    if before is not None and after is not None and before != after:
         lines.append("vllm serve flags: " + ", ".join(
-            [f"+{f}" for f in flags.get("added") or []] + [f"-{f}" for f in flags.get("removed") or []]))
+            [f"+{f}" for f in sorted(after - before)] + [f"-{f}" for f in sorted(before - after)]))
     return lines or ["no change to selection data"]
 
 
-def _serve_flag_changes() -> dict[str, dict[str, list[str]]]:
-    """Per release the `vllm serve` flags it added and removed (schemas/vllm-serve-flags.yaml)."""
-    import yaml
-
-    path = schemas_dir() / "vllm-serve-flags.yaml"
-    if not path.is_file():
-        return {}
-    releases = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("releases", {})
-    return {str(k): v for k, v in releases.items() if isinstance(v, dict) and "flags" not in v}
-
-
-def release_history_page(catalog: Catalog, banner: str) -> str:
+def release_history_page(catalog: Catalog, banner: str,
+                         serve_flags: Mapping[str, frozenset[str]] | None = None) -> str:
+    """The page (``serve_flags``: each release's `vllm serve` engine flags, for the
+    flags each release added and removed)."""
     engines = [catalog.engine(n) for n in catalog.engine_names]
     lines = [banner, "", "# Release history", "",
              "Generated from the engine profiles in `schemas/engines/` (one per vLLM release; "
@@ -125,6 +119,6 @@ def release_history_page(catalog: Catalog, banner: str) -> str:
     lines += ["", "## What changed per release", ""]
     for older, newer in itertools.pairwise(engines):
         lines += [f"### {newer.engine} (from {older.engine})", ""]
-        lines += [f"- {item}" for item in release_changes(older, newer)]
+        lines += [f"- {item}" for item in release_changes(older, newer, serve_flags)]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

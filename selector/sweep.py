@@ -16,9 +16,7 @@ from typing import Any
 
 from selector.catalog import EngineData
 from selector.errors import InputError
-from selector.flat import facts_from_flat
-from selector.solver import select
-from selector.solver.compiled import compiled_for
+from selector.pipeline.flat import FlatEvaluator
 
 __all__ = ["sweep_lines"]
 
@@ -40,9 +38,7 @@ def _error_line(config_id: Any, message: str) -> str:
 def sweep_lines(lines: Iterable[str], engine: EngineData,
                 backends: tuple[str, ...] | None = None) -> Iterator[str]:
     """Evaluate JSON Lines of flat configs; yields one output line per non-empty input line."""
-    reported = tuple(backends or engine.profile.reported_backends)
-    evaluated = tuple(dict.fromkeys([*engine.auto_backends(), *reported]))
-    compiled = compiled_for(engine.engine, evaluated)
+    evaluator = FlatEvaluator(engine, backends)
     fragments: dict[tuple[object, ...], str] = {}
     dumps = json.dumps
     for number, raw in enumerate(lines, start=1):
@@ -54,20 +50,14 @@ def sweep_lines(lines: Iterable[str], engine: EngineData,
             config = json.loads(text)
             if isinstance(config, dict):
                 config_id = config.get("id")
-            facts, forced = facts_from_flat(config, engine.profile)
-            if forced is not None:
-                forced = engine.backend(forced).name
+            request = evaluator.request(config)
         except json.JSONDecodeError as exc:
             yield _error_line(None, f"line {number}: not JSON ({exc.msg})")
             continue
         except InputError as exc:
             yield _error_line(config_id, f"line {number}: {exc.render().split(': ', 1)[1]}")
             continue
-        if forced is not None and forced not in evaluated:
-            outcome = select(compiled_for(engine.engine, (*evaluated, forced)), facts, forced)
-        else:
-            outcome = select(compiled, facts, forced)
-        names = reported if forced is None or forced in reported else (*reported, forced)
+        outcome, names = evaluator.select(request)
         parts = []
         reasons = outcome.reasons
         for name in names:

@@ -60,7 +60,7 @@ def _scope(engine: EngineData, spec: BackendSpec, cap: str,
               "kv_cache_dtype": kv_cache_dtype, "block_size": None}
     facts, _ = facts_from_flat(config, engine.profile)
     compiled = compiled_for(engine.engine)
-    full = {**compiled.defaults, **facts}
+    full = {**compiled.defaults, **facts.stated}
     _, _, derived = compiled.evaluate(full)
     scope = {**full, **derived}
     derive_facts(spec.facts, scope)

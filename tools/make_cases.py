@@ -40,7 +40,7 @@ def main() -> int:
             case = json.loads(line)
             config = case["input"]
             facts, forced = facts_from_flat(config, engine.profile)
-            outcome = select(compiled, {**compiled.defaults, **facts}, forced)
+            outcome = select(compiled, {**compiled.defaults, **facts.stated}, forced)
             keys = [f"{b}-{code}" for b, rs in outcome.reasons.items()
                     if b in case["backends"] for code, _ in rs]
             keys.append(f"selected-{case['selected']}" + ("-explicit" if forced else ""))

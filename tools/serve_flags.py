@@ -10,13 +10,22 @@ Two modes:
 
       VENV/bin/python tools/serve_flags.py --ask --oracle ORACLE_DIR > flags-0.29.0.json
 
-* ``--write``: with the project; turns the per-release answers into
-  ``schemas/vllm-serve-flags.yaml`` (the oldest release complete, each newer one as
-  ``added`` / ``removed`` from the previous one):
+* ``--arity``: like ``--ask``, for the whole ``vllm serve`` parser (frontend flags
+  included): how many words each flag takes.  The answer of the newest release is
+  ``tests/golden/oracle/vllm-X.Y.Z/serve-arity.json``, which the flag table of
+  ``serve-flags.yaml`` is compared with (``tests/golden/test_serve_arity.py``):
+
+      VENV/bin/python tools/serve_flags.py --arity --oracle ORACLE_DIR -o serve-arity.json
+
+* ``--write``: with the project; turns the per-release answers into the
+  ``engine_flags`` section of each profile's ``serve-flags.yaml``
+  (``schemas/engines/vllm-X.Y.Z/``): complete in the base profile, and in each newer
+  profile the flags added (``true``) and removed (``null``) since the profile it
+  extends (the mapping rule of docs/engine-profiles.md):
 
       python tools/serve_flags.py --write flags-0.25.1.json flags-0.26.0.json ...
 
-``attn-select check -- vllm serve ...`` reads that file: a flag that the checked
+``attn-select check -- vllm serve ...`` reads those files: a flag that the checked
 release's parser does not have is the error vLLM gives for it
 ("unrecognized arguments").  Standard library (+ PyYAML for ``--write``).
 """
@@ -30,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "schemas" / "vllm-serve-flags.yaml"
+ENGINES = ROOT / "schemas" / "engines"
+FILE = "serve-flags.yaml"
+SECTION = "engine_flags:\n"
 
 
 def ask(oracle_dir: Path) -> dict[str, Any]:
@@ -52,29 +63,67 @@ def ask(oracle_dir: Path) -> dict[str, Any]:
     return {"vllm_version": orc.vllm_version, "flags": flags}
 
 
-def write(answers: list[dict[str, Any]]) -> str:
+def arity(oracle_dir: Path) -> dict[str, Any]:
+    """How many words each option of the whole ``vllm serve`` parser takes (the engine
+    flags and the OpenAI frontend's: ``make_arg_parser``, vllm/entrypoints/common/cli_args.py,
+    vllm/entrypoints/openai/cli_args.py before 0.31): ``switch`` (nargs 0), ``value``
+    (exactly one), ``optional`` (nargs '?') or ``list`` (nargs '+' / '*')."""
+    sys.path.insert(0, str(oracle_dir))
+    import oracle as oracle_mod
+
+    orc = oracle_mod.Oracle(kv_cache=False)
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ImportError:  # pragma: no cover - older layout
+        from vllm.entrypoints.openai.cli_args import (  # type: ignore[no-redef]
+            make_arg_parser,
+        )
+    parser = make_arg_parser(FlexibleArgumentParser())
+    kinds = {0: "switch", None: "value", "?": "optional", "+": "list", "*": "list"}
+    table = {option: kinds.get(action.nargs, str(action.nargs))
+             for option, action in sorted(parser._option_string_actions.items())
+             if option not in ("-h", "--help")}
+    return {"vllm_version": orc.vllm_version, "arity": table}
+
+
+def _extends(version: str) -> str | None:
     import yaml
 
-    def key(answer: dict[str, Any]) -> tuple[int, ...]:
-        return tuple(int(p) for p in answer["vllm_version"].split("."))
+    profile = yaml.safe_load((ENGINES / f"vllm-{version}" / "profile.yaml").read_text())
+    parent = profile.get("extends")
+    return str(parent).split("==", 1)[1] if parent else None
 
-    answers = sorted(answers, key=key)
-    releases: dict[str, Any] = {}
-    previous: set[str] | None = None
-    for answer in answers:
-        flags = set(answer["flags"])
-        if previous is None:
-            releases[answer["vllm_version"]] = {"flags": sorted(flags)}
+
+def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, str]:
+    """Each profile's ``serve-flags.yaml`` with its ``engine_flags`` section rewritten
+    (the section is the file's last; what comes before it is kept)."""
+    flags_of = {answer["vllm_version"]: set(answer["flags"]) for answer in answers}
+    files: dict[Path, str] = {}
+    for version, flags in flags_of.items():
+        parent = _extends(version)
+        if parent is None:
+            entries: dict[str, bool | None] = dict.fromkeys(sorted(flags), True)
         else:
-            releases[answer["vllm_version"]] = {"added": sorted(flags - previous),
-                                                "removed": sorted(previous - flags)}
-        previous = flags
-    head = ("# Engine flags of `vllm serve` per vLLM release: the option strings of\n"
-            "# AsyncEngineArgs.add_cli_args(FlexibleArgumentParser()) (vllm/engine/arg_utils.py),\n"
-            "# asked of each release by tools/serve_flags.py --ask; the oldest release is\n"
-            "# complete, each newer one states what it added and removed.  A flag a release\n"
-            "# lacks is rejected by its parser ('unrecognized arguments').\n")
-    return head + yaml.safe_dump({"releases": releases}, sort_keys=False, width=100)
+            previous = flags_of[parent]
+            entries = {**dict.fromkeys(sorted(flags - previous), True),
+                       **dict.fromkeys(sorted(previous - flags))}
+        path = engines / f"vllm-{version}" / FILE
+        text = path.read_text() if path.is_file() else (
+            "# The `vllm serve` engine flags this release added (true) and removed (null) since the profile\n"
+            "# it extends: the option strings of AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())\n"
+            "# (vllm/engine/arg_utils.py), asked of the release by tools/serve_flags.py --ask.\n")
+        head = text[:text.index(SECTION)] if SECTION in text else text
+        if not entries and parent is not None:
+            if head.strip() and not head.lstrip().startswith("# The `vllm serve` engine flags"):
+                files[path] = head
+            elif path.is_file():
+                files[path] = ""  # nothing changed: the file goes
+            continue
+        body = "".join(f"  {flag}: {'true' if value else 'null'}\n" for flag, value in entries.items())
+        files[path] = head + SECTION + body
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,20 +132,28 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--ask", action="store_true", help="ask the vLLM of this interpreter")
     mode.add_argument("--write", nargs="+", type=Path, help="--ask answers to merge")
+    mode.add_argument("--arity", action="store_true",
+                      help="ask the vLLM of this interpreter how many words each flag of its "
+                           "whole `vllm serve` parser takes (needs the frontend's packages)")
     ap.add_argument("--oracle", type=Path, help="the oracle directory (with --ask)")
-    ap.add_argument("-o", "--output", type=Path, help="where to write (default: stdout / DATA)")
+    ap.add_argument("-o", "--output", type=Path,
+                    help="where to write (--ask: default stdout; --write: the engines folder)")
     a = ap.parse_args(argv)
-    if a.ask:
+    if a.ask or a.arity:
         if a.oracle is None:
-            ap.error("--ask needs --oracle")
-        text = json.dumps(ask(a.oracle)) + "\n"
+            ap.error("--ask and --arity need --oracle")
+        text = (json.dumps(ask(a.oracle)) if a.ask else json.dumps(arity(a.oracle), indent=1)) + "\n"
         if a.output:
             a.output.write_text(text)
         else:
             sys.stdout.write(text)
         return 0
     answers = [json.loads(p.read_text()) for p in a.write]
-    (a.output or DATA).write_text(write(answers))
+    for path, text in write(answers, a.output or ENGINES).items():
+        if text:
+            path.write_text(text)
+        else:
+            path.unlink()
     return 0
 
 

@@ -1,24 +1,23 @@
 """What ``attn-select bench CONFIG`` runs: per attention group, every valid backend that
 has a kernel runner, each as a :class:`~selector.smoke.plan.SmokePlan` with exactly the
-geometry the check negotiated for it (pure Python, no torch)."""
+geometry the check negotiated for it (pure Python, no torch). The deployment is solved by
+:mod:`selector.pipeline.bench`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from selector.bench.measurements import GeometryInfo, GroupInfo
-from selector.catalog import load_catalog
-from selector.config import LoadedDeployment, deployment_facts, load_deployment
-from selector.errors import InputError, InvalidDeploymentError
-from selector.modelcheck import check_model_deployment
+from selector.errors import InputError
+from selector.modelcheck import ModelCheckResult
 from selector.result import SolveResult
 from selector.smoke.from_result import SMOKE_BACKENDS, smoke_plan
 from selector.smoke.plan import SmokePlan
-from selector.solver import pinned, solve
+from selector.solver import pinned
 
-__all__ = ["NO_RUNNER", "BenchGroup", "BenchTargets", "bench_targets", "count_layers"]
+__all__ = ["NO_RUNNER", "BenchGroup", "BenchTargets", "count_layers", "layer_groups", "model_groups",
+           "targets_from_groups"]
 
 NO_RUNNER = "valid, but attn-select has no kernel runner for it (only FLASH_ATTN, FLASHINFER)"
 
@@ -92,75 +91,61 @@ def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int |
             continue
         extra = negotiated if (negotiated and backend == result.selected) else {}
         plans.append(smoke_plan(pinned(result, backend), backend, name=f"{name} {backend}",
-                           sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
-                           **extra))
+                                sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
+                                **extra))
     return BenchGroup(name=name, layers=layers, selected=result.selected, valid=valid,
                       plans=tuple(plans), unmeasured=unmeasured, result=result)
 
 
-def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
-    """The benchmark groups of a deployment file (or one already loaded), through the solver
-    (and the KV planner).
+def layer_groups(result: SolveResult, *, name: str, sliding_window: int | None,
+                 logits_soft_cap: float | None) -> list[BenchGroup]:
+    """The one group of a single-layer deployment."""
+    return [_group(result, name=name, layers=1, sliding_window=sliding_window,
+                   logits_soft_cap=logits_soft_cap)]
 
-    Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
-    and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
-    """
-    catalog = load_catalog()
-    loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
-    config = Path(loaded.path)
-    deployment = loaded.deployment
-    device = deployment.device if isinstance(deployment.device, str) else None
+
+def model_groups(checked: ModelCheckResult) -> list[BenchGroup]:
+    """One group per distinct attention group of a model's KV plan, with the geometry the
+    plan negotiated for the selected backend."""
+    plan = checked.plan
+    assert plan is not None
+    layout = plan.layout.layout if plan.layout is not None else "LBNHC"
+    mode = str(plan.cudagraph.resolved) if plan.cudagraph is not None else None
     groups: list[BenchGroup] = []
-    if deployment.model is not None:
-        checked = check_model_deployment(loaded, catalog)
-        if not checked.valid or checked.plan is None:
-            raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` "
-                "says why")
-        plan = checked.plan
-        layout = plan.layout.layout if plan.layout is not None else "LBNHC"
-        mode = str(plan.cudagraph.resolved) if plan.cudagraph is not None else None
-        seen: set[tuple[Any, ...]] = set()
-        for kv_group in plan.groups:
-            for attention in kv_group.attention_groups:
-                first = int(attention.layers.split(",")[0].split("-")[0])
-                selection = checked.selection_of(first)
-                layer = checked.model.layer(first)
-                key = (attention.backend.name, layer.sliding_window, layer.head_size,
-                       layer.num_q_heads, layer.num_kv_heads)
-                if key in seen:
-                    continue
-                seen.add(key)
-                negotiated = {"kernel_block_size": attention.kernel_block_size
-                              or kv_group.manager_block_size,
-                              "kv_layout": layout, "cudagraph_mode": mode}
-                groups.append(_group(selection.result,
-                                     name=f"kv{kv_group.index} layers {attention.layers}",
-                                     layers=count_layers(attention.layers),
-                                     sliding_window=layer.sliding_window,
-                                     logits_soft_cap=layer.logits_soft_cap,
-                                     negotiated=negotiated))
-        engine = checked.engine
-        mode_name = "explicit" if deployment.attention_backend else "auto"
-    else:
-        result = solve(deployment_facts(loaded, catalog), engine=deployment.engine,
-                       attention_backend=deployment.attention_backend,
-                       cudagraph_mode=deployment.cudagraph_mode, suggest=False, catalog=catalog)
-        if not result.valid:
-            raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` "
-                "says why")
-        groups.append(_group(result, name=config.stem, layers=1,
-                             sliding_window=deployment.layer.sliding_window,
-                             logits_soft_cap=deployment.layer.logits_soft_cap))
-        engine = result.engine
-        mode_name = result.mode
+    seen: set[tuple[Any, ...]] = set()
+    for kv_group in plan.groups:
+        for attention in kv_group.attention_groups:
+            first = int(attention.layers.split(",")[0].split("-")[0])
+            selection = checked.selection_of(first)
+            layer = checked.model.layer(first)
+            key = (attention.backend.name, layer.sliding_window, layer.head_size,
+                   layer.num_q_heads, layer.num_kv_heads)
+            if key in seen:
+                continue
+            seen.add(key)
+            negotiated = {"kernel_block_size": attention.kernel_block_size
+                          or kv_group.manager_block_size,
+                          "kv_layout": layout, "cudagraph_mode": mode}
+            groups.append(_group(selection.result,
+                                 name=f"kv{kv_group.index} layers {attention.layers}",
+                                 layers=count_layers(attention.layers),
+                                 sliding_window=layer.sliding_window,
+                                 logits_soft_cap=layer.logits_soft_cap,
+                                 negotiated=negotiated))
+    return groups
+
+
+def targets_from_groups(source: str, *, engine: str, device: str | None, mode: str,
+                  groups: list[BenchGroup]) -> BenchTargets:
+    """The targets of the groups that have a kernel runner.
+
+    Raises :class:`InputError` (exit 2) when no valid backend of any group has one.
+    """
     if not any(group.plans for group in groups):
         chosen = sorted({group.selected or "-" for group in groups})
         raise InputError(
             f"no valid backend of this deployment ({', '.join(chosen)} selected) has a kernel "
-            f"runner; attn-select runs {' and '.join(SMOKE_BACKENDS)}", file=str(config),
+            f"runner; attn-select runs {' and '.join(SMOKE_BACKENDS)}", file=source,
             hint="the bench compares FLASH_ATTN and FLASHINFER where the solver finds them valid")
-    return BenchTargets(source=str(config), engine=engine, device=device, mode=mode_name,
+    return BenchTargets(source=source, engine=engine, device=device, mode=mode,
                         groups=tuple(g for g in groups if g.plans))
-

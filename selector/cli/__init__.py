@@ -11,6 +11,12 @@ from typing import Annotated, Any
 import typer
 
 from selector import __version__
+
+try:  # typer >= 0.27 carries its own copy of click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click import ClickException  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
+
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 __all__ = ["app", "main", "register_commands"]
@@ -86,49 +92,22 @@ def explain(
     """Every check of one backend for a deployment (or one layer of a model): the rule,
     the facts it read, the result."""
     from selector.catalog import load_catalog
-    from selector.config import deployment_facts, deployment_model, load_deployment
+    from selector.config import load_deployment
+    from selector.pipeline.explain import explain_layer
     from selector.report import render_explain
-    from selector.solver import explain_backend, solve
 
     catalog = load_catalog()
-    loaded = load_deployment(str(config))
-    deployment = loaded.deployment
-    engine_data = catalog.engine(engine or deployment.engine)
-    name = engine_data.backend(backend).name
-    layer_note: dict[str, Any] = {}
-    if deployment.model is not None:
-        from selector.modelcheck import layer_facts
-
-        model, base, _ = deployment_model(loaded, catalog)
-        attention = [i for i, facts_of in enumerate(model.layers) if facts_of.is_attention]
-        if not attention:
-            raise InputError("the model has no attention layer to explain", field="model")
-        index = attention[0] if layer is None else layer
-        if not 0 <= index < len(model.layers):
-            raise InputError(f"layer {index} does not exist (the model has {len(model.layers)} layers)",
-                             field="--layer", hint=f"give 0 to {len(model.layers) - 1}")
-        facts_of_layer = model.layers[index]
-        if not facts_of_layer.is_attention:
-            raise InputError(f"layer {index} is a {facts_of_layer.kind} layer, not attention",
-                             field="--layer", hint="pick an attention layer (see `attn-select check`)")
-        facts = {**base, **layer_facts(facts_of_layer, model)}
-        per_kind = deployment.attention_config.backend_per_kind
-        pinned = per_kind.get(facts_of_layer.spec_kind, deployment.attention_backend)
-        layer_note = {"layer": index, "kind": facts_of_layer.spec_kind}
-    else:
-        if layer is not None:
-            raise InputError("--layer needs a deployment with a `model:`", field="--layer")
-        facts = deployment_facts(loaded, catalog)
-        pinned = deployment.attention_backend
-    result = solve(facts, engine=engine_data.engine, attention_backend=pinned, suggest=False,
-                   catalog=catalog)
-    rows = explain_backend(result, name, catalog)
-    valid = result.verdict(name).valid
+    explained = explain_layer(load_deployment(str(config)), backend, catalog, engine=engine,
+                              layer=layer)
+    request, result, name = explained.request, explained.result, explained.backend
+    layer_note: dict[str, Any] = ({} if request.layer is None
+                                  else {"layer": request.layer, "kind": request.kind})
+    valid = explained.valid
     if output_format is OutputFormat.json:
         _emit_json({"backend": name, "engine": result.engine, "valid": valid, **layer_note,
-                    "checks": rows})
+                    "checks": explained.checks})
     else:
-        _console().print(render_explain(result, name, rows))
+        _console().print(render_explain(result, name, explained.checks))
     raise typer.Exit(int(ExitCode.OK if valid else ExitCode.INVALID))
 
 
@@ -286,12 +265,12 @@ def main() -> None:
         raise SystemExit(130) from None
     except SystemExit:
         raise
+    except ClickException as exc:  # a usage error (unknown option, bad value, ...)
+        exc.show()
+        raise SystemExit(int(ExitCode.USAGE)) from None
+    except typer.Abort:
+        raise SystemExit(130) from None
     except Exception as exc:
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # click's usage errors
-            exc.show()
-            raise SystemExit(int(ExitCode.USAGE)) from None
-        if type(exc).__name__ == "Abort":
-            raise SystemExit(130) from None
         sys.stderr.write(
             f"attn-select: internal error: {type(exc).__name__}: {exc}\n"
             "This is a bug in attn-select; please report it with the command you ran.\n"

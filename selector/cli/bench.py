@@ -80,9 +80,9 @@ def bench_command(
     from selector.bench.policy import decide_for_deployment
     from selector.bench.render import render_bench, render_decision, result_row
     from selector.bench.runner import run_bench
-    from selector.bench.targets import bench_targets
     from selector.bench.workload import default_workload, load_workload
     from selector.cli.progress import progress as spinner
+    from selector.pipeline.bench import bench_targets
 
     if ray is not None:
         from selector.cli.fleet import FleetFormat, run_bench_fleet

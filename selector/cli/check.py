@@ -92,13 +92,12 @@ def check(
     """Validate every backend for each deployment, select one, explain why."""
     from selector.checkrun import (
         CheckOptions,
-        check_files,
-        check_serve,
         exit_code,
         expand_configs,
         resolve_devices,
         validate_ignored,
     )
+    from selector.pipeline.check import check_files, check_serve
     catalog = load_catalog()
     if measurements is not None:  # a bad file fails before any report is printed
         from selector.bench.measurements import load_measurements

@@ -70,7 +70,7 @@ def diff(
     verdict (validity or selected backend) changes."""
     from selector.catalog import load_catalog
     from selector.config import load_deployment, resolve_device
-    from selector.diff import diff_results, solve_for_engine, sweep_matrix
+    from selector.pipeline.diff import diff_deployment, sweep_matrix
     from selector.report.diff import (
         deployment_diff_to_json,
         matrix_diff_to_json,
@@ -94,8 +94,7 @@ def diff(
     catalog = load_catalog()
     loaded = load_deployment(str(config))
     _, _, device = resolve_device(loaded.deployment, catalog)
-    result = diff_results(solve_for_engine(loaded, source, catalog=catalog),
-                          solve_for_engine(loaded, target, catalog=catalog), source=str(config))
+    result = diff_deployment(loaded, source, target, catalog=catalog)
     if output_format is DiffFormat.json:
         sys.stdout.write(json.dumps(deployment_diff_to_json(result, device=device), indent=2,
                                     default=str) + "\n")

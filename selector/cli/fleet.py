@@ -71,7 +71,7 @@ def _render(report: Any, output_format: FleetFormat) -> str | None:
     if output_format is FleetFormat.github:
         return render.render_github(report)
     if output_format is FleetFormat.sarif:
-        from selector.report.sarif import code_descriptions
+        from selector.report.formats.sarif import code_descriptions
 
         return json.dumps(render.render_sarif(report, version=__version__,
                                               descriptions=code_descriptions(arguments=False)),

@@ -138,7 +138,7 @@ def smoke_plan_command(
 def _deployment_plans(config: Path) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
     from selector.config import load_deployment
-    from selector.smoke.deployment import deployment_plans
+    from selector.pipeline.smoke import deployment_plans
 
     return deployment_plans(load_deployment(str(config)))
 
@@ -209,8 +209,8 @@ def smoke_command(
     kernel or check fails, 4 when this machine (with --ray: some device) cannot run it, 5
     when every check passed but on another kernel than the plan negotiated (SUBSTITUTED).
     """
-    from selector.parallel.from_deployment import shard_plans
     from selector.parallel.plan import ShardOptions
+    from selector.pipeline.smoke import shard_plans
     from selector.smoke.plan import SmokeOptions
 
     options = SmokeOptions(seed=seed, measure=measure, **({"repeats": repeats} if repeats else {}))

@@ -3,7 +3,7 @@
 A fleet task runs :func:`smoke_on_this_node` (or :func:`bench_on_this_node`) on a node of
 one device type. Each takes and returns plain JSON dictionaries, and calls the same public
 functions the local ``smoke`` / ``bench`` commands call: the deployment's plans
-(:func:`selector.smoke.deployment.deployment_plans`) and :func:`selector.smoke.run_smoke`;
+(:func:`selector.pipeline.smoke.deployment_plans`) and :func:`selector.smoke.run_smoke`;
 the bench's targets and :func:`selector.bench.runner.run_bench`. Nothing here imports Ray.
 
 Every outcome is an answer: a verdict, or the exit code and message the local command
@@ -78,8 +78,8 @@ def smoke_on_this_node(request: dict[str, Any], *,
     """
     started = time.perf_counter()
     try:
+        from selector.pipeline.smoke import deployment_plans
         from selector.smoke import SmokeOptions, run_smoke
-        from selector.smoke.deployment import deployment_plans
 
         plans = deployment_plans(_loaded(request))
         options = SmokeOptions.model_validate(request.get("options") or {})
@@ -107,8 +107,8 @@ def bench_on_this_node(request: dict[str, Any], *,
     started = time.perf_counter()
     try:
         from selector.bench.runner import run_bench
-        from selector.bench.targets import bench_targets
         from selector.bench.workload import default_workload, parse_workload
+        from selector.pipeline.bench import bench_targets
 
         workload = request.get("workload")
         shapes = (parse_workload(workload, source="--workload") if workload is not None

@@ -17,8 +17,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from selector.fleet.outcome import DeviceOutcome, FleetReport
+from selector.report.formats.sarif import SARIF_SCHEMA, SARIF_VERSION
 from selector.report.plain import PlainTable
-from selector.report.sarif import SARIF_SCHEMA, SARIF_VERSION
 
 __all__ = ["STATUS_CODES", "render_github", "render_json", "render_junit", "render_markdown",
            "render_sarif", "render_table"]

@@ -22,6 +22,7 @@ from selector.memory.fit import KVFit, format_gib, kv_fit
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
+from selector.models.presets import preset_dir
 
 __all__ = [
     "MemoryReport",
@@ -87,8 +88,6 @@ def raw_config(model: ModelFacts) -> Mapping[str, Any]:
 
 @lru_cache(maxsize=1)
 def _device_memory_table() -> dict[str, tuple[float, str]]:
-    from selector.models.presets import preset_dir
-
     path = preset_dir().parent / "device-memory.yaml"
     if not path.is_file():
         return {}

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
 from selector.catalog import load_catalog
-from selector.config import LoadedDeployment, load_deployment
+from selector.config import LoadedDeployment
 from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
-from selector.modelcheck import check_model_deployment
+from selector.models import ModelFacts
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["SHARD_BACKENDS", "shard_plans"]
+__all__ = ["SHARD_BACKENDS", "HeadsOf", "model_heads", "shard_plans"]
+
+HeadsOf = Callable[[SmokePlan], tuple[int, int]]
+"""(attention heads, KV heads) in all, before the split, of the layers a smoke plan runs."""
 
 
-def _model_totals(loaded: LoadedDeployment, plan: SmokePlan) -> tuple[int, int]:
-    checked = check_model_deployment(loaded, load_catalog())
-    for layer in checked.model.layers:
+def model_heads(model: ModelFacts, plan: SmokePlan) -> tuple[int, int]:
+    """(query heads, KV heads) in all of the model's attention layers of the plan's head size."""
+    for layer in model.layers:
         if layer.total_q_heads and layer.head_size == plan.head_size:
             return layer.total_q_heads, layer.total_kv_heads or layer.total_q_heads
     raise InputError(f"no attention layer of head size {plan.head_size} in the model")
@@ -33,12 +35,13 @@ def _checkable(plan: SmokePlan) -> bool:
         and not plan.has_sinks and plan.softmax_scale is None
 
 
-def shard_plans(config: Path, plans: Sequence[SmokePlan]
-                ) -> tuple[list[ShardPlan], list[str]]:
+def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
+                heads_of: HeadsOf) -> tuple[list[ShardPlan], list[str]]:
     """One shard plan per smoke plan when the deployment splits attention over ranks
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
-    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
-    loaded = load_deployment(str(config))
+    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks). ``heads_of``
+    gives a plan's heads in all (asked only when the plan is shard-checked)."""
+    config = loaded.path
     deployment = loaded.deployment
     parallel = deployment.parallel
     tp, dcp = parallel.tensor_parallel_size, parallel.decode_context_parallel_size
@@ -59,11 +62,7 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]
             raise CannotRunHereError(
                 f"plan '{plan.name}': vLLM runs {plan.backend} with DCP, but its data states "
                 "no LSE base / DCP read (runtime.lse_base, runtime.dcp_decode_kv)")
-        if deployment.model is None:
-            heads = deployment.layer.num_heads
-            kv_heads = deployment.layer.num_kv_heads or heads
-        else:
-            heads, kv_heads = _model_totals(loaded, plan)
+        heads, kv_heads = heads_of(plan)
         try:
             out.append(ShardPlan(
                 name=plan.name, backend=plan.backend,

@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from selector.kv import format_ranges
-from selector.model_result import ModelCheckResult
+from selector.modelcheck import ModelCheckResult
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 from selector.report.memory import issue_json, memory_json, memory_table
 from selector.report.plain import PlainTable, plain
@@ -66,9 +66,9 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             reasons = f"{r.error.code}: {r.error.name} ({', '.join(codes) or 'see below'})"
         layers.add_row(
             _ranges(selection.layers), selection.kind,
-            f"{facts.get('model_num_q_heads')}/{facts.get('model_num_kv_heads')}",
-            str(facts.get("head_size")),
-            "yes" if facts.get("has_sliding_window") else "-",
+            f"{facts.model_num_q_heads}/{facts.model_num_kv_heads}",
+            str(facts.head_size),
+            "yes" if facts.has_sliding_window else "-",
             r.selected or Text("none", style="red"),
             str(fa.value) if fa else "-",
             reasons,

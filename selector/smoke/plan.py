@@ -42,8 +42,8 @@ FP8_KV_DTYPES: frozenset[str] = frozenset({"fp8", "fp8_e4m3"})
 
 
 def _default_engine() -> str:
-    """The newest engine profile (the catalog's default)."""
-    return load_catalog().default_engine
+    """The engine a command uses when none is named (``Catalog.choose``)."""
+    return load_catalog().choose(None).name
 
 
 class SmokePlan(BaseModel):
@@ -59,7 +59,7 @@ class SmokePlan(BaseModel):
     engine: str = Field(default_factory=_default_engine,
                         pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
                         description="the engine version whose kernel calls are reproduced "
-                        "(default: the newest profile)")
+                        "(default: the engine a command uses when none is named)")
     capability: Annotated[int, Field(ge=10, le=200, strict=True)] = Field(
         default=90, description="compute capability of the plan's GPU, major*10+minor")
     fa_version: Literal[2, 3, 4] | None = Field(

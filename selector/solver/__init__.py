@@ -20,6 +20,7 @@ from selector.derive import derive_facts
 from selector.derive import expression as _expr
 from selector.kv.cudagraph import resolve_cudagraph_mode
 from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
+from selector.request import RequestFacts
 from selector.result import (
     BackendVerdict,
     Diagnostic,
@@ -285,7 +286,7 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
     return tuple(found[:limit])
 
 
-def solve(facts: Mapping[str, Any], *, engine: str | None = None,
+def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str = DEFAULT_CG_MODE,
           suggest: bool = True, catalog: Catalog | None = None) -> SolveResult:
@@ -295,7 +296,8 @@ def solve(facts: Mapping[str, Any], *, engine: str | None = None,
     compiled = compiled_for(engine_data.engine)
     if attention_backend:
         attention_backend = engine_data.backend(attention_backend).name
-    full = {**compiled.defaults, **facts}
+    stated = facts.stated if isinstance(facts, RequestFacts) else facts
+    full = {**compiled.defaults, **stated}
     outcome = select(compiled, full, attention_backend)
     order = outcome.order
     verdicts = []

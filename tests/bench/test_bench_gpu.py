@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from selector.bench.runner import run_bench
-from selector.bench.targets import bench_targets
 from selector.bench.workload import parse_workload
 from selector.errors import CannotRunHereError
+from selector.pipeline.bench import bench_targets
 
 pytestmark = pytest.mark.gpu
 

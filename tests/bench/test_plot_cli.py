@@ -118,7 +118,7 @@ SCRIPT = textwrap.dedent("""
     from selector.bench.measurements import load_measurements
     from selector.bench.plot import render_svg
     from selector.bench.policy import decide_for_deployment
-    from selector.bench.targets import bench_targets
+    from selector.pipeline.bench import bench_targets
     m = load_measurements(Path("tests/fixtures/bench/synthetic-h200-llama.json"))
     render_svg(m); decide_for_deployment(m)
     bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"))

@@ -62,7 +62,8 @@ def test_golden_subsets_cover_every_selectable_outcome() -> None:
 def _preferred_block_size(engine: EngineData, config: dict[str, object], backend: str) -> int:
     """The data's answer to ``get_preferred_block_size(16)`` of the selected backend."""
     spec = engine.backends[backend]
-    scope, _ = facts_from_flat(config, engine.profile)
+    facts, _ = facts_from_flat(config, engine.profile)
+    scope = facts.solver_facts()
     derive_facts(engine.profile.facts, scope)
     derive_facts(spec.facts, scope)
     return evaluate_runtime(spec, scope, "NONE", engine.profile.kv_cache_layout_default).preferred_block_size

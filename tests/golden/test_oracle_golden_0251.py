@@ -76,7 +76,7 @@ def kv_cache_differences(case: Mapping[str, Any]) -> list[tuple[str, str, object
     engine = load_catalog().engine(ENGINE)
     compiled = compiled_for(ENGINE)
     facts, _ = facts_from_flat(case["input"], engine.profile)
-    full = {**compiled.defaults, **facts}
+    full = {**compiled.defaults, **facts.stated}
     _, _, derived = compiled.evaluate(full)
     scope = {**full, **derived}
     call = report["call"]

@@ -43,7 +43,8 @@ def _scope(engine: EngineData, spec: BackendSpec, capability: str) -> dict[str, 
     sparse = spec.features.sparse is True
     config = {"device_capability": capability, "dtype": "bfloat16",
               "head_size": MLA_HEAD if mla else DENSE_HEAD, "use_mla": mla, "use_sparse": sparse}
-    scope, _ = facts_from_flat(config, engine.profile)
+    facts, _ = facts_from_flat(config, engine.profile)
+    scope = facts.solver_facts()
     derive_facts(engine.profile.facts, scope)
     derive_facts(spec.facts, scope)
     return scope

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from selector.parallel.from_deployment import shard_plans
 from selector.parallel.plan import ShardOptions, ShardPlan
+from selector.pipeline.smoke import shard_plans
 from selector.smoke.plan import SmokePlan
 
 pytestmark = pytest.mark.gpu

@@ -23,7 +23,7 @@ def test_check_exit_codes_and_json_schema() -> None:
     assert doc["valid"] is True and doc["selected"] == "FLASH_ATTN" and doc["mode"] == "auto"
     assert doc["runtime"]["facts"]["fa_version"]["value"] == 3
     assert doc["backends"]["TURBOQUANT"]["reasons"][0]["code"] == "KV001"
-    assert doc["facts"]["cc"] == 90 and doc["engine"] == load_catalog().default_engine
+    assert doc["facts"]["cc"] == 90 and doc["engine"] == load_catalog().choose(None).name
     code, out, _ = run_cli(["check", INVALID, "--format", "json"])
     assert code == 1
     doc = json.loads(out)

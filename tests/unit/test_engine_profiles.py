@@ -202,6 +202,7 @@ def test_no_engine_version_literal_in_code() -> None:
     ("engine-profile", "engines/*/profile.yaml"),
     ("backend", "engines/*/backends/*.yaml"),
     ("mla-prefill", "engines/*/mla_prefill.yaml"),
+    ("serve-flags", "engines/*/serve-flags.yaml"),
 ])
 def test_every_engine_file_matches_its_json_schema(schema: str, pattern: str) -> None:
     """The published JSON Schemas (base and child forms) accept every shipped file."""

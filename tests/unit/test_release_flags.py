@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import itertools
 
-import yaml
-
-from selector.resources import schemas_dir
+from selector.catalog import load_catalog
+from selector.serve.flags import release_flags
 from tests.fuzz.test_config_fuzz import run_cli
 
 
 def _first_added_flag() -> tuple[str, str, str]:
     """(a flag, the release before it appeared, the release that added it)."""
-    releases = yaml.safe_load((schemas_dir() / "vllm-serve-flags.yaml").read_text())["releases"]
-    names = list(releases)
-    for older, newer in itertools.pairwise(names):
-        added = [f for f in releases[newer].get("added") or [] if not f.startswith("--no-")]
+    releases = release_flags(load_catalog())
+    for older, newer in itertools.pairwise(releases):
+        added = sorted(f for f in releases[newer] - releases[older] if not f.startswith("--no-"))
         if added:
             return added[0], older, newer
     raise AssertionError("no release adds a flag")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selector.modelcheck import check_model
 from selector.models import load_model, shard_model
+from selector.pipeline.model import check_model
 from selector.result import SolveResult
 from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
 from selector.solver import pinned, solve

@@ -9,7 +9,10 @@ from xml.etree import ElementTree as ET
 
 from selector.records import CheckRecord, CheckReport, Finding
 
-__all__ = ["render", "render_junit"]
+__all__ = ["SUMMARY", "render", "render_junit"]
+
+SUMMARY = "JUnit XML: one test case per deployment and device."
+"""One line for the docs (:mod:`selector.report.formats`)."""
 
 
 def _finding_text(finding: Finding) -> str:

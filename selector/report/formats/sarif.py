@@ -15,7 +15,11 @@ from selector.catalog import load_catalog
 from selector.records import CLI_CODES, CheckRecord, CheckReport, Finding
 from selector.vllm_args import ARG_CODES
 
-__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "code_descriptions", "render", "render_sarif"]
+__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SUMMARY", "code_descriptions", "render", "render_sarif"]
+
+SUMMARY = ("SARIF 2.1.0 for code-scanning annotations, findings located in the deployment "
+           "file.")
+"""One line for the docs (:mod:`selector.report.formats`)."""
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -10,7 +10,10 @@ from selector.kv import format_ranges
 from selector.records import CheckRecord, CheckReport, Finding
 from selector.report.memory import memory_markdown
 
-__all__ = ["render", "render_markdown"]
+__all__ = ["SUMMARY", "render", "render_markdown"]
+
+SUMMARY = "A markdown summary (for a pull-request comment or a job summary)."
+"""One line for the docs (:mod:`selector.report.formats`)."""
 
 _ICONS = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 

@@ -8,7 +8,13 @@ from selector.records import CheckReport
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
 
-__all__ = ["render"]
+__all__ = ["PRINTS", "SUMMARY", "render"]
+
+SUMMARY = ("The terminal report: the selected backend, why, and each backend's reasons "
+           "(a fleet table for several devices).")
+"""One line for the docs (:mod:`selector.report.formats`)."""
+PRINTS = True
+"""Prints to a rich console rather than returning text."""
 
 
 def render(report: CheckReport, console: Any) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, resolve_device
@@ -25,9 +24,10 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
-from selector.model_result import ModelCheckResult
-from selector.modelcheck import check_model
-from selector.models import ModelFacts, load_model
+from selector.modelcheck import ModelCheckResult
+from selector.models import ModelFacts
+from selector.pipeline.model import check_model
+from selector.request import RequestFacts
 
 __all__ = ["check_startup", "tensor_parallel_record"]
 
@@ -35,6 +35,7 @@ __all__ = ["check_startup", "tensor_parallel_record"]
 def _unsharded(loaded: LoadedDeployment, model: ModelFacts | None) -> ModelFacts | None:
     if model is not None:
         return model
+    from selector.models import load_model
 
     reference = loaded.deployment.model or ""
     candidate = Path(loaded.path).parent / reference
@@ -82,7 +83,7 @@ def _explicit_dtype(loaded: LoadedDeployment, settings: Mapping[str, object] | N
     return "dtype" in loaded.deployment.model_fields_set
 
 
-def check_startup(model: ModelFacts, base: dict[str, Any], kv: KVOptions, *,
+def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                   loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
                   settings: Mapping[str, object] | None = None,
                   environ: Mapping[str, str] | None = None) -> ModelCheckResult:

@@ -7,7 +7,10 @@ from typing import Any
 
 from selector.records import CheckRecord, CheckReport
 
-__all__ = ["render", "render_github"]
+__all__ = ["SUMMARY", "render", "render_github"]
+
+SUMMARY = "GitHub Actions workflow commands (::error / ::warning annotations)."
+"""One line for the docs (:mod:`selector.report.formats`)."""
 
 _COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
 

@@ -9,7 +9,10 @@ from typing import Any
 from selector.records import CheckRecord, CheckReport
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 
-__all__ = ["check_documents", "render"]
+__all__ = ["SUMMARY", "check_documents", "render"]
+
+SUMMARY = "One JSON document per deployment and device (a list for several)."
+"""One line for the docs (:mod:`selector.report.formats`)."""
 
 
 def check_documents(records: Sequence[CheckRecord], command: Any) -> list[dict[str, Any]]:

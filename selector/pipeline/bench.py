@@ -1,0 +1,52 @@
+"""``bench`` through the stages: a deployment solved (and, for a model, its KV cache
+planned), then per attention group every valid backend that has a kernel runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selector.bench.targets import (
+    BenchTargets,
+    layer_groups,
+    model_groups,
+    targets_from_groups,
+)
+from selector.catalog import load_catalog
+from selector.config import LoadedDeployment, load_deployment
+from selector.errors import InvalidDeploymentError
+from selector.pipeline.deployment import solve_deployment
+
+__all__ = ["bench_targets"]
+
+
+def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
+    """The benchmark groups of a deployment file (or one already loaded).
+
+    Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
+    and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
+    """
+    catalog = load_catalog()
+    loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
+    path = Path(loaded.path)
+    deployment = loaded.deployment
+    solved = solve_deployment(loaded, catalog, suggest=False, startup=False,
+                              refuse_split=False)
+    rejected = InvalidDeploymentError(
+        f"{path}: vLLM would reject this deployment; `attn-select check {path}` says why")
+    if solved.model is not None:
+        if not solved.model.valid or solved.model.plan is None:
+            raise rejected
+        groups = model_groups(solved.model)
+        mode = "explicit" if deployment.attention_backend else "auto"
+    else:
+        result = solved.layer
+        assert result is not None
+        if not result.valid:
+            raise rejected
+        groups = layer_groups(result, name=path.stem,
+                              sliding_window=deployment.layer.sliding_window,
+                              logits_soft_cap=deployment.layer.logits_soft_cap)
+        mode = result.mode
+    device = deployment.device if isinstance(deployment.device, str) else None
+    return targets_from_groups(str(path), engine=solved.engine, device=device, mode=mode,
+                               groups=groups)

@@ -1,0 +1,151 @@
+"""A deployment through the stages: request facts, then selection for its single layer or
+every layer of its model (with the KV plan and, when asked, vLLM's start-up checks).
+
+The one place that decides between a single-layer deployment (``layer:``) and a whole
+model (``model:``); every command takes a :class:`Solved` from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from selector.catalog import Catalog
+from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
+from selector.errors import InputError
+from selector.memory import StartupIssue, dtype_issue, startup_profile
+from selector.modelcheck import ModelCheckResult
+from selector.models import LayerFacts, ModelFacts, shard_model
+from selector.pipeline.model import check_model
+from selector.pipeline.startup import check_startup, tensor_parallel_record
+from selector.request import RequestFacts, layer_request
+from selector.result import SolveResult
+from selector.solver import solve
+
+__all__ = ["LayerRequest", "Solved", "layer_of", "solve_deployment"]
+
+
+@dataclass(frozen=True)
+class Solved:
+    """One deployment through the stages, on its own device.
+
+    Exactly one of ``layer`` (a single-layer deployment), ``model`` (a model deployment:
+    per-layer selections and the KV plan) or ``refused`` (vLLM refuses to split the
+    model's heads over the tensor-parallel ranks, before any selection) is set.
+    """
+
+    loaded: LoadedDeployment
+    engine: str
+    device: str
+    layer: SolveResult | None = None
+    model: ModelCheckResult | None = None
+    refused: StartupIssue | None = None
+    startup: tuple[StartupIssue, ...] = ()
+    """A single layer's start-up refusals (the model's are in ``model.startup``)."""
+
+    @property
+    def valid(self) -> bool:
+        """vLLM would start it (selection, KV plan and the start-up checks made)."""
+        if self.layer is not None:
+            return self.layer.valid and not self.startup
+        return self.model is not None and self.model.valid
+
+
+def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
+                   cc: int, device: str) -> tuple[StartupIssue, ...]:
+    d = loaded.deployment
+    refusal = dtype_issue(catalog, startup_profile(catalog, engine), dtype=d.dtype,
+                          explicit="dtype" in d.model_fields_set, cc=cc, device=device)
+    return () if refusal is None else (refusal,)
+
+
+def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str | None = None,
+                     model: ModelFacts | None = None, kv_options: Mapping[str, Any] | None = None,
+                     settings: Mapping[str, object] | None = None,
+                     environ: Mapping[str, str] | None = None, suggest: bool = True,
+                     startup: bool = True, refuse_split: bool = True) -> Solved:
+    """Solve one loaded deployment on its own device.
+
+    ``engine`` overrides the file's ``engine:``. For a model deployment: ``model``
+    replaces the facts read from it (e.g. with ``--hf-overrides`` applied), ``kv_options``
+    adds KV-planner options, ``settings`` / ``environ`` are the command line's.
+    ``suggest``: the solver's fix suggestions; ``startup``: vLLM's start-up checks
+    (the memory budget sizes the KV cache); ``refuse_split``: vLLM's refusal of a
+    tensor-parallel size that does not divide the model's heads, before sharding.
+    """
+    d = loaded.deployment
+    requested = engine or d.engine
+    if d.model is None:
+        facts = deployment_facts(loaded, catalog)
+        _, cc, device = resolve_device(d, catalog)
+        result = solve(facts, engine=requested, attention_backend=d.attention_backend,
+                       cudagraph_mode=d.cudagraph_mode, suggest=suggest, catalog=catalog)
+        issues = _layer_startup(loaded, catalog, requested, cc, device) if startup else ()
+        return Solved(loaded=loaded, engine=result.engine, device=device, layer=result,
+                      startup=issues)
+    if refuse_split:
+        split = tensor_parallel_record(loaded, catalog, engine, model)
+        if split is not None:
+            issue, engine_name, device = split
+            return Solved(loaded=loaded, engine=engine_name, device=device, refused=issue)
+    facts_model, base, kv = deployment_model(loaded, catalog)
+    _, _, device = resolve_device(d, catalog)
+    if model is not None:
+        facts_model = shard_model(model, d.parallel.tensor_parallel_size)
+    if kv_options:
+        kv = kv.model_copy(update=dict(kv_options))
+    if startup:
+        checked = check_startup(facts_model, base, kv, loaded=loaded, catalog=catalog,
+                                engine=engine, settings=settings, environ=environ)
+    else:
+        checked = check_model(facts_model, base, engine=requested,
+                              attention_backend=d.attention_backend,
+                              backend_per_kind=d.attention_config.backend_per_kind,
+                              cudagraph_mode=d.cudagraph_mode, options=kv, catalog=catalog)
+    return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)
+
+
+@dataclass(frozen=True)
+class LayerRequest:
+    """The request of one attention layer of a deployment (for ``explain``)."""
+
+    facts: RequestFacts
+    attention_backend: str | None
+    """The backend the deployment pins for this layer (None: automatic selection)."""
+    layer: int | None = None
+    """The model layer's index (None: a single-layer deployment)."""
+    kind: str | None = None
+    """The model layer's spec kind (None: a single-layer deployment)."""
+
+
+def _model_layer(model: ModelFacts, layer: int | None) -> tuple[int, LayerFacts]:
+    attention = [i for i, facts_of in enumerate(model.layers) if facts_of.is_attention]
+    if not attention:
+        raise InputError("the model has no attention layer to explain", field="model")
+    index = attention[0] if layer is None else layer
+    if not 0 <= index < len(model.layers):
+        raise InputError(f"layer {index} does not exist (the model has {len(model.layers)} layers)",
+                         field="--layer", hint=f"give 0 to {len(model.layers) - 1}")
+    chosen = model.layers[index]
+    if not chosen.is_attention:
+        raise InputError(f"layer {index} is a {chosen.kind} layer, not attention",
+                         field="--layer", hint="pick an attention layer (see `attn-select check`)")
+    return index, chosen
+
+
+def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = None) -> LayerRequest:
+    """The request of one layer: the single layer of a ``layer:`` deployment, or layer
+    ``layer`` of a model (default: its first attention layer)."""
+    d = loaded.deployment
+    if d.model is None:
+        if layer is not None:
+            raise InputError("--layer needs a deployment with a `model:`", field="--layer")
+        return LayerRequest(facts=deployment_facts(loaded, catalog),
+                            attention_backend=d.attention_backend)
+    model, base, _ = deployment_model(loaded, catalog)
+    index, chosen = _model_layer(model, layer)
+    per_kind = d.attention_config.backend_per_kind
+    return LayerRequest(facts=layer_request(base, chosen, model),
+                        attention_backend=per_kind.get(chosen.spec_kind, d.attention_backend),
+                        layer=index, kind=chosen.spec_kind)

@@ -1,0 +1,46 @@
+"""``explain`` through the stages: one layer's request facts (the single layer of a
+deployment, or one layer of its model) solved without suggestions, then every check of
+one backend in vLLM's order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from selector.catalog import Catalog
+from selector.config import LoadedDeployment
+from selector.pipeline.deployment import LayerRequest, layer_of
+from selector.result import SolveResult
+from selector.solver import explain_backend, solve
+
+__all__ = ["Explained", "explain_layer"]
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One backend's checks for one layer of a deployment."""
+
+    backend: str
+    """The backend's registered name."""
+    request: LayerRequest
+    result: SolveResult
+    checks: list[dict[str, Any]]
+    """Every check in vLLM's order: the rule, the facts it read, pass / fail."""
+
+    @property
+    def valid(self) -> bool:
+        return self.result.verdict(self.backend).valid
+
+
+def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
+                  engine: str | None = None, layer: int | None = None) -> Explained:
+    """Explain ``backend`` for the deployment's single layer, or for layer ``layer`` of its
+    model (default: the first attention layer)."""
+    engine_data = catalog.engine(engine or loaded.deployment.engine)
+    name = engine_data.backend(backend).name
+    request = layer_of(loaded, catalog, layer)
+    result = solve(request.facts, engine=engine_data.engine,
+                   attention_backend=request.attention_backend, suggest=False,
+                   catalog=catalog)
+    return Explained(backend=name, request=request, result=result,
+                     checks=explain_backend(result, name, catalog))

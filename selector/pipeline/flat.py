@@ -1,0 +1,88 @@
+"""Flat selector configs through the stages (``sweep``, ``diff --matrix``): request facts
+from each config, then the compiled profile's selection, one outcome per config.
+
+:class:`FlatEvaluator` compiles the engine profile once; :meth:`FlatEvaluator.request`
+reads a config (the only step that can fail on bad input), :meth:`FlatEvaluator.select`
+evaluates it, :meth:`FlatEvaluator.evaluate_batch` evaluates many at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from selector.catalog import EngineData
+from selector.errors import InputError
+from selector.flat import facts_from_flat
+from selector.request import RequestFacts
+from selector.solver import SelectionOutcome, select
+from selector.solver.compiled import CompiledEngine, compiled_for
+
+__all__ = ["FlatEvaluator", "FlatRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class FlatRequest:
+    """One flat config read: its request facts and the backend it pins (None: automatic)."""
+
+    facts: RequestFacts
+    forced: str | None
+
+
+class FlatEvaluator:
+    """Flat configs -> selection outcomes under one engine profile.
+
+    ``backends``: the backends to report (default: the profile's reported set); every
+    backend of automatic selection is evaluated besides. ``every``: evaluate every
+    registered backend (the compiled evaluator of ``solve``).
+    """
+
+    def __init__(self, engine: EngineData, backends: tuple[str, ...] | None = None, *,
+                 every: bool = False) -> None:
+        self.engine = engine
+        self.reported: tuple[str, ...] = tuple(backends or engine.profile.reported_backends)
+        self.evaluated: tuple[str, ...] = tuple(
+            dict.fromkeys([*engine.auto_backends(), *self.reported]))
+        self.compiled: CompiledEngine = (compiled_for(engine.engine) if every
+                                         else compiled_for(engine.engine, self.evaluated))
+        self._every = every
+
+    def request(self, config: Mapping[str, Any], *, auto: bool = False) -> FlatRequest:
+        """Read one flat config (raises :class:`InputError` naming the field); ``auto``:
+        ignore the backend it pins (automatic selection)."""
+        facts, forced = facts_from_flat(config, self.engine.profile)
+        if auto:
+            return FlatRequest(facts, None)
+        if forced is not None:
+            forced = self.engine.backend(forced).name
+        return FlatRequest(facts, forced)
+
+    def select(self, request: FlatRequest) -> tuple[SelectionOutcome, tuple[str, ...]]:
+        """(the selection outcome, the backends to report for it: the pinned one included)."""
+        forced = request.forced
+        stated = request.facts.stated
+        if self._every:
+            outcome = select(self.compiled, {**self.compiled.defaults, **stated}, forced)
+        elif forced is not None and forced not in self.evaluated:
+            outcome = select(compiled_for(self.engine.engine, (*self.evaluated, forced)),
+                             stated, forced)
+        else:
+            outcome = select(self.compiled, stated, forced)
+        reported = self.reported
+        names = reported if forced is None or forced in reported else (*reported, forced)
+        return outcome, names
+
+    def evaluate_batch(self, configs: Iterable[Mapping[str, Any]]
+                       ) -> list[tuple[SelectionOutcome, tuple[str, ...]] | InputError]:
+        """Every config's outcome (or the input error that stops it), in order: the entry
+        for a column-wise or otherwise batched evaluator."""
+        out: list[tuple[SelectionOutcome, tuple[str, ...]] | InputError] = []
+        for config in configs:
+            try:
+                request = self.request(config)
+            except InputError as error:
+                out.append(error)
+                continue
+            out.append(self.select(request))
+        return out

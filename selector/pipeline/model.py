@@ -1,0 +1,79 @@
+"""The whole model through the stages: every attention layer's backend selected by the
+solver with that layer's own request facts (layers with identical facts are solved
+once), then the KV cache negotiated across all layers.
+
+Pure: model facts + deployment facts in, a frozen :class:`ModelCheckResult` out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from selector.catalog import Catalog, load_catalog
+from selector.kv import BackendKVFacts, KVOptions, plan_model
+from selector.modelcheck import LayerSelection, ModelCheckResult, backend_kv_facts
+from selector.models import LayerFacts, ModelFacts
+from selector.request import RequestFacts, as_request, layer_request
+from selector.result import SolveResult
+from selector.solver import solve
+
+__all__ = ["check_model"]
+
+
+def _signature(facts: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(facts.items()))
+
+
+def check_model(
+    model: ModelFacts,
+    base_facts: RequestFacts | Mapping[str, Any],
+    *,
+    engine: str | None = None,
+    attention_backend: str | None = None,
+    backend_per_kind: Mapping[str, str] | None = None,
+    cudagraph_mode: str = "FULL_AND_PIECEWISE",
+    options: KVOptions | None = None,
+    catalog: Catalog | None = None,
+) -> ModelCheckResult:
+    """Select each attention layer's backend and negotiate the KV cache."""
+    catalog = catalog or load_catalog()
+    engine_data = catalog.engine(engine)
+    per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
+    base = as_request(base_facts)
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
+    kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
+    for layer in model.layers:
+        if not layer.is_attention:
+            continue
+        facts = layer_request(base, layer, model)
+        backend = per_kind.get(layer.spec_kind, attention_backend)
+        key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind))
+        groups.setdefault(key, []).append(layer.index)
+        facts_of[key] = facts
+        kind_of[key] = layer.layer_kind
+    selections = []
+    by_layer: dict[int, SolveResult] = {}
+    for key, layers in groups.items():
+        backend = dict(key).get("__backend__")
+        result = solve(facts_of[key], engine=engine_data.engine, attention_backend=backend,
+                       cudagraph_mode=cudagraph_mode, catalog=catalog)
+        selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
+                                         result=result))
+        for index in layers:
+            by_layer[index] = result
+    plan = None
+    if all(s.result.valid for s in selections):
+        kv_cache = {}
+
+        def choose(layer: LayerFacts) -> BackendKVFacts:
+            if layer.index not in kv_cache:
+                kv_cache[layer.index] = backend_kv_facts(by_layer[layer.index], catalog)
+            return kv_cache[layer.index]
+
+        options = options or KVOptions()
+        plan = plan_model(model, choose, options)
+    return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
+                            plan=plan)
+

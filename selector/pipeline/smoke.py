@@ -1,0 +1,84 @@
+"""``smoke`` through the stages: a deployment solved (and, for a model, its KV cache
+planned), then the smoke plans of what was negotiated, and the shard plans of a
+tensor- or decode-context-parallel split.
+
+One entry for every caller of the smoke: the local ``smoke CONFIG`` command and a fleet
+run (which negotiates the same file once per device type of the cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path, PurePath
+
+from selector.catalog import load_catalog
+from selector.config import LoadedDeployment, deployment_model, load_deployment
+from selector.errors import InputError, InvalidDeploymentError
+from selector.parallel import from_deployment
+from selector.parallel.plan import ShardPlan
+from selector.pipeline.deployment import solve_deployment
+from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
+from selector.smoke.plan import SmokePlan
+from selector.solver import pinned
+
+__all__ = ["deployment_plans", "shard_plans"]
+
+
+def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
+    """The smoke plans of a loaded deployment on its own device.
+
+    Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject it and
+    :class:`InputError` (exit 2) when no attention group has a backend to smoke-test.
+    """
+    catalog = load_catalog()
+    config = loaded.path
+    deployment = loaded.deployment
+    solved = solve_deployment(loaded, catalog, suggest=False, startup=False)
+    if solved.refused is not None:  # as check reports it (exit 1), before the model is sharded
+        raise InvalidDeploymentError(
+            f"{config}: vLLM would reject this deployment: {solved.refused.message.rstrip('.')}; "
+            f"`attn-select check {config}` says more")
+    if solved.model is not None:
+        checked = solved.model
+        if not checked.valid:
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+        plans = plans_from_model(checked)
+        selected = sorted({s.result.selected or "-" for s in checked.selections})
+    else:
+        result = solved.layer
+        assert result is not None
+        if not result.valid:
+            reason = f": {result.error.message}" if result.error is not None else ""
+            raise InvalidDeploymentError(
+                f"{config}: vLLM would reject this deployment{reason}; "
+                f"`attn-select check {config}` says more")
+        plans = plans_from_result(result, name=PurePath(config).stem,
+                                  sliding_window=deployment.layer.sliding_window,
+                                  logits_soft_cap=deployment.layer.logits_soft_cap,
+                                  parity={b: pinned(result, b) for b in parity_backends(result)})
+        selected = [result.selected or "-"]
+    if not plans:
+        raise InputError(
+            f"the plan selects {', '.join(selected)}, and no attention group has a backend "
+            "to smoke-test", file=str(config),
+            hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
+    return plans
+
+
+def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> tuple[list[ShardPlan], list[str]]:
+    """One shard plan per smoke plan when the deployment splits attention over ranks
+    (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
+    smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
+    loaded = load_deployment(str(config))
+    layer = loaded.deployment.layer
+
+    def layer_heads(plan: SmokePlan) -> tuple[int, int]:
+        return layer.num_heads, layer.num_kv_heads or layer.num_heads
+
+    def model_heads(plan: SmokePlan) -> tuple[int, int]:
+        model, _, _ = deployment_model(loaded, load_catalog())
+        return from_deployment.model_heads(model, plan)
+
+    heads_of = layer_heads if loaded.deployment.model is None else model_heads
+    return from_deployment.shard_plans(loaded, plans, heads_of)

@@ -1,0 +1,163 @@
+"""The JSON config flags of a ``vllm serve`` command line (``--attention-config``,
+``--compilation-config`` / ``-O``, ``--speculative-config``, with their dotted keys)
+-> :class:`Settings`, with notes on the keys attn-select does not model."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from selector.catalog import Catalog, CatalogError, close_matches
+from selector.errors import InputError
+from selector.memory import startup_profile
+from selector.schema.types import CUDAGRAPH_MODES
+from selector.serve.command import ServeNote
+from selector.serve.flags import ServeFlags
+from selector.serve.settings import Settings
+from selector.serve.tokenize import RawCommand
+from selector.serve.values import bad_value, deep_merge, json_object, parse_bool, parse_int
+
+__all__ = ["attention_config", "backend_name", "compilation_config", "speculative_config"]
+
+
+def backend_name(flag: str, value: str, catalog: Catalog, engine: str | None) -> str | None:
+    """A backend name as a flag gives it (``auto`` or empty: none), checked against the
+    engine's backends."""
+    text = value.strip()
+    if not text or text.lower() == "auto":
+        return None
+    backends = catalog.engine(engine).backends
+    name = text.upper()
+    if name not in backends:
+        raise bad_value(flag, f"unknown attention backend {text!r}",
+                   hint=close_matches(name, sorted(backends)))
+    return name
+
+
+def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
+                      catalog: Catalog, engine: str | None, table: ServeFlags) -> None:
+    passed_over = table.attention_config_passed_over
+    config: dict[str, Any] = {}
+    if "--attention-config" in raw.values:
+        config = json_object("--attention-config", raw.values["--attention-config"])
+    config = deep_merge(config, raw.dotted.get("--attention-config", {}))
+    for key, value in config.items():
+        flag = f"--attention-config.{key}"
+        if key == "backend":
+            if value is not None and "--attention-backend" in raw.values:
+                raise bad_value("--attention-backend",
+                           "attention_backend and attention_config.backend are mutually exclusive",
+                           hint="give the backend once: --attention-backend NAME")
+            settings.attention_backend = (
+                None if value is None else backend_name(flag, str(value), catalog, engine))
+        elif key == "flash_attn_version":
+            if value is None:
+                continue
+            if value not in (2, 3, 4) or isinstance(value, bool):
+                raise bad_value(flag, f"unknown FlashAttention version {value!r}", hint="valid: 2, 3, 4")
+            settings.flash_attn_version = int(value)
+        elif key == "use_trtllm_attention":
+            settings.use_trtllm_attention = None if value is None else parse_bool(flag, value)
+        elif key == "use_non_causal":
+            settings.use_non_causal = parse_bool(flag, value)
+        elif key == "backend_per_kind":
+            if not isinstance(value, dict):
+                raise bad_value(flag, "expected a JSON object of kind -> backend",
+                           hint='e.g. \'{"sliding_window": "TRITON_ATTN"}\'')
+            for kind, name in value.items():
+                chosen = backend_name(f"{flag}.{kind}", str(name), catalog, engine)
+                if chosen is not None:
+                    settings.backend_per_kind[str(kind)] = chosen
+        elif key in passed_over.fields or key.startswith(passed_over.prefixes):
+            notes.append(ServeNote("info", "AS104", flag,
+                                   f"{flag} is not modelled by attn-select; passed over"))
+        else:
+            label = catalog.engine(engine).label
+            notes.append(ServeNote("warning", "AS103", flag,
+                                   f"{flag}: {label}'s AttentionConfig has no field {key!r} "
+                                   "that attn-select knows of"))
+
+
+def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
+    """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
+    try:
+        return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
+    except (CatalogError, InputError):
+        return frozenset()
+
+
+def compilation_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
+                        catalog: Catalog, engine: str | None, table: ServeFlags) -> None:
+    config: dict[str, Any] = {}
+    level: int | None = None
+    if "--compilation-config" in raw.values:
+        text = raw.values["--compilation-config"].strip()
+        if re.fullmatch(r"\d", text):
+            config = {"mode": int(text)}
+            notes.append(ServeNote("info", "AS107", "--compilation-config",
+                                   f"--compilation-config {text} is the legacy compilation level"))
+        else:
+            config = json_object("--compilation-config", text)
+    config = deep_merge(config, raw.dotted.get("--compilation-config", {}))
+    if "--optimization-level" in raw.values:
+        levels = table.optimization_levels
+        level = parse_int("--optimization-level", raw.values["--optimization-level"],
+                          low=min(levels), high=max(levels))
+        settings.cudagraph_mode = levels[level]
+    for key in ("mode", "level"):
+        if key in config:
+            mode = config[key]
+            if mode in (0, "NONE", "none", "0") and "cudagraph_mode" not in config:
+                notes.append(ServeNote(
+                    "info", "AS107", f"--compilation-config.{key}",
+                    "compilation mode NONE: vLLM defaults to no CUDA graphs (cudagraph_mode NONE)"))
+                settings.cudagraph_mode = "NONE"
+            if mode in (0, "NONE", "none", "0"):
+                settings.kv_options["vllm_compile"] = False
+    if "cudagraph_mode" in config:
+        flag = "--compilation-config.cudagraph_mode"
+        value = str(config["cudagraph_mode"]).strip().upper()
+        if value not in CUDAGRAPH_MODES:
+            raise bad_value(flag, f"unknown CUDA-graph mode {config['cudagraph_mode']!r}",
+                       hint="valid: " + ", ".join(CUDAGRAPH_MODES))
+        settings.cudagraph_mode = value
+    fields = _compilation_fields(catalog, engine)
+    for key in config:
+        if fields and key not in fields:
+            value = config[key]
+            code = catalog.code("SU005")
+            close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+            notes.append(ServeNote(
+                "error", "SU005", f"--compilation-config.{key}",
+                code.message.format(flag="--compilation-config/-cc",
+                                    config_class="CompilationConfig", key=key,
+                                    input_value=repr(value), input_type=type(value).__name__),
+                hint=(f"did you mean {close[0]!r}?" if close
+                      else "see CompilationConfig's fields in vLLM's docs")))
+    other = sorted(k for k in config if k not in ("cudagraph_mode", "mode", "level")
+                   and (not fields or k in fields))
+    if other:
+        notes.append(ServeNote("info", "AS104", "--compilation-config",
+                               "compilation settings that do not change backend selection "
+                               "passed over: " + ", ".join(other)))
+
+
+def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]) -> None:
+    if "--speculative-config" not in raw.values:
+        return
+    config = json_object("--speculative-config", raw.values["--speculative-config"])
+    tokens = config.get("num_speculative_tokens")
+    flag = "--speculative-config.num_speculative_tokens"
+    if tokens is None:
+        if config.get("method") in ("ngram", "eagle", "eagle3", "mtp", "medusa", "draft_model") \
+                or config.get("model"):
+            notes.append(ServeNote("warning", "AS104", flag,
+                                   "num_speculative_tokens is not given; vLLM takes it from the "
+                                   "draft model's config: attn-select assumes 1",
+                                   hint="give num_speculative_tokens explicitly"))
+            settings.num_speculative_tokens = 1
+        return
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 64:
+        raise bad_value(flag, f"expected an integer 0..64, got {tokens!r}")
+    settings.num_speculative_tokens = tokens

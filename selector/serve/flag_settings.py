@@ -1,0 +1,115 @@
+"""The flags of a ``vllm serve`` command line -> the :class:`Settings` they amount to
+(bad values raise :class:`InputError` naming the flag)."""
+
+from __future__ import annotations
+
+from selector.catalog import Catalog, close_matches
+from selector.schema.types import KV_CACHE_DTYPES
+from selector.serve.command import ServeNote
+from selector.serve.config_flags import (
+    attention_config,
+    backend_name,
+    compilation_config,
+    speculative_config,
+)
+from selector.serve.flags import ServeFlags
+from selector.serve.settings import Settings
+from selector.serve.tokenize import RawCommand
+from selector.serve.values import (
+    bad_value,
+    json_object,
+    parse_bytes,
+    parse_int,
+    parse_max_model_len,
+)
+
+__all__ = ["build_settings"]
+
+
+def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
+                   notes: list[ServeNote], table: ServeFlags) -> Settings:
+    """The settings the flags amount to (bad values raise :class:`InputError`)."""
+    s = Settings()
+    values = raw.values
+    if "--attention-backend" in values:
+        s.attention_backend = backend_name("--attention-backend", values["--attention-backend"],
+                                            catalog, engine)
+    attention_config(raw, s, notes, catalog, engine, table)
+    if "--block-size" in values:
+        s.block_size = parse_int("--block-size", values["--block-size"], high=65536)
+    if "--kv-cache-dtype" in values:
+        kv = values["--kv-cache-dtype"].strip()
+        if kv not in KV_CACHE_DTYPES:
+            raise bad_value("--kv-cache-dtype", f"unknown KV-cache dtype {kv!r}",
+                       hint=close_matches(kv, list(KV_CACHE_DTYPES)))
+        s.kv_cache_dtype = kv
+    if "--dtype" in values:
+        dtype = values["--dtype"].strip().lower()
+        if dtype not in table.dtypes:
+            raise bad_value("--dtype", f"unknown dtype {values['--dtype']!r}",
+                            hint="valid: " + ", ".join(table.dtypes))
+        s.dtype = table.dtypes[dtype]
+    if "--tensor-parallel-size" in values:
+        s.tp = parse_int("--tensor-parallel-size", values["--tensor-parallel-size"], high=1024)
+    if "--decode-context-parallel-size" in values:
+        s.dcp = parse_int("--decode-context-parallel-size",
+                     values["--decode-context-parallel-size"], high=1024)
+    if "--prefill-context-parallel-size" in values:
+        s.pcp = parse_int("--prefill-context-parallel-size",
+                     values["--prefill-context-parallel-size"], high=1024)
+    if "--cp-kv-cache-interleave-size" in values:
+        s.cp_interleave = parse_int("--cp-kv-cache-interleave-size",
+                               values["--cp-kv-cache-interleave-size"])
+    speculative_config(raw, s, notes)
+    compilation_config(raw, s, notes, catalog, engine, table)
+    if "--enforce-eager" in raw.order and "--no-enforce-eager" not in raw.order:
+        s.cudagraph_mode = "NONE"
+        notes.append(ServeNote("info", "AS107", "--enforce-eager",
+                               "--enforce-eager: no CUDA graphs (cudagraph_mode NONE)"))
+    if "--kv-transfer-config" in values:
+        config = json_object("--kv-transfer-config", values["--kv-transfer-config"])
+        connector = config.get("kv_connector")
+        if not isinstance(connector, str) or not connector:
+            raise bad_value("--kv-transfer-config.kv_connector", "missing the connector name",
+                       hint='e.g. {"kv_connector": "NixlConnector", "kv_role": "kv_both"}')
+        s.kv_connector = connector
+    if "--enable-prefix-caching" in raw.order:
+        s.enable_prefix_caching = True
+    if "--no-enable-prefix-caching" in raw.order:
+        s.enable_prefix_caching = False
+    if "--max-model-len" in values:
+        s.max_model_len = parse_max_model_len("--max-model-len", values["--max-model-len"])
+    if "--gpu-memory-utilization" in values:
+        text = values["--gpu-memory-utilization"]
+        try:
+            fraction = float(text)
+        except ValueError:
+            raise bad_value("--gpu-memory-utilization", f"expected a fraction, got {text!r}") from None
+        if not 0 < fraction <= 1:
+            raise bad_value("--gpu-memory-utilization", f"{fraction} is not in (0, 1]",
+                       hint="e.g. 0.9 for 90% of the GPU's memory")
+        s.gpu_memory_utilization = fraction
+    if "--max-num-batched-tokens" in values:
+        s.kv_options["max_num_batched_tokens"] = parse_int("--max-num-batched-tokens",
+                                                      values["--max-num-batched-tokens"])
+    if "--pipeline-parallel-size" in values:
+        s.pipeline_parallel_size = parse_int("--pipeline-parallel-size",
+                                        values["--pipeline-parallel-size"], high=1024)
+    if "--data-parallel-size" in values:
+        s.data_parallel_size = parse_int("--data-parallel-size", values["--data-parallel-size"],
+                                    high=65536)
+    s.enable_expert_parallel = ("--enable-expert-parallel" in raw.order
+                                and "--no-enable-expert-parallel" not in raw.order)
+    if "--moe-backend" in values:
+        backend = values["--moe-backend"].strip().lower().replace("-", "_")
+        s.moe_backend = None if backend == "auto" else backend
+    if "--max-num-seqs" in values:
+        s.max_num_seqs = parse_int("--max-num-seqs", values["--max-num-seqs"])
+    if "--kv-cache-memory-bytes" in values:
+        s.kv_cache_memory_bytes = parse_bytes("--kv-cache-memory-bytes",
+                                         values["--kv-cache-memory-bytes"])
+    if "--hf-overrides" in values:
+        s.hf_overrides = json_object("--hf-overrides", values["--hf-overrides"])
+    if "--disable-sliding-window" in raw.order:
+        s.disable_sliding_window = True
+    return s

@@ -1,0 +1,62 @@
+"""The ``vllm serve`` flag table of an engine (``serve-flags.yaml`` of its profile,
+inherited along the ``extends`` chain): how many words each flag takes, the short
+aliases, what vLLM dropped, and each release's own parser flags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from selector.catalog import Catalog, CatalogError, merge_inherited
+from selector.schema.serve_flags import ServeFlags
+
+__all__ = ["SERVE_FLAGS_FILE", "SERVE_FLAGS_MAPPINGS", "ServeFlags", "release_flags",
+           "serve_flags"]
+
+SERVE_FLAGS_FILE = "serve-flags.yaml"
+SERVE_FLAGS_MAPPINGS = ("aliases", "flags", "removed_environment", "optimization_levels",
+                        "dtypes", "engine_flags")
+"""The sections that merge key by key (``KEY: null`` removes one)."""
+
+_DOCUMENTS: dict[tuple[str, str], dict[str, Any]] = {}
+_TABLES: dict[tuple[str, str], ServeFlags] = {}
+
+
+def _document(catalog: Catalog, name: str) -> dict[str, Any]:
+    """``serve-flags.yaml`` of engine ``name`` merged over its parent's (each engine's
+    document is read once per process)."""
+    key = (str(catalog.engine_dirs[name]), name)
+    document = _DOCUMENTS.get(key)
+    if document is None:
+        parent = catalog.engine(name).profile.extends
+        document = merge_inherited(_document(catalog, parent) if parent else {},
+                                   catalog.engine_dirs[name] / SERVE_FLAGS_FILE,
+                                   SERVE_FLAGS_MAPPINGS)
+        _DOCUMENTS[key] = document
+    return document
+
+
+def serve_flags(catalog: Catalog, engine: str | None = None) -> ServeFlags:
+    """The flag table of ``engine`` (a version or range; default: the default engine)."""
+    name = catalog.engine(engine).engine
+    key = (str(catalog.engine_dirs[name]), name)
+    table = _TABLES.get(key)
+    if table is None:
+        try:
+            table = ServeFlags.model_validate(_document(catalog, name))
+        except ValidationError as exc:
+            raise CatalogError(f"{catalog.engine_dirs[name] / SERVE_FLAGS_FILE}: {exc}") from None
+        _TABLES[key] = table
+    return table
+
+
+def release_flags(catalog: Catalog) -> dict[str, frozenset[str]]:
+    """Every vLLM release's own parser flags: version (``0.29.0``) -> option strings,
+    oldest first."""
+    table: dict[str, frozenset[str]] = {}
+    for name in catalog.engine_names:
+        data = catalog.engine(name)
+        if data.family == "vllm":
+            table[str(data.version)] = frozenset(_document(catalog, name).get("engine_flags") or ())
+    return table

@@ -1,0 +1,158 @@
+"""A ``vllm serve MODEL [flags...]`` command line -> the deployment it amounts to, plus
+notes (:func:`parse_serve_command`).
+
+Pure: no I/O except reading the model's ``config.json`` (a shipped preset or a
+local directory, through :mod:`selector.models`); never prints or exits.  Bad
+values raise :class:`InputError` naming the flag.  Flags that do not change
+attention-backend selection are passed over with a note; knobs that the engine
+ignores (``VLLM_ATTENTION_BACKEND``...) produce warnings that show the flag to use
+instead; flags it removed and unknown keys inside ``--compilation-config`` are errors
+(vLLM refuses the command line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from selector.catalog import Catalog
+from selector.errors import InputError
+from selector.models import ModelFacts, parse_config
+from selector.schema.request import (
+    AttentionConfig,
+    Deployment,
+    DeviceRef,
+    KVConnector,
+    Parallel,
+    Speculative,
+)
+from selector.serve.command import ServeCommand, ServeNote
+from selector.serve.environment import read_environment
+from selector.serve.flag_notes import flag_notes
+from selector.serve.flag_settings import build_settings
+from selector.serve.flags import serve_flags
+from selector.serve.presets import is_shipped_preset, load_model_config
+from selector.serve.settings import Settings
+from selector.serve.tokenize import tokenize
+from selector.serve.values import SOURCE, bad_value, deep_merge
+
+__all__ = ["parse_serve_command"]
+
+
+def _without_sliding_window(model: ModelFacts) -> ModelFacts:
+    layers = tuple(layer.model_copy(update={"sliding_window": None}) for layer in model.layers)
+    return model.model_copy(update={"layers": layers})
+
+
+def _deployment(model: ModelFacts, model_ref: str, s: Settings, engine: str | None,
+                device: str | DeviceRef) -> Deployment:
+    dtype = s.dtype if s.dtype != "auto" else model.runtime_dtype
+    try:
+        return Deployment(
+            engine=engine, model=model_ref, device=device, dtype=dtype,
+            kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
+            attention_backend=s.attention_backend, cudagraph_mode=s.cudagraph_mode,
+            max_model_len=s.max_model_len if s.max_model_len and s.max_model_len > 0 else None,
+            gpu_memory_utilization=s.gpu_memory_utilization,
+            kv_cache_memory_bytes=s.kv_cache_memory_bytes,
+            max_num_batched_tokens=s.kv_options.get("max_num_batched_tokens"),
+            max_num_seqs=s.max_num_seqs,
+            moe_backend=s.moe_backend,
+            enable_prefix_caching=True if s.enable_prefix_caching is None
+            else s.enable_prefix_caching,
+            attention_config=AttentionConfig(
+                backend_per_kind=dict(s.backend_per_kind),
+                flash_attn_version=s.flash_attn_version,
+                use_trtllm_attention=s.use_trtllm_attention,
+                use_non_causal=s.use_non_causal),
+            parallel=Parallel(tensor_parallel_size=s.tp, decode_context_parallel_size=s.dcp,
+                              prefill_context_parallel_size=s.pcp,
+                              cp_kv_cache_interleave_size=s.cp_interleave),
+            speculative=Speculative(num_speculative_tokens=s.num_speculative_tokens),
+            batch_invariant=s.batch_invariant,
+            kv_connector=KVConnector(name=s.kv_connector) if s.kv_connector else None,
+            environment=dict(s.environment),
+        )
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise InputError(f"the command line does not make a valid deployment: {exc}",
+                         file=SOURCE) from None
+
+
+def _summary(s: Settings) -> dict[str, Any]:
+    return {
+        "attention_backend": s.attention_backend,
+        "attention_config": {"backend_per_kind": s.backend_per_kind or None,
+                             "flash_attn_version": s.flash_attn_version,
+                             "use_trtllm_attention": s.use_trtllm_attention,
+                             "use_non_causal": s.use_non_causal},
+        "block_size": s.block_size,
+        "kv_cache_dtype": s.kv_cache_dtype,
+        "dtype": s.dtype,
+        "tensor_parallel_size": s.tp,
+        "decode_context_parallel_size": s.dcp,
+        "prefill_context_parallel_size": s.pcp,
+        "num_speculative_tokens": s.num_speculative_tokens,
+        "cudagraph_mode": s.cudagraph_mode,
+        "kv_connector": s.kv_connector,
+        "enable_prefix_caching": s.enable_prefix_caching,
+        "max_model_len": s.max_model_len,
+        "gpu_memory_utilization": s.gpu_memory_utilization,
+        "hf_overrides": s.hf_overrides or None,
+        "batch_invariant": s.batch_invariant,
+        "pipeline_parallel_size": s.pipeline_parallel_size,
+        "data_parallel_size": s.data_parallel_size,
+        "enable_expert_parallel": s.enable_expert_parallel,
+    }
+
+
+def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog: Catalog,
+                        engine: str | None = None, model: str | None = None,
+                        environ: Mapping[str, str] | None = None) -> ServeCommand:
+    """Parse a ``vllm serve`` command line (as typed after ``attn-select check --``).
+
+    ``model`` overrides MODEL (a preset name or a directory with config.json) for a
+    command whose MODEL is a path on another machine; ``environ`` adds process
+    variables (only ``VLLM_*`` ones are read).
+    """
+    engine_data = catalog.engine(engine)
+    table = serve_flags(catalog, engine)
+    raw = tokenize(argv, table)
+    if raw.model is None and model is None:
+        raise bad_value("MODEL", "no MODEL in the command line",
+                   hint="write vllm serve MODEL [flags], or pass attn-select check --model PRESET")
+    env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
+    env.update(raw.env)
+    notes: list[ServeNote] = list(raw.notes)
+    flag_notes(raw, notes, catalog, table,
+                str(engine_data.version) if engine_data.family == "vllm" else "")
+    settings = build_settings(raw, catalog, engine, notes, table)
+    read_environment(env, settings, notes, catalog, engine, table)
+    data, file, name, how = load_model_config(raw.model or "", model)
+    notes.append(ServeNote("info", "AS105", "--model" if model else "MODEL", how))
+    if settings.hf_overrides:
+        data = deep_merge(data, settings.hf_overrides)
+        notes.append(ServeNote("info", "AS107", "--hf-overrides",
+                               "applied to the model's config: "
+                               + ", ".join(sorted(settings.hf_overrides))))
+    facts = parse_config(data, file=file, name=name)
+    if not any(layer.is_attention for layer in facts.layers):
+        raise InputError("the model has no attention layers to check", file=file, field="model")
+    if settings.disable_sliding_window:
+        if any(layer.sliding_window for layer in facts.layers):
+            notes.append(ServeNote("info", "AS107", "--disable-sliding-window",
+                                   "--disable-sliding-window: sliding-window layers are checked "
+                                   "as full attention"))
+        facts = _without_sliding_window(facts)
+    if any(layer.attention_chunk_size for layer in facts.layers):
+        notes.append(ServeNote("info", "AS104", "model",
+                               "chunked local-attention layers are checked as full attention"))
+    model_ref = name if is_shipped_preset(file) else file
+    deployment = _deployment(facts, model_ref, settings, engine, device)
+    rank = {"error": 0, "warning": 1, "info": 2}
+    ordered = sorted(notes, key=lambda n: (rank[n.level], notes.index(n)))
+    return ServeCommand(
+        argv=tuple(argv), model=raw.model or (model or ""), model_source=facts.name,
+        environment=env, settings=_summary(settings), deployment=deployment, model_facts=facts,
+        notes=tuple(ordered), kv_options=dict(settings.kv_options),
+        dtype_auto=settings.dtype == "auto",
+    )

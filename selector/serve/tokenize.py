@@ -1,0 +1,224 @@
+"""The words after ``vllm serve`` -> MODEL and the flags with their values
+(:class:`RawCommand`), parsed by an ``argparse`` parser built from the engine's flag
+table, as vLLM builds its own (``vllm/engine/arg_utils.py`` ``add_cli_args``).
+
+Before argparse sees them the words are normalised the way vLLM's
+``FlexibleArgumentParser.parse_args`` does (``vllm/utils/argparse_utils.py:243-335``):
+``--max_model_len`` is ``--max-model-len``, ``-O3`` is ``--optimization-level 3``,
+short aliases become their long flags, dotted keys (``-cc.cudagraph_mode=FULL``) keep
+their underscores.  Unlike vLLM's parser, a flag that the table does not know is not
+an error: it takes the next word as its value if that is not a flag, and is passed
+over with a note.  Which words are flags is decided here, as argparse decides it
+(a word that starts with ``-`` and is not a negative number, ``-`` or a phrase);
+argparse decides how many words each flag takes.  It never prints or exits here: its
+errors become :class:`InputError` naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from selector.serve.command import ServeNote
+from selector.serve.flags import ServeFlags
+from selector.serve.values import bad_value, parse_scalar, set_dotted
+from selector.serve.wrappers import is_serve_command, serve_words
+
+__all__ = ["RawCommand", "is_serve_command", "tokenize"]
+
+_DOTTED_CONFIGS = ("--attention-config", "--compilation-config")
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+"""argparse's own test for a word that is a negative number, not a flag."""
+
+
+@dataclass
+class RawCommand:
+    """The command line split into what the settings builder needs."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
+    """flag -> its value (the last one wins, as with argparse)."""
+    dotted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """--attention-config / --compilation-config dotted keys."""
+    order: list[str] = field(default_factory=list)
+    notes: list[ServeNote] = field(default_factory=list)
+
+
+class _Word(str):
+    """A word for argparse that knows where it was and how it was given.  A word that
+    is not a flag starts with a character argparse never reads as a flag, so that no
+    word like ``-3`` is taken for an abbreviation of a registered ``-3x``."""
+
+    position: int
+    given: str
+
+
+_NOT_A_FLAG = "\x00"
+
+
+def _given(value: Any) -> Any:
+    return value.given if isinstance(value, _Word) else value
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise _ParseError(message or "")
+
+
+class _Record(argparse.Action):
+    """Records every flag met, in order, with its value(s)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        namespace.events.append((self.option_strings[0], values))
+
+
+def _is_flag(word: str) -> bool:
+    """Whether argparse reads ``word`` as a flag (every flag-shaped word is registered)."""
+    if not word.startswith("-") or word == "-" or _NEGATIVE_NUMBER.match(word):
+        return False
+    name = word.split("=", 1)[0]
+    return name not in ("-", "--") and " " not in name and not _NEGATIVE_NUMBER.match(name)
+
+
+def _normalise_flag(word: str, aliases: Mapping[str, str]) -> tuple[str, str | None]:
+    """``--max_model_len=8`` -> (``--max-model-len``, ``8``); aliases resolved; dotted
+    keys keep their underscores (as vLLM's FlexibleArgumentParser does)."""
+    value: str | None = None
+    if "=" in word:
+        word, value = word.split("=", 1)
+    match = re.fullmatch(r"-O(\d)", word)
+    if match:
+        return "--optimization-level", match.group(1)
+    head, dot, tail = word.partition(".")
+    if head.startswith("--"):
+        head = "--" + head[2:].replace("_", "-")
+    head = aliases.get(head, head)
+    return head + dot + tail, value
+
+
+_Nargs = int | str | None
+"""argparse's ``nargs``: ``"*"``, ``0``, ``None`` (exactly one) or ``"?"``."""
+
+
+def _nargs(flag: str, table: ServeFlags) -> _Nargs:
+    """How many words ``flag`` takes: a list, none (a switch), exactly one (a known
+    valued flag, a dotted key) or one if the next word is not a flag (unknown)."""
+    takes = table.takes(flag)
+    if takes == "list":
+        return "*"
+    if takes == "switch" or flag.startswith("--no-"):
+        return 0
+    if "." in flag or takes == "value":
+        return None
+    return "?"
+
+
+@dataclass
+class _Words:
+    """The words for argparse, and what it does not keep."""
+
+    words: list[_Word] = field(default_factory=list)
+    flags: dict[str, _Nargs] = field(default_factory=dict)
+    """Every flag met, with the words it takes."""
+    flag_positions: list[int] = field(default_factory=list)
+    """Where each flag argparse records is."""
+    inline: dict[int, str] = field(default_factory=dict)
+    """``--flag=value`` values by position (argparse drops a value of ``--``)."""
+    options_end: int | None = None
+    """Where ``--`` ends the flags (later words are positional)."""
+
+
+def _words(body: Sequence[str], table: ServeFlags) -> _Words:
+    """The words for argparse: flags normalised as vLLM's parser does."""
+    out = _Words()
+    for position, given in enumerate(body):
+        text = _NOT_A_FLAG + given
+        if out.options_end is None and given == "--":
+            out.options_end = position  # argparse's too: every later word is positional
+            text = given
+        elif out.options_end is None and _is_flag(given):
+            flag, value = _normalise_flag(given, table.aliases)
+            nargs = out.flags.setdefault(flag, _nargs(flag, table))
+            text = flag if value is None or nargs == 0 else f"{flag}={value}"
+            out.flag_positions.append(position)
+            if value is not None:
+                out.inline[position] = value
+        word = _Word(text)
+        word.position, word.given = position, given
+        out.words.append(word)
+    return out
+
+
+def tokenize(argv: Sequence[str], table: ServeFlags) -> RawCommand:
+    """Split a command line into the variables, MODEL and flags the settings are built from."""
+    env, body = serve_words(argv)
+    raw = RawCommand(argv=tuple(argv), env=env)
+    words = _words(body, table)
+    parser = _Parser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for number, (option, nargs) in enumerate(words.flags.items()):
+        parser.add_argument(option, nargs=nargs, action=_Record, dest=f"flag{number}",
+                            default=argparse.SUPPRESS)
+    try:
+        namespace, rest = parser.parse_known_args(words.words, argparse.Namespace(events=[]))
+    except argparse.ArgumentError as exc:
+        raise bad_value(exc.argument_name or "", "expected a value after this flag") from None
+    except _ParseError as exc:  # pragma: no cover - no positional, nothing required
+        raise bad_value("vllm serve", str(exc)) from None
+    items: list[tuple[int, str | None, Any]] = [
+        (position, flag, words.inline.get(position, _given(value)))
+        for position, (flag, value) in zip(words.flag_positions, namespace.events, strict=True)]
+    items += [(word.position, None, word.given) for word in rest
+              if isinstance(word, _Word) and word.position != words.options_end]
+    for _, flag, value in sorted(items, key=lambda item: item[0]):
+        if flag is None:
+            _positional(raw, str(value))
+        else:
+            _flag(raw, flag, value, words.flags[flag])
+    return raw
+
+
+def _positional(raw: RawCommand, word: str) -> None:
+    if raw.model is None:
+        raw.model = word
+    else:
+        raw.notes.append(ServeNote("info", "AS103", word,
+                                   f"extra positional argument {word!r} passed over"))
+
+
+def _flag(raw: RawCommand, flag: str, value: Any, nargs: _Nargs) -> None:
+    if nargs == "*":
+        raw.order.append(flag)
+        return
+    base, dot, key = flag.partition(".")
+    if dot and base in _DOTTED_CONFIGS:
+        raw.dotted.setdefault(base, {})
+        set_dotted(raw.dotted[base], key.split("."), parse_scalar(value))
+        raw.order.append(flag)
+    elif dot and base == "--optimization-level":
+        # the legacy -O.key=value spelling of --compilation-config.key
+        raw.dotted.setdefault("--compilation-config", {})
+        set_dotted(raw.dotted["--compilation-config"], key.split("."), parse_scalar(value or ""))
+        raw.order.append(flag)
+    elif dot:
+        raw.notes.append(ServeNote("info", "AS103", flag, f"{flag} passed over"))
+    elif flag == "--model":
+        if raw.model is None:
+            raw.model = str(value)
+    else:
+        raw.order.append(flag)
+        raw.values[flag] = value if isinstance(value, str) else ""
