@@ -52,10 +52,11 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                              "selector.config", "selector.pipeline.bench", "selector.pipeline.smoke",
                              "selector.smoke", "selector.smoke.deployment"),
     "selector.fleet.run": ("selector.fleet.cluster", "selector.fleet.dispatch"),
-    # A single-layer check never reads a model file nor the architecture registry, and its
-    # report never loads the model view.
+    # A single-layer check reads no model file, shards no model, never asks the architecture
+    # registry, and its report never loads the model view.
     "selector.checkrun": ("selector.models.arch_registry",),
     "selector.config": ("selector.models",),
+    "selector.pipeline.deployment": ("selector.models.tensor_parallel",),
     "selector.pipeline.startup": ("selector.models",),
     "selector.report.formats.json": ("selector.report.model",),
     "selector.report.formats.text": ("selector.report.model",),

@@ -16,7 +16,7 @@ from selector.config import LoadedDeployment, deployment_facts, deployment_model
 from selector.errors import InputError
 from selector.memory import StartupIssue, dtype_issue, startup_profile
 from selector.modelcheck import ModelCheckResult
-from selector.models import LayerFacts, ModelFacts, shard_model
+from selector.models import LayerFacts, ModelFacts
 from selector.pipeline.model import check_model
 from selector.pipeline.startup import check_startup, tensor_parallel_record
 from selector.request import RequestFacts, layer_request
@@ -92,6 +92,8 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     facts_model, base, kv = deployment_model(loaded, catalog)
     _, _, device = resolve_device(d, catalog)
     if model is not None:
+        from selector.models.tensor_parallel import shard_model
+
         facts_model = shard_model(model, d.parallel.tensor_parallel_size)
     if kv_options:
         kv = kv.model_copy(update=dict(kv_options))
