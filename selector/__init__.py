@@ -42,23 +42,17 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "BackendVerdict": "selector.result",
-    "Diagnostic": "selector.result",
-    "SolveResult": "selector.result",
-    "Suggestion": "selector.result",
-    "Catalog": "selector.catalog",
-    "load_catalog": "selector.catalog",
-    "ExitCode": "selector.errors",
-    "InputError": "selector.errors",
-    "deployment_facts": "selector.config",
-    "load_deployment": "selector.config",
-    "solve": "selector.solver",
-    "RequestFacts": "selector.request",
-    "Solved": "selector.pipeline.deployment",
-    "solve_deployment": "selector.pipeline.deployment",
-    "sweep_lines": "selector.sweep",
+_EXPORTS = {  # module -> the names this package exports from it (imported on first use)
+    "selector.result": ("BackendVerdict", "Diagnostic", "SolveResult", "Suggestion"),
+    "selector.catalog": ("Catalog", "load_catalog"),
+    "selector.errors": ("ExitCode", "InputError"),
+    "selector.config": ("deployment_facts", "load_deployment"),
+    "selector.solver": ("solve",),
+    "selector.request": ("RequestFacts",),
+    "selector.pipeline.deployment": ("Solved", "solve_deployment"),
+    "selector.sweep": ("sweep_lines",),
 }
+_LAZY = {name: module for module, names in _EXPORTS.items() for name in names}
 
 if TYPE_CHECKING:
     from selector.catalog import Catalog, load_catalog

@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import string
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +27,12 @@ from pydantic import ValidationError
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.resources import schemas_dir
-from selector.schema.backend import BackendSpec
+from selector.schema.backend import BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
+from selector.schema.layouts import KVLayouts
+from selector.schema.types import KVLayout
 
 __all__ = [
     "DEFAULT_ENGINE_ENV",
@@ -128,6 +131,9 @@ class EngineData:
     :func:`selector.mla_prefill.load_mla_prefill`), or None when the engine has none."""
     mla_prefill_path: Path | None = field(default=None, repr=False, compare=False)
     """The newest file that shaped :attr:`mla_prefill`."""
+    wired: dict[str, BackendSpec] = field(default_factory=dict, repr=False)
+    """The backends vLLM gives a layer without selection, by ``wired_for`` (Mamba /
+    GDN state, the sparse indexer); never among :attr:`backends`."""
 
     @property
     def engine(self) -> str:
@@ -182,9 +188,16 @@ class Catalog:
     """Codes of attn-select's own findings (``cli_codes`` of reason-codes.yaml)."""
     argument_codes: dict[str, ToolCode] = field(default_factory=dict)
     """Codes of the notes about a command line (``argument_codes`` of reason-codes.yaml)."""
+    layout_aliases: dict[str, KVLayout] = field(default_factory=dict)
+    """Legacy KV-cache layout names -> ``KVCacheLayout`` members (``kv-layouts.yaml``)."""
+    per_layer_layouts: dict[str, str] = field(default_factory=dict)
+    """5-D KV-cache layout -> the per-layer ``NHD`` / ``HND`` view (``kv-layouts.yaml``)."""
+    default_layout_preference: tuple[KVLayout, ...] = ()
+    """The KV-cache layouts most preferred first when no backend declares a set (``kv-layouts.yaml``)."""
     digest: str = field(default="", repr=False, compare=False)
-    """Hash of the data files (set when loaded)."""
+    """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
+    """A memo of the engines loaded on first use (a loaded engine is never replaced)."""
 
     @property
     def engine_names(self) -> list[str]:
@@ -659,6 +672,7 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
     except ValidationError as exc:
         raise CatalogError(validation_message(profile_path, exc)) from None
     backends: dict[str, BackendSpec] = {}
+    wired: dict[str, BackendSpec] = {}
     for name, raw_backend in raw.backends.items():
         path = directory / "backends" / f"{name}.yaml"
         try:
@@ -669,11 +683,34 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
             raise CatalogError(f"{path}: name {spec.name!r} does not match the file name")
         if spec.engine != profile.engine:
             raise CatalogError(f"{path}: engine {spec.engine!r} is not {profile.engine!r}")
-        backends[spec.name] = spec
+        if spec.wired_for is None:
+            backends[spec.name] = spec
+            continue
+        _check_wired(path, spec)
+        if spec.wired_for in wired:
+            raise CatalogError(f"{path}: {wired[spec.wired_for].name} is also wired_for "
+                               f"{spec.wired_for}")
+        wired[spec.wired_for] = spec
+    missing = sorted(set(typing.get_args(WiredFor)) - set(wired))
+    if missing:
+        raise CatalogError(f"{profile_path}: no backend is wired_for {missing}")
     data = EngineData(profile=profile, backends=backends, directory=directory,
-                      mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path)
+                      mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path,
+                      wired=wired)
     _cross_check(data, codes)
     return data
+
+
+def _check_wired(path: Path, spec: BackendSpec) -> None:
+    """A wired backend's rules are read without request facts: unconditional, with
+    plain values."""
+    rules: list[Any] = [*spec.kernel_block_sizes, *spec.runtime.cudagraph_support,
+                        *spec.runtime.reorder_batch_threshold]
+    if any(rule.when is not True for rule in rules) or len(rules) != 3 or any(
+            isinstance(rule.value, str) for rule in spec.runtime.reorder_batch_threshold):
+        raise CatalogError(f"{path}: a wired backend (wired_for: {spec.wired_for}) states one "
+                           "unconditional kernel_block_sizes, cudagraph_support and "
+                           "reorder_batch_threshold rule each, with plain values")
 
 
 def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
@@ -695,6 +732,9 @@ def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
                 raise CatalogError(f"priority list names unknown backend {name!r}")
             if isinstance(entry, PriorityEntry):
                 _check_names(f"priority entry {name}", entry.when, known)
+    for suggestion in profile.suggestions:
+        if suggestion.input not in profile.inputs:
+            raise CatalogError(f"suggestion {suggestion.flag!r}: unknown input {suggestion.input!r}")
     for name in profile.reported_backends:
         if name not in data.backends:
             raise CatalogError(f"reported_backends names unknown backend {name!r}")
@@ -739,17 +779,14 @@ def load_catalog(root: Path | None = None) -> Catalog:
     base = root or schemas_dir()
     digest = data_digest(base)
     cached = cache_get("catalog", digest)
-    if isinstance(cached, Catalog):
-        object.__setattr__(cached, "digest", digest)
-        object.__setattr__(cached, "_loaded", {})
+    if isinstance(cached, Catalog) and cached.digest == digest and not cached._loaded:
         return cached
-    catalog = _load_catalog_files(base)
-    object.__setattr__(catalog, "digest", digest)
+    catalog = _load_catalog_files(base, digest=digest)
     cache_put("catalog", digest, catalog)
     return catalog
 
 
-def _load_catalog_files(base: Path) -> Catalog:
+def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
     codes_path = base / "reason-codes.yaml"
     try:
         registry = ReasonCodeRegistry.model_validate(read_yaml(codes_path))
@@ -781,6 +818,11 @@ def _load_catalog_files(base: Path) -> Catalog:
             if key in index and index[key] is not device:
                 raise CatalogError(f"{devices_path}: duplicate device name {alias!r}")
             index[key] = device
+    layouts_path = base / "kv-layouts.yaml"
+    try:
+        layouts = KVLayouts.model_validate(read_yaml(layouts_path))
+    except ValidationError as exc:
+        raise CatalogError(validation_message(layouts_path, exc)) from None
     by_engine: dict[str, Path] = {}
     for directory in sorted((base / "engines").iterdir()):
         profile_path = directory / PROFILE_FILE
@@ -795,7 +837,9 @@ def _load_catalog_files(base: Path) -> Catalog:
             by_engine[str(name)] = directory
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
-                   argument_codes=argument_codes)
+                   argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
+                   per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()},
+                   default_layout_preference=layouts.default_preference, digest=digest)
 
 
 def load_engine(requested: str | None = None) -> EngineData:

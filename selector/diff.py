@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from selector.kv.layout import layout_aliases
 from selector.result import Diagnostic, SolveResult
 
 __all__ = [
-    "LAYOUT_ALIASES",
     "BackendChange",
     "BackendSummary",
     "Change",
@@ -29,10 +29,6 @@ __all__ = [
     "diff_results",
     "support_matrix",
 ]
-
-LAYOUT_ALIASES = {"NHD": "LBNHC", "HND": "LBHNC"}
-"""Pre-0.33 process-wide layouts in 0.33.0's ``KVCacheLayout`` names (same memory order)."""
-
 
 @dataclass(frozen=True)
 class Change:
@@ -141,7 +137,8 @@ def _multiset_minus(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> tuple
 
 
 def _layout_key(layout: str | None) -> str | None:
-    return LAYOUT_ALIASES.get(layout, layout) if layout else layout
+    """Pre-0.33 process-wide layouts in 0.33.0's ``KVCacheLayout`` names (same memory order)."""
+    return layout_aliases().get(layout, layout) if layout else layout
 
 
 def _error(diagnostic: Diagnostic | None) -> str | None:

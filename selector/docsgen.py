@@ -15,7 +15,7 @@ import inspect
 import itertools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,59 +181,67 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     backend_schema = {"$defs": defs, "anyOf": [{"$ref": "#/$defs/BackendSpec"},
                                                {"$ref": "#/$defs/BackendPatch"}]}
 
-    profile = build(EngineProfile)
-    pdefs = profile.pop("$defs", {})
-    pfull = {k: v for k, v in profile.items() if k != "$schema"}
-    pfull["properties"]["extends"] = {"type": "null", "description": (
-        "A complete profile is the base of a chain: it extends nothing.")}
-    ppatch = _child_schema(
-        pfull, "EngineProfilePatch",
-        "A newer engine's profile (`extends:` an older one) that states only what changed: "
-        + _INHERITANCE, defs=pdefs, mappings={"inputs": "InputSpec", "environment": "InputSpec",
-                                  "messages": None},
-        keyed={"facts": "name", "checks": "code", "priorities": "id"})
-    ppatch["properties"]["extends"] = {
-        "type": "string", "pattern": r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
-        "description": "The older profile this one states its changes from."}
-    ppatch["properties"]["remove_backends"] = {
-        "type": "array", "items": {"type": "string"},
-        "description": "Backends of the parent profile that this engine does not have."}
-    ppatch["required"] = ["engine", "extends"]
-    pdefs["EngineProfile"] = pfull
-    pdefs["EngineProfilePatch"] = ppatch
-    profile_schema = {"$defs": pdefs, "anyOf": [{"$ref": "#/$defs/EngineProfile"},
-                                                {"$ref": "#/$defs/EngineProfilePatch"}]}
+    def complete_or_patch(model: Any, patch_name: str, text: str, *,
+                          mappings: dict[str, str | None], keyed: dict[str, str],
+                          edit_full: Callable[[dict[str, Any]], None] | None = None,
+                          edit_patch: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """A data file a newer profile may state only the changes of: the complete form
+        (``model``) or the patch (``patch_name``), either one."""
+        schema = build(model)
+        defs = schema.pop("$defs", {})
+        full = {k: v for k, v in schema.items() if k != "$schema"}
+        if edit_full is not None:
+            edit_full(full)
+        patch = _child_schema(full, patch_name, text + _INHERITANCE, defs=defs,
+                              mappings=mappings, keyed=keyed)
+        edit_patch(patch)
+        name = model.__name__
+        defs[name] = full
+        defs[patch_name] = patch
+        return {"$defs": defs, "anyOf": [{"$ref": f"#/$defs/{name}"},
+                                         {"$ref": f"#/$defs/{patch_name}"}]}
 
-    prefill = build(MLAPrefillProfile)
-    mdefs = prefill.pop("$defs", {})
-    mfull = {k: v for k, v in prefill.items() if k != "$schema"}
-    mpatch = _child_schema(
-        mfull, "MLAPrefillProfilePatch",
+    def base_profile(full: dict[str, Any]) -> None:
+        full["properties"]["extends"] = {"type": "null", "description": (
+            "A complete profile is the base of a chain: it extends nothing.")}
+
+    def profile_patch(patch: dict[str, Any]) -> None:
+        patch["properties"]["extends"] = {
+            "type": "string", "pattern": r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
+            "description": "The older profile this one states its changes from."}
+        patch["properties"]["remove_backends"] = {
+            "type": "array", "items": {"type": "string"},
+            "description": "Backends of the parent profile that this engine does not have."}
+        patch["required"] = ["engine", "extends"]
+
+    def prefill_patch(patch: dict[str, Any]) -> None:
+        patch["properties"]["inherit"] = {"const": True,
+                                          "description": "Patch the parent profile's file."}
+        patch["required"] = ["engine", "inherit"]
+
+    def serve_patch(patch: dict[str, Any]) -> None:
+        patch["properties"]["engine_flags"]["additionalProperties"] = {"enum": [True, None]}
+
+    profile_schema = complete_or_patch(
+        EngineProfile, "EngineProfilePatch",
+        "A newer engine's profile (`extends:` an older one) that states only what changed: ",
+        mappings={"inputs": "InputSpec", "environment": "InputSpec", "messages": None},
+        keyed={"facts": "name", "checks": "code", "priorities": "id"},
+        edit_full=base_profile, edit_patch=profile_patch)
+    prefill_schema = complete_or_patch(
+        MLAPrefillProfile, "MLAPrefillProfilePatch",
         "A newer engine's mla_prefill.yaml (`inherit: true`) that states only what changed "
-        "(without one, the engine inherits its parent's file): " + _INHERITANCE,
-        defs=mdefs, mappings={"messages": None},
-        keyed={"facts": "name", "checks": "code", "backends": "name", "priorities": "id"})
-    mpatch["properties"]["inherit"] = {"const": True,
-                                       "description": "Patch the parent profile's file."}
-    mpatch["required"] = ["engine", "inherit"]
-    mdefs["MLAPrefillProfile"] = mfull
-    mdefs["MLAPrefillProfilePatch"] = mpatch
-    prefill_schema = {"$defs": mdefs, "anyOf": [{"$ref": "#/$defs/MLAPrefillProfile"},
-                                                {"$ref": "#/$defs/MLAPrefillProfilePatch"}]}
-    serve = build(ServeFlags)
-    sdefs = serve.pop("$defs", {})
-    sfull = {k: v for k, v in serve.items() if k != "$schema"}
-    spatch = _child_schema(
-        sfull, "ServeFlagsPatch",
+        "(without one, the engine inherits its parent's file): ",
+        mappings={"messages": None},
+        keyed={"facts": "name", "checks": "code", "backends": "name", "priorities": "id"},
+        edit_patch=prefill_patch)
+    serve_schema = complete_or_patch(
+        ServeFlags, "ServeFlagsPatch",
         "A newer engine's serve-flags.yaml that states only what changed (without one, the "
-        "engine inherits its parent's table): " + _INHERITANCE, defs=sdefs,
+        "engine inherits its parent's table): ",
         mappings={"aliases": None, "flags": "FlagSpec", "removed_environment": "RemovedVariable",
-                  "optimization_levels": None, "dtypes": None, "engine_flags": None}, keyed={})
-    spatch["properties"]["engine_flags"]["additionalProperties"] = {"enum": [True, None]}
-    sdefs["ServeFlags"] = sfull
-    sdefs["ServeFlagsPatch"] = spatch
-    serve_schema = {"$defs": sdefs, "anyOf": [{"$ref": "#/$defs/ServeFlags"},
-                                              {"$ref": "#/$defs/ServeFlagsPatch"}]}
+                  "optimization_levels": None, "dtypes": None, "engine_flags": None}, keyed={},
+        edit_patch=serve_patch)
     return {
         "deployment.schema.json": _finish(
             deployment, "attn-select deployment",

@@ -56,10 +56,6 @@ class ModelCheckResult:
         raise KeyError(layer)
 
 
-_LEGACY_LAYOUTS = {"NHD": "LBNHC", "HND": "LBHNC"}
-"""Engines before the 5-D layouts (vLLM 0.25.1) name layouts NHD / HND."""
-
-
 def _local_facts(result: SolveResult, catalog: Catalog) -> dict[str, Any]:
     """The selected backend's local facts (``kv_packing``, ``canonical_kv_cache_dtype``)."""
     assert result.selected is not None
@@ -79,7 +75,8 @@ def backend_kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
     local = _local_facts(result, catalog)
     packing = local.get("kv_packing") or "dense"
     runtime = result.runtime
-    layouts = (tuple(_LEGACY_LAYOUTS.get(x, x) for x in runtime.kv_layouts)
+    aliases = catalog.layout_aliases  # engines before the 5-D layouts name them NHD / HND
+    layouts = (tuple(aliases.get(x, x) for x in runtime.kv_layouts)
                if runtime.kv_layouts else None)
     fa_trace = runtime.fact("fa_version")
     return BackendKVFacts(

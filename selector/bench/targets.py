@@ -10,7 +10,7 @@ from typing import Any
 
 from selector.bench.measurements import GeometryInfo, GroupInfo
 from selector.errors import InputError
-from selector.modelcheck import ModelCheckResult
+from selector.modelcheck import LayerSelection, ModelCheckResult
 from selector.result import SolveResult
 from selector.smoke.from_result import SMOKE_BACKENDS, smoke_plan
 from selector.smoke.plan import SmokePlan
@@ -104,9 +104,19 @@ def layer_groups(result: SolveResult, *, name: str, sliding_window: int | None,
                    logits_soft_cap=logits_soft_cap)]
 
 
+def _selection(checked: ModelCheckResult, backend: str, first: int) -> LayerSelection | None:
+    """The selection of a KV group's layers when it is their attention backend; None for
+    the groups no attention backend serves (the Mamba / GDN state groups: vLLM builds them
+    no attention backend to time) and for side caches (the sparse indexer's)."""
+    selection = next((s for s in checked.selections if first in s.layers), None)
+    if selection is None or selection.result.selected != backend:
+        return None
+    return selection
+
+
 def model_groups(checked: ModelCheckResult) -> list[BenchGroup]:
     """One group per distinct attention group of a model's KV plan, with the geometry the
-    plan negotiated for the selected backend."""
+    plan negotiated for the selected backend (state and side-cache groups have none)."""
     plan = checked.plan
     assert plan is not None
     layout = plan.layout.layout if plan.layout is not None else "LBNHC"
@@ -116,7 +126,9 @@ def model_groups(checked: ModelCheckResult) -> list[BenchGroup]:
     for kv_group in plan.groups:
         for attention in kv_group.attention_groups:
             first = int(attention.layers.split(",")[0].split("-")[0])
-            selection = checked.selection_of(first)
+            selection = _selection(checked, attention.backend.name, first)
+            if selection is None:
+                continue
             layer = checked.model.layer(first)
             key = (attention.backend.name, layer.sliding_window, layer.head_size,
                    layer.num_q_heads, layer.num_kv_heads)

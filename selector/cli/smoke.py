@@ -205,9 +205,10 @@ def smoke_command(
     With --ray, run the same check on one node of every GPU type of a Ray cluster and merge
     the answers into one fleet report.
 
-    Exit 0 when every check passes, 2 on bad input or an invalid deployment, 3 when a
-    kernel or check fails, 4 when this machine (with --ray: some device) cannot run it, 5
-    when every check passed but on another kernel than the plan negotiated (SUBSTITUTED).
+    Exit 0 when every check passes, 1 for a deployment vLLM would reject, 2 on bad input,
+    3 when a kernel or check fails, 4 when this machine (with --ray: some device) cannot run
+    it, 5 when every check passed but on another kernel than the plan negotiated
+    (SUBSTITUTED).
     """
     from selector.parallel.plan import ShardOptions
     from selector.pipeline.smoke import shard_plans

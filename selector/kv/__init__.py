@@ -9,15 +9,12 @@ from selector._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from selector.kv.backend_facts import (
-        DEEPSEEK_V32_INDEXER,
-        GDN_ATTN,
-        MAMBA1_ATTN,
-        MAMBA2_ATTN,
         BackendKVFacts,
         BlockSizeRule,
         CGSupport,
         KVLayout,
         MultipleOf,
+        wired_backends,
     )
     from selector.kv.block_size import (
         preferred_block_size,
@@ -80,10 +77,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "DEEPSEEK_V32_INDEXER",
-    "GDN_ATTN",
-    "MAMBA1_ATTN",
-    "MAMBA2_ATTN",
     "AttentionGroupPlan",
     "BackendChooser",
     "BackendKVFacts",
@@ -124,13 +117,10 @@ __all__ = [
     "select_common_block_size",
     "supported_layouts",
     "unify_page_sizes",
+    "wired_backends",
 ]
 
 _LAZY: dict[str, str] = {
-    "DEEPSEEK_V32_INDEXER": "selector.kv.backend_facts",
-    "GDN_ATTN": "selector.kv.backend_facts",
-    "MAMBA1_ATTN": "selector.kv.backend_facts",
-    "MAMBA2_ATTN": "selector.kv.backend_facts",
     "AttentionGroupPlan": "selector.kv.plan_types",
     "BackendChooser": "selector.kv.plan",
     "BackendKVFacts": "selector.kv.backend_facts",
@@ -171,6 +161,7 @@ _LAZY: dict[str, str] = {
     "select_common_block_size": "selector.kv.block_size",
     "supported_layouts": "selector.kv.layout",
     "unify_page_sizes": "selector.kv.grouping",
+    "wired_backends": "selector.kv.backend_facts",
 }
 
 

@@ -2,8 +2,8 @@
 
 The per-layer backend *choice* is the core solver's job; this module only
 defines the small, frozen input it hands to :func:`selector.kv.plan_model`,
-plus the fixed facts of the backends vLLM wires without selection (Mamba /
-GDN state backends and the DeepSeek-V3.2 indexer cache).
+plus the facts of the backends vLLM wires without selection (Mamba / GDN state
+backends and the DeepSeek-V3.2 indexer cache), read from their backend files.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from selector.catalog import EngineData, load_catalog
+from selector.schema.backend import BackendSpec
 from selector.schema.types import MultipleOf
 
 __all__ = [
     "CG_LEVEL",
-    "DEEPSEEK_V32_INDEXER",
-    "GDN_ATTN",
-    "MAMBA1_ATTN",
-    "MAMBA2_ATTN",
     "BackendKVFacts",
     "BlockSizeRule",
     "CGSupport",
@@ -28,6 +26,8 @@ __all__ = [
     "MultipleOf",
     "render_sizes",
     "rule_base",
+    "wired_backends",
+    "wired_kv_facts",
 ]
 
 CGSupport = Literal["NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS"]
@@ -128,42 +128,24 @@ class BackendKVFacts(_Frozen):
         return min(rule_base(rule) for rule in self.kernel_block_sizes)
 
 
-MAMBA1_ATTN = BackendKVFacts(
-    name="MAMBA1_ATTN",
-    class_name="Mamba1AttentionBackend",
-    cudagraph_support="UNIFORM_BATCH",
-    reorder_batch_threshold=1,
-    is_ssm=True,
-)
-"""Jamba / Mamba-1 state backend (``mamba1_attn.py``; builder in ``mamba_attn.py``)."""
+def wired_kv_facts(spec: BackendSpec) -> BackendKVFacts:
+    """The KV facts of a backend vLLM wires without selection (``wired_for``; its rules
+    are unconditional, which the catalog checks)."""
+    threshold = spec.runtime.reorder_batch_threshold[0].value
+    return BackendKVFacts(
+        name=spec.name,
+        class_name=spec.class_name,
+        kernel_block_sizes=spec.kernel_block_sizes[0].sizes,
+        cudagraph_support=spec.runtime.cudagraph_support[0].level,
+        reorder_batch_threshold=threshold if isinstance(threshold, int) else None,
+        is_mla=spec.family == "mla",
+        is_ssm=spec.family == "state",
+    )
 
-MAMBA2_ATTN = BackendKVFacts(
-    name="MAMBA2_ATTN",
-    class_name="Mamba2AttentionBackend",
-    cudagraph_support="UNIFORM_BATCH",
-    reorder_batch_threshold=1,
-    is_ssm=True,
-)
-"""Mamba-2 state backend (``mamba2_attn.py``; builder ``BaseMambaAttentionMetadataBuilder``
-in ``mamba_attn.py``: UNIFORM_BATCH, reorder threshold 1)."""
 
-GDN_ATTN = BackendKVFacts(
-    name="GDN_ATTN",
-    class_name="GDNAttentionBackend",
-    cudagraph_support="UNIFORM_BATCH",
-    reorder_batch_threshold=1,
-    is_ssm=True,
-)
-"""Gated DeltaNet state backend (``gdn_attn.py``)."""
-
-DEEPSEEK_V32_INDEXER = BackendKVFacts(
-    name="DEEPSEEK_V32_INDEXER",
-    class_name="DeepseekV32IndexerBackend",
-    kernel_block_sizes=(64,),
-    cudagraph_support="UNIFORM_BATCH",
-    reorder_batch_threshold=None,
-)
-"""DeepSeek-V3.2 sparse indexer K cache (``mla/indexer.py``). Its CUDA-graph
-support is ALWAYS when DeepGEMM's varlen paged MQA logits kernel is usable
-(SM100 family) or decode is flattened; UNIFORM_BATCH otherwise — pass a copy
-with the right level through :class:`selector.kv.KVOptions` when known."""
+def wired_backends(engine: EngineData | None = None) -> dict[str, BackendKVFacts]:
+    """The engine's wired backends by ``wired_for`` (``mamba1``, ``mamba2``, ``gdn``:
+    a mixer's state; ``sparse_indexer``: DeepSeek-V3.2's indexer K cache); by default
+    the default engine's."""
+    data = engine if engine is not None else load_catalog().engine()
+    return {wired_for: wired_kv_facts(spec) for wired_for, spec in data.wired.items()}

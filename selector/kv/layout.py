@@ -3,40 +3,41 @@ and ``validate_kv_cache_layout`` in ``kv_cache_planning.py``)."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from selector.catalog import load_catalog
 from selector.kv.backend_facts import KVLayout
 from selector.kv.errors import EngineStartupError
 
 __all__ = [
-    "DEFAULT_LAYOUT_PREFERENCE",
     "ENUM_ORDER",
-    "LAYOUT_ALIASES",
     "LayoutResolution",
+    "default_layout_preference",
     "is_block_compact",
     "is_block_outermost",
     "is_layer_compact",
+    "layout_aliases",
     "resolve_layout",
     "supported_layouts",
     "validate_layout",
 ]
 
-ENUM_ORDER: tuple[KVLayout, ...] = ("LBHNC", "LBNHC", "LHBNC", "BLHNC", "BLNHC", "BHLNC")
+ENUM_ORDER: tuple[KVLayout, ...] = typing.get_args(KVLayout)
 """``KVCacheLayout`` member order."""
 
-DEFAULT_LAYOUT_PREFERENCE: tuple[KVLayout, ...] = (
-    "LBNHC",
-    "LBHNC",
-    "BLNHC",
-    "BLHNC",
-    "BHLNC",
-    "LHBNC",
-)
-"""The preference when no backend declares a supported set."""
 
-LAYOUT_ALIASES: dict[str, KVLayout] = {"NHD": "LBNHC", "HND": "LBHNC"}
+
+def default_layout_preference() -> tuple[KVLayout, ...]:
+    """The preference when no backend declares a supported set (``schemas/kv-layouts.yaml``)."""
+    return load_catalog().default_layout_preference
+
+
+def layout_aliases() -> dict[str, KVLayout]:
+    """The legacy layout names vLLM accepts (``NHD`` -> ``LBNHC``; ``schemas/kv-layouts.yaml``)."""
+    return load_catalog().layout_aliases
 
 
 def is_layer_compact(layout: str) -> bool:
@@ -70,7 +71,7 @@ def _names(layouts: Sequence[str]) -> str:
 def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None]) -> list[KVLayout]:
     """``get_supported_kv_cache_layouts``: the layouts every backend accepts,
     most preferred first."""
-    lists = [layouts for layouts in declared if layouts is not None] or [DEFAULT_LAYOUT_PREFERENCE]
+    lists = [layouts for layouts in declared if layouts is not None] or [default_layout_preference()]
     first = lists[0]
     if all(layouts == first for layouts in lists[1:]):
         return list(first)
@@ -94,8 +95,9 @@ def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None]) -> list[K
 
 def _canonical(name: str) -> KVLayout:
     upper = name.strip().upper()
-    if upper in LAYOUT_ALIASES:
-        return LAYOUT_ALIASES[upper]
+    aliases = layout_aliases()
+    if upper in aliases:
+        return aliases[upper]
     for layout in ENUM_ORDER:
         if layout == upper:
             return layout

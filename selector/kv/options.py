@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from selector.kv.backend_facts import DEEPSEEK_V32_INDEXER, BackendKVFacts
+from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.cudagraph import CudaGraphMode
 
 __all__ = ["KVOptions"]
@@ -53,7 +53,10 @@ class KVOptions(BaseModel):
     available_kv_bytes: int | None = None
     """KV memory from the start-up memory model (selector.memory); when set it replaces
     ``gpu_memory_utilization x device_memory_bytes - reserved_bytes``."""
-    indexer_backend: BackendKVFacts = DEEPSEEK_V32_INDEXER
+    wired_backends: dict[str, BackendKVFacts] | None = None
+    """The backends vLLM wires without selection, by ``wired_for`` (Mamba / GDN state,
+    the sparse indexer: :func:`selector.kv.backend_facts.wired_backends`); None: the
+    engine's (the default engine's when the planner is called alone)."""
     mamba_cache_mode: Literal["auto", "none", "align"] = "auto"
     """``auto``: ``align`` for hybrid models with prefix caching, else ``none``."""
 

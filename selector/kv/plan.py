@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from selector.errors import InputError
-from selector.kv.backend_facts import GDN_ATTN, MAMBA1_ATTN, MAMBA2_ATTN, BackendKVFacts
+from selector.kv.backend_facts import BackendKVFacts, wired_backends
 from selector.kv.capacity import Capacity, capacity
 from selector.kv.cudagraph import CudaGraphResolution, minimum_support, resolve_cudagraph_mode
 from selector.kv.errors import EngineStartupError
@@ -42,10 +42,6 @@ BackendChooser = Callable[[LayerFacts], BackendKVFacts]
 _Module = tuple[LayerFacts, BackendKVFacts, str]
 
 
-_STATE_BACKENDS = {"mamba1": MAMBA1_ATTN, "mamba2": MAMBA2_ATTN, "gdn": GDN_ATTN}
-"""The state backend vLLM wires per mixer type (``MambaBase.get_attn_backend``)."""
-
-
 def effective_backend(layer: LayerFacts, chosen: BackendKVFacts) -> BackendKVFacts:
     """The backend class vLLM actually wires for a layer: chunked local attention
     wraps the chosen one in ``ChunkedLocalAttention_{chunk}_{Class}``, whose
@@ -59,19 +55,21 @@ def effective_backend(layer: LayerFacts, chosen: BackendKVFacts) -> BackendKVFac
 def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> list[_Module]:
     """(layer, backend, role) per KV-holding module, in registration order."""
     out: list[_Module] = []
+    # the state backend per mixer type (MambaBase.get_attn_backend), the indexer's
+    wired = options.wired_backends if options.wired_backends is not None else wired_backends()
     for layer in model.layers:
         if layer.kind == "none":
             continue
         if layer.is_ssm:
-            out.append((layer, _STATE_BACKENDS[layer.ssm.ssm_type if layer.ssm else "gdn"], "state"))
+            out.append((layer, wired[layer.ssm.ssm_type if layer.ssm else "gdn"], "state"))
             continue
         if layer.is_sparse:
-            out.append((layer, options.indexer_backend, "indexer"))
+            out.append((layer, wired["sparse_indexer"], "indexer"))
         out.append((layer, effective_backend(layer, choose(layer)), "attention"))
         if layer.has_parallel_state:
             state = layer.state_view()
             assert state.ssm is not None
-            out.append((state, _STATE_BACKENDS[state.ssm.ssm_type], "parallel_state"))
+            out.append((state, wired[state.ssm.ssm_type], "parallel_state"))
     return out
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "StartupChecks",
     "StartupProfile",
     "VocabCheck",
+    "WeightShapes",
     "startup_profile",
 ]
 
@@ -80,6 +81,15 @@ class Mxfp4Backend(_Strict):
     hidden_multiple: int
 
 
+class WeightShapes(_Strict):
+    """Model types whose MoE weights vLLM shapes beyond the config's sizes."""
+
+    shared_expert_intermediate_types: tuple[str, ...]
+    """A shared expert of ``intermediate_size`` per MoE layer when the config names none."""
+    expert_bias_types: tuple[str, ...]
+    """The experts carry biases (``w13_bias``, ``w2_bias``)."""
+
+
 class MemorySpec(_Strict):
     default_gpu_memory_utilization: float = Field(gt=0, le=1)
     source: str
@@ -93,6 +103,7 @@ class MemorySpec(_Strict):
     too_long_code: str
     estimated_max_len: str
     estimates: Estimates
+    weights: WeightShapes
     quantization: tuple[QuantScheme, ...]
     mxfp4_backends: tuple[Mxfp4Backend, ...]
 
@@ -111,6 +122,9 @@ class MaxLenCheck(CheckSpec):
     keys: tuple[str, ...]
     prescaled_rope_types: tuple[str, ...]
     allow_env: str
+    unscaled_model_types: tuple[str, ...]
+    """Model types (a substring of ``model_type``) whose derived length rope scaling
+    leaves alone."""
 
 
 class StartupChecks(_Strict):

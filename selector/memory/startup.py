@@ -197,7 +197,8 @@ def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tu
     if derived is None:
         return None
     model_type = str(cfg.get("model_type", ""))
-    if "gemma3" not in model_type and cfg.get("position_embedding_type") != "absolute":
+    unscaled = any(kind in model_type for kind in spec.unscaled_model_types)
+    if not unscaled and cfg.get("position_embedding_type") != "absolute":
         factor: float = 1.0
         rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
         if isinstance(rope, Mapping):

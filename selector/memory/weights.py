@@ -206,7 +206,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     shared_inter = config_int(cfg, "shared_expert_intermediate_size")
     if not shared_inter and config_int(cfg, "n_shared_experts"):
         shared_inter = config_int(cfg, "n_shared_experts") * expert_inter
-    if not shared_inter and cfg.get("model_type") in ("llama4_text", "llama4"):
+    shapes = profile.memory.weights
+    if not shared_inter and cfg.get("model_type") in shapes.shared_expert_intermediate_types:
         shared_inter = config_int(cfg, "intermediate_size")
     scheme, _ = quant_scheme_of(raw, profile)
     base_bits = 8.0 * dtype_bytes
@@ -239,7 +240,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             total_attn += whole + rep
         if moe[index]:
             experts += num_experts * 3 * e_hidden * e_inter // tp
-            if cfg.get("model_type") == "gpt_oss":
+            if cfg.get("model_type") in shapes.expert_bias_types:
                 expert_bias += num_experts * (2 * e_inter + e_hidden) // tp
             shared += 3 * hidden * shared_inter // tp
             router += hidden * num_experts

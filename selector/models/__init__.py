@@ -1,5 +1,8 @@
 """Models, offline: a Hugging Face config.json (or a preset) in, per-layer
-attention facts out."""
+attention facts out.
+
+The package exports the entry points and the facts they return; the rest of the
+per-layer vocabulary (layer kinds, MLA / SSM dimensions) is in :mod:`selector.models.facts`."""
 
 from __future__ import annotations
 
@@ -9,18 +12,10 @@ from selector._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from selector.models.facts import (
-        ATTENTION_KINDS,
-        SSM_KINDS,
         GDNDims,
         LayerFacts,
-        LayerKind,
         Mamba1Dims,
-        Mamba2Dims,
-        MLADims,
-        ModelDType,
         ModelFacts,
-        SparseIndexer,
-        SSMDims,
     )
     from selector.models.hf_config import (
         parse_config,
@@ -36,18 +31,10 @@ if TYPE_CHECKING:
     from selector.models.tensor_parallel import shard_model
 
 __all__ = [
-    "ATTENTION_KINDS",
-    "SSM_KINDS",
     "GDNDims",
     "LayerFacts",
-    "LayerKind",
-    "MLADims",
     "Mamba1Dims",
-    "Mamba2Dims",
-    "ModelDType",
     "ModelFacts",
-    "SSMDims",
-    "SparseIndexer",
     "list_presets",
     "load_config_file",
     "load_model",
@@ -58,18 +45,10 @@ __all__ = [
 
 _LAZY: dict[str, str] = {
     "shard_model": "selector.models.tensor_parallel",
-    "ATTENTION_KINDS": "selector.models.facts",
-    "SSM_KINDS": "selector.models.facts",
     "GDNDims": "selector.models.facts",
     "LayerFacts": "selector.models.facts",
-    "LayerKind": "selector.models.facts",
-    "MLADims": "selector.models.facts",
     "Mamba1Dims": "selector.models.facts",
-    "Mamba2Dims": "selector.models.facts",
-    "ModelDType": "selector.models.facts",
     "ModelFacts": "selector.models.facts",
-    "SSMDims": "selector.models.facts",
-    "SparseIndexer": "selector.models.facts",
     "list_presets": "selector.models.presets",
     "load_config_file": "selector.models.loader",
     "load_model": "selector.models.loader",

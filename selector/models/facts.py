@@ -140,7 +140,7 @@ class LayerFacts(_Frozen):
     mla: MLADims | None = None
     indexer: SparseIndexer | None = None
     ssm: SSMDims | None = None
-    kv_sharing_target: int | None = None
+    kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
 
     @property
@@ -148,6 +148,11 @@ class LayerFacts(_Frozen):
         """An attention layer with a state-space mixer beside it (Falcon-H1):
         one attention cache and one state for the same layer index."""
         return self.is_attention and self.ssm is not None
+
+    @property
+    def is_sparse(self) -> bool:
+        """A sparse-MLA layer: its indexer keeps a K cache of its own beside the latent."""
+        return self.indexer is not None
 
     def state_view(self) -> LayerFacts:
         """The layer's state mixer as a layer of its own (``kind`` ``mamba`` or ``gdn``)."""
@@ -161,10 +166,6 @@ class LayerFacts(_Frozen):
     @property
     def is_ssm(self) -> bool:
         return self.kind in SSM_KINDS
-
-    @property
-    def is_sparse(self) -> bool:
-        return self.indexer is not None
 
     @property
     def attn_type(self) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "SSMRules",
     "families",
     "family_for",
+    "kv_heads_fields",
     "mapped_modules",
 ]
 
@@ -90,6 +91,8 @@ class AttentionRules(_Strict):
     window_offset: int = 0
     """Added to the config's window on sliding layers (Cohere2 attends to
     ``sliding_window + 1`` tokens)."""
+    nope_mixers: list[MixerName] = Field(default_factory=list)
+    """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
 
 
 class SSMRules(_Strict):
@@ -119,6 +122,7 @@ class Family(_Strict):
 
 
 class _File(_Strict):
+    kv_heads_fields: list[str]
     families: dict[str, Family]
 
 
@@ -127,13 +131,24 @@ def _families_path() -> Path:
 
 
 @cache
-def families() -> dict[str, Family]:
-    """Every family of ``families.yaml`` by name (a packaging error if broken)."""
+def _file() -> _File:
     path = _families_path()
     try:
-        data = _File.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        return _File.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError) as exc:  # pragma: no cover - shipped data
         raise RuntimeError(f"{path}: {exc}") from exc
+
+
+def kv_heads_fields() -> tuple[str, ...]:
+    """The config fields that give the total KV heads, first present wins (vLLM's
+    ``CONFIG_FIELD_ALIASES["total_num_kv_heads"]``; ``families.yaml``)."""
+    return tuple(_file().kv_heads_fields)
+
+
+@cache
+def families() -> dict[str, Family]:
+    """Every family of ``families.yaml`` by name (a packaging error if broken)."""
+    data = _file()
     out = {name: family.model_copy(update={"name": name}) for name, family in data.families.items()}
     generic = out[GENERIC]
     merged: dict[str, Family] = {}

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from selector.errors import InputError
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
-from selector.models.families import GENERIC, Family, families, family_for
+from selector.models.families import GENERIC, Family, families, family_for, kv_heads_fields
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
 from selector.models.ssm_config import read_ssm
 
@@ -24,13 +24,6 @@ __all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
 MAX_LAYERS = 4096
 """More layers than this is treated as a malformed config."""
 
-_KV_HEAD_ALIASES = (
-    "n_head_kv",
-    "num_kv_heads",
-    "num_key_value_heads",
-    "multi_query_group_num",
-    "num_attention_groups",
-)
 _DTYPES: dict[str, ModelDType] = {
     "float16": "float16",
     "half": "float16",
@@ -59,7 +52,7 @@ def _dtype(top: ConfigReader, text: ConfigReader) -> ModelDType:
 
 
 def _kv_heads(text: ConfigReader, num_q: int) -> int:
-    for key in _KV_HEAD_ALIASES:
+    for key in kv_heads_fields():
         if text.has(key):
             return text.int_(key)
     return num_q
@@ -257,7 +250,7 @@ class _ConfigParser:
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
         fields["sliding_window"] = sliding
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
-        fields["use_rope"] = not (self.family.mixers.rule == "llama4" and mixer == "full_attention")
+        fields["use_rope"] = mixer not in self.family.attention.nope_mixers
         kind = "attention"
         if mla is not None:
             kind = "mla"

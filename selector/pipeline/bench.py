@@ -13,8 +13,7 @@ from selector.bench.targets import (
 )
 from selector.catalog import load_catalog
 from selector.config import LoadedDeployment, load_deployment
-from selector.errors import InvalidDeploymentError
-from selector.pipeline.deployment import solve_deployment
+from selector.pipeline.deployment import no_attention_layer, rejection, solve_deployment
 
 __all__ = ["bench_targets"]
 
@@ -23,26 +22,27 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     """The benchmark groups of a deployment file (or one already loaded).
 
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
-    and :class:`InputError` (exit 2) when no valid backend has a kernel runner.
+    (as ``check`` reports it) and :class:`InputError` (exit 2) when no valid backend has a
+    kernel runner or the model has no attention layer. A model's state (Mamba, GDN) and
+    side-cache groups have no attention backend to time; its attention groups are timed.
     """
     catalog = load_catalog()
     loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
     path = Path(loaded.path)
     deployment = loaded.deployment
-    solved = solve_deployment(loaded, catalog, suggest=False, startup=False,
-                              refuse_split=False)
-    rejected = InvalidDeploymentError(
-        f"{path}: vLLM would reject this deployment; `attn-select check {path}` says why")
+    solved = solve_deployment(loaded, catalog, suggest=False, startup=False)
+    rejected = rejection(solved)  # as check reports it (exit 1), SU003 before sharding
+    if rejected is not None:
+        raise rejected
     if solved.model is not None:
-        if not solved.model.valid or solved.model.plan is None:
-            raise rejected
+        nothing = no_attention_layer(solved, "bench")
+        if nothing is not None:
+            raise nothing
         groups = model_groups(solved.model)
         mode = "explicit" if deployment.attention_backend else "auto"
     else:
         result = solved.layer
         assert result is not None
-        if not result.valid:
-            raise rejected
         groups = layer_groups(result, name=path.stem,
                               sliding_window=deployment.layer.sliding_window,
                               logits_soft_cap=deployment.layer.logits_soft_cap)

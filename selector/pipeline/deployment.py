@@ -13,17 +13,18 @@ from typing import Any
 
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
-from selector.errors import InputError
+from selector.errors import InputError, InvalidDeploymentError
 from selector.memory import StartupIssue, dtype_issue, startup_profile
 from selector.modelcheck import ModelCheckResult
 from selector.models import LayerFacts, ModelFacts
 from selector.pipeline.model import check_model
 from selector.pipeline.startup import check_startup, tensor_parallel_record
 from selector.request import RequestFacts, layer_request
-from selector.result import SolveResult
+from selector.result import Diagnostic, SolveResult
 from selector.solver import solve
 
-__all__ = ["LayerRequest", "Solved", "layer_of", "solve_deployment"]
+__all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "rejection",
+           "solve_deployment"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,40 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
                               backend_per_kind=d.attention_config.backend_per_kind,
                               cudagraph_mode=d.cudagraph_mode, options=kv, catalog=catalog)
     return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)
+
+
+def rejection(solved: Solved) -> InvalidDeploymentError | None:
+    """vLLM's refusal of a solved deployment, as the commands that run kernels (``smoke``,
+    ``bench``) raise it (exit 1, as ``check`` reports it): the code and vLLM's own words
+    where the refusal has them. None when the selection and the KV plan succeed."""
+    config = solved.loaded.path
+    refusal: StartupIssue | Diagnostic | None = solved.refused
+    if solved.layer is not None:
+        if solved.layer.valid:
+            return None
+        refusal = solved.layer.error
+    elif solved.model is not None and solved.model.valid and solved.model.plan is not None:
+        return None
+    if refusal is None:
+        return InvalidDeploymentError(
+            f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+    return InvalidDeploymentError(
+        f"{config}: vLLM would reject this deployment: [{refusal.code}] "
+        f"{refusal.message.rstrip('.')}; `attn-select check {config}` says more")
+
+
+def no_attention_layer(solved: Solved, command: str) -> InputError | None:
+    """The error of a model deployment without an attention layer, for a command that runs
+    attention kernels (``smoke``, ``bench``): vLLM builds no attention backend for its
+    state (Mamba, GDN) or cache-less layers. None when some layer is attention."""
+    if solved.model is None or solved.model.selections:
+        return None
+    kinds = sorted({layer.kind for layer in solved.model.model.layers})
+    return InputError(
+        f"the model has no attention layer (its layers are {', '.join(kinds)}): vLLM builds "
+        f"no attention backend for them, so `{command}` has no attention kernel to run",
+        file=str(solved.loaded.path),
+        hint="give a model with attention layers; `attn-select check` shows its KV plan")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from selector.catalog import Catalog, load_catalog
-from selector.kv import BackendKVFacts, KVOptions, plan_model
+from selector.kv import BackendKVFacts, KVOptions, plan_model, wired_backends
 from selector.modelcheck import LayerSelection, ModelCheckResult, backend_kv_facts
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
@@ -73,6 +73,8 @@ def check_model(
             return kv_cache[layer.index]
 
         options = options or KVOptions()
+        if options.wired_backends is None:
+            options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan)

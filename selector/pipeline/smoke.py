@@ -13,10 +13,10 @@ from pathlib import Path, PurePath
 
 from selector.catalog import load_catalog
 from selector.config import LoadedDeployment, deployment_model, load_deployment
-from selector.errors import InputError, InvalidDeploymentError
+from selector.errors import InputError
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
-from selector.pipeline.deployment import solve_deployment
+from selector.pipeline.deployment import no_attention_layer, rejection, solve_deployment
 from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
 from selector.smoke.plan import SmokePlan
 from selector.solver import pinned
@@ -27,32 +27,27 @@ __all__ = ["deployment_plans", "shard_plans"]
 def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     """The smoke plans of a loaded deployment on its own device.
 
-    Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject it and
-    :class:`InputError` (exit 2) when no attention group has a backend to smoke-test.
+    Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject it (as
+    ``check`` reports it) and :class:`InputError` (exit 2) when no attention group has a
+    backend to smoke-test or the model has no attention layer.
     """
     catalog = load_catalog()
     config = loaded.path
     deployment = loaded.deployment
     solved = solve_deployment(loaded, catalog, suggest=False, startup=False)
-    if solved.refused is not None:  # as check reports it (exit 1), before the model is sharded
-        raise InvalidDeploymentError(
-            f"{config}: vLLM would reject this deployment: {solved.refused.message.rstrip('.')}; "
-            f"`attn-select check {config}` says more")
+    rejected = rejection(solved)  # as check reports it (exit 1), SU003 before sharding
+    if rejected is not None:
+        raise rejected
     if solved.model is not None:
         checked = solved.model
-        if not checked.valid:
-            raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+        nothing = no_attention_layer(solved, "smoke")
+        if nothing is not None:
+            raise nothing
         plans = plans_from_model(checked)
         selected = sorted({s.result.selected or "-" for s in checked.selections})
     else:
         result = solved.layer
         assert result is not None
-        if not result.valid:
-            reason = f": {result.error.message}" if result.error is not None else ""
-            raise InvalidDeploymentError(
-                f"{config}: vLLM would reject this deployment{reason}; "
-                f"`attn-select check {config}` says more")
         plans = plans_from_result(result, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap,

@@ -9,7 +9,8 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from selector.diff import LAYOUT_ALIASES, DeploymentDiff, MatrixDiff
+from selector.diff import DeploymentDiff, MatrixDiff
+from selector.kv.layout import layout_aliases
 from selector.report.plain import PlainTable, plain
 
 __all__ = [
@@ -30,8 +31,8 @@ def _value(field: str, value: Any) -> str:
     if isinstance(value, bool):
         return {"valid": "valid" if value else "INVALID"}.get(
             field, "possible" if value else "never")
-    if field == "kv_layout" and value in LAYOUT_ALIASES:
-        return f"{value} (= {LAYOUT_ALIASES[value]})"
+    if field == "kv_layout" and value in layout_aliases():
+        return f"{value} (= {layout_aliases()[value]})"
     if field == "error" and len(str(value)) > _ERROR_WIDTH:
         return str(value)[: _ERROR_WIDTH - 1] + "…"
     if isinstance(value, tuple):

@@ -15,10 +15,6 @@ __all__ = ["issue_json", "memory_json", "memory_markdown", "memory_table"]
 _GIB = 1024**3
 
 
-def _gib(value: int) -> str:
-    return f"{value / _GIB:.2f} GiB"
-
-
 def _basis(basis: str) -> str:
     return {"estimate": "estimate", "vllm": "vLLM's formula", "input": "given"}[basis]
 

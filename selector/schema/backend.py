@@ -32,10 +32,14 @@ __all__ = [
     "RequiredLayoutRule",
     "Runtime",
     "ThresholdRule",
+    "WiredFor",
     "split_shape",
 ]
 
 KernelBlockSize = Union[int, MultipleOf]
+
+WiredFor = Literal["mamba1", "mamba2", "gdn", "sparse_indexer"]
+"""The layers a backend serves without selection (``BackendSpec.wired_for``)."""
 
 
 class BlockSizeVariant(StrictModel):
@@ -234,7 +238,14 @@ class BackendSpec(StrictModel):
     source: str = ""
     """Where in the engine's source the facts come from."""
     description: str = ""
-    family: Literal["standard", "mla", "composite"] = "standard"
+    family: Literal["standard", "mla", "composite", "state"] = "standard"
+    """``state``: a Mamba / linear-attention state backend (no KV heads)."""
+    wired_for: WiredFor | None = None
+    """The layers vLLM gives this backend without the attention selector (``mamba1``,
+    ``mamba2``, ``gdn``: a mixer's state, by its mamba type; ``sparse_indexer``: the
+    sparse-MLA indexer's K cache); null: an attention backend the selector chooses.
+    Such a backend is never in a priority list or a report's verdicts; its rules must
+    not read request facts (the KV planner evaluates them without any)."""
     children: tuple[str, ...] = ()
     """Composite backends: the child backends."""
     selection: Literal["auto", "explicit"] = "auto"

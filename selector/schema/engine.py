@@ -20,6 +20,7 @@ __all__ = [
     "InputSpec",
     "PriorityBranch",
     "PriorityEntry",
+    "SuggestionSpec",
 ]
 
 Scalar = Union[int, bool, str, None]
@@ -93,6 +94,24 @@ class EngineMessages(StrictModel):
     block_size_precluded: str = ""
 
 
+class SuggestionSpec(StrictModel):
+    """One change to a request that attn-select tries when no backend is valid: the
+    input ``input`` set to ``value`` (``null`` = as if not given); proposed when the
+    solver then selects a backend."""
+
+    input: str
+    """A name of the profile's ``inputs``."""
+    value: bool | int | str | None
+    flag: str
+    """The change as the ``vllm serve`` command line spells it."""
+    summary: str | None = None
+    """The suggestion's text (default: ``use <flag>``)."""
+
+    @property
+    def text(self) -> str:
+        return self.summary if self.summary is not None else f"use {self.flag}"
+
+
 class EngineProfile(StrictModel):
     """Everything engine-version specific except the per-backend files."""
 
@@ -114,6 +133,8 @@ class EngineProfile(StrictModel):
     reported_backends: tuple[str, ...]
     """Backends a sweep line reports (the oracle's default set)."""
     messages: EngineMessages
+    suggestions: tuple[SuggestionSpec, ...] = ()
+    """Request changes to try, in order, when no backend is valid (fix suggestions)."""
     kv_cache_layout_default: Literal["NHD", "HND"] | None = None
     """The process-wide KV-cache layout when the selected backend requires none
     (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""

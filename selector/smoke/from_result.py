@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from selector.catalog import load_catalog
 from selector.result import SolveResult
 from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan
 
@@ -27,12 +28,10 @@ FP8_SMOKE_SCALES = (1.0, 0.5, 2.0)
 etc. (1.0 unless the checkpoint is calibrated); the smoke uses non-unit K and V scales so a
 kernel that ignores or swaps a scale fails."""
 
-_LAYOUT_ALIAS = {"LBNHC": "NHD", "LBHNC": "HND", "BLNHC": "NHD", "BLHNC": "HND"}
-
-
 def layout_alias(layout: str) -> str:
-    """vLLM's 5-D layout as the per-layer NHD/HND view the kernels see."""
-    return _LAYOUT_ALIAS.get(layout, "NHD")
+    """vLLM's 5-D layout as the per-layer NHD/HND view the kernels see
+    (``schemas/kv-layouts.yaml``; NHD for a layout that has none)."""
+    return load_catalog().per_layer_layouts.get(layout, "NHD")
 
 
 def smoke_plan(result: SolveResult, backend: str, *, name: str, sliding_window: int | None,

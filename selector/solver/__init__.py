@@ -234,30 +234,13 @@ def _diagnostics(catalog: Catalog, backend: str, reasons: list[Reason]) -> tuple
     return tuple(out)
 
 
-_SUGGESTION_CHANGES: tuple[tuple[str, Any, str], ...] = (
-    ("block_size", None, "remove --block-size (let vLLM choose)"),
-    ("kv_cache_dtype", "auto", "--kv-cache-dtype auto"),
-    ("kv_cache_dtype", "fp8", "--kv-cache-dtype fp8"),
-    ("kv_cache_dtype", "fp8_e4m3", "--kv-cache-dtype fp8_e4m3"),
-    ("kv_cache_dtype", "fp8_ds_mla", "--kv-cache-dtype fp8_ds_mla"),
-    ("block_size", 16, "--block-size 16"),
-    ("block_size", 32, "--block-size 32"),
-    ("block_size", 64, "--block-size 64"),
-    ("block_size", 128, "--block-size 128"),
-    ("dtype", "bfloat16", "--dtype bfloat16"),
-    ("dtype", "float16", "--dtype float16"),
-    ("use_batch_invariant", False, "unset VLLM_BATCH_INVARIANT"),
-    ("flash_attn_version", None, "remove -ac.flash_attn_version"),
-    ("use_trtllm_attention", None, "remove -ac.use_trtllm_attention"),
-)
-
-
 def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
              attention_backend: str | None, limit: int = 5) -> tuple[Suggestion, ...]:
     """Re-run the solver on changed requests; keep only changes that pass."""
     found: list[Suggestion] = []
     seen: set[tuple[str, Any]] = set()
-    for field, value, flag in _SUGGESTION_CHANGES:
+    for change in compiled.engine.profile.suggestions:
+        field, value = change.input, change.value
         if facts.get(field) == value or (field, value) in seen:
             continue
         changed = dict(facts)
@@ -265,9 +248,8 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
         outcome = select(compiled, changed, attention_backend)
         if outcome.selected is not None:
             seen.add((field, value))
-            summary = flag if flag.startswith(("remove ", "unset ")) else f"use {flag}"
-            found.append(Suggestion(summary=summary, changes={field: value},
-                                    selected=outcome.selected, flags=(flag,)))
+            found.append(Suggestion(summary=change.text, changes={field: value},
+                                    selected=outcome.selected, flags=(change.flag,)))
     if attention_backend:
         outcome = select(compiled, facts, None)
         if outcome.selected is not None:

@@ -76,3 +76,10 @@ TURBOQUANT = BackendKVFacts(
     cudagraph_support="UNIFORM_BATCH",
     reorder_batch_threshold=1,
 )
+DEEPSEEK_V32_INDEXER = BackendKVFacts(
+    name="DEEPSEEK_V32_INDEXER",
+    class_name="DeepseekV32IndexerBackend",
+    kernel_block_sizes=(64,),
+    cudagraph_support="UNIFORM_BATCH",
+    reorder_batch_threshold=None,
+)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from selector.kv import (
-    DEEPSEEK_V32_INDEXER,
     EngineStartupError,
     align_hybrid_block_size,
     preferred_block_size,
@@ -15,6 +14,7 @@ from selector.kv import (
 from selector.kv.block_size import check_aligned_block_size, largest_kernel_block_within
 from tests.unit.kv_stubs import (
     CUTLASS_MLA,
+    DEEPSEEK_V32_INDEXER,
     FLASH_ATTN,
     FLASHINFER_SM90,
     FLASHMLA,

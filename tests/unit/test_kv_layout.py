@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from selector.kv import EngineStartupError, resolve_layout, supported_layouts
-from selector.kv.layout import DEFAULT_LAYOUT_PREFERENCE, validate_layout
+from selector.kv.layout import default_layout_preference, validate_layout
 
 FI_SM100 = ("LBHNC", "BLHNC")
 ONE_SHAPE = {(8, 16, 65536)}
@@ -13,7 +13,7 @@ TWO_SHAPES = {(8, 16, 65536), (1, 1, 65536)}
 
 
 def test_no_declarations_use_the_default_preference() -> None:
-    assert tuple(supported_layouts([None, None])) == DEFAULT_LAYOUT_PREFERENCE
+    assert tuple(supported_layouts([None, None])) == default_layout_preference()
     assert resolve_layout(supported_layouts([None]), ONE_SHAPE).layout == "LBNHC"
 
 

@@ -7,11 +7,10 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from selector.errors import InputError
-from selector.kv import DEEPSEEK_V32_INDEXER
 from selector.kv.layer_specs import SpecContext, build_spec, customize, indexer_spec, mamba_spec
 from selector.kv.specs import FullAttentionSpec, KVCacheSpec, MambaSpec
 from selector.models import load_model, shard_model
-from tests.unit.kv_stubs import FLASH_ATTN, FLASHINFER_SM90, FLASHMLA
+from tests.unit.kv_stubs import DEEPSEEK_V32_INDEXER, FLASH_ATTN, FLASHINFER_SM90, FLASHMLA
 
 
 def _ctx(**kw: object) -> SpecContext:

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Ask vLLM itself for the facts of the backends it wires without selection.
+
+A Mamba-1, Mamba-2 or Gated DeltaNet mixer gets its state backend from
+``MambaAttentionBackendEnum`` by the layer's mamba type, and DeepSeek-V3.2's sparse
+indexer gets ``DeepseekV32IndexerBackend``; the attention selector never sees them.
+The backend files with ``wired_for`` state their facts; this tool asks the classes (the
+oracle's bootstrap: vLLM's ``NvmlCudaPlatform`` at an emulated compute capability,
+compiled extensions stubbed; no GPU) for the same questions as
+``tools/runtime_facts_oracle.py``, plus the names, the legacy KV-cache layout aliases
+vLLM accepts, the per-layer (FlashInfer) name of each 5-D layout, the ``KVCacheLayout``
+members and the layout preference when no backend declares one::
+
+    # one engine, in the oracle's interpreter (vLLM installed):
+    /work/venvs/oracle-0.33.0/bin/python tools/wired_backends_oracle.py ask
+    # every oracle venv, one fresh process each, into the golden folders:
+    python tools/wired_backends_oracle.py all --venvs /work/venvs
+
+``tests/golden/test_wired_backends.py`` compares the data with the committed answers
+(``tests/golden/oracle/vllm-<version>/wired_backends.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runtime_facts_oracle import (
+    DEFAULT_BLOCK_SIZE,
+    ORACLE_DIR,
+    _builder_facts,
+    _error,
+    _jsonable_block_size,
+)
+
+CAPABILITY = "9.0"
+"""The wired backends' class facts do not depend on the device except where a builder
+asks (the indexer's CUDA-graph support on SM100): asked on Hopper."""
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "oracle"
+MAMBA_MEMBERS = {"mamba1": "MAMBA1", "mamba2": "MAMBA2", "gdn": "GDN_ATTN"}
+"""``wired_for`` -> the ``MambaAttentionBackendEnum`` member the layer's mamba type picks."""
+INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"
+
+
+def _assigned_threshold(builder: Any) -> dict[str, Any] | None:
+    """``self.reorder_batch_threshold = <constant>`` in the builder's own ``__init__``
+    (read from vLLM's source), or None when it assigns none or no constant."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(builder.__init__)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
+                isinstance(t, ast.Attribute) and t.attr == "reorder_batch_threshold"
+                for t in node.targets):
+            return {"assigned_in_init": node.value.value}
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(
+                node.target, ast.Attribute) and node.target.attr == "reorder_batch_threshold":
+            # the class attribute plus something (speculative tokens) in __init__
+            return {"class_value": getattr(builder, "reorder_batch_threshold", None),
+                    "added_in_init": ast.unparse(node.value)}
+    return None
+
+
+def _backend_facts(backend: Any, base_builder: Any, vllm_config: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": backend.get_name(), "class_name": backend.__name__}
+    try:
+        entry["kernel_block_sizes"] = [
+            _jsonable_block_size(s) for s in backend.get_supported_kernel_block_sizes()]
+    except Exception as exc:  # recorded, never raised
+        entry["kernel_block_sizes"] = _error(exc)
+    entry.update(_builder_facts(backend, base_builder, vllm_config))
+    assigned = _assigned_threshold(backend.get_builder_cls())
+    if assigned is not None:
+        entry["reorder_batch_threshold"] = assigned
+    return entry
+
+
+def ask(oracle_dir: str) -> dict[str, Any]:
+    """vLLM's answers for every wired backend (call in a fresh process)."""
+    sys.path.insert(0, oracle_dir)
+    import oracle
+
+    major, minor = (int(p) for p in CAPABILITY.split("."))
+    vllm_oracle = oracle.Oracle(initial_capability=(major, minor), kv_cache=False)
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+    from vllm.v1.attention.backend import AttentionMetadataBuilder
+    from vllm.v1.attention.backends.registry import MambaAttentionBackendEnum
+
+    vllm_config = vllm_oracle._vllm_config("auto", None, False)
+    answers: dict[str, Any] = {}
+    for wired_for, member in MAMBA_MEMBERS.items():
+        backend = MambaAttentionBackendEnum[member].get_class()
+        answers[wired_for] = _backend_facts(backend, AttentionMetadataBuilder, vllm_config)
+    answers["sparse_indexer"] = _backend_facts(resolve_obj_by_qualname(INDEXER),
+                                               AttentionMetadataBuilder, vllm_config)
+    import vllm.config.cache as cache_config
+    import vllm.v1.attention.backends.utils as backend_utils
+
+    aliases = getattr(cache_config, "_LAYOUT_COMPAT_ALIASES", None)
+    per_layer = getattr(backend_utils, "_FLASHINFER_LAYOUT_NAMES", None)
+    preference = getattr(backend_utils, "_DEFAULT_LAYOUT_PREFERENCE", None)
+    try:
+        from vllm.v1.kv_cache_layout import KVCacheLayout
+        members: list[str] | None = [member.name for member in KVCacheLayout]
+    except ImportError:  # before the 5-D layouts
+        members = None
+    return {"vllm_version": vllm_oracle.vllm_version, "capability": CAPABILITY,
+            "default_block_size": DEFAULT_BLOCK_SIZE, "wired_for": answers,
+            "layout_aliases": dict(aliases) if aliases is not None else None,
+            "per_layer_layouts": dict(per_layer) if per_layer is not None else None,
+            "layout_members": members,
+            "default_layout_preference": [layout.name for layout in preference]
+            if preference is not None else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("ask", help="one engine (run with the oracle's interpreter)")
+    one.add_argument("--oracle-dir", default=ORACLE_DIR)
+    every = sub.add_parser("all", help="every oracle venv, one fresh process each")
+    every.add_argument("--venvs", default="/work/venvs", help="holds oracle-<version>/")
+    every.add_argument("--oracle-dir", default=ORACLE_DIR)
+    args = parser.parse_args(argv)
+    if args.command == "ask":
+        sys.stdout.write(json.dumps(ask(args.oracle_dir)) + "\n")
+        return 0
+    for venv in sorted(Path(args.venvs).glob("oracle-*")):
+        python = venv / "bin" / "python"
+        done = subprocess.run([str(python), __file__, "ask", "--oracle-dir", args.oracle_dir],
+                              capture_output=True, text=True, check=False, timeout=900)
+        if done.returncode != 0:
+            raise SystemExit(f"{venv.name}: exit {done.returncode}\n{done.stderr[-2000:]}")
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        target = GOLDEN / f"vllm-{answer['vllm_version']}" / "wired_backends.json"
+        target.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"{venv.name}: {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
