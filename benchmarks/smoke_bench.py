@@ -33,7 +33,7 @@ from selector.smoke.providers import choose_provider  # noqa: E402
 from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers  # noqa: E402
 from selector.smoke.tensors import allocate_cache, fill_cache, make_request_data  # noqa: E402
 from selector.smoke.timing import time_kernel, time_loop  # noqa: E402
-from selector.smoke.workload import Workload, _assign_pages, uniform_decode_batch  # noqa: E402
+from selector.smoke.workload import Workload, assign_pages, uniform_decode_batch  # noqa: E402
 
 REPEATS = 50
 CLI = (
@@ -46,7 +46,7 @@ def prefill_workload(block: int, requests: int, length: int) -> Workload:
     import random
 
     shapes = [(f"p{i}", 0, length) for i in range(requests)]
-    return _assign_pages(shapes, block, random.Random(0), spare_factor=1)
+    return assign_pages(shapes, block, random.Random(0), spare_factor=1)
 
 
 def measure(torch: Any, plan: SmokePlan, workload: Workload, kind: str) -> list[str]:

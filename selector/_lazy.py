@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_getattr"]
+__all__ = ["START_UP_IMPORTS", "lazy_getattr"]
 
 
 def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
@@ -19,3 +19,52 @@ def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
+
+
+START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
+    # The command line: a command imports what it runs when it runs, so `check` loads no
+    # smoke, bench, fleet, docs or diff code, and `--help` none of them.
+    "selector.cli": ("selector.catalog", "selector.cli.console", "selector.config",
+                     "selector.models.arch_registry", "selector.models.presets",
+                     "selector.pipeline.explain", "selector.report", "selector.report.plain",
+                     "selector.sweep"),
+    "selector.cli.bench": ("selector.bench.measurements", "selector.bench.outputs",
+                           "selector.bench.policy", "selector.bench.render",
+                           "selector.bench.runner", "selector.bench.workload",
+                           "selector.cli.console", "selector.cli.fleet", "selector.cli.progress",
+                           "selector.pipeline.bench"),
+    "selector.cli.check": ("selector.bench.measurements", "selector.checkrun", "selector.cli.bench",
+                           "selector.cli.console", "selector.pipeline.check", "selector.vllm_args"),
+    "selector.cli.diff": ("selector.catalog", "selector.cli.console", "selector.config",
+                          "selector.pipeline.diff", "selector.report.diff"),
+    "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
+    "selector.cli.fleet": ("selector.bench.measurements", "selector.bench.outputs",
+                           "selector.bench.policy", "selector.bench.render",
+                           "selector.bench.workload", "selector.fleet.render", "selector.fleet.run",
+                           "selector.report.formats.sarif"),
+    "selector.cli.shards": ("selector.parallel.distributed", "selector.parallel.simulate"),
+    "selector.cli.smoke": ("selector.cli.shards", "selector.config", "selector.parallel.dry_run",
+                           "selector.parallel.plan", "selector.pipeline.smoke",
+                           "selector.smoke.dry_run", "selector.smoke.plan", "selector.smoke.render",
+                           "selector.smoke.report", "selector.smoke.runner"),
+    # A fleet run: Ray is imported only under --ray, and a Ray task imports only the stage it runs.
+    "selector.fleet.entry": ("selector", "selector.bench.runner", "selector.bench.workload",
+                             "selector.config", "selector.pipeline.bench", "selector.pipeline.smoke",
+                             "selector.smoke", "selector.smoke.deployment"),
+    "selector.fleet.run": ("selector.fleet.cluster", "selector.fleet.dispatch"),
+    # A single-layer check reads no model file, shards no model, never asks the architecture
+    # registry, and its report never loads the model view.
+    "selector.checkrun": ("selector.models.arch_registry",),
+    "selector.config": ("selector.models",),
+    "selector.pipeline.deployment": ("selector.models.tensor_parallel",),
+    "selector.pipeline.startup": ("selector.models",),
+    "selector.report.formats.json": ("selector.report.model",),
+    "selector.report.formats.text": ("selector.report.model",),
+    # The on-disk cache (tempfile, pickle, hashlib) only when an engine is first loaded.
+    "selector.catalog": ("selector.cache",),
+    "selector.solver.compiled": ("selector.cache",),
+}
+"""The only function-level imports of ``selector`` modules: importer -> the modules it
+imports inside functions, each kept so that a command loads only what it runs (none
+dodges an import cycle: the layers in pyproject.toml's ``[tool.importlinter]`` hold for
+these imports too; ``tests/unit/test_layering.py`` checks the list is exact)."""

@@ -51,6 +51,8 @@ __all__ = [
     "load_catalog",
     "load_engine",
     "merge_inherited",
+    "read_yaml",
+    "validation_message",
 ]
 
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -104,12 +106,12 @@ def close_matches(word: str, options: list[str] | tuple[str, ...]) -> str:
     return ""
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
     with path.open("rb") as handle:
         return yaml.load(handle, Loader=_YAML_LOADER)
 
 
-def _validation_message(path: Path, exc: ValidationError) -> str:
+def validation_message(path: Path, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"])
@@ -563,7 +565,7 @@ def merge_inherited(parent: dict[str, Any], path: Path, mappings: tuple[str, ...
     document, by the one rule of every section (``mappings`` merge key by key)."""
     if not path.is_file():
         return parent
-    own = _read_yaml(path)
+    own = read_yaml(path)
     if not isinstance(own, dict):
         raise CatalogError(f"{path}: not a mapping")
     return _merge_document(parent, own, str(path), mappings, {})
@@ -610,7 +612,7 @@ def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> RawEngine:
     """The raw (unvalidated) data files of one engine, inheritance applied: the parent's
     profile, backends and MLA prefill selector, then this folder's changes."""
     profile_path = directory / PROFILE_FILE
-    own = _read_yaml(profile_path)
+    own = read_yaml(profile_path)
     if not isinstance(own, dict):
         raise CatalogError(f"{profile_path}: not a mapping")
     engine = own.get("engine")
@@ -632,7 +634,7 @@ def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> RawEngine:
     backends = {name: {**spec, "engine": engine}
                 for name, spec in base.backends.items() if name not in removed}
     for path in sorted((directory / "backends").glob("*.yaml")):
-        raw = _read_yaml(path)
+        raw = read_yaml(path)
         if not isinstance(raw, dict):
             raise CatalogError(f"{path}: not a mapping")
         if raw.pop("inherit", False):
@@ -645,7 +647,7 @@ def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> RawEngine:
         prefill = {**prefill, "engine": engine}
     own_prefill_path = directory / MLA_PREFILL_FILE
     if own_prefill_path.is_file():
-        raw_prefill = _read_yaml(own_prefill_path)
+        raw_prefill = read_yaml(own_prefill_path)
         if not isinstance(raw_prefill, dict):
             raise CatalogError(f"{own_prefill_path}: not a mapping")
         if raw_prefill.get("inherit", False):
@@ -668,7 +670,7 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
     try:
         profile = EngineProfile.model_validate(raw.profile)
     except ValidationError as exc:
-        raise CatalogError(_validation_message(profile_path, exc)) from None
+        raise CatalogError(validation_message(profile_path, exc)) from None
     backends: dict[str, BackendSpec] = {}
     wired: dict[str, BackendSpec] = {}
     for name, raw_backend in raw.backends.items():
@@ -676,7 +678,7 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
         try:
             spec = BackendSpec.model_validate(raw_backend)
         except ValidationError as exc:
-            raise CatalogError(_validation_message(path, exc)) from None
+            raise CatalogError(validation_message(path, exc)) from None
         if spec.name != name:
             raise CatalogError(f"{path}: name {spec.name!r} does not match the file name")
         if spec.engine != profile.engine:
@@ -787,9 +789,9 @@ def load_catalog(root: Path | None = None) -> Catalog:
 def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
     codes_path = base / "reason-codes.yaml"
     try:
-        registry = ReasonCodeRegistry.model_validate(_read_yaml(codes_path))
+        registry = ReasonCodeRegistry.model_validate(read_yaml(codes_path))
     except ValidationError as exc:
-        raise CatalogError(_validation_message(codes_path, exc)) from None
+        raise CatalogError(validation_message(codes_path, exc)) from None
     codes: dict[str, ReasonCode] = {}
     cli_codes: dict[str, ToolCode] = {}
     argument_codes: dict[str, ToolCode] = {}
@@ -806,9 +808,9 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
             names.add(code.name)
     devices_path = base / "devices.yaml"
     try:
-        catalog = DeviceCatalog.model_validate(_read_yaml(devices_path))
+        catalog = DeviceCatalog.model_validate(read_yaml(devices_path))
     except ValidationError as exc:
-        raise CatalogError(_validation_message(devices_path, exc)) from None
+        raise CatalogError(validation_message(devices_path, exc)) from None
     index: dict[str, Device] = {}
     for device in catalog.devices:
         for alias in (device.name, *device.aliases):
@@ -818,14 +820,14 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
             index[key] = device
     layouts_path = base / "kv-layouts.yaml"
     try:
-        layouts = KVLayouts.model_validate(_read_yaml(layouts_path))
+        layouts = KVLayouts.model_validate(read_yaml(layouts_path))
     except ValidationError as exc:
-        raise CatalogError(_validation_message(layouts_path, exc)) from None
+        raise CatalogError(validation_message(layouts_path, exc)) from None
     by_engine: dict[str, Path] = {}
     for directory in sorted((base / "engines").iterdir()):
         profile_path = directory / PROFILE_FILE
         if directory.is_dir() and profile_path.is_file():
-            header = _read_yaml(profile_path)
+            header = read_yaml(profile_path)
             name = header.get("engine") if isinstance(header, dict) else None
             try:
                 _pinned(str(name))

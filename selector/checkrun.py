@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING
 from selector.catalog import Catalog, close_matches, load_catalog
 from selector.config import LoadedDeployment
 from selector.errors import ExitCode, InputError
-from selector.report.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
+from selector.kv import format_ranges
+from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
 from selector.schema.request import DeviceRef
+from selector.vllm_args import ARG_CODES, device_ref
 
 if TYPE_CHECKING:
     from selector.catalog import EngineData
@@ -95,7 +97,6 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
         if value.strip().lower() == "all":
             out.extend(d.name for d in catalog.devices)
             continue
-        from selector.vllm_args import device_ref
 
         device = device_ref(value)
         if isinstance(device, str):
@@ -186,7 +187,7 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
 
 def known_codes(catalog: Catalog) -> frozenset[str]:
     """Every code a finding can carry: vLLM's reasons, the check's and the command line's."""
-    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(catalog.argument_codes)
+    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(ARG_CODES)
 
 
 def validate_ignored(codes: Sequence[str], catalog: Catalog, *, file: str | None = None,
@@ -238,8 +239,6 @@ def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
 
 
 def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
-    from selector.kv import format_ranges
-
     findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for selection in result.selections:
         prefix = f"layers {format_ranges(list(selection.layers))} ({selection.kind}): "
@@ -391,8 +390,6 @@ def input_error_record(exc: InputError, source: str) -> CheckRecord:
 
 
 def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
-    from selector.vllm_args import ARG_CODES
-
     out = []
     for note in command.notes:
         registered = catalog.codes.get(note.code)

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 
 from selector.catalog import Catalog, close_matches
 from selector.errors import InputError
+from selector.kv import KVOptions
+from selector.mla_prefill import prefill_backend_name
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
@@ -241,8 +243,6 @@ def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tu
                 hint=close_matches(name.upper(), sorted(engine.backends)),
             )
     if d.attention_config.mla_prefill_backend is not None:
-        from selector.mla_prefill import prefill_backend_name
-
         try:
             prefill_backend_name(engine, d.attention_config.mla_prefill_backend, catalog)
         except InputError as exc:
@@ -304,8 +304,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
                      ) -> tuple[ModelFacts, RequestFacts, KVOptions]:
     """(model facts sharded per rank, deployment-level facts, KV options) of a deployment
     that names a ``model``."""
-    from selector.kv import KVOptions
-    from selector.models import load_model
+    from selector.models import load_model, shard_model
 
     d = loaded.deployment
     path = loaded.path
@@ -316,7 +315,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
     if ("/" in reference or reference.endswith(".json")) and candidate.exists():
         reference = str(candidate)
     try:
-        model = load_model(reference).for_tp(d.parallel.tensor_parallel_size)
+        model = shard_model(load_model(reference), d.parallel.tensor_parallel_size)
     except InputError as exc:
         in_config = exc.file is not None and exc.file != path
         raise InputError(exc.message, file=exc.file or path, field=exc.field or "model",

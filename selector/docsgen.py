@@ -23,14 +23,24 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+import selector.schema as schema_package
+from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
 from selector.config import LoadedDeployment
 from selector.pipeline.deployment import solve_deployment
+from selector.records import CLI_CODES
 from selector.release_history import release_history_page
+from selector.report.formats import REPORTERS
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
-from selector.schema.engine import PriorityEntry
+from selector.schema.codes import ReasonCodeRegistry
+from selector.schema.device import DeviceCatalog
+from selector.schema.engine import EngineProfile, PriorityEntry
+from selector.schema.mla_prefill import MLAPrefillProfile
+from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
+from selector.schema.serve_flags import ServeFlags
 from selector.serve.flags import release_flags
+from selector.vllm_args import ARG_CODES
 
 __all__ = [
     "BANNER",
@@ -96,8 +106,6 @@ def _describe(schema: dict[str, Any], docs: Mapping[str, Mapping[str, str]]) -> 
 
 
 def _model_docs() -> dict[str, dict[str, str]]:
-    import selector.schema as schema_package
-
     docs: dict[str, dict[str, str]] = {}
     for module in sorted(Path(schema_package.__file__).parent.glob("*.py")):
         for cls, fields in attribute_docs(module).items():
@@ -150,14 +158,6 @@ def _child_schema(full: dict[str, Any], title: str, description: str, *, defs: d
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """File name -> JSON Schema of every input file attn-select reads."""
-    from selector.schema.backend import BackendSpec
-    from selector.schema.codes import ReasonCodeRegistry
-    from selector.schema.device import DeviceCatalog
-    from selector.schema.engine import EngineProfile
-    from selector.schema.mla_prefill import MLAPrefillProfile
-    from selector.schema.request import Deployment
-    from selector.schema.serve_flags import ServeFlags
-
     docs = _model_docs()
 
     def build(model: Any) -> dict[str, Any]:
@@ -319,8 +319,6 @@ def _cc_text(cc: int) -> str:
 
 def _capabilities(spec: BackendSpec, catalog: Catalog) -> str:
     """The catalog capabilities a backend's compute-capability rule admits."""
-    from selector import expr as expr_lang
-
     condition = spec.compute_capability
     if condition is True:
         return "any"
@@ -342,8 +340,6 @@ def _capabilities(spec: BackendSpec, catalog: Catalog) -> str:
 def _representative(engine: EngineData, catalog: Catalog, cc: int,
                     kind: str) -> tuple[tuple[str, ...], str | None]:
     """(priority order, selected backend) for a representative request on ``cc``."""
-    from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
-
     if kind == "standard":
         layer = LayerSpec(head_size=128, num_heads=32, num_kv_heads=8)
     else:
@@ -573,9 +569,6 @@ def _engine_page(engine: EngineData, catalog: Catalog) -> str:
 
 
 def _codes_page(catalog: Catalog) -> str:
-    from selector.report.records import CLI_CODES
-    from selector.vllm_args import ARG_CODES
-
     used: dict[str, list[str]] = {}
     for engine in catalog.engines.values():
         for check in engine.profile.checks:
@@ -663,8 +656,6 @@ def _glossary_page(root: Path) -> str:
 
 def _formats_lines() -> list[str]:
     """The output formats of ``check`` (:data:`selector.report.formats.REPORTERS`)."""
-    from selector.report.formats import REPORTERS
-
     return ["## Output formats of `check`", "",
             *(f"- `--format {r.name}`: {_cell(r.summary)}" for r in REPORTERS.values()), ""]
 

@@ -25,14 +25,14 @@ from selector.catalog import (
     Catalog,
     CatalogError,
     EngineData,
-    _validation_message,
     load_catalog,
+    validation_message,
 )
+from selector.derive import derive_facts
 from selector.errors import InputError
 from selector.result import Diagnostic, MLAPrefillResult, MLAPrefillVerdict
 from selector.schema.backend import BackendSpec
 from selector.schema.mla_prefill import MLAPrefillBackendSpec, MLAPrefillProfile
-from selector.solver import derive_facts
 
 __all__ = [
     "DATA_FILE",
@@ -80,7 +80,7 @@ def _load(path: Path, raw: dict[str, Any], engine: EngineData, catalog: Catalog)
     try:
         data = MLAPrefillProfile.model_validate(raw)
     except ValidationError as exc:
-        raise CatalogError(_validation_message(path, exc)) from None
+        raise CatalogError(validation_message(path, exc)) from None
     if data.engine != engine.engine:
         raise CatalogError(f"{path}: engine {data.engine!r} is not {engine.engine!r}")
     known = set(engine.profile.inputs) | set(engine.profile.environment)

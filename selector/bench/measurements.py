@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from selector.bench.roofline import Achieved, Ceilings, Geometry, Work, achieved
 from selector.bench.stats import Summary, summarize
 from selector.errors import InputError
+from selector.inputfile import parse_json_text, read_text_file
 
 __all__ = [
     "SCHEMA",
@@ -240,8 +241,6 @@ def parse_measurements(data: Any, *, source: str = "<measurements>") -> Measurem
 def load_measurements(path: Path) -> Measurements:
     """Read a measurements file (or a folder holding bench.json); every failure is an
     :class:`InputError` (exit 2)."""
-    from selector.inputfile import parse_json_text, read_text_file
-
     source = str(path)
     if path.is_dir() and (path / "bench.json").is_file():
         return load_measurements(path / "bench.json")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from selector import __version__
 from selector.bench.measurements import (
     BenchResult,
     CheckInfo,
@@ -33,9 +34,15 @@ from selector.bench.roofline import copy_bytes, gemm_flops, shape_work
 from selector.bench.targets import BenchGroup, BenchTargets
 from selector.bench.timing import Clock, CudaClock, time_samples
 from selector.bench.workload import BenchSettings, BenchWorkload, Shape
+from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
+from selector.smoke.environment import INSTALL_HINT, import_flashinfer, import_torch_cuda, package_version
 from selector.smoke.plan import SmokePlan
-from selector.smoke.providers import Provider
+from selector.smoke.providers import Provider, choose_provider
+from selector.smoke.reference import compare, reference_attention, tolerance_for
+from selector.smoke.runner import StageClock
+from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers
+from selector.smoke.tensors import allocate_cache, fill_cache, make_request_data
 
 __all__ = ["BenchEnvironment", "catalog_entry", "cuda_environment", "run_bench", "use_graph"]
 
@@ -83,8 +90,6 @@ class BenchEnvironment:
 
 
 def catalog_entry(gpu_name: str, fallback: str | None) -> Any:
-    from selector.catalog import load_catalog
-
     catalog = load_catalog()
     best = None
     text = gpu_name.upper()
@@ -108,14 +113,6 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
                      deployment_device: str | None = None) -> BenchEnvironment:
     """Import torch (with a GPU) and the libraries the plans need; a missing library skips
     its backend, and :class:`CannotRunHereError` (exit 4) is raised when nothing can run."""
-    from selector.smoke.environment import (
-        INSTALL_HINT,
-        import_flashinfer,
-        import_torch_cuda,
-        package_version,
-    )
-    from selector.smoke.providers import choose_provider
-
     notify("importing torch and initialising CUDA")
     torch = import_torch_cuda()
     torch.cuda.init()
@@ -243,9 +240,6 @@ class _Bench:
             self.flush_buffer.zero_()
 
     def shape_data(self, plan: SmokePlan, shape: Shape) -> _ShapeData:
-        from selector.smoke.reference import reference_attention
-        from selector.smoke.tensors import make_request_data
-
         torch, device = self.env.torch, self.env.device
         batch = shape.batch(plan.kernel_block_size, self.settings.seed)
         generator = torch.Generator(device=device).manual_seed(self.settings.seed * 7 + 1)
@@ -257,8 +251,6 @@ class _Bench:
         return _ShapeData(data, data.flat_queries(torch), reference)
 
     def build_step(self, plan: SmokePlan, batch: Any) -> Any:
-        from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers
-
         env = self.env
         if plan.backend == "FLASH_ATTN":
             assert env.flash_attention is not None
@@ -282,9 +274,6 @@ class _Bench:
 
     def run_one(self, group: BenchGroup, plan: SmokePlan, shape: Shape,
                 prepared: _ShapeData) -> BenchResult:
-        from selector.smoke.reference import compare, tolerance_for
-        from selector.smoke.tensors import allocate_cache, fill_cache
-
         env, settings, torch = self.env, self.settings, self.env.torch
         geometry = group.info().geometry.geometry()
         work = shape_work(shape.requests, geometry)
@@ -388,11 +377,8 @@ def run_bench(targets: BenchTargets, workload: BenchWorkload, *,
     """Measure every runnable valid backend of every group on every shape; never raises for
     a failing kernel (the result records it), raises :class:`CannotRunHereError` (exit 4)
     when nothing can run here."""
-    from selector import __version__
-    from selector.smoke.runner import _StageClock
-
     started = time.perf_counter()
-    notify = _StageClock(progress or (lambda _: None))
+    notify = StageClock(progress or (lambda _: None))
     env = environment or cuda_environment(targets.plans, notify, targets.device)
     settings = workload.settings
     copy, matmul, notes = _measure_peaks(env, settings, notify)

@@ -12,8 +12,9 @@ from selector.bench.measurements import GeometryInfo, GroupInfo
 from selector.errors import InputError
 from selector.modelcheck import LayerSelection, ModelCheckResult
 from selector.result import SolveResult
-from selector.smoke.from_result import SMOKE_BACKENDS, _plan
+from selector.smoke.from_result import SMOKE_BACKENDS, smoke_plan
 from selector.smoke.plan import SmokePlan
+from selector.solver import pinned
 
 __all__ = ["NO_RUNNER", "BenchGroup", "BenchTargets", "count_layers", "layer_groups", "model_groups",
            "targets_from_groups"]
@@ -89,9 +90,9 @@ def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int |
             unmeasured[backend] = NO_RUNNER
             continue
         extra = negotiated if (negotiated and backend == result.selected) else {}
-        plans.append(_plan(result, backend, name=f"{name} {backend}",
-                           sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
-                           **extra))
+        plans.append(smoke_plan(pinned(result, backend), backend, name=f"{name} {backend}",
+                                sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
+                                **extra))
     return BenchGroup(name=name, layers=layers, selected=result.selected, valid=valid,
                       plans=tuple(plans), unmeasured=unmeasured, result=result)
 

@@ -25,10 +25,12 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from selector.catalog import close_matches
 from selector.errors import InputError
+from selector.inputfile import parse_json_text, read_text_file
 from selector.smoke.batch import BatchSpec
 from selector.smoke.workload import Workload as PagedWorkload
-from selector.smoke.workload import _assign_pages
+from selector.smoke.workload import assign_pages
 
 __all__ = [
     "MAX_TOKENS_PER_SHAPE",
@@ -198,7 +200,7 @@ class Shape:
         """The batch on random non-contiguous pages (decodes first, as vLLM schedules)."""
         shapes = [(f"r{index}", context, query)
                   for index, (context, query) in enumerate(self.requests)]
-        return _assign_pages(shapes, block_size, random.Random(seed), spare_factor=1)
+        return assign_pages(shapes, block_size, random.Random(seed), spare_factor=1)
 
     def batch(self, block_size: int, seed: int) -> BatchSpec:
         return self.paged(block_size, seed).batch
@@ -288,8 +290,6 @@ def parse_workload(data: Any, *, source: str = "<workload>",
         message = first["msg"].removeprefix("Value error, ")
         hint = None
         if first["type"] == "extra_forbidden":
-            from selector.catalog import close_matches
-
             message = "unknown field"
             options = _field_names(loc)
             hint = close_matches(str(loc[-1]), options) if options else None
@@ -305,8 +305,6 @@ def parse_workload(data: Any, *, source: str = "<workload>",
 
 def load_workload(path: Path) -> BenchWorkload:
     """Read a YAML or JSON workload file; every failure is an :class:`InputError`."""
-    from selector.inputfile import parse_json_text, read_text_file
-
     source = str(path)
     text = read_text_file(path, what="a workload file")
     lines: dict[tuple[str, ...], int] = {}

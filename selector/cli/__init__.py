@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from selector import __version__
+
 try:  # typer >= 0.27 carries its own copy of click
     from typer._click.exceptions import ClickException
 except ImportError:  # pragma: no cover - older typer depends on click itself
@@ -31,8 +33,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from selector import __version__
-
         sys.stdout.write(f"attn-select {__version__}\n")
         raise typer.Exit(0)
 

@@ -37,21 +37,6 @@ def _fail(error: AttnSelectError) -> typer.Exit:
     return typer.Exit(int(error.exit_code))
 
 
-def _write_outputs(measurements: Measurements, output: Path) -> dict[str, str]:
-    from selector.bench.plot import render_svg
-
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-        data_path = output / "bench.json"
-        plot_path = output / "bench.svg"
-        data_path.write_text(measurements.dumps(), encoding="utf-8")
-        plot_path.write_text(render_svg(measurements), encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"cannot write the results: {error}", file=str(output),
-                         field="--output") from None
-    return {"measurements": str(data_path), "plot": str(plot_path)}
-
-
 def bench_command(
     config: Annotated[Path, typer.Argument(metavar="CONFIG", show_default=False,
                                            help="Deployment file (YAML, TOML or JSON).")],
@@ -91,11 +76,12 @@ def bench_command(
     would reject, 2 on bad input, 3 when a kernel failed or its output did not match,
     4 when this machine cannot run it (no GPU, or no kernel library).
     """
+    from selector.bench.outputs import write_outputs
     from selector.bench.policy import decide_for_deployment
     from selector.bench.render import render_bench, render_decision, result_row
     from selector.bench.runner import run_bench
     from selector.bench.workload import default_workload, load_workload
-    from selector.cli.smoke import _progress
+    from selector.cli.progress import progress as spinner
     from selector.pipeline.bench import bench_targets
 
     if ray is not None:
@@ -112,11 +98,11 @@ def bench_command(
     try:
         shapes = load_workload(workload) if workload is not None else default_workload()
         targets = bench_targets(config)
-        with _progress(err) as progress:
+        with spinner(err) as progress:
             task = progress.add_task("starting", total=None)
             measurements = run_bench(
                 targets, shapes, progress=lambda stage: progress.update(task, description=stage))
-        files = _write_outputs(measurements, output)
+        files = write_outputs(measurements, output)
     except AttnSelectError as error:
         raise _fail(error) from None
     decision = decide_for_deployment(measurements, policy=policy.value)

@@ -12,7 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
+from selector.catalog import load_catalog
 from selector.errors import InputError
+from selector.records import CheckReport
 from selector.report.formats import REPORTERS
 
 __all__ = ["CheckFormat", "check", "register"]
@@ -88,7 +90,6 @@ def check(
                                "backend measured fastest and the flag that pins it.")] = None,
 ) -> None:
     """Validate every backend for each deployment, select one, explain why."""
-    from selector.catalog import load_catalog
     from selector.checkrun import (
         CheckOptions,
         exit_code,
@@ -147,8 +148,6 @@ def check(
 def _render(records: list[Any], command: Any, output_format: Any, *, verbose: int,
             fleet: bool, to_text: bool = False) -> str | None:
     """The report as text (None: printed to the console directly, unless ``to_text``)."""
-    from selector.report.records import CheckReport
-
     reporter = REPORTERS[output_format.value]
     report = CheckReport(records=records, command=command, verbose=verbose, fleet=fleet)
     if not reporter.prints:

@@ -14,6 +14,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from selector import __version__
+from selector.cli.progress import progress as spinner
 from selector.errors import AttnSelectError, InputError
 
 __all__ = ["DEFAULT_TIMEOUT_S", "FleetFormat", "run_bench_fleet", "run_smoke_fleet"]
@@ -40,14 +42,13 @@ def _fail(error: AttnSelectError) -> typer.Exit:
 
 
 def _run(request: Any) -> Any:
-    from selector.cli.smoke import _progress
     from selector.fleet.run import run_fleet
 
     err = Console(stderr=True, soft_wrap=True)
     try:
         # Ray's driver prints cluster events (a worker died) to stdout: keep them on stderr,
         # so stdout holds the report alone
-        with contextlib.redirect_stdout(sys.stderr), _progress(err) as progress:
+        with contextlib.redirect_stdout(sys.stderr), spinner(err) as progress:
             task = progress.add_task("starting", total=None)
             return run_fleet(request,
                              progress=lambda stage: progress.update(task, description=stage))
@@ -70,7 +71,6 @@ def _render(report: Any, output_format: FleetFormat) -> str | None:
     if output_format is FleetFormat.github:
         return render.render_github(report)
     if output_format is FleetFormat.sarif:
-        from selector import __version__
         from selector.report.formats.sarif import code_descriptions
 
         return json.dumps(render.render_sarif(report, version=__version__,
@@ -118,10 +118,10 @@ def run_bench_fleet(config: Path, *, address: str, devices: list[str], timeout_s
     """``bench CONFIG --ray ADDRESS``: one measurements file per device type, written to
     ``OUTPUT/<device>/bench.json`` (``check --measurements OUTPUT`` picks them by device)."""
     from selector.bench.measurements import parse_measurements
+    from selector.bench.outputs import write_outputs
     from selector.bench.policy import decide_for_deployment
     from selector.bench.render import result_row
     from selector.bench.workload import load_workload
-    from selector.cli.bench import _write_outputs
     from selector.fleet.run import FleetRequest
 
     try:
@@ -141,7 +141,7 @@ def run_bench_fleet(config: Path, *, address: str, devices: list[str], timeout_s
             continue
         try:
             measurements = parse_measurements(data, source=f"{outcome.device} measurements")
-            files = _write_outputs(measurements, output / _device_dir(outcome.device))
+            files = write_outputs(measurements, output / _device_dir(outcome.device))
         except AttnSelectError as error:
             outcome.errors.append(str(error))
             continue

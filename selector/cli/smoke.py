@@ -7,17 +7,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from selector.cli.fleet import FleetFormat
+from selector.cli.fleet import FleetFormat, run_smoke_fleet
+from selector.cli.progress import progress as spinner
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -55,14 +54,6 @@ class LseBaseChoice(str, Enum):
     swapped = "swapped"
 
 
-@contextmanager
-def _progress(console: Console) -> Iterator[Progress]:
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                        console=console, transient=True)
-    with progress:
-        yield progress
-
-
 def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console) -> None:
     from selector.smoke.render import render_report
 
@@ -81,7 +72,7 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
     out = Console(soft_wrap=output_format is ReportFormat.json)
     err = Console(stderr=True, soft_wrap=True)
     try:
-        with _progress(err) as progress:
+        with spinner(err) as progress:
             task = progress.add_task("starting", total=None)
             report = run_smoke(plans, options,
                                progress=lambda stage: progress.update(task, description=stage))
@@ -229,8 +220,6 @@ def smoke_command(
         ("--gpus", gpus is not None), ("--kernels", kernels is not KernelSource.native),
         ("--merge-lse-base", merge_lse_base is not None)) if given]
     if ray is not None and not local_only:
-        from selector.cli.fleet import FleetFormat, run_smoke_fleet
-
         raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
                               timeout_s=timeout, options=options.model_dump(mode="json"),
                               output_format=FleetFormat(output_format.value), output=output,

@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from selector.fleet.outcome import DeviceOutcome, FleetReport
+from selector.report.formats.sarif import SARIF_SCHEMA, SARIF_VERSION
 from selector.report.plain import PlainTable
 
 __all__ = ["STATUS_CODES", "render_github", "render_json", "render_junit", "render_markdown",
@@ -176,8 +177,6 @@ def render_sarif(report: FleetReport, *, version: str,
                  descriptions: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """SARIF 2.1.0: one result per row that did not pass, located in its deployment file;
     ``descriptions`` maps a code to (name, summary) for the rule metadata."""
-    from selector.report.formats.sarif import SARIF_SCHEMA, SARIF_VERSION
-
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     results: list[dict[str, Any]] = []

@@ -9,8 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from selector.catalog import load_catalog
+from selector.config import load_deployment
 from selector.errors import CannotRunHereError, ExitCode, InputError
 from selector.fleet.outcome import DeviceOutcome, FleetReport
+from selector.fleet.shipping import shipped_code
 
 __all__ = ["CLUSTER", "FleetRequest", "resolve_requested", "run_fleet"]
 
@@ -35,8 +38,6 @@ class FleetRequest:
 def resolve_requested(values: Sequence[str]) -> list[str]:
     """``--device`` values -> catalog device names (``cluster`` kept as is); an unknown
     name is an :class:`InputError` (exit 2) before any cluster is joined."""
-    from selector.catalog import load_catalog
-
     catalog = load_catalog()
     out: list[str] = []
     for value in values or [CLUSTER]:
@@ -48,8 +49,6 @@ def resolve_requested(values: Sequence[str]) -> list[str]:
 
 
 def _catalog_name(ray_type: str) -> str | None:
-    from selector.catalog import load_catalog
-
     try:
         return load_catalog().device(ray_type).name
     except InputError:
@@ -58,8 +57,6 @@ def _catalog_name(ray_type: str) -> str | None:
 
 def _read(configs: Sequence[str]) -> list[tuple[str, str]]:
     """(name, text) of each deployment, validated here so bad input stops before Ray."""
-    from selector.config import load_deployment
-
     return [(loaded.path, loaded.text) for loaded in map(load_deployment, configs)]
 
 
@@ -74,8 +71,6 @@ def run_fleet(request: FleetRequest, *, progress: Callable[[str], None] = lambda
     requested = resolve_requested(request.devices)
     shipped = None
     if request.ship_code:
-        from selector.fleet.shipping import shipped_code
-
         progress("packing this attn-select for the workers")
         shipped = shipped_code()
     try:

@@ -7,14 +7,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import selector
+from selector.resources import schemas_dir
+
 __all__ = ["shipped_code"]
 
 
 def shipped_code() -> Path:
     """A fresh folder ``.../selector`` holding the package and ``_schemas`` (the data)."""
-    import selector
-    from selector.resources import schemas_dir
-
     source = Path(selector.__file__).resolve().parent
     target = Path(tempfile.mkdtemp(prefix="attn-select-ship-")) / "selector"
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

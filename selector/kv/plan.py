@@ -257,7 +257,7 @@ def _available_bytes(options: KVOptions) -> int | None:
 def plan_model(
     model: ModelFacts, backend_for_layer: BackendChooser, options: KVOptions | None = None
 ) -> ModelPlan:
-    """Plan the KV cache of ``model`` (already sharded with ``for_tp``) given each
+    """Plan the KV cache of ``model`` (already sharded with ``shard_model``) given each
     attention layer's backend. Pure and deterministic; user-input problems raise
     :class:`InputError`, engine refusals are returned in ``ModelPlan.errors``."""
     options = options or KVOptions()

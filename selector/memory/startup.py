@@ -23,6 +23,7 @@ from selector.memory.issues import StartupIssue, dtype_issue, startup_issue
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
+from selector.models.presets import preset_dir
 
 __all__ = [
     "MemoryReport",
@@ -69,8 +70,6 @@ def raw_config(model: ModelFacts) -> Mapping[str, Any]:
 
 @lru_cache(maxsize=1)
 def _device_memory_table() -> dict[str, tuple[float, str]]:
-    from selector.models.presets import preset_dir
-
     path = preset_dir().parent / "device-memory.yaml"
     if not path.is_file():
         return {}
@@ -96,7 +95,7 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
                 max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
                 reserved_bytes: int | None, moe_backend: str | None = None) -> MemoryBudget | None:
-    """The budget of one GPU of a model deployment (``model`` sharded with ``for_tp``)."""
+    """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
     total = device_total_memory(device, nominal_gib)
     if total is None:
         return None

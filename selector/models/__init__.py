@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         list_presets,
         preset_dir,
     )
+    from selector.models.tensor_parallel import shard_model
 
 __all__ = [
     "GDNDims",
@@ -39,9 +40,11 @@ __all__ = [
     "load_model",
     "parse_config",
     "preset_dir",
+    "shard_model",
 ]
 
 _LAZY: dict[str, str] = {
+    "shard_model": "selector.models.tensor_parallel",
     "GDNDims": "selector.models.facts",
     "LayerFacts": "selector.models.facts",
     "Mamba1Dims": "selector.models.facts",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from selector.models.families import family_for
+from selector.models.presets import list_presets, preset_path
 
 if TYPE_CHECKING:
     from selector.catalog import EngineData
@@ -129,8 +130,6 @@ def architecture_status(
 @cache
 def _preset_architectures() -> dict[str, tuple[str, ...]]:
     """architecture -> the presets whose config.json names it."""
-    from selector.models.presets import list_presets, preset_path
-
     out: dict[str, list[str]] = {}
     for name in list_presets():
         raw = json.loads(preset_path(name).read_text(encoding="utf-8"))

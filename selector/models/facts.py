@@ -258,9 +258,3 @@ class ModelFacts(_Frozen):
                 field="layer",
             )
         return self.layers[index]
-
-    def for_tp(self, tp: int) -> ModelFacts:
-        """The facts one tensor-parallel rank sees (heads divided by ``tp``)."""
-        from selector.models.tensor_parallel import shard_model
-
-        return shard_model(self, tp)

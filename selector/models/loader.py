@@ -9,7 +9,7 @@ from selector.errors import InputError
 from selector.models.facts import ModelFacts
 from selector.models.hf_config import parse_config
 from selector.models.json_lines import field_line
-from selector.models.presets import match_preset, preset_path
+from selector.models.presets import list_presets, match_preset, preset_path
 
 __all__ = ["load_config_file", "load_model"]
 
@@ -74,8 +74,6 @@ def load_model(name_or_path: str | Path) -> ModelFacts:
     if _is_explicit_path(name):
         return load_config_file(candidate)
     if _looks_like_path(name):
-        from selector.models.presets import list_presets
-
         raise InputError(
             f"cannot resolve {name!r} to a model: no local config.json and no shipped preset "
             "of that architecture", field="model",

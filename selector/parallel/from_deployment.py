@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
+from selector.catalog import load_catalog
 from selector.config import LoadedDeployment
 from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
 from selector.models import ModelFacts
@@ -40,8 +41,6 @@ def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
     smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks). ``heads_of``
     gives a plan's heads in all (asked only when the plan is shard-checked)."""
-    from selector.catalog import load_catalog
-
     config = loaded.path
     deployment = loaded.deployment
     parallel = deployment.parallel

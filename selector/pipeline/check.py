@@ -22,7 +22,7 @@ from selector.checkrun import (
 from selector.config import LoadedDeployment, load_deployment
 from selector.errors import InputError
 from selector.pipeline.deployment import Solved, solve_deployment
-from selector.report.records import CheckRecord
+from selector.records import CheckRecord
 from selector.schema.request import Deployment
 
 if TYPE_CHECKING:

@@ -94,7 +94,9 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     facts_model, base, kv = deployment_model(loaded, catalog)
     _, _, device = resolve_device(d, catalog)
     if model is not None:
-        facts_model = model.for_tp(d.parallel.tensor_parallel_size)
+        from selector.models.tensor_parallel import shard_model
+
+        facts_model = shard_model(model, d.parallel.tensor_parallel_size)
     if kv_options:
         kv = kv.model_copy(update=dict(kv_options))
     if startup:

@@ -17,8 +17,9 @@ from selector.errors import InputError
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
 from selector.pipeline.deployment import no_attention_layer, rejection, solve_deployment
-from selector.smoke.from_result import plans_from_model, plans_from_result
+from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
 from selector.smoke.plan import SmokePlan
+from selector.solver import pinned
 
 __all__ = ["deployment_plans", "shard_plans"]
 
@@ -49,7 +50,8 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
         assert result is not None
         plans = plans_from_result(result, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
-                                  logits_soft_cap=deployment.layer.logits_soft_cap)
+                                  logits_soft_cap=deployment.layer.logits_soft_cap,
+                                  parity={b: pinned(result, b) for b in parity_backends(result)})
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(

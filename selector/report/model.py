@@ -10,7 +10,10 @@ from rich.text import Text
 
 from selector.kv import format_ranges
 from selector.modelcheck import ModelCheckResult
+from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
+from selector.report.memory import issue_json, memory_json, memory_table
 from selector.report.plain import PlainTable, plain
+from selector.report.text import reasons_table, start_up_error, suggestions_table
 
 __all__ = ["model_to_json", "render_model"]
 
@@ -24,8 +27,6 @@ def _ranges(layers: tuple[int, ...]) -> str:
 def _failing_groups(result: ModelCheckResult) -> list[RenderableType]:
     """For each layer group that fails: vLLM's error verbatim, the reasons of every backend
     of its priority list, and the suggested fixes (each re-checked)."""
-    from selector.report.text import reasons_table, start_up_error, suggestions_table
-
     parts: list[RenderableType] = []
     for selection in result.selections:
         r = selection.result
@@ -128,8 +129,6 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
 
 def _startup_parts(result: ModelCheckResult) -> list[RenderableType]:
     """The memory budget and vLLM's start-up refusals, each in vLLM's words."""
-    from selector.report.memory import memory_table
-
     parts: list[RenderableType] = []
     if result.memory is not None:
         parts.append(memory_table(result.memory))
@@ -146,9 +145,6 @@ def _startup_parts(result: ModelCheckResult) -> list[RenderableType]:
 def model_to_json(result: ModelCheckResult, *, source: str | None = None,
                   device: str | None = None) -> dict[str, Any]:
     """The same as a JSON document (``schema_version`` shared with ``check``)."""
-    from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
-    from selector.report.memory import issue_json, memory_json
-
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "source": source,

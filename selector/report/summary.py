@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from selector.records import CheckRecord, Finding
 from selector.report.plain import PlainTable
-from selector.report.records import CheckRecord, Finding
 
 __all__ = ["render_fleet", "render_notes"]
 

@@ -6,6 +6,7 @@ from typing import Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from selector import expr as expr_lang
 from selector.schema.engine import FactSpec
 from selector.schema.types import (
     AttnType,
@@ -150,8 +151,6 @@ class KVCacheShapeRule(StrictModel):
     @classmethod
     def _shape_parses(cls, value: str | None) -> str | None:
         if value is not None:
-            from selector import expr as expr_lang
-
             for item in split_shape(value):
                 try:
                     expr_lang.parse(item)

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from selector.errors import InputError
+from selector.inputfile import parse_json_text, read_text_file
 
 __all__ = [
     "BatchRequest",
@@ -184,8 +185,6 @@ def parse_batch(data: Any, *, source: str = "<input>") -> BatchSpec:
 
 def load_batch_file(path: Path) -> BatchSpec:
     """Read and validate a batch file; every failure is an :class:`InputError` naming the file."""
-    from selector.inputfile import parse_json_text, read_text_file
-
     source = str(path)
     data = parse_json_text(read_text_file(path, what="a JSON batch file"), source=source)
     return parse_batch(data, source=source)

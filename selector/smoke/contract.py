@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.catalog import CatalogError
+from selector.catalog import CatalogError, load_catalog, read_yaml
 from selector.errors import CannotRunHereError, InputError
 from selector.smoke.batch import BatchSpec
 from selector.smoke.plan import SmokePlan
@@ -144,8 +144,6 @@ class KernelContract(BaseModel):
 
 
 def contract_path(engine: str) -> Path:
-    from selector.catalog import load_catalog
-
     catalog = load_catalog()
     directories = catalog.engine_dirs
     if engine not in directories:
@@ -159,13 +157,11 @@ def contract_path(engine: str) -> Path:
 @functools.cache
 def load_contract(engine: str) -> KernelContract:
     """The kernel call contract of ``engine`` (e.g. ``vllm==0.33.0``)."""
-    from selector.catalog import _read_yaml
-
     path = contract_path(engine)
     if not path.is_file():
         raise CannotRunHereError(f"{engine} has no kernel call contract ({path} is missing)")
     try:
-        return KernelContract.model_validate(_read_yaml(path))
+        return KernelContract.model_validate(read_yaml(path))
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])

@@ -4,14 +4,22 @@ layout and CUDA-graph mode (pure; no torch)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from selector.catalog import load_catalog
 from selector.result import SolveResult
 from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan
 
-__all__ = ["FP8_SMOKE_SCALES", "SMOKE_BACKENDS", "layout_alias", "plans_from_model",
-           "plans_from_result"]
+__all__ = [
+    "FP8_SMOKE_SCALES",
+    "SMOKE_BACKENDS",
+    "layout_alias",
+    "parity_backends",
+    "plans_from_model",
+    "plans_from_result",
+    "smoke_plan",
+]
 
 SMOKE_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
 """Backends compared with each other in a parity run (same data, same answer)."""
@@ -26,14 +34,15 @@ def layout_alias(layout: str) -> str:
     return load_catalog().per_layer_layouts.get(layout, "NHD")
 
 
-def _plan(result: SolveResult, backend: str, *, name: str, sliding_window: int | None,
-          logits_soft_cap: float | None, kernel_block_size: int | None = None,
-          kv_layout: str | None = None, cudagraph_mode: str | None = None) -> SmokePlan:
-    from selector.solver import solve
-
-    facts = result.facts
+def smoke_plan(result: SolveResult, backend: str, *, name: str, sliding_window: int | None,
+               logits_soft_cap: float | None, kernel_block_size: int | None = None,
+               kv_layout: str | None = None, cudagraph_mode: str | None = None) -> SmokePlan:
+    """The plan of ``backend``, which ``result`` selected (pin it when solving:
+    :func:`selector.solver.pinned`)."""
     if result.selected != backend:
-        result = solve(facts, engine=result.engine, attention_backend=backend, suggest=False)
+        raise ValueError(f"the result selected {result.selected}, not {backend}: "
+                         "solve with the backend pinned first")
+    facts = result.facts
     runtime = result.runtime
     assert runtime is not None
     fa = runtime.fact("fa_version")
@@ -76,20 +85,29 @@ def _plan(result: SolveResult, backend: str, *, name: str, sliding_window: int |
     )
 
 
-def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | None = None,
-                      logits_soft_cap: float | None = None) -> list[SmokePlan]:
-    """The selected backend's plan, plus the other parity backend when it is valid too
-    (so the report can compare FlashAttention with FlashInfer)."""
-    plans = []
-    if result.selected:
-        plans.append(_plan(result, result.selected, name=f"{name} {result.selected}",
-                           sliding_window=sliding_window, logits_soft_cap=logits_soft_cap))
+def parity_backends(result: SolveResult) -> list[str]:
+    """The other parity backends that are valid too when ``result`` selected one (the
+    report compares FlashAttention with FlashInfer)."""
     if result.selected not in SMOKE_BACKENDS:
-        return plans
-    for backend in SMOKE_BACKENDS:
-        if backend != result.selected and result.verdict(backend).valid and plans:
-            plans.append(_plan(result, backend, name=f"{name} {backend} (parity)",
-                               sliding_window=sliding_window, logits_soft_cap=logits_soft_cap))
+        return []
+    return [backend for backend in SMOKE_BACKENDS
+            if backend != result.selected and result.verdict(backend).valid]
+
+
+def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | None = None,
+                      logits_soft_cap: float | None = None,
+                      parity: Mapping[str, SolveResult] | None = None) -> list[SmokePlan]:
+    """The selected backend's plan, plus one per :func:`parity_backends` from ``parity``
+    (backend -> the result solved with it pinned)."""
+    if not result.selected:
+        return []
+    plans = [smoke_plan(result, result.selected, name=f"{name} {result.selected}",
+                        sliding_window=sliding_window, logits_soft_cap=logits_soft_cap)]
+    for backend in parity_backends(result):
+        if parity is None or backend not in parity:
+            raise ValueError(f"no pinned result for the parity backend {backend}")
+        plans.append(smoke_plan(parity[backend], backend, name=f"{name} {backend} (parity)",
+                                sliding_window=sliding_window, logits_soft_cap=logits_soft_cap))
     return plans
 
 
@@ -117,7 +135,7 @@ def plans_from_model(check: Any) -> list[SmokePlan]:
             if key in seen:
                 continue
             seen.add(key)
-            out.append(_plan(selection.result, backend,
+            out.append(smoke_plan(selection.result, backend,
                              name=f"kv{group.index} layers {attention.layers} {backend}",
                              sliding_window=layer.sliding_window,
                              logits_soft_cap=layer.logits_soft_cap,

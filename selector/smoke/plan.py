@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from selector.catalog import load_catalog
 from selector.errors import InputError
 
 __all__ = [
@@ -42,8 +43,6 @@ FP8_KV_DTYPES: frozenset[str] = frozenset({"fp8", "fp8_e4m3"})
 
 def _default_engine() -> str:
     """The engine a command uses when none is named (``Catalog.choose``)."""
-    from selector.catalog import load_catalog
-
     return load_catalog().choose(None).name
 
 
@@ -190,7 +189,6 @@ def load_plans_file(path: Path) -> SmokePlansFile:
         message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
         raise InputError(message, file=source,
                          field=_location(tuple(first["loc"])) or None) from None
-    from selector.catalog import load_catalog
 
     known = load_catalog().engine_dirs
     for index, plan in enumerate(plans.plans):

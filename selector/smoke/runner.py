@@ -66,7 +66,14 @@ RUNNABLE_BACKENDS_WHY = {
     "TRITON_FLASH_ATTN": "composite backends are smoke-tested through their child backends",
 }
 
-__all__ = ["RUNNABLE_BACKENDS", "Progress", "SmokeMachine", "cuda_machine", "run_smoke"]
+__all__ = [
+    "RUNNABLE_BACKENDS",
+    "Progress",
+    "SmokeMachine",
+    "StageClock",
+    "cuda_machine",
+    "run_smoke",
+]
 
 Tensor: TypeAlias = Any
 Torch: TypeAlias = Any
@@ -346,7 +353,7 @@ class _GroupRun:
                                                     bandwidth, tflops))
 
 
-class _StageClock:
+class StageClock:
     """Forwards each stage to the progress sink and records how long each one took."""
 
     def __init__(self, sink: Progress) -> None:
@@ -440,7 +447,7 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     """
     started = time.perf_counter()
     options = options or SmokeOptions()
-    notify = _StageClock(progress or (lambda _: None))
+    notify = StageClock(progress or (lambda _: None))
     _check_runnable(plans)
     if machine is None:
         machine = cuda_machine(plans, options, notify)

@@ -18,8 +18,16 @@ from dataclasses import dataclass
 from selector.smoke.batch import BatchRequest, BatchSpec, pages_needed
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["MAX_SPLITS", "Workload", "decode_batch", "long_context_for", "mixed_batch",
-           "mla_decode_batch", "uniform_decode_batch"]
+__all__ = [
+    "MAX_SPLITS",
+    "Workload",
+    "assign_pages",
+    "decode_batch",
+    "long_context_for",
+    "mixed_batch",
+    "mla_decode_batch",
+    "uniform_decode_batch",
+]
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,7 @@ class Workload:
     num_pages: int
 
 
-def _assign_pages(shapes: list[tuple[str, int, int]], block_size: int, rng: random.Random,
+def assign_pages(shapes: list[tuple[str, int, int]], block_size: int, rng: random.Random,
                   *, spare_factor: int = 2, capacity_tokens: int | None = None) -> Workload:
     """Give each (id, context_len, query_len) random distinct pages from a shuffled pool."""
     counts = [pages_needed(capacity_tokens or (context + query), block_size)
@@ -73,7 +81,7 @@ def mixed_batch(block_size: int, seed: int, *, long_context: int | None = None) 
     if long_context is not None:
         shapes += [("long-decode", long_context, 1),
                    ("long-extend", long_context + size // 2 + 1, 37)]
-    return _assign_pages(shapes, block_size, random.Random(seed))
+    return assign_pages(shapes, block_size, random.Random(seed))
 
 
 def mla_decode_batch(block_size: int, seed: int, long_context: int) -> Workload:
@@ -82,7 +90,7 @@ def mla_decode_batch(block_size: int, seed: int, long_context: int) -> Workload:
     contexts = [0, block_size - 1, 3 * block_size + 7, long_context, long_context // 2 + 3,
                 rng.randint(1, long_context)]
     shapes = [(f"d{index}", context, 1) for index, context in enumerate(contexts)]
-    return _assign_pages(shapes, block_size, rng)
+    return assign_pages(shapes, block_size, rng)
 
 
 def decode_batch(block_size: int, seed: int, *, num_requests: int = 8,
@@ -93,14 +101,14 @@ def decode_batch(block_size: int, seed: int, *, num_requests: int = 8,
     shapes = [(f"d{index}", rng.randint(0, limit - 1), 1) for index in range(num_requests)]
     # every request reserves room for the longest context, so the pool size (and with it
     # the KV-cache allocation a captured graph reads) is the same for every seed
-    return _assign_pages(shapes, block_size, rng, capacity_tokens=limit)
+    return assign_pages(shapes, block_size, rng, capacity_tokens=limit)
 
 
 def uniform_decode_batch(block_size: int, num_requests: int, context_len: int,
                          seed: int = 0) -> Workload:
     """``num_requests`` decodes, each with ``context_len`` cached tokens (a benchmark batch)."""
     shapes = [(f"d{index}", context_len - 1, 1) for index in range(num_requests)]
-    return _assign_pages(shapes, block_size, random.Random(seed), spare_factor=1)
+    return assign_pages(shapes, block_size, random.Random(seed), spare_factor=1)
 
 
 def graph_capacity_pages(block_size: int, max_context: int | None = None) -> int:

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from selector import expr as E
 from selector import kvshape
 from selector.catalog import Catalog, EngineData, load_catalog
+from selector.derive import derive_facts
+from selector.derive import expression as _expr
+from selector.kv.cudagraph import resolve_cudagraph_mode
+from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
 from selector.request import RequestFacts
 from selector.result import (
     BackendVerdict,
@@ -26,9 +31,8 @@ from selector.result import (
     Suggestion,
 )
 from selector.schema.backend import BackendSpec
-from selector.schema.engine import FactSpec
 from selector.schema.types import MultipleOf
-from selector.solver.compiled import CompiledEngine, Reason, compiled_for
+from selector.solver.compiled import CompiledEngine, Reason, capability_expressions, compiled_for
 
 __all__ = [
     "SelectionOutcome",
@@ -41,6 +45,7 @@ __all__ = [
     "no_valid_error",
     "no_valid_message",
     "no_valid_reasons",
+    "pinned",
     "select",
     "solve",
     "trace_fact",
@@ -155,25 +160,6 @@ def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str
     return SelectionOutcome(reasons, order, derived, None, no_valid_error(engine, facts, invalid))
 
 
-def derive_facts(facts: Iterable[FactSpec], scope: dict[str, Any],
-                 until: str | None = None) -> dict[str, tuple[str, ...]]:
-    """Derive ``facts`` into ``scope`` with the interpreter (the explaining path; the compiled
-    evaluator gives the same values), stopping after ``until``; returns, per fact, the notes
-    of the steps that applied."""
-    applied: dict[str, tuple[str, ...]] = {}
-    for fact in facts:
-        scope[fact.name] = E.evaluate(_expr(fact.value), scope)
-        notes: list[str] = []
-        for step in fact.steps:
-            if E.evaluate(_expr(step.when), scope):
-                scope[fact.name] = E.evaluate(_expr(step.set), scope)
-                notes.append(step.note or f"when {step.when}")
-        applied[fact.name] = tuple(notes)
-        if fact.name == until:
-            break
-    return applied
-
-
 def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
     """Re-derive one fact with the interpreter and record which steps applied."""
     scope = dict(env)
@@ -181,12 +167,6 @@ def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTra
     if name not in applied:
         raise KeyError(name)
     return FactTrace(name=name, value=scope[name], steps=applied[name])
-
-
-def _expr(value: object) -> E.Expr:
-    if isinstance(value, str):
-        return E.parse(value)
-    return E.Literal(value)  # type: ignore[arg-type]
 
 
 def _first(rules: Any, scope: Mapping[str, Any]) -> Any:
@@ -233,8 +213,6 @@ def evaluate_runtime(spec: BackendSpec, scope: Mapping[str, Any],
     if threshold_rule is not None and threshold_rule.value is not None:
         value = E.evaluate(_expr(threshold_rule.value), scope)
         threshold = int(value) if isinstance(value, int) else None
-    from selector.kv.cudagraph import resolve_cudagraph_mode
-
     resolution = resolve_cudagraph_mode(
         requested_cg_mode, support, spec.class_name,  # type: ignore[arg-type]
         uniform_decode_query_len=1 + int(scope.get("num_speculative_tokens") or 0),
@@ -386,14 +364,20 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
     )
 
 
+def pinned(result: SolveResult, backend: str) -> SolveResult:
+    """``result``'s facts solved with ``backend`` pinned (``attention_backend``), as a run
+    that names it gets it; ``result`` itself when it selected ``backend``."""
+    if result.selected == backend:
+        return result
+    return solve(result.facts, engine=result.engine, attention_backend=backend, suggest=False)
+
+
 def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: str | None,
                  catalog: Catalog) -> MLAPrefillResult | None:
     """The MLA prefill-backend selection of an MLA layer (None: not MLA, or the engine
     has no such selector); a pinned name is checked for every layer, as vLLM parses it."""
     if not scope.get("use_mla") and scope.get("mla_prefill_backend") is None:
         return None  # nothing to select or to check (and no need to load the data)
-    from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
-
     if load_mla_prefill(engine, catalog) is None:
         return None
     if not scope.get("use_mla"):
@@ -405,8 +389,6 @@ def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: s
 def explain_backend(result: SolveResult, backend: str,
                     catalog: Catalog | None = None) -> list[dict[str, Any]]:
     """Every check of one backend in vLLM's order: the rule, the facts it read, pass/fail."""
-    from selector.solver.compiled import capability_expressions
-
     catalog = catalog or load_catalog()
     engine = catalog.engine(result.engine)
     spec = engine.backend(backend)
@@ -447,6 +429,4 @@ def explain_backend(result: SolveResult, backend: str,
 
 
 def _with(plan: RuntimePlan, **changes: Any) -> RuntimePlan:
-    from dataclasses import replace
-
     return replace(plan, **changes)

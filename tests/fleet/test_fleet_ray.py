@@ -130,7 +130,7 @@ def test_sarif_is_valid_and_names_each_failing_device(mixed_run: dict[str, Any])
     jsonschema = pytest.importorskip("jsonschema")
     from selector.catalog import load_catalog
     from selector.fleet.render import render_sarif
-    from selector.report.records import CLI_CODES
+    from selector.records import CLI_CODES
 
     descriptions = {c.code: (c.name, c.message) for c in load_catalog().codes.values()}
     descriptions.update(CLI_CODES)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from selector.errors import InputError
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, MultipleOf, plan_model
 from selector.kv.backend_facts import CG_LEVEL
-from selector.models import LayerFacts, list_presets, load_model, parse_config, preset_dir
+from selector.models import LayerFacts, list_presets, load_model, parse_config, preset_dir, shard_model
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -183,7 +183,7 @@ def mutated_configs(draw: st.DrawFn) -> Any:
 @given(mutated_configs(), st.integers(1, 16))
 def test_malformed_config_only_raises_input_error(raw: Any, tp: int) -> None:
     try:
-        model = parse_config(raw, file="fuzz/config.json").for_tp(tp)
+        model = shard_model(parse_config(raw, file="fuzz/config.json"), tp)
     except InputError as exc:
         assert exc.file in ("fuzz/config.json", None)
         return

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from selector.catalog import load_catalog
-from selector.report.records import CLI_CODES
+from selector.records import CLI_CODES
 from selector.schema.request import Deployment
 from selector.vllm_args import ARG_CODES
 

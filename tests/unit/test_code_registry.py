@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from selector.catalog import load_catalog
-from selector.report.records import CLI_CODES
+from selector.records import CLI_CODES
 from selector.vllm_args import ARG_CODES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 
 from selector.errors import InputError
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
-from selector.models import LayerFacts, load_model
+from selector.models import LayerFacts, load_model, shard_model
 from tests.unit.kv_stubs import (
     FLASH_ATTN,
     FLASHINFER_SM90,
@@ -29,7 +29,7 @@ def every(backend: BackendKVFacts) -> Callable[[LayerFacts], BackendKVFacts]:
 
 
 def plan(name: str, backend: BackendKVFacts, tp: int = 1, **options: object) -> ModelPlan:
-    return plan_model(load_model(name).for_tp(tp), every(backend), KVOptions(**options))  # type: ignore[arg-type]
+    return plan_model(shard_model(load_model(name), tp), every(backend), KVOptions(**options))  # type: ignore[arg-type]
 
 
 def test_gpt_oss_20b_sinks_and_sliding_window_on_h100() -> None:

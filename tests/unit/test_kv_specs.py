@@ -9,7 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 from selector.errors import InputError
 from selector.kv.layer_specs import SpecContext, build_spec, customize, indexer_spec, mamba_spec
 from selector.kv.specs import FullAttentionSpec, KVCacheSpec, MambaSpec
-from selector.models import load_model
+from selector.models import load_model, shard_model
 from tests.unit.kv_stubs import DEEPSEEK_V32_INDEXER, FLASH_ATTN, FLASHINFER_SM90, FLASHMLA
 
 
@@ -30,7 +30,7 @@ def test_dense_page_k_and_v_packed() -> None:
 
 
 def test_tp_shards_the_page() -> None:
-    layer = load_model("llama-3.1-8b").for_tp(2).layers[0]
+    layer = shard_model(load_model("llama-3.1-8b"), 2).layers[0]
     assert build_spec(layer, FLASH_ATTN, _ctx(kv_cache_dtype="fp8_e4m3")).page_size_bytes == (
         4 * 16 * 256 * 1
     )
@@ -69,7 +69,7 @@ def test_jamba_mamba_state_page() -> None:
     # conv (d_conv-1, expand*hidden) + ssm (expand*hidden, d_state), bf16
     assert spec.shapes == ((3, 8192), (8192, 16))
     assert spec.page_size_bytes == (3 * 8192 + 8192 * 16) * 2 == 311296
-    tp2 = mamba_spec(load_model("jamba-v0.1").for_tp(2).layers[0], _ctx(tp_size=2))
+    tp2 = mamba_spec(shard_model(load_model("jamba-v0.1"), 2).layers[0], _ctx(tp_size=2))
     assert tp2.page_size_bytes == 311296 // 2
 
 

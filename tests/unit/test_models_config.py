@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from selector.errors import ExitCode, InputError
-from selector.models import load_model, parse_config
+from selector.models import load_model, parse_config, shard_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
 
@@ -120,34 +120,34 @@ def test_encoder_only_model() -> None:
 
 def test_tensor_parallel_divides_heads_and_replicates_kv() -> None:
     model = load_model("llama-3.1-70b")
-    tp4 = model.for_tp(4)
+    tp4 = shard_model(model, 4)
     assert (tp4.layers[0].num_q_heads, tp4.layers[0].num_kv_heads, tp4.tp_size) == (16, 2, 4)
-    tp16 = model.for_tp(16)  # 8 KV heads over 16 ranks: each rank keeps a replica
+    tp16 = shard_model(model, 16)  # 8 KV heads over 16 ranks: each rank keeps a replica
     assert (tp16.layers[0].num_q_heads, tp16.layers[0].num_kv_heads) == (4, 1)
-    assert tp16.for_tp(2).layers[0].num_kv_heads == 4  # re-sharding starts from the totals
+    assert shard_model(tp16, 2).layers[0].num_kv_heads == 4  # re-sharding starts from the totals
 
 
 def test_tensor_parallel_mla_keeps_one_latent_head() -> None:
-    tp8 = load_model("deepseek-v3").for_tp(8)
+    tp8 = shard_model(load_model("deepseek-v3"), 8)
     assert (tp8.layers[0].num_q_heads, tp8.layers[0].num_kv_heads) == (16, 1)
 
 
 def test_tensor_parallel_errors() -> None:
     with pytest.raises(InputError) as info:
-        load_model("llama-4-scout").for_tp(3)
+        shard_model(load_model("llama-4-scout"), 3)
     assert info.value.field == "num_attention_heads"
     assert (
         "Total number of attention heads (40) must be divisible by tensor parallel size (3)."
         in (str(info.value))
     )
     with pytest.raises(InputError, match="KV heads are not divisible"):
-        parse_config(
+        shard_model(parse_config(
             _base(num_attention_heads=12, num_key_value_heads=6, hidden_size=768), file="x"
-        ).for_tp(4)
+        ), 4)
     with pytest.raises(InputError, match="positive integer"):
-        load_model("llama-3.1-8b").for_tp(0)
+        shard_model(load_model("llama-3.1-8b"), 0)
     with pytest.raises(InputError, match="value heads"):
-        load_model("qwen3-next-80b-a3b").for_tp(64)
+        shard_model(load_model("qwen3-next-80b-a3b"), 64)
 
 
 @pytest.mark.parametrize(

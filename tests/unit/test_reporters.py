@@ -11,8 +11,8 @@ from pathlib import Path
 from selector.catalog import load_catalog
 from selector.cli.check import CheckFormat
 from selector.docsgen import generate
+from selector.records import CheckRecord, CheckReport
 from selector.report.formats import REPORTERS, reporter
-from selector.report.records import CheckRecord, CheckReport
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selector.models import load_model
+from selector.models import load_model, shard_model
 from selector.pipeline.model import check_model
-from selector.smoke.from_result import plans_from_model, plans_from_result
-from selector.solver import solve
+from selector.result import SolveResult
+from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
+from selector.solver import pinned, solve
 from tests.fuzz.test_config_fuzz import run_cli
 
 LLAMA = {"head_size": 128, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None,
          "model_present": True, "model_num_q_heads": 32, "model_num_kv_heads": 8}
 
 
+def _with_parity(result: SolveResult) -> dict[str, SolveResult]:
+    return {backend: pinned(result, backend) for backend in parity_backends(result)}
+
+
 def test_single_layer_plan_on_hopper_runs_fa3_plus_flashinfer_parity() -> None:
     result = solve({**LLAMA, "cc": 90}, suggest=False)
-    plans = plans_from_result(result, name="llama")
+    plans = plans_from_result(result, name="llama", parity=_with_parity(result))
     assert [p.backend for p in plans] == ["FLASH_ATTN", "FLASHINFER"]
     fa, fi = plans
     assert (fa.fa_version, fa.kernel_block_size, fa.kv_layout, fa.cudagraph_mode) == (
@@ -27,7 +32,7 @@ def test_single_layer_plan_on_hopper_runs_fa3_plus_flashinfer_parity() -> None:
 
 def test_blackwell_flashinfer_plan_uses_hnd() -> None:
     result = solve({**LLAMA, "cc": 100}, suggest=False)
-    plans = plans_from_result(result, name="llama")
+    plans = plans_from_result(result, name="llama", parity=_with_parity(result))
     assert plans[0].backend == "FLASHINFER" and plans[0].kv_layout == "HND"
 
 
@@ -39,7 +44,7 @@ def test_a_backend_without_a_runner_still_gets_its_plan() -> None:
 
 
 def test_model_plan_per_attention_group() -> None:
-    checked = check_model(load_model("gpt-oss-20b").for_tp(1),
+    checked = check_model(shard_model(load_model("gpt-oss-20b"), 1),
                           {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None})
     plans = plans_from_model(checked)
     windows = sorted((p.sliding_window or 0) for p in plans)
@@ -53,7 +58,7 @@ def test_hybrid_models_plan_their_attention_groups_only() -> None:
     facts = {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}
     for preset, attention_layers in (("jamba-v0.1", "4, 12, 20, 28"),
                                      ("qwen3-next-80b-a3b", "3, 7, 11, 15")):
-        plans = plans_from_model(check_model(load_model(preset).for_tp(1), facts))
+        plans = plans_from_model(check_model(shard_model(load_model(preset), 1), facts))
         assert plans, preset
         assert all(p.name.split(" layers ")[1].startswith(attention_layers) for p in plans)
         assert all(p.backend in ("FLASH_ATTN", "FLASHINFER") for p in plans)
@@ -62,7 +67,7 @@ def test_hybrid_models_plan_their_attention_groups_only() -> None:
 def test_sparse_mla_plans_skip_the_indexer_cache() -> None:
     # DeepSeek-V3.2's indexer K cache is a KV group of its own (DEEPSEEK_V32_INDEXER), not a
     # selectable backend; planning it once refused a valid deployment (exit 2)
-    checked = check_model(load_model("deepseek-v3.2").for_tp(8),
+    checked = check_model(shard_model(load_model("deepseek-v3.2"), 8),
                           {"cc": 100, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None})
     assert checked.valid
     plans = plans_from_model(checked)
@@ -83,8 +88,8 @@ def test_a_hybrid_models_large_attention_page_gets_a_plan() -> None:
     # Nemotron-H: vLLM aligns the attention block to the Mamba state's page (4128 tokens
     # per page at TP 1); the smoke plan once capped pages at 4096 and exited 70
     root = Path(__file__).resolve().parents[2]
-    model = load_model(str(root / "tests" / "fixtures" / "hf_configs" /
-                           "nvidia--Nemotron-H-56B-Base-8K.json")).for_tp(1)
+    model = shard_model(load_model(str(root / "tests" / "fixtures" / "hf_configs" /
+                           "nvidia--Nemotron-H-56B-Base-8K.json")), 1)
     checked = check_model(model, {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto",
                                   "block_size": None})
     plans = plans_from_model(checked)

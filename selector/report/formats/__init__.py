@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
-from selector.report.records import CheckReport
+from selector.records import CheckReport
 
 __all__ = ["DEFAULT_FORMAT", "REPORTERS", "Render", "Reporter", "reporter"]
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from selector.records import CheckRecord, CheckReport
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
-from selector.report.records import CheckRecord, CheckReport
 
 __all__ = ["SUMMARY", "check_documents", "render"]
 

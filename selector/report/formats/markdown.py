@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from selector.report.records import CheckRecord, CheckReport, Finding
+from selector.kv import format_ranges
+from selector.records import CheckRecord, CheckReport, Finding
+from selector.report.memory import memory_markdown
 
 __all__ = ["SUMMARY", "render", "render_markdown"]
 
@@ -42,8 +44,6 @@ def _backend(record: CheckRecord) -> str:
 
 
 def _model_lines(record: CheckRecord) -> list[str]:
-    from selector.kv import format_ranges
-
     model = record.model
     lines = [f"**{'VALID' if record.status == 'valid' else 'INVALID'}**: {model.model.name} "
              f"(TP {model.model.tp_size}, {model.model.num_layers} layers), {model.engine}.", "",
@@ -60,8 +60,6 @@ def _model_lines(record: CheckRecord) -> list[str]:
         lines += [f"KV cache: {len(plan.groups)} group(s), block size {record.block_size or '-'}, "
                   f"layout {layout}, CUDA-graph mode {record.cudagraph_mode or '-'}.", ""]
     if model.memory is not None:
-        from selector.report.memory import memory_markdown
-
         lines += memory_markdown(model.memory)
     return lines
 

@@ -11,7 +11,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from selector import __version__
-from selector.report.records import CLI_CODES, CheckRecord, CheckReport, Finding
+from selector.catalog import load_catalog
+from selector.records import CLI_CODES, CheckRecord, CheckReport, Finding
+from selector.vllm_args import ARG_CODES
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SUMMARY", "code_descriptions", "render", "render_sarif"]
 
@@ -110,13 +112,9 @@ def render_sarif(records: Sequence[CheckRecord], *, version: str,
 def code_descriptions(*, arguments: bool = True) -> dict[str, tuple[str, str]]:
     """Rule metadata for every registered code: code -> (name, hint or summary); the
     command line's codes too unless ``arguments`` is false."""
-    from selector.catalog import load_catalog
-
     descriptions = {c.code: (c.name, c.hint or c.message) for c in load_catalog().codes.values()}
     descriptions.update(CLI_CODES)
     if arguments:
-        from selector.vllm_args import ARG_CODES
-
         descriptions.update(ARG_CODES)
     return descriptions
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from selector.report.records import CheckReport
+from selector.records import CheckReport
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
 
