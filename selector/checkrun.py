@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from selector import kv  # the KV-plan helpers only for a model's findings: loaded on first use
 from selector.catalog import Catalog, close_matches, load_catalog
 from selector.config import LoadedDeployment
 from selector.errors import ExitCode, InputError
-from selector.kv import format_ranges
 from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
 from selector.schema.request import DeviceRef
@@ -241,7 +241,7 @@ def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
 def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
     findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for selection in result.selections:
-        prefix = f"layers {format_ranges(list(selection.layers))} ({selection.kind}): "
+        prefix = f"layers {kv.format_ranges(list(selection.layers))} ({selection.kind}): "
         for finding in _result_findings(selection.result, loaded, graphs=False):
             findings.append(replace(finding, message=prefix + finding.message))
     plan = result.plan

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from selector import kv  # KV options only for a model deployment: loaded on first use
 from selector.catalog import Catalog, close_matches
 from selector.errors import InputError
-from selector.kv import KVOptions
 from selector.mla_prefill import prefill_backend_name
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
@@ -323,7 +323,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
                          line=exc.line if in_config else loaded.line_of(("model",))) from None
     device, _, _ = resolve_device(d, catalog)
     memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
-    options = KVOptions(
+    options = kv.KVOptions(
         kv_cache_dtype=d.kv_cache_dtype,
         block_size=d.block_size,
         enable_prefix_caching=d.enable_prefix_caching,
