@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
 
 from selector.errors import InputError
-from selector.request import FLAT_FLAGS, FlatModel, RequestFacts, flat_request
+from selector.request import FLAT_FACTS, FLAT_FLAGS, FlatModel, RequestFacts, flat_request
 from selector.schema.engine import EngineProfile
 
-__all__ = ["FLAT_FIELDS", "facts_from_flat", "parse_capability"]
+__all__ = ["FLAT_FIELDS", "FlatBatch", "facts_from_flat", "facts_from_flat_batch", "parse_capability"]
 
 _DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
@@ -239,3 +239,78 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
         attn_type=_attn_type(config), num_heads=config.get("num_heads"), model=_model(config))
     backend = config.get("attention_backend")
     return facts, (backend.upper() if backend and backend.lower() != "auto" else None)
+
+
+FlatRead = tuple[RequestFacts, str | None]
+"""One flat config read: (request facts, explicitly requested backend)."""
+
+
+class FlatBatch(list[FlatRead | InputError]):
+    """Per config of a batch, :func:`facts_from_flat`'s answer or the :class:`InputError` it
+    raises; :attr:`shared`: facts that every config read states, with the same value."""
+
+    def __init__(self, shared: dict[str, Any]) -> None:
+        super().__init__()
+        self.shared = shared
+
+
+def facts_from_flat_batch(configs: Sequence[object], profile: EngineProfile) -> FlatBatch:
+    """:func:`facts_from_flat` of every config, in order, with the input error in place of a
+    config it refuses.  A config of the usual shape (an object of the flat fields alone that
+    passes every check) is read by a fast path: the same pydantic validator, the same checks,
+    the same builder, without the steps it does not need (the ``model`` object and a
+    capability not read before aside); any other config, or one that fails a check, is read
+    by :func:`facts_from_flat` itself (so its fault is reported exactly as one at a time)."""
+    defaults, vocabulary = _defaults(profile)
+    shared = {name: value for name, value in defaults.items() if name not in FLAT_FACTS}
+    out = FlatBatch(shared)
+    append = out.append
+    validate = _VALIDATOR.validate_python
+    capabilities = _CAPABILITIES
+    dtypes = _DTYPE_ALIASES
+    fields = FLAT_FIELDS
+    booleans = _BOOLEANS
+    attn_types = _ATTN_TYPES
+    none: dict[str, Any] = {}
+    # the fast path gives no vocabulary fact as it comes: right while every flat field of
+    # the vocabulary is one that the builder derives
+    fast = not (vocabulary & fields) - FLAT_FACTS
+    for config in configs:
+        if fast and type(config) is dict and config.keys() <= fields:
+            get = config.get
+            capability = config.get("device_capability")
+            cc = capabilities.get(capability) if type(capability) is str else None
+            dtype = get("dtype")
+            canonical = dtypes.get(dtype.lower()) if type(dtype) is str else None
+            attn_type = get("attn_type") or "decoder"
+            model: FlatModel | None = None
+            try:
+                validate(config)
+                head_size = config["head_size"]
+                block_size = get("block_size")
+                if (cc is None or head_size is None or canonical is None
+                        or (block_size is not None and block_size <= 0)
+                        or type(attn_type) is not str or attn_type not in attn_types):
+                    raise ValueError  # not the usual shape: read one at a time
+                if get("model") is not None or get("num_kv_heads") is not None:
+                    model = _model(config)
+            except (ValidationError, ValueError, InputError):
+                pass
+            else:
+                facts = flat_request(
+                    defaults, none, cc=cc, head_size=head_size, dtype=canonical,
+                    kv_cache_dtype=get("kv_cache_dtype", "auto"), block_size=block_size,
+                    flags={key: bool(get(key)) for key in booleans}, attn_type=attn_type,
+                    num_heads=get("num_heads"), model=model)
+                backend = get("attention_backend")
+                append((facts, backend.upper() if backend and backend.lower() != "auto" else None))
+                continue
+        try:
+            read = facts_from_flat(config, profile)  # type: ignore[arg-type]
+        except InputError as error:
+            append(error)
+            continue
+        for name in config.keys() & vocabulary:  # type: ignore[attr-defined]
+            shared.pop(name, None)
+        append(read)
+    return out

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_PREFIX",
+    "FLAT_FACTS",
     "FLAT_FLAGS",
     "FlatModel",
     "RequestFacts",
@@ -268,6 +269,13 @@ class FlatModel:
 _HF_FACTS = ("qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
              "index_topk")
 """The MLA dimensions a flat config's ``model.hf_text_config`` gives, by their names."""
+
+FLAT_FACTS = frozenset({
+    "cc", "head_size", "dtype", "kv_cache_dtype", "block_size", *FLAT_FLAGS, "attn_type",
+    "num_heads", "model_present", "hf_config_class", "model_num_q_heads", "model_num_kv_heads",
+    "model_mm_prefix_lm", *_HF_FACTS, "model_softcap"})
+"""The facts :func:`flat_request` derives from the oracle's fields; every other fact of a
+flat config's request is the profile default or a vocabulary fact the config gives."""
 
 
 def flat_request(defaults: Mapping[str, FactValue], given: Mapping[str, FactValue], *,

@@ -23,8 +23,9 @@ from weakref import WeakKeyDictionary
 from selector.catalog import EngineData
 from selector.errors import InputError
 from selector.pipeline.flat import FlatEvaluator, FlatRequest
+from selector.request import RequestFacts
 from selector.solver import SelectionOutcome
-from selector.solver.batch import BatchEvaluator, collection_paused, evaluator_for
+from selector.solver.batch import BatchEvaluator, SharedFacts, collection_paused, evaluator_for
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sweep_lines", "sweep_lines_per_config"]
 
@@ -83,6 +84,50 @@ def _parsed(lines: Iterable[str], evaluator: FlatEvaluator) -> Iterator[_Parsed 
             yield _error_line(config_id, f"line {number}: {exc.render().split(': ', 1)[1]}")
             continue
         yield config_id, request
+
+
+def _chunks(lines: Iterable[str], size: int) -> Iterator[list[tuple[int, str]]]:
+    """The non-empty lines (stripped), ``size`` at a time, with their line numbers."""
+    chunk: list[tuple[int, str]] = []
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if text:
+            chunk.append((number, text))
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+_Read = tuple[Any, RequestFacts, str | None]
+"""(config id, request facts, pinned backend)."""
+
+
+def _read_chunk(chunk: list[tuple[int, str]], evaluator: FlatEvaluator
+                ) -> tuple[list[_Read | str], Mapping[str, Any]]:
+    """:func:`_parsed` of a chunk of lines, the configs read together
+    (:meth:`FlatEvaluator.read_batch`), and the facts every config read states alike."""
+    out: list[_Read | str] = []
+    configs: list[Any] = []
+    numbers: list[int] = []
+    for number, text in chunk:
+        try:
+            configs.append(_json_value(text))
+        except json.JSONDecodeError as exc:
+            out.append(_error_line(None, f"line {number}: not JSON ({exc.msg})"))
+            continue
+        numbers.append(len(out))
+        out.append("")  # (the config's place)
+    read = evaluator.read_batch(configs)
+    for config, place, item in zip(configs, numbers, read, strict=True):
+        config_id = config.get("id") if isinstance(config, dict) else None
+        if isinstance(item, InputError):
+            number = chunk[place][0]
+            out[place] = _error_line(config_id, f"line {number}: {item.render().split(': ', 1)[1]}")
+        else:
+            out[place] = (config_id, *item)
+    return out, read.shared
 
 
 _MESSAGES: dict[tuple[str, str], str] = {}
@@ -198,7 +243,6 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
     reported_ids = itemgetter(*(position[name] for name in reported), 0)  # (0: always a tuple)
     by_content = _Fragments()
     pending: list[tuple[Any, str | None, SelectionOutcome | None] | str] = []
-    batch: list[Mapping[str, Any]] = []
     wanted: list[str | None] = []
 
     tails: dict[str | None, str] = {}
@@ -229,31 +273,25 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
             yield "".join([_HEAD if config_id is None else _head(config_id),
                            *map(dict.__getitem__, reported_fragments, reported_ids(key)), tail])
 
-    items = _parsed(lines, flat)
-    more = True
-    while more:
+    for chunk in _chunks(lines, batch_size):
         # the batch's facts are many small dicts: they are freed (by reference counting)
         # before the cyclic collector runs again, so it never has to walk them
         with collection_paused():
-            more = False
+            items, shared = _read_chunk(chunk, flat)
+            batch = SharedFacts(shared)
             for item in items:
                 if isinstance(item, str):
                     pending.append(item)
                     continue
-                config_id, request = item
-                forced = request.forced
+                config_id, facts, forced = item
                 if forced is not None and forced not in evaluated:  # rare: evaluated on its own
-                    pending.append((config_id, forced, flat.select(request)[0]))
+                    pending.append((config_id, forced, flat.select(FlatRequest(facts, forced))[0]))
                     continue
                 pending.append((config_id, forced, None))
-                batch.append(request.facts.stated)
+                batch.append(facts.stated)
                 wanted.append(forced)
-                if len(pending) >= batch_size:
-                    more = True
-                    break
             outcomes, keys = evaluator.evaluate_keyed(batch, wanted)
-            item = request = None  # type: ignore[assignment]  # (the last config's facts too)
-            batch.clear()
+            items = item = facts = batch = None  # type: ignore[assignment]  # (freed here)
             wanted.clear()
         yield from lines_of(outcomes, keys)
         pending.clear()

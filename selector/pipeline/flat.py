@@ -3,18 +3,19 @@ from each config, then the compiled profile's selection, one outcome per config.
 
 :class:`FlatEvaluator` compiles the engine profile once; :meth:`FlatEvaluator.request`
 reads a config (the only step that can fail on bad input), :meth:`FlatEvaluator.select`
-evaluates it, :meth:`FlatEvaluator.evaluate_batch` evaluates many at once.
+evaluates it, :meth:`FlatEvaluator.read_batch` reads many at once (``sweep``) and
+:meth:`FlatEvaluator.evaluate_batch` evaluates many at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from selector.catalog import EngineData
 from selector.errors import InputError
-from selector.flat import facts_from_flat
+from selector.flat import FlatBatch, facts_from_flat, facts_from_flat_batch
 from selector.request import RequestFacts
 from selector.solver import SelectionOutcome, select
 from selector.solver.compiled import CompiledEngine, compiled_for
@@ -57,6 +58,25 @@ class FlatEvaluator:
         if forced is not None:
             forced = self.engine.backend(forced).name
         return FlatRequest(facts, forced)
+
+    def read_batch(self, configs: Sequence[object]) -> FlatBatch:
+        """:meth:`request` of every config, in order (the input error in place of a config
+        it refuses), as (request facts, pinned backend) pairs; ``shared``: the facts every
+        config read states alike."""
+        read = facts_from_flat_batch(configs, self.engine.profile)
+        names: dict[str, str | InputError] = {}
+        for index, item in enumerate(read):
+            if isinstance(item, InputError) or item[1] is None:
+                continue
+            forced = item[1]
+            name = names.get(forced)
+            if name is None:
+                try:
+                    name = names[forced] = self.engine.backend(forced).name
+                except InputError as error:
+                    name = names[forced] = error
+            read[index] = name if isinstance(name, InputError) else (item[0], name)
+        return read
 
     def select(self, request: FlatRequest) -> tuple[SelectionOutcome, tuple[str, ...]]:
         """(the selection outcome, the backends to report for it: the pinned one included)."""

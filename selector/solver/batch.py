@@ -38,7 +38,7 @@ from selector.solver import SelectionOutcome, decide, no_valid_message, no_valid
 from selector.solver.compiled import CompiledEngine, compiled_for
 from selector.solver.vector import ERROR, Column, Const, Program, Run, Unsupported, Value
 
-__all__ = ["BatchEvaluator", "collection_paused", "evaluate_batch", "evaluator_for"]
+__all__ = ["BatchEvaluator", "SharedFacts", "collection_paused", "evaluate_batch", "evaluator_for"]
 
 _SMALLEST_SPLIT = 256
 """A batch that does not fit the columns is halved down to this size, then run request by request."""
@@ -174,6 +174,16 @@ class _Decoder(dict[Any, int]):
         return found
 
 
+class SharedFacts(list[Mapping[str, Any]]):
+    """A batch of requests, and facts that every one of them states with the same value
+    (each request's mapping holds them too): the evaluator reads those once for the batch
+    instead of once per request."""
+
+    def __init__(self, shared: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.shared = shared
+
+
 @contextmanager
 def collection_paused() -> Iterator[None]:
     """No cyclic garbage collection inside (a batch allocates many small acyclic objects
@@ -224,6 +234,14 @@ class BatchEvaluator:
             found = ids[signature] = len(ids)
             self._representatives[name].append(value)
         return found
+
+    def _shared_column(self, name: str, value: Any, count: int) -> Column:
+        """:meth:`_input_column` of a column holding ``value`` (exactly typed) ``count`` times."""
+        classes = self._classes[name]
+        class_id = classes.get(value)
+        if class_id is None:
+            class_id = classes[value] = self._class_of(name, value)
+        return Column(bytes(count), [self._representatives[name][class_id]])
 
     def _input_column(self, name: str, column: Sequence[Any]) -> tuple[Column, int]:
         """The column of input ``name`` over its classes (each class by one representative
@@ -299,7 +317,14 @@ class BatchEvaluator:
         count = len(facts)
         odd = 0
         inputs: dict[str, Value] = {}
-        names = tuple(self._projections)
+        shared = facts.shared if isinstance(facts, SharedFacts) else {}
+        names = []
+        for name in self._projections:
+            value = shared.get(name, shared)  # (``shared`` itself: not shared)
+            if value is shared or type(value) not in _EXACT_TYPES:
+                names.append(name)
+            else:
+                inputs[name] = self._shared_column(name, value, count)
         table: Iterable[Sequence[Any]] = (
             zip(*map(itemgetter(*names), facts), strict=True) if len(names) > 1
             else [[f[name] for f in facts] for name in names])
