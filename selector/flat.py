@@ -10,13 +10,22 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
 
 from selector.errors import InputError
-from selector.request import FLAT_FACTS, FLAT_FLAGS, FlatModel, RequestFacts, flat_request
+from selector.request import (
+    FLAT_FACTS,
+    FLAT_FLAGS,
+    FlatModel,
+    RequestColumns,
+    RequestFacts,
+    flat_request,
+    flat_request_columns,
+)
 from selector.schema.engine import EngineProfile
 
 __all__ = ["FLAT_FIELDS", "FlatBatch", "facts_from_flat", "facts_from_flat_batch", "parse_capability"]
@@ -241,76 +250,149 @@ def facts_from_flat(config: Mapping[str, Any], profile: EngineProfile) -> tuple[
     return facts, (backend.upper() if backend and backend.lower() != "auto" else None)
 
 
-FlatRead = tuple[RequestFacts, str | None]
-"""One flat config read: (request facts, explicitly requested backend)."""
+_SLOW = object()
+"""A value the batch reader leaves to :func:`facts_from_flat` (its config is read alone)."""
+
+_SAMPLES: tuple[object, ...] = (0, "x", True, None, 0.5, [], {})
+"""One value of each JSON type."""
 
 
-class FlatBatch(list[FlatRead | InputError]):
-    """Per config of a batch, :func:`facts_from_flat`'s answer or the :class:`InputError` it
-    raises; :attr:`shared`: facts that every config read states, with the same value."""
-
-    def __init__(self, shared: dict[str, Any]) -> None:
-        super().__init__()
-        self.shared = shared
-
-
-def facts_from_flat_batch(configs: Sequence[object], profile: EngineProfile) -> FlatBatch:
-    """:func:`facts_from_flat` of every config, in order, with the input error in place of a
-    config it refuses.  A config of the usual shape (an object of the flat fields alone that
-    passes every check) is read by a fast path: the same pydantic validator, the same checks,
-    the same builder, without the steps it does not need (the ``model`` object and a
-    capability not read before aside); any other config, or one that fails a check, is read
-    by :func:`facts_from_flat` itself (so its fault is reported exactly as one at a time)."""
-    defaults, vocabulary = _defaults(profile)
-    shared = {name: value for name, value in defaults.items() if name not in FLAT_FACTS}
-    out = FlatBatch(shared)
-    append = out.append
-    validate = _VALIDATOR.validate_python
-    capabilities = _CAPABILITIES
-    dtypes = _DTYPE_ALIASES
-    fields = FLAT_FIELDS
-    booleans = _BOOLEANS
-    attn_types = _ATTN_TYPES
-    none: dict[str, Any] = {}
-    # the fast path gives no vocabulary fact as it comes: right while every flat field of
-    # the vocabulary is one that the builder derives
-    fast = not (vocabulary & fields) - FLAT_FACTS
-    for config in configs:
-        if fast and type(config) is dict and config.keys() <= fields:
-            get = config.get
-            capability = config.get("device_capability")
-            cc = capabilities.get(capability) if type(capability) is str else None
-            dtype = get("dtype")
-            canonical = dtypes.get(dtype.lower()) if type(dtype) is str else None
-            attn_type = get("attn_type") or "decoder"
-            model: FlatModel | None = None
-            try:
-                validate(config)
-                head_size = config["head_size"]
-                block_size = get("block_size")
-                if (cc is None or head_size is None or canonical is None
-                        or (block_size is not None and block_size <= 0)
-                        or type(attn_type) is not str or attn_type not in attn_types):
-                    raise ValueError  # not the usual shape: read one at a time
-                if get("model") is not None or get("num_kv_heads") is not None:
-                    model = _model(config)
-            except (ValidationError, ValueError, InputError):
-                pass
-            else:
-                facts = flat_request(
-                    defaults, none, cc=cc, head_size=head_size, dtype=canonical,
-                    kv_cache_dtype=get("kv_cache_dtype", "auto"), block_size=block_size,
-                    flags={key: bool(get(key)) for key in booleans}, attn_type=attn_type,
-                    num_heads=get("num_heads"), model=model)
-                backend = get("attention_backend")
-                append((facts, backend.upper() if backend and backend.lower() != "auto" else None))
-                continue
+@functools.cache
+def _accepted_types(field: str) -> frozenset[type]:
+    """The JSON value types the validator accepts for ``field`` (strict: each type is
+    accepted whole or not at all), asked of it with a config that is valid otherwise."""
+    accepted = set()
+    for sample in _SAMPLES:
         try:
-            read = facts_from_flat(config, profile)  # type: ignore[arg-type]
-        except InputError as error:
-            append(error)
+            _VALIDATOR.validate_python({"device_capability": "9.0", "head_size": 64, field: sample})
+        except ValidationError:
             continue
-        for name in config.keys() & vocabulary:  # type: ignore[attr-defined]
-            shared.pop(name, None)
-        append(read)
-    return out
+        accepted.add(type(sample))
+    return frozenset(accepted)
+
+
+def _converted(values: Sequence[Any], field: str, types: tuple[type, ...],
+               convert: Callable[[Any], Any]) -> list[Any]:
+    """Per value, ``convert(value)`` (once per distinct value), or :data:`_SLOW` for a value
+    whose type is not among ``types`` and the validator's, or that ``convert`` refuses."""
+    accepted = _accepted_types(field).intersection(types)  # (types of which no two compare equal)
+    table: dict[Any, Any] = {}
+
+    def one(value: Any) -> Any:
+        if type(value) not in accepted:
+            return _SLOW
+        found = table.get(value, table)
+        if found is table:
+            try:
+                found = table[value] = convert(value)
+            except (InputError, ValueError):
+                found = table[value] = _SLOW
+        return found
+
+    if set(map(type, values)) <= accepted:
+        for value in set(values):
+            one(value)
+        return list(map(table.__getitem__, values))
+    return list(map(one, values))
+
+
+_COLUMN_FIELDS: dict[str, Any] = {
+    "device_capability": _SLOW, "head_size": _SLOW, "dtype": None, "kv_cache_dtype": "auto",
+    "block_size": None, **dict.fromkeys(_BOOLEANS), "attn_type": None, "num_heads": None,
+    "attention_backend": None}
+"""The fields the batch reader reads column-wise, and the value of each when absent (as
+:func:`facts_from_flat` reads them; :data:`_SLOW`: a required field)."""
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class FlatBatch:
+    """Flat configs read together: :attr:`columns` the request facts of the configs read
+    column-wise, :attr:`forced` their explicitly requested backends; per config
+    (:attr:`rows`), its index in :attr:`columns`, or None: to be read alone
+    (:func:`facts_from_flat`)."""
+
+    columns: RequestColumns
+    forced: list[str | None]
+    rows: list[int | None]
+
+
+def facts_from_flat_batch(configs: Sequence[object], profile: EngineProfile,
+                          backend: Callable[[str], str] = _same) -> FlatBatch:
+    """:func:`facts_from_flat` of the configs of the usual shape (objects of the flat fields
+    alone, of the types the validator accepts, passing every check, stating no vocabulary
+    fact of their own), column-wise: each check once per distinct value of its field
+    (``backend``: the name of the backend a config pins, raising :class:`InputError` or
+    ``ValueError`` for one to read alone).  Any other config is left to be read alone by
+    :func:`facts_from_flat` (so its fault is reported exactly as one at a time)."""
+    defaults, vocabulary = _defaults(profile)
+    count = len(configs)
+    fields = FLAT_FIELDS
+    rows: list[dict[str, Any]] = list(configs)  # type: ignore[arg-type]  # (non-dicts replaced below)
+    alone: set[int] = set()
+    if (vocabulary & fields) - FLAT_FACTS:  # the column-wise builder gives no such fact
+        alone.update(range(count))
+    if not (set(map(type, configs)) <= {dict} and all(map(fields.issuperset, rows))):
+        for index, config in enumerate(configs):
+            if type(config) is not dict or not fields.issuperset(config):
+                alone.add(index)
+                rows[index] = {}
+    # the fields row by row (each config read while it is at hand), then column-wise
+    read_fields = (*_COLUMN_FIELDS, "model", "num_kv_heads")
+    absent = (*_COLUMN_FIELDS.values(), None, None)
+    table: list[Sequence[Any]] = [() for _ in read_fields]
+    if rows:
+        table = list(zip(*[tuple(map(c.get, read_fields, absent)) for c in rows], strict=True))
+    values = dict(zip(read_fields, table, strict=True))
+
+    def column(field: str, types: tuple[type, ...], convert: Callable[[Any], Any]) -> list[Any]:
+        converted = _converted(values[field], field, types, convert)
+        if _SLOW in converted:
+            alone.update(i for i, v in enumerate(converted) if v is _SLOW)
+        return converted
+
+    none = type(None)
+    cc = column("device_capability", (str,), parse_capability)
+    head_size = column("head_size", (int,), lambda v: _head_size({"head_size": v}))
+    dtype = column("dtype", (str,), lambda v: _dtype({"dtype": v}))
+    kv_cache_dtype = column("kv_cache_dtype", (str, none), _same)
+    block_size = column("block_size", (int, none), lambda v: _block_size({"block_size": v}))
+    flags = {key: column(key, (bool, none), bool) for key in _BOOLEANS}
+    attn_type = column("attn_type", (str, none), lambda v: _attn_type({"attn_type": v}))
+    num_heads = column("num_heads", (int, none), _same)
+    pinned = column("attention_backend", (str, none),
+                    lambda b: backend(b.upper()) if b and b.lower() != "auto" else None)
+    models: dict[int, FlatModel] = {}
+    model_column, kv_column = values["model"], values["num_kv_heads"]
+    if model_column.count(None) != count or kv_column.count(None) != count:
+        for index, config in enumerate(rows):
+            if index in alone or (model_column[index] is None and kv_column[index] is None):
+                continue
+            try:
+                model = _model(config)
+            except InputError:
+                alone.add(index)
+                continue
+            if model is not None:
+                models[index] = model
+    read: list[int | None] = list(range(count))
+    for index in alone:
+        read[index] = None
+    if alone:
+        keep = [i for i in range(count) if i not in alone]
+        position = {old: new for new, old in enumerate(keep)}
+        read = [None if i is None else position[i] for i in read]
+        models = {position[i]: m for i, m in models.items()}
+        cc, head_size, dtype, kv_cache_dtype, block_size, attn_type, num_heads, pinned = (
+            [values[i] for i in keep] for values in (
+                cc, head_size, dtype, kv_cache_dtype, block_size, attn_type, num_heads, pinned))
+        flags = {key: [values[i] for i in keep] for key, values in flags.items()}
+        count = len(keep)
+    columns = flat_request_columns(
+        defaults, count=count, cc=cc, head_size=head_size, dtype=dtype,
+        kv_cache_dtype=kv_cache_dtype, block_size=block_size, flags=flags, attn_type=attn_type,
+        num_heads=num_heads, models=models)
+    return FlatBatch(columns, pinned, read)

@@ -15,8 +15,9 @@ Nothing outside this module builds that mapping.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,10 +29,12 @@ __all__ = [
     "FLAT_FACTS",
     "FLAT_FLAGS",
     "FlatModel",
+    "RequestColumns",
     "RequestFacts",
     "as_request",
     "deployment_request",
     "flat_request",
+    "flat_request_columns",
     "layer_request",
     "single_layer_request",
 ]
@@ -306,3 +309,60 @@ def flat_request(defaults: Mapping[str, FactValue], given: Mapping[str, FactValu
             stated[fact] = hf.get(fact)
         stated["model_softcap"] = hf.get("attn_logit_softcapping") is not None
     return _wrap(stated)
+
+
+class RequestColumns(Sequence[Mapping[str, FactValue]]):
+    """The stated facts of many requests column-wise (``sweep``'s batches): per fact that
+    varies, one value per request (:attr:`columns`); :attr:`shared`: the facts every request
+    states alike.  Indexing gives one request's stated facts (a fresh dict)."""
+
+    def __init__(self, count: int, columns: dict[str, list[FactValue]],
+                 shared: dict[str, FactValue]) -> None:
+        self.size = count
+        self.columns = columns
+        self.shared = shared
+
+    def __len__(self) -> int:
+        return self.size
+
+    def row(self, index: int) -> dict[str, FactValue]:
+        """The stated facts of request ``index``."""
+        stated = dict(self.shared)
+        stated.update(zip(self.columns, map(itemgetter(index), self.columns.values()), strict=True))
+        return stated
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self.row(i) for i in range(self.size)[index]]
+        return self.row(range(self.size)[index])
+
+
+def flat_request_columns(defaults: Mapping[str, FactValue], *, count: int, cc: list[int],
+                         head_size: list[int], dtype: list[str], kv_cache_dtype: list[str | None],
+                         block_size: list[int | None], flags: Mapping[str, list[bool]],
+                         attn_type: list[str], num_heads: list[int | None],
+                         models: Mapping[int, FlatModel]) -> RequestColumns:
+    """:func:`flat_request` of ``count`` flat configs at once, none giving a vocabulary fact
+    of its own: its arguments column-wise (``models``: the model of each request that has
+    one, by index)."""
+    columns: dict[str, list[FactValue]] = {
+        "cc": cc, "head_size": head_size, "dtype": dtype, "kv_cache_dtype": kv_cache_dtype,
+        "block_size": block_size, **flags, "attn_type": attn_type, "num_heads": num_heads}
+    shared = {name: value for name, value in defaults.items() if name not in columns}
+    if models:
+        model_facts = ("model_present", "hf_config_class", "model_num_q_heads",
+                       "model_num_kv_heads", "model_mm_prefix_lm", *_HF_FACTS, "model_softcap")
+        own = {name: [shared.pop(name)] * count for name in model_facts}
+        use_mla, use_mm_prefix = flags["use_mla"], flags["use_mm_prefix"]
+        for index, model in models.items():
+            hf = model.hf_text_config
+            own["model_present"][index] = True
+            own["hf_config_class"][index] = "types.SimpleNamespace"  # the oracle's model stand-in
+            own["model_num_q_heads"][index] = model.q_heads
+            own["model_num_kv_heads"][index] = 1 if use_mla[index] else max(1, model.kv_heads)
+            own["model_mm_prefix_lm"][index] = use_mm_prefix[index]
+            for fact in _HF_FACTS:
+                own[fact][index] = hf.get(fact)
+            own["model_softcap"][index] = hf.get("attn_logit_softcapping") is not None
+        columns.update(own)
+    return RequestColumns(count, columns, shared)

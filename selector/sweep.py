@@ -14,7 +14,7 @@ compiled evaluator call per config; a property test compares the two).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of a str
 from operator import itemgetter
 from typing import Any
@@ -23,9 +23,9 @@ from weakref import WeakKeyDictionary
 from selector.catalog import EngineData
 from selector.errors import InputError
 from selector.pipeline.flat import FlatEvaluator, FlatRequest
-from selector.request import RequestFacts
+from selector.request import RequestColumns
 from selector.solver import SelectionOutcome
-from selector.solver.batch import BatchEvaluator, SharedFacts, collection_paused, evaluator_for
+from selector.solver.batch import BatchEvaluator, collection_paused, evaluator_for
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sweep_lines", "sweep_lines_per_config"]
 
@@ -100,34 +100,38 @@ def _chunks(lines: Iterable[str], size: int) -> Iterator[list[tuple[int, str]]]:
         yield chunk
 
 
-_Read = tuple[Any, RequestFacts, str | None]
-"""(config id, request facts, pinned backend)."""
+_Read = tuple[Any, FlatRequest | int, str | None]
+"""(config id, the config read alone or its index in the batch's columns, pinned backend)."""
 
 
 def _read_chunk(chunk: list[tuple[int, str]], evaluator: FlatEvaluator
-                ) -> tuple[list[_Read | str], Mapping[str, Any]]:
+                ) -> tuple[list[_Read | str], RequestColumns, list[str | None]]:
     """:func:`_parsed` of a chunk of lines, the configs read together
-    (:meth:`FlatEvaluator.read_batch`), and the facts every config read states alike."""
+    (:meth:`FlatEvaluator.read_batch`): per line its output line (bad input) or the config
+    read, the request facts of the configs read column-wise and their pinned backends."""
     out: list[_Read | str] = []
     configs: list[Any] = []
-    numbers: list[int] = []
+    places: list[int] = []
     for number, text in chunk:
         try:
             configs.append(_json_value(text))
         except json.JSONDecodeError as exc:
             out.append(_error_line(None, f"line {number}: not JSON ({exc.msg})"))
             continue
-        numbers.append(len(out))
+        places.append(len(out))
         out.append("")  # (the config's place)
     read = evaluator.read_batch(configs)
-    for config, place, item in zip(configs, numbers, read, strict=True):
+    forced = read.forced
+    for config, place, item in zip(configs, places, read.rows, strict=True):
         config_id = config.get("id") if isinstance(config, dict) else None
         if isinstance(item, InputError):
             number = chunk[place][0]
             out[place] = _error_line(config_id, f"line {number}: {item.render().split(': ', 1)[1]}")
+        elif isinstance(item, int):
+            out[place] = (config_id, item, forced[item])
         else:
-            out[place] = (config_id, *item)
-    return out, read.shared
+            out[place] = (config_id, item, item.forced)
+    return out, read.columns, forced
 
 
 _MESSAGES: dict[tuple[str, str], str] = {}
@@ -243,7 +247,6 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
     reported_ids = itemgetter(*(position[name] for name in reported), 0)  # (0: always a tuple)
     by_content = _Fragments()
     pending: list[tuple[Any, str | None, SelectionOutcome | None] | str] = []
-    wanted: list[str | None] = []
 
     tails: dict[str | None, str] = {}
 
@@ -274,24 +277,20 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                            *map(dict.__getitem__, reported_fragments, reported_ids(key)), tail])
 
     for chunk in _chunks(lines, batch_size):
-        # the batch's facts are many small dicts: they are freed (by reference counting)
+        # the batch's facts are many small objects: they are freed (by reference counting)
         # before the cyclic collector runs again, so it never has to walk them
         with collection_paused():
-            items, shared = _read_chunk(chunk, flat)
-            batch = SharedFacts(shared)
+            items, columns, wanted = _read_chunk(chunk, flat)
             for item in items:
                 if isinstance(item, str):
                     pending.append(item)
                     continue
                 config_id, facts, forced = item
-                if forced is not None and forced not in evaluated:  # rare: evaluated on its own
-                    pending.append((config_id, forced, flat.select(FlatRequest(facts, forced))[0]))
-                    continue
-                pending.append((config_id, forced, None))
-                batch.append(facts.stated)
-                wanted.append(forced)
-            outcomes, keys = evaluator.evaluate_keyed(batch, wanted)
-            items = item = facts = batch = None  # type: ignore[assignment]  # (freed here)
-            wanted.clear()
+                if isinstance(facts, int):
+                    pending.append((config_id, forced, None))
+                else:  # read alone (unusual input, or pinning a backend not evaluated besides)
+                    pending.append((config_id, forced, flat.select(facts)[0]))
+            outcomes, keys = evaluator.evaluate_keyed(columns, wanted)
+            items = item = facts = columns = None  # type: ignore[assignment]  # (freed here)
         yield from lines_of(outcomes, keys)
         pending.clear()

@@ -15,12 +15,12 @@ from typing import Any
 
 from selector.catalog import EngineData
 from selector.errors import InputError
-from selector.flat import FlatBatch, facts_from_flat, facts_from_flat_batch
-from selector.request import RequestFacts
+from selector.flat import facts_from_flat, facts_from_flat_batch
+from selector.request import RequestColumns, RequestFacts
 from selector.solver import SelectionOutcome, select
 from selector.solver.compiled import CompiledEngine, compiled_for
 
-__all__ = ["FlatEvaluator", "FlatRequest"]
+__all__ = ["FlatBatchRead", "FlatEvaluator", "FlatRequest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,18 @@ class FlatRequest:
 
     facts: RequestFacts
     forced: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FlatBatchRead:
+    """Flat configs read together (:meth:`FlatEvaluator.read_batch`): :attr:`columns` the
+    request facts of those read column-wise, :attr:`forced` their pinned backends (each
+    evaluated besides); per config (:attr:`rows`), its index in :attr:`columns`, or the
+    config read alone, or the input error that refuses it."""
+
+    columns: RequestColumns
+    forced: list[str | None]
+    rows: list[int | FlatRequest | InputError]
 
 
 class FlatEvaluator:
@@ -59,24 +71,27 @@ class FlatEvaluator:
             forced = self.engine.backend(forced).name
         return FlatRequest(facts, forced)
 
-    def read_batch(self, configs: Sequence[object]) -> FlatBatch:
-        """:meth:`request` of every config, in order (the input error in place of a config
-        it refuses), as (request facts, pinned backend) pairs; ``shared``: the facts every
-        config read states alike."""
-        read = facts_from_flat_batch(configs, self.engine.profile)
-        names: dict[str, str | InputError] = {}
-        for index, item in enumerate(read):
-            if isinstance(item, InputError) or item[1] is None:
-                continue
-            forced = item[1]
-            name = names.get(forced)
-            if name is None:
+    def read_batch(self, configs: Sequence[object]) -> FlatBatchRead:
+        """:meth:`request` of every config, in order: the configs of the usual shape read
+        column-wise, the others one at a time."""
+        read = facts_from_flat_batch(configs, self.engine.profile, self._evaluated_backend)
+        rows: list[int | FlatRequest | InputError] = []
+        for config, index in zip(configs, read.rows, strict=True):
+            if index is None:
                 try:
-                    name = names[forced] = self.engine.backend(forced).name
+                    rows.append(self.request(config))  # type: ignore[arg-type]  # (checked there)
                 except InputError as error:
-                    name = names[forced] = error
-            read[index] = name if isinstance(name, InputError) else (item[0], name)
-        return read
+                    rows.append(error)
+            else:
+                rows.append(index)
+        return FlatBatchRead(read.columns, read.forced, rows)
+
+    def _evaluated_backend(self, name: str) -> str:
+        """The backend's name; a backend not evaluated besides (rare) is read alone."""
+        found = self.engine.backend(name).name
+        if found not in self.evaluated:
+            raise ValueError(found)
+        return found
 
     def select(self, request: FlatRequest) -> tuple[SelectionOutcome, tuple[str, ...]]:
         """(the selection outcome, the backends to report for it: the pinned one included)."""

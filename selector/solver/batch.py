@@ -34,11 +34,12 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from selector.catalog import EngineData
+from selector.request import RequestColumns
 from selector.solver import SelectionOutcome, decide, no_valid_message, no_valid_reasons, select
 from selector.solver.compiled import CompiledEngine, compiled_for
 from selector.solver.vector import ERROR, Column, Const, Program, Run, Unsupported, Value
 
-__all__ = ["BatchEvaluator", "SharedFacts", "collection_paused", "evaluate_batch", "evaluator_for"]
+__all__ = ["BatchEvaluator", "collection_paused", "evaluate_batch", "evaluator_for"]
 
 _SMALLEST_SPLIT = 256
 """A batch that does not fit the columns is halved down to this size, then run request by request."""
@@ -174,16 +175,6 @@ class _Decoder(dict[Any, int]):
         return found
 
 
-class SharedFacts(list[Mapping[str, Any]]):
-    """A batch of requests, and facts that every one of them states with the same value
-    (each request's mapping holds them too): the evaluator reads those once for the batch
-    instead of once per request."""
-
-    def __init__(self, shared: Mapping[str, Any]) -> None:
-        super().__init__()
-        self.shared = shared
-
-
 @contextmanager
 def collection_paused() -> Iterator[None]:
     """No cyclic garbage collection inside (a batch allocates many small acyclic objects
@@ -317,7 +308,8 @@ class BatchEvaluator:
         count = len(facts)
         odd = 0
         inputs: dict[str, Value] = {}
-        shared = facts.shared if isinstance(facts, SharedFacts) else {}
+        given = facts.columns if isinstance(facts, RequestColumns) else None
+        shared = facts.shared if isinstance(facts, RequestColumns) else {}
         names = []
         for name in self._projections:
             value = shared.get(name, shared)  # (``shared`` itself: not shared)
@@ -325,9 +317,13 @@ class BatchEvaluator:
                 names.append(name)
             else:
                 inputs[name] = self._shared_column(name, value, count)
-        table: Iterable[Sequence[Any]] = (
-            zip(*map(itemgetter(*names), facts), strict=True) if len(names) > 1
-            else [[f[name] for f in facts] for name in names])
+        table: Iterable[Sequence[Any]]
+        if given is not None:  # already column-wise
+            table = [given[n] if n in given else [shared[n]] * count for n in names]
+        elif len(names) > 1:
+            table = zip(*map(itemgetter(*names), facts), strict=True)
+        else:
+            table = [[f[name] for f in facts] for name in names]
         for name, values in zip(names, table, strict=True):
             column, unusual = self._input_column(name, values)
             inputs[name] = column
@@ -397,17 +393,16 @@ class BatchEvaluator:
         single: Iterable[int] = alone.to_bytes(count, "little") if alone else repeat(0, count)
         start = len(keyed)
         keyed.extend(keys)
-        for index, (one, backend, key, by_itself) in enumerate(
-                zip(facts, wanted, keys, single, strict=True)):
+        for index, (backend, key, by_itself) in enumerate(zip(wanted, keys, single, strict=True)):
             if by_itself:  # evaluated alone, the per-request way
-                append(select(compiled, one, backend))
+                append(select(compiled, facts[index], backend))
                 keyed[start + index] = None
                 continue
             memo_key: Any = key if backend is None else (key, backend)
             known = known_outcome(memo_key)
             if known is None:
                 reasons = dict(zip(names, map(lists.__getitem__, key), strict=False))
-                outcome = decide(engine, reasons, lists[key[-1]], {}, one, backend)
+                outcome = decide(engine, reasons, lists[key[-1]], {}, facts[index], backend)
                 if len(outcomes) < self._memo_limit:
                     quoted = None
                     if _quotes_request(outcome, backend):
@@ -418,7 +413,7 @@ class BatchEvaluator:
             outcome, quoted = known
             if quoted is not None:  # the text quotes the request's own values: rebuilt for it
                 outcome = SelectionOutcome(outcome.reasons, outcome.order, outcome.derived, None,
-                                           no_valid_message(engine, one, quoted))
+                                           no_valid_message(engine, facts[index], quoted))
             append(outcome)
 
 
