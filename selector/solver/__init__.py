@@ -102,7 +102,10 @@ def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str)
     template = messages.config_repr
     repr_key = (template, *(facts.get(f) for f in _template_fields(template)),
                 facts.get("attn_type"))
-    config = _REPR_CACHE.get(repr_key)
+    try:
+        config = _REPR_CACHE.get(repr_key)
+    except TypeError:  # a value that cannot be a key (a list given for a fact): not cached
+        return messages.no_valid_backend.format(config=_config_repr(template, facts), reasons=reasons)
     if config is None:
         config = _config_repr(template, facts)
         if len(_REPR_CACHE) < 100_000:
