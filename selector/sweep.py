@@ -100,37 +100,47 @@ def _chunks(lines: Iterable[str], size: int) -> Iterator[list[tuple[int, str]]]:
         yield chunk
 
 
-_Read = tuple[Any, FlatRequest | int, str | None]
-"""(config id, the config read alone or its index in the batch's columns, pinned backend)."""
+_Pending = tuple[Any, str | None, SelectionOutcome | None]
+"""(config id, pinned backend, the outcome of a config evaluated alone or None: its outcome
+comes from the batch)."""
 
 
 def _read_chunk(chunk: list[tuple[int, str]], evaluator: FlatEvaluator
-                ) -> tuple[list[_Read | str], RequestColumns, list[str | None]]:
+                ) -> tuple[list[_Pending | str], RequestColumns, list[str | None]]:
     """:func:`_parsed` of a chunk of lines, the configs read together
-    (:meth:`FlatEvaluator.read_batch`): per line its output line (bad input) or the config
-    read, the request facts of the configs read column-wise and their pinned backends."""
-    out: list[_Read | str] = []
+    (:meth:`FlatEvaluator.read_batch`), those read alone evaluated: per line its output line
+    (bad input) or its config's entry, the request facts of the configs read column-wise
+    (their outcomes come from the batch evaluator, in order) and their pinned backends."""
+    out: list[_Pending | str] = []
     configs: list[Any] = []
     places: list[int] = []
+    scan = _scan
     for number, text in chunk:
-        try:
-            configs.append(_json_value(text))
+        try:  # (_json_value)
+            try:
+                config, end = scan(text, 0)
+            except StopIteration:
+                config, end = json.loads(text), len(text)
+            if end != len(text):
+                config = json.loads(text)
         except json.JSONDecodeError as exc:
             out.append(_error_line(None, f"line {number}: not JSON ({exc.msg})"))
             continue
+        configs.append(config)
         places.append(len(out))
         out.append("")  # (the config's place)
     read = evaluator.read_batch(configs)
     forced = read.forced
     for config, place, item in zip(configs, places, read.rows, strict=True):
-        config_id = config.get("id") if isinstance(config, dict) else None
-        if isinstance(item, InputError):
+        config_id = config.get("id") if type(config) is dict else None
+        if type(item) is int:
+            out[place] = (config_id, forced[item], None)
+        elif isinstance(item, InputError):
             number = chunk[place][0]
             out[place] = _error_line(config_id, f"line {number}: {item.render().split(': ', 1)[1]}")
-        elif isinstance(item, int):
-            out[place] = (config_id, item, forced[item])
-        else:
-            out[place] = (config_id, item, item.forced)
+        else:  # read alone (unusual input, or pinning a backend not evaluated besides)
+            assert isinstance(item, FlatRequest)
+            out[place] = (config_id, item.forced, evaluator.select(item)[0])
     return out, read.columns, forced
 
 
@@ -246,11 +256,11 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                           for i, name in enumerate(reported)]
     reported_ids = itemgetter(*(position[name] for name in reported), 0)  # (0: always a tuple)
     by_content = _Fragments()
-    pending: list[tuple[Any, str | None, SelectionOutcome | None] | str] = []
 
     tails: dict[str | None, str] = {}
 
-    def lines_of(outcomes: list[SelectionOutcome], keys: list[tuple[int, ...] | None]) -> Iterator[str]:
+    def lines_of(pending: list[_Pending | str], outcomes: list[SelectionOutcome],
+                 keys: list[tuple[int, ...] | None]) -> Iterator[str]:
         done = zip(outcomes, keys, strict=True)
         for item in pending:
             if isinstance(item, str):
@@ -280,17 +290,7 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
         # the batch's facts are many small objects: they are freed (by reference counting)
         # before the cyclic collector runs again, so it never has to walk them
         with collection_paused():
-            items, columns, wanted = _read_chunk(chunk, flat)
-            for item in items:
-                if isinstance(item, str):
-                    pending.append(item)
-                    continue
-                config_id, facts, forced = item
-                if isinstance(facts, int):
-                    pending.append((config_id, forced, None))
-                else:  # read alone (unusual input, or pinning a backend not evaluated besides)
-                    pending.append((config_id, forced, flat.select(facts)[0]))
+            pending, columns, wanted = _read_chunk(chunk, flat)
             outcomes, keys = evaluator.evaluate_keyed(columns, wanted)
-            items = item = facts = columns = None  # type: ignore[assignment]  # (freed here)
-        yield from lines_of(outcomes, keys)
-        pending.clear()
+            columns = None  # type: ignore[assignment]  # (freed here)
+        yield from lines_of(pending, outcomes, keys)
