@@ -11,6 +11,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
@@ -386,10 +387,14 @@ def facts_from_flat_batch(configs: Sequence[object], profile: EngineProfile,
         position = {old: new for new, old in enumerate(keep)}
         read = [None if i is None else position[i] for i in read]
         models = {position[i]: m for i, m in models.items()}
-        cc, head_size, dtype, kv_cache_dtype, block_size, attn_type, num_heads, pinned = (
-            [values[i] for i in keep] for values in (
-                cc, head_size, dtype, kv_cache_dtype, block_size, attn_type, num_heads, pinned))
-        flags = {key: [values[i] for i in keep] for key, values in flags.items()}
+        pick = itemgetter(*keep) if len(keep) > 1 else None
+
+        def kept(values: list[Any]) -> list[Any]:
+            return list(pick(values)) if pick is not None else [values[i] for i in keep]
+
+        cc, head_size, dtype, kv_cache_dtype, block_size, attn_type, num_heads, pinned = map(
+            kept, (cc, head_size, dtype, kv_cache_dtype, block_size, attn_type, num_heads, pinned))
+        flags = {key: kept(values) for key, values in flags.items()}
         count = len(keep)
     columns = flat_request_columns(
         defaults, count=count, cc=cc, head_size=head_size, dtype=dtype,

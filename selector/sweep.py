@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of a str
 from operator import itemgetter
 from typing import Any
@@ -131,16 +132,25 @@ def _read_chunk(chunk: list[tuple[int, str]], evaluator: FlatEvaluator
         out.append("")  # (the config's place)
     read = evaluator.read_batch(configs)
     forced = read.forced
-    for config, place, item in zip(configs, places, read.rows, strict=True):
-        config_id = config.get("id") if type(config) is dict else None
-        if type(item) is int:
-            out[place] = (config_id, forced[item], None)
-        elif isinstance(item, InputError):
-            number = chunk[place][0]
-            out[place] = _error_line(config_id, f"line {number}: {item.render().split(': ', 1)[1]}")
-        else:  # read alone (unusual input, or pinning a backend not evaluated besides)
-            assert isinstance(item, FlatRequest)
-            out[place] = (config_id, item.forced, evaluator.select(item)[0])
+    rows = read.rows
+    ids = [config.get("id") if type(config) is dict else None for config in configs]
+    if len(forced) == len(rows):  # every config read column-wise, in order
+        entries: list[_Pending | str] = list(zip(ids, forced, repeat(None)))
+    else:
+        entries = list(zip(ids, [forced[r] if type(r) is int else None for r in rows], repeat(None)))
+        for index in [i for i, r in enumerate(rows) if type(r) is not int]:
+            item = rows[index]
+            if isinstance(item, InputError):
+                number = chunk[places[index]][0]
+                entries[index] = _error_line(
+                    ids[index], f"line {number}: {item.render().split(': ', 1)[1]}")
+            else:  # read alone (unusual input, or pinning a backend not evaluated besides)
+                assert isinstance(item, FlatRequest)
+                entries[index] = (ids[index], item.forced, evaluator.select(item)[0])
+    if len(places) == len(out):  # every line JSON
+        return entries, read.columns, forced
+    for place, entry in zip(places, entries, strict=True):
+        out[place] = entry
     return out, read.columns, forced
 
 
