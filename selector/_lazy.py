@@ -24,10 +24,10 @@ def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # The command line: a command imports what it runs when it runs, so `check` loads no
     # smoke, bench, fleet, docs or diff code, and `--help` none of them.
-    "selector.cli": ("selector.catalog", "selector.cli.console", "selector.config",
-                     "selector.models.arch_registry", "selector.models.presets",
-                     "selector.pipeline.explain", "selector.report", "selector.report.plain",
-                     "selector.sweep"),
+    "selector.cli.catalog_commands": ("selector.catalog", "selector.cli.console", "selector.config",
+                                      "selector.models.arch_registry", "selector.models.presets",
+                                      "selector.pipeline.explain", "selector.report",
+                                      "selector.report.plain", "selector.sweep"),
     "selector.cli.bench": ("selector.bench.measurements", "selector.bench.outputs",
                            "selector.bench.policy", "selector.bench.render",
                            "selector.bench.runner", "selector.bench.workload",
