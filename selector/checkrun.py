@@ -24,7 +24,7 @@ from selector.errors import ExitCode, InputError
 from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
 from selector.schema.request import DeviceRef
-from selector.vllm_args import ARG_CODES, device_ref
+from selector.serve import ARG_CODES, device_ref
 
 if TYPE_CHECKING:
     from selector.catalog import EngineData
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
     from selector.models.arch_registry import ModelRegistry
-    from selector.vllm_args import ServeCommand
+    from selector.serve import ServeCommand
 
 __all__ = [
     "CheckOptions",
