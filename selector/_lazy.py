@@ -34,7 +34,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                            "selector.cli.console", "selector.cli.fleet", "selector.cli.progress",
                            "selector.pipeline.bench"),
     "selector.cli.check": ("selector.bench.measurements", "selector.checkrun", "selector.cli.bench",
-                           "selector.cli.console", "selector.pipeline.check", "selector.vllm_args"),
+                           "selector.cli.console", "selector.pipeline.check", "selector.serve"),
     "selector.cli.diff": ("selector.catalog", "selector.cli.console", "selector.config",
                           "selector.pipeline.diff", "selector.report.diff"),
     "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
