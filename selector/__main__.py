@@ -1,5 +1,5 @@
 """``python -m selector`` runs the ``attn-select`` command line."""
 
-from selector.cli import main
+from selector.cli import run
 
-main()
+run()

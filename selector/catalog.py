@@ -16,11 +16,9 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
@@ -33,6 +31,9 @@ from selector.schema.device import Device, DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.layouts import KVLayouts
 from selector.schema.types import KVLayout
+
+if TYPE_CHECKING:  # packaging's requirement parser loads only for a range or an odd name
+    from packaging.requirements import Requirement
 
 __all__ = [
     "DEFAULT_ENGINE_ENV",
@@ -305,6 +306,8 @@ class Catalog:
         specs = list(specifier)
         if len(specs) == 1 and specs[0].operator == "==" \
                 and re.fullmatch(r"\d+\.\d+", specs[0].version):  # vllm==0.29: the newest 0.29.x
+            from packaging.specifiers import SpecifierSet
+
             specifier = SpecifierSet(f"=={specs[0].version}.*")
         matches = [
             n for n in self.engine_names
@@ -408,10 +411,22 @@ class RegisteredCodes(Mapping[str, tuple[str, str]]):
         return len(self._table())
 
 
+_PINNED = re.compile(r"([A-Za-z](?:[A-Za-z0-9_-]*[A-Za-z0-9])?)==([0-9][0-9A-Za-z.+!-]*)")
+"""``name==version`` as profiles write it (anything else goes to packaging's parser)."""
+
+
 @functools.cache
 def _pinned(engine: str) -> tuple[str, Version]:
     """A profile's engine (``vllm==0.33.0``, a pinned PEP 508 requirement) -> (family,
     version)."""
+    pinned = _PINNED.fullmatch(engine)
+    if pinned is not None:  # the plain form, read without packaging's requirement parser
+        try:
+            return pinned[1], Version(pinned[2])
+        except InvalidVersion:
+            pass  # the requirement parser says what is wrong
+    from packaging.requirements import Requirement
+
     requirement = Requirement(engine)
     (pin,) = requirement.specifier
     if pin.operator != "==":
@@ -423,6 +438,8 @@ def _engine_requirement(text: str) -> Requirement | None:
     """``vllm>=0.30``, ``vllm==0.29.0``, ``==0.33.0`` (the family defaults to vllm) as a
     PEP 508 requirement; None when it is not one (extras, markers, URLs, a family name
     that is not a word)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         requirement = Requirement(text if text[:1].isalpha() else "vllm" + text)
     except InvalidRequirement:

@@ -17,14 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from selector import kv  # the KV-plan helpers only for a model's findings: loaded on first use
+# loaded on first use: the KV-plan helpers for a model's findings, the command-line reader
+# for --device, --ignore or a command line
+from selector import kv, serve
 from selector.catalog import Catalog, close_matches, load_catalog
 from selector.config import LoadedDeployment
 from selector.errors import ExitCode, InputError
 from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.result import SolveResult
 from selector.schema.request import DeviceRef
-from selector.vllm_args import ARG_CODES, device_ref
 
 if TYPE_CHECKING:
     from selector.catalog import EngineData
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from selector.modelcheck import ModelCheckResult
     from selector.models import ModelFacts
     from selector.models.arch_registry import ModelRegistry
-    from selector.vllm_args import ServeCommand
+    from selector.serve import ServeCommand
 
 __all__ = [
     "CheckOptions",
@@ -98,7 +99,7 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
             out.extend(d.name for d in catalog.devices)
             continue
 
-        device = device_ref(value)
+        device = serve.device_ref(value)
         if isinstance(device, str):
             device = catalog.device(device).name
         if device not in out:
@@ -187,13 +188,13 @@ def _cudagraph_findings(*, requested: str | None, resolved: str | None,
 
 def known_codes(catalog: Catalog) -> frozenset[str]:
     """Every code a finding can carry: vLLM's reasons, the check's and the command line's."""
-    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(ARG_CODES)
+    return frozenset(catalog.codes) | frozenset(CLI_CODES) | frozenset(serve.ARG_CODES)
 
 
 def validate_ignored(codes: Sequence[str], catalog: Catalog, *, file: str | None = None,
                      field: str = "--ignore", line: int | None = None) -> frozenset[str]:
     """Codes to acknowledge, upper-cased; an unknown code is an input error."""
-    known = known_codes(catalog)
+    known = known_codes(catalog) if codes else frozenset()
     out = set()
     for raw in codes:
         code = raw.strip().upper()
@@ -393,7 +394,8 @@ def _note_findings(command: ServeCommand, catalog: Catalog) -> list[Finding]:
     out = []
     for note in command.notes:
         registered = catalog.codes.get(note.code)
-        name = registered.name if registered else ARG_CODES.get(note.code, ("note", ""))[0]
+        name = (registered.name if registered
+                else serve.ARG_CODES.get(note.code, ("note", ""))[0])
         level: FindingLevel = note.level if note.level in ("warning", "error") else "note"
         out.append(Finding(level=level, code=note.code, name=name, message=note.message,
                            hint=note.hint, field=note.flag))

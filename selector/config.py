@@ -28,11 +28,6 @@ if TYPE_CHECKING:
     from selector.kv import KVOptions
     from selector.models import ModelFacts
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 __all__ = ["LoadedDeployment", "deployment_facts", "load_deployment", "parse_deployment"]
 
 _MAX_BYTES = 1 << 20
@@ -85,6 +80,10 @@ def _toml_lines(text: str) -> dict[tuple[str, ...], int]:
 def _parse_text(path: str, text: str) -> tuple[Any, dict[tuple[str, ...], int]]:
     suffix = Path(path).suffix.lower()
     if suffix == ".toml":
+        if sys.version_info >= (3, 11):  # the TOML reader loads for a TOML file only
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
         try:
             return tomllib.loads(text), _toml_lines(text)
         except tomllib.TOMLDecodeError as exc:

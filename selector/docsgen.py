@@ -39,8 +39,8 @@ from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.mla_prefill import MLAPrefillProfile
 from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
 from selector.schema.serve_flags import ServeFlags
+from selector.serve import ARG_CODES
 from selector.serve.flags import release_flags
-from selector.vllm_args import ARG_CODES
 
 __all__ = [
     "BANNER",

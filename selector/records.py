@@ -87,7 +87,7 @@ class CheckReport:
 
     records: Sequence[CheckRecord]
     command: Any = None
-    """The parsed ``vllm serve`` command line (:class:`selector.vllm_args.ServeCommand`),
+    """The parsed ``vllm serve`` command line (:class:`selector.serve.ServeCommand`),
     or None for deployment files."""
     verbose: int = 0
     fleet: bool = False

@@ -10,27 +10,15 @@ with Tukey's fences (outside ``[Q1 - 1.5 IQR, Q3 + 1.5 IQR]``) and kept in the s
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Summary", "differ", "noise_label", "quantile", "summarize"]
+__all__ = ["Summary", "differ", "noise_label", "summarize"]
 
 NOTCH = 1.57
 FENCE = 1.5
-
-
-def quantile(ordered: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default, R type 7) of sorted samples."""
-    if not ordered:
-        raise ValueError("no samples")
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile {q} outside [0, 1]")
-    position = (len(ordered) - 1) * q
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    fraction = position - low
-    return ordered[low] + (ordered[high] - ordered[low]) * fraction
 
 
 def noise_label(rel_iqr: float) -> str:
@@ -100,10 +88,11 @@ def summarize(samples: Sequence[float]) -> Summary:
     n = len(ordered)
     mean = math.fsum(ordered) / n
     variance = math.fsum((value - mean) ** 2 for value in ordered) / (n - 1) if n > 1 else 0.0
-    q1, q3 = quantile(ordered, 0.25), quantile(ordered, 0.75)
+    # quartiles by linear interpolation (R type 7, numpy's default)
+    q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive") if n > 1 else ordered * 3
     low, high = q1 - FENCE * (q3 - q1), q3 + FENCE * (q3 - q1)
     outliers = tuple(index for index, value in enumerate(values) if value < low or value > high)
-    return Summary(n=n, median=quantile(ordered, 0.5), mean=mean, minimum=ordered[0],
+    return Summary(n=n, median=statistics.median(ordered), mean=mean, minimum=ordered[0],
                    maximum=ordered[-1], q1=q1, q3=q3, stdev=math.sqrt(variance),
                    outliers=outliers)
 

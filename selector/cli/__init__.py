@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from enum import Enum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -19,7 +16,7 @@ except ImportError:  # pragma: no cover - older typer depends on click itself
 
 from selector.errors import AttnSelectError, ExitCode, InputError
 
-__all__ = ["app", "main", "register_commands"]
+__all__ = ["app", "main", "register_commands", "run"]
 
 app = typer.Typer(
     name="attn-select",
@@ -48,187 +45,20 @@ def _options(
     del version
 
 
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
-class ListWhat(str, Enum):
-    backends = "backends"
-    devices = "devices"
-    codes = "codes"
-    engines = "engines"
-    presets = "presets"
-    models = "models"
-
-
-def _console() -> Any:
-    from selector.cli.console import make_console
-
-    return make_console()
-
-
-def _emit_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
-
-
-EngineOption = Annotated[
-    str | None,
-    typer.Option("--engine", help="Engine profile, exact (vllm==X.Y.Z) or a range "
-                 "('vllm>=0.30') (default: newest)."),
-]
-
-
-@app.command()
-def explain(
-    backend: Annotated[str, typer.Argument(help="Backend name, e.g. FLASH_ATTN.")],
-    config: Annotated[Path, typer.Argument(help="Deployment file.")],
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
-    engine: EngineOption = None,
-    layer: Annotated[int | None, typer.Option(
-        "--layer", "-l", help="For a model deployment: the layer index to explain (default: the first "
-             "attention layer).")] = None,
-) -> None:
-    """Every check of one backend for a deployment (or one layer of a model): the rule,
-    the facts it read, the result."""
-    from selector.catalog import load_catalog
-    from selector.config import load_deployment
-    from selector.pipeline.explain import explain_layer
-    from selector.report import render_explain
-
-    catalog = load_catalog()
-    explained = explain_layer(load_deployment(str(config)), backend, catalog, engine=engine,
-                              layer=layer)
-    request, result, name = explained.request, explained.result, explained.backend
-    layer_note: dict[str, Any] = ({} if request.layer is None
-                                  else {"layer": request.layer, "kind": request.kind})
-    valid = explained.valid
-    if output_format is OutputFormat.json:
-        _emit_json({"backend": name, "engine": result.engine, "valid": valid, **layer_note,
-                    "checks": explained.checks})
-    else:
-        _console().print(render_explain(result, name, explained.checks))
-    raise typer.Exit(int(ExitCode.OK if valid else ExitCode.INVALID))
-
-
-@app.command("list")
-def list_(
-    what: Annotated[ListWhat, typer.Argument(
-        help="backends, devices, codes, engines, presets or models.")],
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
-    engine: EngineOption = None,
-) -> None:
-    """List the shipped backends, devices, reason codes, engine profiles, model presets or
-    the model architectures an engine version supports (with their layer family and presets)."""
-    from selector.catalog import load_catalog
-    from selector.report.plain import PlainTable
-
-    catalog = load_catalog()
-    rows: list[dict[str, Any]]
-    if what is ListWhat.backends:
-        data = catalog.engine(engine)
-        rows = [{"name": b.name, "class": b.class_name, "family": b.family, "selection": b.selection,
-                 "description": b.description} for b in data.backends.values()]
-    elif what is ListWhat.devices:
-        rows = [{"name": d.name, "capability": d.capability, "architecture": d.architecture,
-                 "memory_gib": d.memory_gib, "hbm_bandwidth_tbs": d.hbm_bandwidth_tbs,
-                 "bf16_dense_tflops": d.bf16_dense_tflops, "aliases": list(d.aliases)}
-                for d in catalog.devices]
-    elif what is ListWhat.models:
-        from selector.models.arch_registry import model_rows
-
-        rows = model_rows(catalog.engine(engine))
-    elif what is ListWhat.codes:
-        rows = [{"code": c.code, "name": c.name, "severity": c.severity, "message": c.message,
-                 "hint": c.hint} for c in catalog.codes.values()]
-    elif what is ListWhat.presets:
-        from selector.models import presets
-
-        aliases = presets.preset_aliases()
-        rows = [{"name": name, "architecture": presets.preset_architecture(name),
-                 "config_of": presets.preset_origin(name) or "-",
-                 "aliases": [a for a in aliases[name] if a not in (name, presets.preset_origin(name))]}
-                for name in presets.list_presets()]
-    else:
-        rows = []
-        choice = catalog.choose(None)
-        for name in catalog.engine_names:
-            data = catalog.engine(name)
-            rows.append({"engine": name, "default": name == choice.name,
-                         "extends": data.profile.extends, "backends": len(data.backends),
-                         "description": data.profile.description})
-        if output_format is not OutputFormat.json:
-            _console().print(f"default: {choice.name} ({choice.reason})", highlight=False)
-    if output_format is OutputFormat.json:
-        _emit_json(rows)
-        return
-    table = PlainTable(title=what.value)
-    keys = [k for k in rows[0] if k not in ("aliases", "hint")] if rows else []
-    for key in keys:
-        table.add_column(key)
-    for row in rows:
-        table.add_row(*(str(row[k]) for k in keys))
-    _console().print(table)
-
-
-@app.command()
-def sweep(
-    source: Annotated[str, typer.Argument(
-        help="JSON Lines of flat selector configs ('-' = stdin).")] = "-",
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write here instead of stdout.")] = None,
-    engine: EngineOption = None,
-    backends: Annotated[str | None, typer.Option(
-        help="Comma-separated backends to report (default: the oracle's set).")] = None,
-) -> None:
-    """Batch mode: one JSON verdict line per config, in the oracle's shape."""
-    from selector.catalog import load_catalog
-    from selector.sweep import sweep_lines
-
-    data = load_catalog().engine(engine)
-    names = None
-    if backends:
-        names = tuple(data.backend(b.strip()).name for b in backends.split(",") if b.strip())
-    if source == "-":
-        stream = sys.stdin
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise InputError("no such file", file=source, hint="give a JSON Lines file or '-' for stdin")
-        stream = path.open(encoding="utf-8")
-    try:
-        out = output.open("w", encoding="utf-8") if output else sys.stdout
-    except OSError as error:
-        if stream is not sys.stdin:
-            stream.close()
-        raise InputError(f"cannot write the verdicts: {error.strerror or error}",
-                         file=str(output), field="--output",
-                         hint="give a writable file path") from None
-    try:
-        write = out.write
-        for line in sweep_lines(stream, data, names):
-            write(line + "\n")
-    except UnicodeDecodeError:
-        raise InputError("the file is not UTF-8 text", file=source,
-                         hint="write the configs as UTF-8 JSON Lines") from None
-    finally:
-        if output:
-            out.close()
-        if stream is not sys.stdin:
-            stream.close()
-
-
 _SUBCOMMANDS: dict[str, str] = {
+    "explain": "selector.cli.catalog_commands",
+    "list": "selector.cli.catalog_commands",
+    "sweep": "selector.cli.catalog_commands",
+    "bench": "selector.cli.bench",
     "check": "selector.cli.check",
     "diff": "selector.cli.diff",
     "docs": "selector.cli.docs",
     "metadata": "selector.cli.metadata",
     "smoke": "selector.cli.smoke",
     "smoke-plan": "selector.cli.smoke",
-    "bench": "selector.cli.bench",
 }
-"""Commands that live in their own module (``register(app)``), imported only when used so
-that ``attn-select check`` does not pay for the GPU, docs or diff machinery."""
+"""Every command's module (``register(app)``), imported only when used so that
+``attn-select check`` builds and loads no other command (the GPU, docs or diff machinery)."""
 _REGISTERED: set[str] = set()
 
 
@@ -237,7 +67,8 @@ def register_commands(argv: list[str] | None = None) -> None:
     import importlib
 
     wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
-    modules = [_SUBCOMMANDS[wanted]] if wanted in _SUBCOMMANDS else sorted(set(_SUBCOMMANDS.values()))
+    # every module in the order of _SUBCOMMANDS, which is the order `--help` lists them in
+    modules = [_SUBCOMMANDS[wanted]] if wanted in _SUBCOMMANDS else list(dict.fromkeys(_SUBCOMMANDS.values()))
     for module in modules:
         if module in _REGISTERED:
             continue
@@ -247,6 +78,34 @@ def register_commands(argv: list[str] | None = None) -> None:
             continue
         loaded.register(app)
         _REGISTERED.add(module)
+    order = list(_SUBCOMMANDS)  # `--help` lists the commands in this order, whatever came first
+    app.registered_commands.sort(key=lambda info: order.index(_name(info)) if _name(info) in order
+                                 else len(order))
+
+
+def _name(info: Any) -> str:
+    """A registered command's name (typer's default: the function's, with dashes)."""
+    return str(info.name or info.callback.__name__.lower().replace("_", "-"))
+
+
+def run() -> None:
+    """The ``attn-select`` process (the console script and ``python -m selector``):
+    :func:`main`, with the garbage collector tuned for a command that ends with its process.
+
+    Start-up allocates tens of thousands of long-lived objects (modules, classes, the
+    catalog); with the default thresholds the collector walks them again and again while
+    they load, and once more at exit.  A higher first threshold keeps collections rare
+    (they still run, so a long sweep or smoke run stays bounded), and freezing what is
+    alive at the end spares the walk at exit (``gc.freeze``; atexit handlers, flushing
+    and closing still happen).  In-process callers (tests, library users) call
+    :func:`main` and keep their collector's settings."""
+    import gc
+
+    gc.set_threshold(100_000, 20, 20)
+    try:
+        main()
+    finally:
+        gc.freeze()
 
 
 def main() -> None:

@@ -49,7 +49,7 @@ def _looks_like_a_command_line(words: list[str]) -> bool:
                                            "nerdctl", "sudo") or w.startswith("python")
                for w in words):
         return False
-    from selector.vllm_args import is_serve_command
+    from selector.serve import is_serve_command
 
     return is_serve_command(words)
 

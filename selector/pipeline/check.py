@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import selector.vllm_args as serve_args  # the command-line reader loads on first use
+import selector.serve as serve_args  # the command-line reader loads on first use
 from selector.catalog import Catalog
 from selector.checkrun import (
     CheckOptions,
@@ -27,7 +27,7 @@ from selector.schema.request import Deployment
 
 if TYPE_CHECKING:
     from selector.models import ModelFacts
-    from selector.vllm_args import ServeCommand
+    from selector.serve import ServeCommand
 
 __all__ = ["check_deployment", "check_files", "check_serve", "record_of"]
 

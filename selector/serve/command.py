@@ -8,13 +8,15 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from selector.catalog import Catalog, RegisteredCodes
 from selector.errors import InputError
-from selector.models import ModelFacts
 from selector.schema.request import Deployment, DeviceRef
 from selector.serve.wrappers import ENV_ASSIGNMENT
+
+if TYPE_CHECKING:  # a type only: a file check never loads the model facts
+    from selector.models import ModelFacts
 
 __all__ = [
     "ARG_CODES",

@@ -18,20 +18,20 @@ from selector.bench.roofline import (
     shape_work,
     visible_pairs,
 )
-from selector.bench.stats import differ, noise_label, quantile, summarize
+from selector.bench.stats import differ, noise_label, summarize
 from selector.smoke.metrics import attention_flops, kv_read_bytes
 from selector.smoke.workload import uniform_decode_batch
 
 LLAMA = Geometry(32, 8, 128, "bfloat16")
 
 
-def test_quantiles_match_numpy_type_7() -> None:
-    data = [1.0, 2.0, 3.0, 4.0]
-    assert quantile(data, 0.25) == 1.75
-    assert quantile(data, 0.5) == 2.5
-    assert quantile(data, 1.0) == 4.0
+def test_quartiles_match_numpy_type_7() -> None:
+    summary = summarize([4.0, 1.0, 3.0, 2.0])
+    assert (summary.q1, summary.median, summary.q3) == (1.75, 2.5, 3.25)
+    one = summarize([7.0])
+    assert (one.q1, one.median, one.q3, one.iqr) == (7.0, 7.0, 7.0, 0.0)
     with pytest.raises(ValueError):
-        quantile([], 0.5)
+        summarize([])
 
 
 def test_summary_median_iqr_and_outliers() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from selector.catalog import load_catalog
 from selector.records import CLI_CODES
-from selector.vllm_args import ARG_CODES
+from selector.serve import ARG_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"^[A-Z]{2}\d{3}$")

@@ -12,7 +12,7 @@ import pytest
 from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.schema.request import DeviceRef
-from selector.vllm_args import ServeCommand, device_ref, is_serve_command, parse_serve_command
+from selector.serve import ServeCommand, device_ref, is_serve_command, parse_serve_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
 

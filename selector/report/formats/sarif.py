@@ -11,9 +11,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from selector import __version__
-from selector.catalog import load_catalog
+from selector.catalog import RegisteredCodes, load_catalog
 from selector.records import CLI_CODES, CheckRecord, CheckReport, Finding
-from selector.vllm_args import ARG_CODES
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SUMMARY", "code_descriptions", "render", "render_sarif"]
 
@@ -115,7 +114,7 @@ def code_descriptions(*, arguments: bool = True) -> dict[str, tuple[str, str]]:
     descriptions = {c.code: (c.name, c.hint or c.message) for c in load_catalog().codes.values()}
     descriptions.update(CLI_CODES)
     if arguments:
-        descriptions.update(ARG_CODES)
+        descriptions.update(RegisteredCodes("argument_codes"))
     return descriptions
 
 
