@@ -100,8 +100,7 @@ def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str)
     """:func:`no_valid_error` from its reasons part (:func:`no_valid_reasons`)."""
     messages = engine.profile.messages
     template = messages.config_repr
-    repr_key = (template, *(facts.get(f) for f in _template_fields(template)),
-                facts.get("attn_type"))
+    repr_key = (template, *map(facts.get, _template_fields(template)), facts.get("attn_type"))
     try:
         config = _REPR_CACHE.get(repr_key)
     except TypeError:  # a value that cannot be a key (a list given for a fact): not cached

@@ -391,18 +391,20 @@ class BatchEvaluator:
         names = self.backends
         append = results.append
         single: Iterable[int] = alone.to_bytes(count, "little") if alone else repeat(0, count)
+        request: Callable[[int], Mapping[str, Any]] = (
+            facts.row if isinstance(facts, RequestColumns) else facts.__getitem__)
         start = len(keyed)
         keyed.extend(keys)
         for index, (backend, key, by_itself) in enumerate(zip(wanted, keys, single, strict=True)):
             if by_itself:  # evaluated alone, the per-request way
-                append(select(compiled, facts[index], backend))
+                append(select(compiled, request(index), backend))
                 keyed[start + index] = None
                 continue
             memo_key: Any = key if backend is None else (key, backend)
             known = known_outcome(memo_key)
             if known is None:
                 reasons = dict(zip(names, map(lists.__getitem__, key), strict=False))
-                outcome = decide(engine, reasons, lists[key[-1]], {}, facts[index], backend)
+                outcome = decide(engine, reasons, lists[key[-1]], {}, request(index), backend)
                 if len(outcomes) < self._memo_limit:
                     quoted = None
                     if _quotes_request(outcome, backend):
@@ -413,7 +415,7 @@ class BatchEvaluator:
             outcome, quoted = known
             if quoted is not None:  # the text quotes the request's own values: rebuilt for it
                 outcome = SelectionOutcome(outcome.reasons, outcome.order, outcome.derived, None,
-                                           no_valid_message(engine, facts[index], quoted))
+                                           no_valid_message(engine, request(index), quoted))
             append(outcome)
 
 
