@@ -270,11 +270,14 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
     tails: dict[str | None, str] = {}
 
     def lines_of(pending: list[_Pending | str], outcomes: list[SelectionOutcome],
-                 keys: list[tuple[int, ...] | None]) -> Iterator[str]:
+                 keys: list[tuple[int, ...] | None]) -> list[str]:
         done = zip(outcomes, keys, strict=True)
+        out: list[str] = []
+        add = out.append
+        join = "".join
         for item in pending:
             if isinstance(item, str):
-                yield item
+                add(item)
                 continue
             config_id, forced, outcome = item
             key = None
@@ -284,7 +287,7 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                 names = _names(reported, forced)
                 text = (by_content.text(names, outcome) if key is None else
                         ", ".join(by_id[position[name]][key[position[name]]] for name in names))
-                yield _line(config_id, text, outcome.selected, outcome.error)
+                add(_line(config_id, text, outcome.selected, outcome.error))
                 continue
             error = outcome.error
             if error is None:
@@ -293,8 +296,9 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
                     tail = tails[outcome.selected] = _tail(outcome.selected, None)
             else:
                 tail = _tail(outcome.selected, error)
-            yield "".join([_HEAD if config_id is None else _head(config_id),
-                           *map(dict.__getitem__, reported_fragments, reported_ids(key)), tail])
+            add(join([_HEAD if config_id is None else _head(config_id),
+                      *map(dict.__getitem__, reported_fragments, reported_ids(key)), tail]))
+        return out
 
     for chunk in _chunks(lines, batch_size):
         # the batch's facts are many small objects: they are freed (by reference counting)
@@ -303,4 +307,6 @@ def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, .
             pending, columns, wanted = _read_chunk(chunk, flat)
             outcomes, keys = evaluator.evaluate_keyed(columns, wanted)
             columns = None  # type: ignore[assignment]  # (freed here)
-        yield from lines_of(pending, outcomes, keys)
+            done = lines_of(pending, outcomes, keys)
+            pending = outcomes = keys = None  # type: ignore[assignment]
+        yield from done
