@@ -6,7 +6,8 @@ field of another type, a value out of range, a missing or unknown field, a vocab
 of the profile, a pinned backend, a model object, something that is not an object); every
 config gives through the batch reader exactly the request facts (values and types), the
 pinned backend or the input error (its text) of the per-config reader, and ``sweep`` gives
-the same lines both ways.
+the same lines both ways.  The batch path's JSON parser gives what ``json.loads`` gives
+for every text it accepts.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.flat import FLAT_FIELDS
 from selector.pipeline.flat import FlatEvaluator, FlatRequest
-from selector.sweep import sweep_lines, sweep_lines_per_config
+from selector.sweep import _json_fast, sweep_lines, sweep_lines_per_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import make_sample
@@ -130,3 +131,32 @@ def test_the_usual_configs_are_read_column_wise() -> None:
                CATALOG.engine().backend(config["attention_backend"]).name not in evaluator.evaluated
                for config in alone)
     assert len(alone) < 30
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(-2**80, 2**80) | st.floats()
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_the_fast_json_parser_reads_what_json_reads(value: Any, ascii_only: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert repr(_json_fast(text)) == repr(json.loads(text))
+
+
+JSON_CHARS = [*'{}[]",:0123456789.eE+-tfnrulasNIiy \\/\tu\x00\x1f', "\ud800", "é"]
+"""Characters of JSON texts, and some that JSON refuses where they stand."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(JSON_CHARS), max_size=16)
+       | st.builds(lambda v, cut: json.dumps(v)[:cut], JSON_VALUES, st.integers(0, 30)))
+def test_the_fast_json_parser_accepts_only_what_json_accepts(text: str) -> None:
+    try:
+        fast = _json_fast(text)
+    except Exception:  # refused: the line is read by json itself
+        return
+    assert repr(fast) == repr(json.loads(text))
