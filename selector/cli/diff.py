@@ -35,7 +35,7 @@ def _engines(from_engine: str | None, to_engine: str | None) -> tuple[str, str]:
     from selector.catalog import load_catalog
 
     catalog = load_catalog()
-    target = catalog.engine(to_engine)
+    target = catalog.engine(to_engine or catalog.default_engine)  # newest, not the pinned default
     if from_engine:
         return catalog.engine(from_engine).engine, target.engine
     older = [name for name in catalog.engine_names
