@@ -4,9 +4,11 @@ The output line has the oracle's shape, so the two can be diffed::
 
     {"backends": {NAME: [reason, ...]}, "selected": NAME | null, "error": text | null}
 
-:func:`sweep_lines` evaluates the configs a batch at a time
-(:mod:`selector.solver.batch`: each condition once per batch, column-wise) and
-builds each backend's JSON fragment once per distinct reason list.
+:func:`sweep_lines` reads and evaluates the configs a batch at a time: each line parsed
+by pydantic's JSON parser (``json`` for a line it refuses), the configs of the usual shape
+read column-wise (:meth:`FlatEvaluator.read_batch`), evaluated column-wise
+(:mod:`selector.solver.batch`: each condition once per batch) and each backend's JSON
+fragment built once per distinct reason list.
 :func:`sweep_lines_per_config` is the reference it must equal line for line (one
 compiled evaluator call per config; a property test compares the two).
 """
