@@ -15,7 +15,7 @@ import pytest
 from selector.catalog import EngineData, load_catalog
 from selector.flat import facts_from_flat
 from selector.solver import derive_facts, evaluate_runtime
-from selector.sweep import sweep_lines
+from tests.golden.oracle_sweep import sweep_mismatches
 
 GOLDEN = Path(__file__).parent / "oracle"
 
@@ -33,16 +33,7 @@ def test_oracle_golden_subset_agrees_exactly(engine: str, name: str, minimum: in
     cases = _cases(engine, name)
     assert len(cases) >= minimum
     data = load_catalog().engine(f"vllm=={engine}")
-    ours = [json.loads(line) for line in sweep_lines((json.dumps(c["input"]) for c in cases), data)]
-    mismatches = []
-    for case, mine in zip(cases, ours, strict=True):
-        for backend, reasons in case["backends"].items():  # type: ignore[union-attr]
-            if mine["backends"].get(backend) != reasons:
-                mismatches.append((case["input"], backend, mine["backends"].get(backend), reasons))
-        if mine["selected"] != case["selected"]:
-            mismatches.append((case["input"], "selected", mine["selected"], case["selected"]))
-        if mine["error"] != case["error"]:
-            mismatches.append((case["input"], "error", mine["error"], case["error"]))
+    mismatches = sweep_mismatches(cases, data)
     assert not mismatches, f"{len(mismatches)} differences, first: {mismatches[0]}"
 
 

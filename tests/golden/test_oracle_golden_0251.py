@@ -24,7 +24,7 @@ from selector.flat import facts_from_flat
 from selector.schema.backend import BackendSpec, split_shape
 from selector.schema.types import MultipleOf
 from selector.solver.compiled import compiled_for
-from selector.sweep import sweep_lines
+from tests.golden.oracle_sweep import sweep_mismatches
 
 ENGINE = "vllm==0.25.1"
 GOLDEN = Path(__file__).parent / "oracle" / "vllm-0.25.1" / "all.jsonl.gz"
@@ -38,15 +38,7 @@ def cases() -> list[dict[str, Any]]:
 def test_selection_agrees_exactly(cases: list[dict[str, Any]]) -> None:
     assert len(cases) >= 1000
     data = load_catalog().engine(ENGINE)
-    ours = [json.loads(line) for line in sweep_lines((json.dumps(c["input"]) for c in cases), data)]
-    mismatches = []
-    for case, mine in zip(cases, ours, strict=True):
-        for backend, reasons in case["backends"].items():
-            if mine["backends"].get(backend) != reasons:
-                mismatches.append((case["input"], backend, mine["backends"].get(backend), reasons))
-        for key in ("selected", "error"):
-            if mine[key] != case[key]:
-                mismatches.append((case["input"], key, mine[key], case[key]))
+    mismatches = sweep_mismatches(cases, data)
     assert not mismatches, f"{len(mismatches)} differences, first: {mismatches[0]}"
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from selector.catalog import load_catalog
-from selector.sweep import sweep_lines
+from tests.golden.oracle_sweep import sweep_mismatches
 
 ROOT = Path(__file__).parent / "oracle" / "releases"
 # releases whose oracle goldens live elsewhere (tests/golden/oracle/vllm-X, older format)
@@ -47,15 +47,7 @@ def test_release_agrees_with_vllm(path: Path) -> None:
     assert len(cases) >= 300
     assert {c.get("vllm_version") for c in cases} == {engine.split("==", 1)[1]}
     data = load_catalog().engine(engine)
-    ours = [json.loads(line) for line in sweep_lines((json.dumps(c["input"]) for c in cases), data)]
-    mismatches = []
-    for case, mine in zip(cases, ours, strict=True):
-        for backend, reasons in case["backends"].items():
-            if mine["backends"].get(backend) != reasons:
-                mismatches.append((case["input"], backend, mine["backends"].get(backend), reasons))
-        for key in ("selected", "error"):
-            if mine[key] != case[key]:
-                mismatches.append((case["input"], key, mine[key], case[key]))
+    mismatches = sweep_mismatches(cases, data)
     assert not mismatches, f"{len(mismatches)} differences, first: {mismatches[0]}"
 
 
