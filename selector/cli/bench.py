@@ -11,6 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from selector.cli.fleet import (
+    DEFAULT_TIMEOUT_S,
+    FleetFormat,
+    RayDevices,
+    RayTimeout,
+    fail,
+    run_bench_fleet,
+)
 from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -28,13 +36,6 @@ class BenchFormat(str, Enum):
 class PolicyName(str, Enum):
     priority = "priority"
     fastest = "fastest"
-
-
-def _fail(error: AttnSelectError) -> typer.Exit:
-    message = error.render() if isinstance(error, InputError) else str(error)
-    Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
-                                               highlight=False)
-    return typer.Exit(int(error.exit_code))
 
 
 def bench_command(
@@ -59,12 +60,8 @@ def bench_command(
         help="Run on a Ray cluster, once per GPU type: one measurements file per type in "
              "OUTPUT/<device>/ (auto: RAY_ADDRESS or a cluster running here; local: start "
              "one here).")] = None,
-    device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="With --ray: a GPU type to run on (repeat; 'cluster' = every "
-                               "type the cluster offers, the default).")] = None,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", min=1, help="With --ray: seconds before a device's task is cancelled.")
-    ] = 600.0,
+    device: RayDevices = None,
+    timeout: RayTimeout = DEFAULT_TIMEOUT_S,
     ship_code: Annotated[bool, typer.Option(
         "--ship-code", help="With --ray: send this attn-select to the workers (Ray "
                             "runtime_env py_modules).")] = False,
@@ -85,14 +82,12 @@ def bench_command(
     from selector.pipeline.bench import bench_targets
 
     if ray is not None:
-        from selector.cli.fleet import FleetFormat, run_bench_fleet
-
         raise run_bench_fleet(config, address=ray, devices=list(device or []),
                               timeout_s=timeout, workload=workload, output=output,
                               output_format=FleetFormat(output_format.value),
                               policy=policy.value, ship_code=ship_code)
     if device or ship_code:
-        raise _fail(InputError("--device and --ship-code apply to a fleet run only",
+        raise fail(InputError("--device and --ship-code apply to a fleet run only",
                                field="--device", hint="add --ray auto (or local)"))
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -104,7 +99,7 @@ def bench_command(
                 targets, shapes, progress=lambda stage: progress.update(task, description=stage))
         files = write_outputs(measurements, output)
     except AttnSelectError as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     decision = decide_for_deployment(measurements, policy=policy.value)
     if output_format is BenchFormat.json:
         document = {"schema": measurements.schema_, "device": measurements.device.name,

@@ -9,7 +9,7 @@ import re
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,9 +18,18 @@ from selector import __version__
 from selector.cli.progress import progress as spinner
 from selector.errors import AttnSelectError, InputError
 
-__all__ = ["DEFAULT_TIMEOUT_S", "FleetFormat", "run_bench_fleet", "run_smoke_fleet"]
+__all__ = ["DEFAULT_TIMEOUT_S", "FleetFormat", "RayDevices", "RayTimeout", "fail", "run_bench_fleet",
+           "run_smoke_fleet"]
 
 DEFAULT_TIMEOUT_S = 600.0
+
+RayDevices = Annotated[list[str] | None, typer.Option(
+    "--device", "-d", help="With --ray: a GPU type to run on (repeat; 'cluster' = every "
+                           "type the cluster offers, the default).")]
+"""The ``--device`` option of ``smoke --ray`` and ``bench --ray``."""
+RayTimeout = Annotated[float, typer.Option(
+    "--timeout", min=1, help="With --ray: seconds before a device's task is cancelled.")]
+"""The ``--timeout`` option of ``smoke --ray`` and ``bench --ray``."""
 
 
 class FleetFormat(str, Enum):
@@ -34,7 +43,8 @@ class FleetFormat(str, Enum):
     sarif = "sarif"
 
 
-def _fail(error: AttnSelectError) -> typer.Exit:
+def fail(error: AttnSelectError) -> typer.Exit:
+    """Print ``error`` to stderr; the exit to raise with its exit code."""
     message = error.render() if isinstance(error, InputError) else str(error)
     Console(stderr=True, soft_wrap=True).print(f"error: {message}", markup=False,
                                                highlight=False)
@@ -53,7 +63,7 @@ def _run(request: Any) -> Any:
             return run_fleet(request,
                              progress=lambda stage: progress.update(task, description=stage))
     except AttnSelectError as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     except KeyboardInterrupt:
         err.print("interrupted", markup=False, highlight=False)
         raise typer.Exit(130) from None
@@ -89,7 +99,7 @@ def _emit(report: Any, output_format: FleetFormat, output: Path | None) -> typer
         try:
             output.write_text(text, encoding="utf-8")
         except OSError as error:
-            return _fail(InputError(f"cannot write the report: {error}", file=str(output),
+            return fail(InputError(f"cannot write the report: {error}", file=str(output),
                                     field="--output"))
     else:
         sys.stdout.write(text)
@@ -130,7 +140,7 @@ def run_bench_fleet(config: Path, *, address: str, devices: list[str], timeout_s
             load_workload(workload)  # bad input stops here, before the cluster
             document = _workload_document(workload)
     except AttnSelectError as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     request = FleetRequest(command="bench", configs=(str(config),), devices=tuple(devices),
                            address=address, timeout_s=timeout_s, settings=document,
                            ship_code=ship_code)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from selector.cli.fleet import FleetFormat, run_smoke_fleet
+from selector.cli.fleet import DEFAULT_TIMEOUT_S, FleetFormat, RayDevices, RayTimeout, run_smoke_fleet
 from selector.cli.progress import progress as spinner
 from selector.errors import AttnSelectError, ExitCode, InputError
 
@@ -185,12 +185,8 @@ def smoke_command(
         "entry points, arguments) without a GPU or torch.")] = False,
     ray: Annotated[str | None, typer.Option(
         "--ray", metavar="auto|local|ADDRESS", help=_RAY_HELP)] = None,
-    device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="With --ray: a GPU type to run on (repeat; 'cluster' = every "
-                               "type the cluster offers, the default).")] = None,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", min=1, help="With --ray: seconds before a device's task is cancelled.")
-    ] = 600.0,
+    device: RayDevices = None,
+    timeout: RayTimeout = DEFAULT_TIMEOUT_S,
     ship_code: Annotated[bool, typer.Option(
         "--ship-code", help="With --ray: send this attn-select to the workers (a Ray "
                             "runtime_env with py_modules); they still need its dependencies "
