@@ -13,7 +13,7 @@ from selector.bench.targets import (
 )
 from selector.catalog import load_catalog
 from selector.config import LoadedDeployment, load_deployment
-from selector.pipeline.deployment import no_attention_layer, rejection, solve_deployment
+from selector.pipeline.deployment import solve_to_run
 
 __all__ = ["bench_targets"]
 
@@ -30,14 +30,8 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
     path = Path(loaded.path)
     deployment = loaded.deployment
-    solved = solve_deployment(loaded, catalog, suggest=False, startup=False)
-    rejected = rejection(solved)  # as check reports it (exit 1), SU003 before sharding
-    if rejected is not None:
-        raise rejected
+    solved = solve_to_run(loaded, catalog, "bench")
     if solved.model is not None:
-        nothing = no_attention_layer(solved, "bench")
-        if nothing is not None:
-            raise nothing
         groups = model_groups(solved.model)
         mode = "explicit" if deployment.attention_backend else "auto"
     else:

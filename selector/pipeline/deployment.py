@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from selector.models import LayerFacts, ModelFacts
 
 __all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "rejection",
-           "solve_deployment"]
+           "solve_deployment", "solve_to_run"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,20 @@ def no_attention_layer(solved: Solved, command: str) -> InputError | None:
         f"no attention backend for them, so `{command}` has no attention kernel to run",
         file=str(solved.loaded.path),
         hint="give a model with attention layers; `attn-select check` shows its KV plan")
+
+
+def solve_to_run(loaded: LoadedDeployment, catalog: Catalog, command: str) -> Solved:
+    """A deployment solved for a command that runs its attention kernels (``smoke``,
+    ``bench``): vLLM's refusal raised as ``check`` reports it (exit 1, SU003 before
+    sharding), a model without an attention layer raised as bad input (exit 2)."""
+    solved = solve_deployment(loaded, catalog, suggest=False, startup=False)
+    refused = rejection(solved)
+    if refused is not None:
+        raise refused
+    nothing = no_attention_layer(solved, command)
+    if nothing is not None:
+        raise nothing
+    return solved
 
 
 @dataclass(frozen=True)

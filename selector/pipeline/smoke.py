@@ -16,7 +16,7 @@ from selector.config import LoadedDeployment, deployment_model, load_deployment
 from selector.errors import InputError
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
-from selector.pipeline.deployment import no_attention_layer, rejection, solve_deployment
+from selector.pipeline.deployment import solve_to_run
 from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
 from selector.smoke.plan import SmokePlan
 from selector.solver import pinned
@@ -34,15 +34,9 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     catalog = load_catalog()
     config = loaded.path
     deployment = loaded.deployment
-    solved = solve_deployment(loaded, catalog, suggest=False, startup=False)
-    rejected = rejection(solved)  # as check reports it (exit 1), SU003 before sharding
-    if rejected is not None:
-        raise rejected
+    solved = solve_to_run(loaded, catalog, "smoke")
     if solved.model is not None:
         checked = solved.model
-        nothing = no_attention_layer(solved, "smoke")
-        if nothing is not None:
-            raise nothing
         plans = plans_from_model(checked)
         selected = sorted({s.result.selected or "-" for s in checked.selections})
     else:
