@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import typer
 
+from tests.cli_app import command_app
+
 torch = pytest.importorskip("torch")
 
 from typer.testing import CliRunner  # noqa: E402
@@ -27,14 +29,7 @@ EXAMPLES = Path(__file__).parent.parent.parent / "examples" / "parallel"
 
 
 def make_app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """Test root."""
-
-    return app
+    return command_app(register)
 
 
 def _tensor(values: object) -> object:

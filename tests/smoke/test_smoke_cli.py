@@ -11,20 +11,14 @@ from typer.testing import CliRunner
 
 from selector.cli.smoke import register
 from selector.smoke.plan import load_plans_file
+from tests.cli_app import command_app
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "smoke-plan-h200.json"
 
 
 def make_app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """Test root."""
-
-    return app
+    return command_app(register)
 
 
 def has_cuda() -> bool:

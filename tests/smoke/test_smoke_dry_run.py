@@ -18,6 +18,7 @@ import typer
 from typer.testing import CliRunner
 
 from selector.cli.smoke import register
+from tests.cli_app import command_app
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "smoke"
@@ -27,14 +28,7 @@ CASES = ["llama-h200", "gpt-oss-20b-h200", "llama-fp8kv-h200", "deepseek-v3-tp8-
 
 
 def make_app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """Test root."""
-
-    return app
+    return command_app(register)
 
 
 def dry_run(name: str) -> dict[str, object]:

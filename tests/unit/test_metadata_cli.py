@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from selector.cli.metadata import register
+from tests.cli_app import command_app
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "batch-seed.json"
@@ -19,14 +20,7 @@ BATCHES = REPO / "tests" / "fixtures" / "batches"
 
 
 def make_app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """Test root so that ``metadata`` stays a subcommand."""
-
-    return app
+    return command_app(register)
 
 
 APP = make_app()
