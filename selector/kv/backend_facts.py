@@ -53,7 +53,7 @@ slots of ``head_size // 2 + head_size // 16`` bytes each.
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 BlockSizeRule = int | MultipleOf

@@ -37,7 +37,7 @@ _RANK: dict[GraphKind, int] = {"eager": 0, "piecewise": 1, "full": 2}
 
 
 class CudaGraphResolution(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     requested: CudaGraphMode | None
     resolved: CudaGraphMode | None

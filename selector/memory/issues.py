@@ -16,7 +16,7 @@ __all__ = ["StartupIssue", "dtype_issue", "startup_issue"]
 class StartupIssue(BaseModel):
     """A start-up refusal: vLLM raises with ``message`` and the server does not come up."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     code: str
     name: str
