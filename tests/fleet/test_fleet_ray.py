@@ -182,8 +182,10 @@ def test_ctrl_c_cancels_every_task(monkeypatch: pytest.MonkeyPatch, ray_cluster:
     assert [o.status for o in report.outcomes] == ["cancelled", "cancelled"]
     assert len(cancelled) == 2
     monkeypatch.undo()
+    # the bound is generous: a loaded machine can take long to deliver the cancellation,
+    # and what is tested is that it arrives, not how fast
     with pytest.raises(ray_cluster.exceptions.TaskCancelledError):
-        ray_cluster.get(cancelled[0], timeout=30)
+        ray_cluster.get(cancelled[0], timeout=180)
 
 
 def test_bench_writes_one_file_per_device_and_check_picks_them(tmp_path: Path) -> None:
