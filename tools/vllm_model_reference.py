@@ -56,7 +56,8 @@ Patches beyond the shared oracle's (all CPU-only necessities):
   the GPU explicitly go to ``meta``;
 * DeciLM's remote config class is replaced by a stand-in that keeps every key
   (``_register_remote_configs``);
-* a one-process gloo "distributed" group of world size 1.
+* a one-process gloo "distributed" group of world size 1 (port 29533, or
+  ``ORACLE_DIST_PORT`` when several oracles run at once).
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def _bootstrap() -> None:
         world_size=1,
         rank=0,
         local_rank=0,
-        distributed_init_method="tcp://127.0.0.1:29533",
+        distributed_init_method=f"tcp://127.0.0.1:{os.environ.get('ORACLE_DIST_PORT', '29533')}",
         backend="gloo",
     )
     with set_current_vllm_config(VllmConfig()):

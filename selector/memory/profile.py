@@ -123,6 +123,10 @@ class VocabCheck(CheckSpec):
 class MaxLenCheck(CheckSpec):
     keys: tuple[str, ...]
     prescaled_rope_types: tuple[str, ...]
+    """Rope types whose ``factor`` is already in the derived length (not applied again)."""
+    original_length_rope_types: tuple[str, ...] = ()
+    """Rope types whose derived length is the rope's ``original_max_position_embeddings``
+    (the config's ``max_position_embeddings`` when it has none) before the factor."""
     allow_env: str
     unscaled_model_types: tuple[str, ...]
     """Model types (a substring of ``model_type``) whose derived length rope scaling

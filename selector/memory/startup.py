@@ -154,11 +154,22 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
 # ---------------------------------------------------------------- the other checks
 
 
-def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[float | int, str] | None:
+def _rope_entries(cfg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The rope parameters, one mapping per layer type when they are nested (vLLM's
+    ``iter_rope_parameters``)."""
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if not isinstance(rope, Mapping) or not rope:
+        return []
+    if all(isinstance(value, Mapping) for value in rope.values()):
+        return [value for value in rope.values() if value]
+    return [rope]
+
+
+def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[float, str] | None:
     """vLLM's derived max_model_len and the config key it came from, or None."""
     spec = profile.checks.max_model_len
     cfg = text_config(raw)
-    derived: float | int | None = None
+    derived: float | None = None
     key_used = ""
     for key in spec.keys:
         value = cfg.get(key)
@@ -168,17 +179,24 @@ def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tu
         derived, key_used = cfg["model_max_length"], "model_max_length"
     if derived is None:
         return None
+    derived = float(derived)  # ModelArchitectureConfig.derived_max_model_len_and_key is a float
     model_type = str(cfg.get("model_type", ""))
     unscaled = any(kind in model_type for kind in spec.unscaled_model_types)
-    if not unscaled and cfg.get("position_embedding_type") != "absolute":
+    entries = _rope_entries(cfg)
+    if not unscaled and entries and cfg.get("position_embedding_type") != "absolute":
         factor: float = 1.0
-        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
-        if isinstance(rope, Mapping):
+        for rope in entries:
             rope_type = rope.get("rope_type", rope.get("type", "default"))
+            if rope_type in spec.prescaled_rope_types:
+                continue
             value = rope.get("factor")
-            if (rope_type not in spec.prescaled_rope_types and isinstance(value, int | float)
-                    and not isinstance(value, bool)):
+            if isinstance(value, int | float) and not isinstance(value, bool):
                 factor = float(value)
+            if rope_type in spec.original_length_rope_types:
+                original = rope.get("original_max_position_embeddings",
+                                    cfg.get("max_position_embeddings"))
+                if isinstance(original, int | float) and not isinstance(original, bool):
+                    derived = float(original)
         derived = derived * factor
     return derived, key_used
 
@@ -196,6 +214,9 @@ def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[
     derived, key = found
     cfg = text_config(raw)
     model_max = cfg.get("model_max_length")
+    if isinstance(model_max, int | float) and not isinstance(model_max, bool) \
+            and max_model_len <= model_max:
+        return None  # vLLM allows up to model_max_length (vllm/config/model.py:2661-2662 in 0.33.0)
     return startup_issue(catalog, spec.code, ("max_model_len",), max_model_len=max_model_len,
                   max_len_key=key, derived=derived, model_max_length=model_max,
                   derived_int=int(derived))

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""vLLM's own derived max_model_len for a grid of synthetic configs (tools/startup_fact_grid.py).
+
+Run with an oracle interpreter (vLLM installed, CPU only), once per release::
+
+    ORACLE_DIR=/work/oracle /work/venvs/oracle-0.33.0/bin/python tools/max_len_oracle.py \\
+        --out tests/golden/oracle/vllm-0.33.0/max-model-len.jsonl.gz
+
+For every config it writes the config.json to a temporary directory, builds vLLM's
+``ModelConfig`` from it (the constructor derives the default ``max_model_len`` with
+``ModelConfig.get_and_verify_max_len`` -> ``_get_and_verify_max_len`` in
+vllm/config/model.py, reading ``derived_max_model_len_and_key`` from the release's
+model-architecture convertor and the rope parameters transformers and vLLM patched in),
+then calls the same unmodified ``get_and_verify_max_len`` with a user ``max_model_len``
+of ``HUGE_MAX_MODEL_LEN``, the derived length, and one more, recording vLLM's
+``ValueError`` text or ``None`` (accepted). The vLLM import is the one of
+tools/vllm_model_reference.py (``_bootstrap``). Nothing here decides an answer:
+tests/golden/test_startup_facts.py compares the tool with these records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import math
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+
+from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs  # noqa: E402
+
+DERIVED = re.compile(r"derived max_model_len \((\w+)=([^ ]+) or model_max_length=")
+"""The derived length in vLLM's refusal (vllm/config/model.py, get_and_verify_max_len)."""
+
+
+def _ask(model_config: Any, max_model_len: int) -> str | None:
+    try:
+        model_config.get_and_verify_max_len(max_model_len)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """vLLM's answers for one grid row (or the error vLLM raised building the config)."""
+    import vllm
+    from vllm.config import ModelConfig
+
+    target = workdir / row["id"]
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(row["config"]), encoding="utf-8")
+    out: dict[str, Any] = {"id": row["id"], "config": row["config"],
+                           "vllm_version": vllm.__version__}
+    try:
+        model_config = ModelConfig(model=str(target), skip_tokenizer_init=True)
+    except Exception as exc:  # vLLM's refusal to build the config is an answer too
+        out["status"] = "error"
+        out["error"] = f"{type(exc).__name__}: {exc}"[:1000]
+        return out
+    out["status"] = "ok"
+    out["default_max_model_len"] = model_config.max_model_len
+    rope = getattr(model_config.hf_text_config, "rope_parameters", None)
+    out["rope_parameters"] = rope if isinstance(rope, dict) else None
+    huge = _ask(model_config, HUGE_MAX_MODEL_LEN)
+    asked: dict[str, str | None] = {str(HUGE_MAX_MODEL_LEN): huge}
+    match = DERIVED.search(huge or "")
+    if match:
+        derived = math.floor(float(match.group(2)))
+        asked[str(derived)] = _ask(model_config, derived)
+        asked[str(derived + 1)] = _ask(model_config, derived + 1)
+    out["asked"] = asked
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
+    args = parser.parse_args(argv)
+    import vllm_model_reference
+
+    vllm_model_reference._bootstrap()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in max_len_configs():
+            result = answer(row, Path(tmp))
+            results.append(result)
+            summary = result.get("error") or result.get("default_max_model_len")
+            print(f"{result['status']:5} {row['id']}: {summary}"[:300], file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(args.out.open("wb"))
+        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
+        for result in results:
+            gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n").encode())
+    ok = sum(r["status"] == "ok" for r in results)
+    print(f"{len(results)} configs, {ok} answered, {len(results) - ok} refused -> {args.out}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The synthetic configs the start-up fact oracles ask vLLM about (no vLLM needed here).
+
+``max_len_configs()``: model types with and without vLLM's gemma3 exception, rope
+scaling of every type vLLM names (and none), several factors, ``max_position_embeddings``
+and its alias keys; read by tools/max_len_oracle.py (vLLM's answers) and
+tests/golden/test_startup_facts.py (the tool's answers).
+
+``weight_configs()``: small MoE configs of llama4 (shared expert), gpt_oss (expert
+biases) and mixtral / qwen3_moe (neither: the controls); read by
+tools/weights_oracle.py and the same test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "weight_configs"]
+
+HUGE_MAX_MODEL_LEN = 10**9
+"""A ``--max-model-len`` every config refuses (vLLM's message names the derived length)."""
+
+_BASES: dict[str, dict[str, Any]] = {
+    "llama": {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+              "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024},
+    "qwen2": {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+              "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024},
+    "gemma2": {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+               "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+               "vocab_size": 1024},
+    "gemma3_text": {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+                    "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                    "vocab_size": 1024},
+}
+
+_ROPES: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "linear2": {"type": "linear", "factor": 2.0},
+    "linear8": {"rope_type": "linear", "factor": 8.0},
+    "linear4int": {"rope_type": "linear", "factor": 4},
+    "dynamic2": {"rope_type": "dynamic", "factor": 2.0},
+    "yarn4": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+    "yarn32": {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
+               "beta_fast": 32.0, "beta_slow": 1.0},
+    "yarn2_no_original": {"rope_type": "yarn", "factor": 2.0},
+    "llama3_8": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                 "high_freq_factor": 4.0, "original_max_position_embeddings": 1024},
+    "default": {"rope_type": "default"},
+}
+
+_LENGTHS: dict[str, dict[str, Any]] = {
+    "mpe4096": {"max_position_embeddings": 4096},
+    "mpe8192": {"max_position_embeddings": 8192},
+    "mpe8192_seq_length2048": {"max_position_embeddings": 8192, "seq_length": 2048},
+    "mpe4096_n_positions16384": {"max_position_embeddings": 4096, "n_positions": 16384},
+    "mpe8192_max_seq_len3000": {"max_position_embeddings": 8192, "max_seq_len": 3000},
+    "mpe4096_model_max_length65536": {"max_position_embeddings": 4096,
+                                      "model_max_length": 65536},
+    "mpe8192_model_max_length2048": {"max_position_embeddings": 8192,
+                                     "model_max_length": 2048},
+    "mpe8192_max_sequence_length1000": {"max_position_embeddings": 8192,
+                                        "max_sequence_length": 1000},
+    "mpe8192_max_seq_length1500": {"max_position_embeddings": 8192, "max_seq_length": 1500},
+    "mpe8192_seq_len2500": {"max_position_embeddings": 8192, "seq_len": 2500},
+    "mpe8192_max_target_positions600": {"max_position_embeddings": 8192,
+                                        "max_target_positions": 600},
+}
+
+
+def max_len_configs() -> list[dict[str, Any]]:
+    """``{"id", "config"}`` rows: every base x rope type x length; the alias keys on
+    llama and gemma3 only (the base decides nothing about them)."""
+    rows: list[dict[str, Any]] = []
+    for base_name, base in _BASES.items():
+        for rope_name, rope in _ROPES.items():
+            for length_name, length in _LENGTHS.items():
+                alias = length_name not in ("mpe4096", "mpe8192")
+                if alias and (base_name not in ("llama", "gemma3_text") or
+                              rope_name not in ("none", "linear2", "yarn4")):
+                    continue
+                config = {**base, **length}
+                if rope is not None:
+                    config["rope_scaling"] = dict(rope)
+                rows.append({"id": f"{base_name}-{rope_name}-{length_name}", "config": config})
+    # transformers v5 spelling: rope_parameters, flat and nested per layer type
+    for base_name in ("llama", "gemma3_text"):
+        rows.append({"id": f"{base_name}-rope_parameters_linear4-mpe4096", "config": {
+            **_BASES[base_name], "max_position_embeddings": 4096,
+            "rope_parameters": {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}}})
+    return rows
+
+
+def weight_configs() -> list[dict[str, Any]]:
+    """``{"id", "config"}`` rows: small MoE models, bfloat16, no quantization."""
+    llama4 = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
+              "hidden_size": 256, "intermediate_size": 384, "intermediate_size_mlp": 512,
+              "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 64, "num_local_experts": 4, "num_experts_per_tok": 1,
+              "interleave_moe_layer_step": 1, "vocab_size": 1024,
+              "max_position_embeddings": 4096, "no_rope_layers": [1, 1, 1, 0],
+              "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+    gpt_oss = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss",
+               "hidden_size": 256, "intermediate_size": 256, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+               "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 1024,
+               "max_position_embeddings": 4096, "sliding_window": 128,
+               "layer_types": ["sliding_attention", "full_attention"],
+               "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                "beta_slow": 1.0, "truncate": False,
+                                "original_max_position_embeddings": 4096},
+               "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+    mixtral = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+               "hidden_size": 256, "intermediate_size": 384, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "num_local_experts": 4,
+               "num_experts_per_tok": 2, "vocab_size": 1024, "max_position_embeddings": 4096,
+               "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+    qwen3_moe = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+                 "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 128,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "head_dim": 64, "num_experts": 8, "num_experts_per_tok": 2,
+                 "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 1024,
+                 "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
+                 "tie_word_embeddings": False}
+    return [
+        {"id": "llama4_text-moe-every-layer", "config": llama4},
+        {"id": "llama4_text-moe-every-second-layer",
+         "config": {**llama4, "interleave_moe_layer_step": 2}},
+        {"id": "gpt_oss", "config": gpt_oss},
+        {"id": "gpt_oss-8-experts", "config": {**gpt_oss, "num_local_experts": 8,
+                                                "intermediate_size": 320}},
+        {"id": "mixtral-control", "config": mixtral},
+        {"id": "qwen3_moe-control", "config": qwen3_moe},
+    ]
