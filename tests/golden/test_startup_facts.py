@@ -107,6 +107,8 @@ def test_max_model_len_refusals_are_vllms(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_derived_length_and_key_are_vllms(engine: str) -> None:
+    """The derived length and key in vLLM's message; without --max-model-len vLLM runs
+    with the derived length (no longrope in the grid, which defaults to the original)."""
     profile = startup_profile(load_catalog(), engine)
     for answer in _answers(engine, "max-model-len.jsonl.gz"):
         if answer["status"] != "ok":
@@ -116,6 +118,7 @@ def test_derived_length_and_key_are_vllms(engine: str) -> None:
         found = derived_max_model_len(answer["config"], profile)
         assert found is not None, answer["id"]
         assert (found[1], str(found[0])) == (match.group(1), match.group(2)), answer["id"]
+        assert int(found[0]) == answer["default_max_model_len"], answer["id"]
 
 
 def test_the_gemma3_exception_decides_answers_in_every_release() -> None:
