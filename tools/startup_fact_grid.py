@@ -5,7 +5,7 @@ scaling of every type vLLM names (and none), several factors, ``max_position_emb
 and its alias keys; read by tools/max_len_oracle.py (vLLM's answers) and
 tests/golden/test_startup_facts.py (the tool's answers).
 
-``weight_configs()``: small MoE configs of llama4 (shared expert), gpt_oss (expert
+``weight_configs()``: small MoE configs of llama4_text and llama4 (shared expert), gpt_oss (expert
 biases) and mixtral / qwen3_moe (neither: the controls); read by
 tools/weights_oracle.py and the same test.
 """
@@ -49,6 +49,16 @@ _ROPES: dict[str, dict[str, Any] | None] = {
     "llama3_8": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                  "high_freq_factor": 4.0, "original_max_position_embeddings": 1024},
     "default": {"rope_type": "default"},
+    "longrope4": {"rope_type": "longrope", "factor": 4.0, "short_factor": [1.0] * 32,
+                  "long_factor": [1.0] * 32, "original_max_position_embeddings": 1024},
+    "su4": {"type": "su", "factor": 4.0, "short_factor": [1.0] * 32, "long_factor": [1.0] * 32,
+            "original_max_position_embeddings": 1024},
+    "deepseek_yarn4": {"rope_type": "deepseek_yarn", "factor": 4.0,
+                       "original_max_position_embeddings": 1024},
+    "deepseek_llama_scaling4": {"rope_type": "deepseek_llama_scaling", "factor": 4.0,
+                                "original_max_position_embeddings": 1024},
+    "mrope_default": {"rope_type": "default", "mrope_section": [8, 12, 12]},
+    "linear_null_factor": {"rope_type": "linear", "factor": None},
 }
 
 _LENGTHS: dict[str, dict[str, Any]] = {
@@ -124,8 +134,21 @@ def weight_configs() -> list[dict[str, Any]]:
                  "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 1024,
                  "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
                  "tie_word_embeddings": False}
+    # the multimodal checkpoint layout (model_type llama4) whose text_config names no
+    # model_type: the tool then reads the top-level llama4
+    text = {k: v for k, v in llama4.items()
+            if k not in ("architectures", "model_type", "torch_dtype", "no_rope_layers")}
+    llama4_mm = {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+                 "text_config": {**text, "num_hidden_layers": 2, "no_rope_layers": [1, 0]},
+                 "vision_config": {"hidden_size": 128, "intermediate_size": 256,
+                                   "num_hidden_layers": 1, "num_attention_heads": 2,
+                                   "image_size": 112, "patch_size": 14,
+                                   "projector_input_dim": 256, "projector_output_dim": 256,
+                                   "vision_output_dim": 256, "pixel_shuffle_ratio": 0.5},
+                 "torch_dtype": "bfloat16", "tie_word_embeddings": False}
     return [
         {"id": "llama4_text-moe-every-layer", "config": llama4},
+        {"id": "llama4-multimodal", "config": llama4_mm},
         {"id": "llama4_text-moe-every-second-layer",
          "config": {**llama4, "interleave_moe_layer_step": 2}},
         {"id": "gpt_oss", "config": gpt_oss},

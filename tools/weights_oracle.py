@@ -3,8 +3,12 @@
 
 Run with an oracle interpreter (vLLM installed, CPU only), once per release::
 
-    ORACLE_DIR=/work/oracle /work/venvs/oracle-0.33.0/bin/python tools/weights_oracle.py \\
+    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/path/to/extra \\
+        /work/venvs/oracle-0.33.0/bin/python tools/weights_oracle.py \\
         --out tests/golden/oracle/vllm-0.33.0/weights.jsonl.gz
+
+(``ORACLE_EXTRA_PATH``: a directory with torchvision, which the Llama-4 multimodal
+module imports; see tools/vllm_model_reference.py.)
 
 For every config it builds the ``VllmConfig`` as ``vllm serve --enforce-eager`` does
 (``EngineArgs(...).create_engine_config()``; eager, because 0.25.1's compilation backend
