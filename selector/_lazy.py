@@ -52,12 +52,14 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                              "selector.smoke", "selector.smoke.deployment"),
     "selector.fleet.run": ("selector.fleet.cluster", "selector.fleet.dispatch"),
     # A single-layer check reads no model file, shards no model, never asks the architecture
-    # registry, and its report never loads the model view.
+    # registry, and its report never loads the model view; a check of a layer that is not
+    # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
     "selector.checkrun": ("selector.models.arch_registry",),
-    "selector.config": ("selector.models",),
+    "selector.config": ("selector.mla_prefill", "selector.models"),
     "selector.pipeline.deployment": ("selector.models.tensor_parallel",),
     "selector.pipeline.startup": ("selector.models",),
     "selector.report.formats.json": ("selector.report.model",),
+    "selector.solver": ("selector.mla_prefill",),
     "selector.report.formats.text": ("selector.report.model",),
     # The on-disk cache (tempfile, pickle, hashlib) only when an engine is first loaded.
     "selector.catalog": ("selector.cache",),

@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from selector import kv  # KV options only for a model deployment: loaded on first use
 from selector.catalog import Catalog, close_matches
 from selector.errors import InputError
-from selector.mla_prefill import prefill_backend_name
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
@@ -242,6 +241,8 @@ def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tu
                 hint=close_matches(name.upper(), sorted(engine.backends)),
             )
     if d.attention_config.mla_prefill_backend is not None:
+        from selector.mla_prefill import prefill_backend_name  # lazy: only a pinned prefill
+
         try:
             prefill_backend_name(engine, d.attention_config.mla_prefill_backend, catalog)
         except InputError as exc:

@@ -19,7 +19,6 @@ from selector.catalog import Catalog, EngineData, load_catalog
 from selector.derive import derive_facts
 from selector.derive import expression as _expr
 from selector.kv.cudagraph import resolve_cudagraph_mode
-from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
 from selector.request import RequestFacts
 from selector.result import (
     BackendVerdict,
@@ -380,6 +379,8 @@ def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: s
     has no such selector); a pinned name is checked for every layer, as vLLM parses it."""
     if not scope.get("use_mla") and scope.get("mla_prefill_backend") is None:
         return None  # nothing to select or to check (and no need to load the data)
+    from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
+
     if load_mla_prefill(engine, catalog) is None:
         return None
     if not scope.get("use_mla"):
