@@ -55,7 +55,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # registry, and its report never loads the model view; a check of a layer that is not
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
     "selector.checkrun": ("selector.models.arch_registry",),
-    "selector.config": ("selector.mla_prefill", "selector.models"),
+    "selector.config": ("selector.memory", "selector.mla_prefill", "selector.models"),
     "selector.pipeline.deployment": ("selector.models.tensor_parallel",),
     "selector.pipeline.startup": ("selector.models",),
     "selector.report.formats.json": ("selector.report.model",),

@@ -304,6 +304,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
                      ) -> tuple[ModelFacts, RequestFacts, KVOptions]:
     """(model facts sharded per rank, deployment-level facts, KV options) of a deployment
     that names a ``model``."""
+    from selector.memory import default_max_model_len, raw_config, startup_profile
     from selector.models import load_model, shard_model
 
     d = loaded.deployment
@@ -323,6 +324,10 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
                          line=exc.line if in_config else loaded.line_of(("model",))) from None
     device, _, _ = resolve_device(d, catalog)
     memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
+    max_model_len = d.max_model_len
+    if max_model_len is None:  # the length vLLM runs with, from the model's config
+        max_model_len = default_max_model_len(raw_config(model),
+                                              startup_profile(catalog, engine.engine))
     options = kv.KVOptions(
         kv_cache_dtype=d.kv_cache_dtype,
         block_size=d.block_size,
@@ -330,7 +335,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
         num_speculative_tokens=d.speculative.num_speculative_tokens,
         cudagraph_mode=d.cudagraph_mode,
         connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
-        max_model_len=d.max_model_len,
+        max_model_len=max_model_len,
         gpu_memory_utilization=d.gpu_memory_utilization or 0.9,
         device_memory_bytes=int(memory_gib * 1024**3) if memory_gib else None,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3),

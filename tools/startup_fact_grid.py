@@ -100,6 +100,14 @@ def max_len_configs() -> list[dict[str, Any]]:
         rows.append({"id": f"{base_name}-rope_parameters_linear4-mpe4096", "config": {
             **_BASES[base_name], "max_position_embeddings": 4096,
             "rope_parameters": {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}}})
+    # Phi-3 style: the pre-extension length at the top level of the config. vLLM's default
+    # max_model_len for a longrope model is that length, not the derived one; for another
+    # rope type it changes nothing.
+    for rope_name in ("longrope4", "yarn4"):
+        config = {**_BASES["llama"], "max_position_embeddings": 16384,
+                  "original_max_position_embeddings": 4096,
+                  "rope_scaling": dict(_ROPES[rope_name] or {})}
+        rows.append({"id": f"llama-{rope_name}-top_original4096-mpe16384", "config": config})
     return rows
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from selector.memory.profile import StartupProfile, startup_profile
     from selector.memory.startup import (
         MemoryReport,
+        default_max_model_len,
         derived_max_model_len,
         device_total_memory,
         max_model_len_issue,
@@ -35,6 +36,7 @@ __all__ = [
     "StartupProfile",
     "WeightEstimate",
     "WeightPart",
+    "default_max_model_len",
     "derived_max_model_len",
     "device_total_memory",
     "dtype_issue",
@@ -63,6 +65,7 @@ _LAZY = {
     "StartupIssue": "selector.memory.issues",
     "dtype_issue": "selector.memory.issues",
     "MemoryReport": "selector.memory.startup",
+    "default_max_model_len": "selector.memory.startup",
     "derived_max_model_len": "selector.memory.startup",
     "device_total_memory": "selector.memory.startup",
     "max_model_len_issue": "selector.memory.startup",

@@ -127,6 +127,9 @@ class MaxLenCheck(CheckSpec):
     original_length_rope_types: tuple[str, ...] = ()
     """Rope types whose derived length is the rope's ``original_max_position_embeddings``
     (the config's ``max_position_embeddings`` when it has none) before the factor."""
+    default_original_length_rope_types: tuple[str, ...] = ()
+    """Rope types whose model vLLM runs, without ``--max-model-len``, at the config's
+    top-level ``original_max_position_embeddings`` (the derived length when it has none)."""
     allow_env: str
     unscaled_model_types: tuple[str, ...]
     """Model types (a substring of ``model_type``) whose derived length rope scaling

@@ -154,15 +154,31 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
 # ---------------------------------------------------------------- the other checks
 
 
+def _flat_rope(cfg: Mapping[str, Any]) -> Any:
+    """The config's rope parameters as written (one mapping, or one per layer type)."""
+    return cfg.get("rope_scaling") or cfg.get("rope_parameters")
+
+
 def _rope_entries(cfg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The rope parameters, one mapping per layer type when they are nested (vLLM's
     ``iter_rope_parameters``)."""
-    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    rope = _flat_rope(cfg)
     if not isinstance(rope, Mapping) or not rope:
         return []
     if all(isinstance(value, Mapping) for value in rope.values()):
         return [value for value in rope.values() if value]
     return [rope]
+
+
+def _pretraining_length(cfg: Mapping[str, Any], rope: Mapping[str, Any], *, nested: bool) -> Any:
+    """A rope's pretraining length as transformers standardises it before vLLM reads it
+    (transformers 5.24 ``modeling_rope_utils.py:835-859``): a single rope takes the
+    config's top-level ``original_max_position_embeddings`` first (Phi-3 keeps it there),
+    then its own; a per-layer-type rope its own; both fall back to
+    ``max_position_embeddings``."""
+    if not nested and "original_max_position_embeddings" in cfg:
+        return cfg["original_max_position_embeddings"]
+    return rope.get("original_max_position_embeddings", cfg.get("max_position_embeddings"))
 
 
 def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[float, str] | None:
@@ -193,12 +209,27 @@ def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tu
             if isinstance(value, int | float) and not isinstance(value, bool):
                 factor = float(value)
             if rope_type in spec.original_length_rope_types:
-                original = rope.get("original_max_position_embeddings",
-                                    cfg.get("max_position_embeddings"))
+                original = _pretraining_length(cfg, rope, nested=rope is not _flat_rope(cfg))
                 if isinstance(original, int | float) and not isinstance(original, bool):
                     derived = float(original)
         derived = derived * factor
     return derived, key_used
+
+
+def default_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> int | None:
+    """The max_model_len vLLM runs with when ``--max-model-len`` is not given (None: the
+    config states no length)."""
+    found = derived_max_model_len(raw, profile)
+    if found is None:
+        return None
+    spec = profile.checks.max_model_len
+    cfg = text_config(raw)
+    original = cfg.get("original_max_position_embeddings")
+    if any(rope.get("rope_type", rope.get("type")) in spec.default_original_length_rope_types
+           for rope in _rope_entries(cfg)) \
+            and isinstance(original, int | float) and not isinstance(original, bool):
+        return int(original)
+    return int(found[0])
 
 
 def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[str, Any], *,

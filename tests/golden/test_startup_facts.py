@@ -26,7 +26,13 @@ from typing import Any
 import pytest
 
 from selector.catalog import load_catalog
-from selector.memory import derived_max_model_len, estimate_weights, max_model_len_issue, startup_profile
+from selector.memory import (
+    default_max_model_len,
+    derived_max_model_len,
+    estimate_weights,
+    max_model_len_issue,
+    startup_profile,
+)
 from selector.models import parse_config
 from tools.startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs, weight_configs
 
@@ -107,8 +113,9 @@ def test_max_model_len_refusals_are_vllms(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_derived_length_and_key_are_vllms(engine: str) -> None:
-    """The derived length and key in vLLM's message; without --max-model-len vLLM runs
-    with the derived length (no longrope in the grid, which defaults to the original)."""
+    """The derived length and key in vLLM's message, and the length vLLM runs with when
+    no --max-model-len is given (the derived one, or a longrope model's top-level
+    original length)."""
     profile = startup_profile(load_catalog(), engine)
     for answer in _answers(engine, "max-model-len.jsonl.gz"):
         if answer["status"] != "ok":
@@ -118,7 +125,19 @@ def test_derived_length_and_key_are_vllms(engine: str) -> None:
         found = derived_max_model_len(answer["config"], profile)
         assert found is not None, answer["id"]
         assert (found[1], str(found[0])) == (match.group(1), match.group(2)), answer["id"]
-        assert int(found[0]) == answer["default_max_model_len"], answer["id"]
+        assert default_max_model_len(answer["config"], profile) == answer["default_max_model_len"], \
+            answer["id"]
+
+
+def test_the_grid_has_a_default_that_is_not_the_derived_length() -> None:
+    """A longrope config with a top-level original length: vLLM's default differs from
+    the derived length, so ``default_original_length_rope_types`` is exercised."""
+    for engine in ENGINES:
+        by_id = {a["id"]: a for a in _answers(engine, "max-model-len.jsonl.gz")}
+        longrope = by_id["llama-longrope4-top_original4096-mpe16384"]
+        yarn = by_id["llama-yarn4-top_original4096-mpe16384"]
+        assert (longrope["default_max_model_len"], yarn["default_max_model_len"]) == (4096, 16384), \
+            engine
 
 
 def test_the_gemma3_exception_decides_answers_in_every_release() -> None:
@@ -203,3 +222,33 @@ def test_the_weight_facts_decide_parts_in_every_release() -> None:
         assert parts["gpt_oss"]["expert biases"] == 2 * 4 * (2 * 256 + 256)
         for control in ("mixtral-control", "qwen3_moe-control"):
             assert "shared experts" not in parts[control] and "expert biases" not in parts[control]
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.25.1", "vllm==0.30.0", "vllm==0.33.0"])
+def test_a_model_deployment_plans_the_kv_cache_at_vllms_default_length(
+        engine: str, tmp_path: Path) -> None:
+    """Without ``max_model_len`` the KV plan (capacity, concurrency) uses the length vLLM
+    runs with: the grid's configs as a ``model:`` deployment, against vLLM's answer."""
+    from selector.config import load_deployment
+    from selector.pipeline.deployment import solve_deployment
+
+    catalog = load_catalog()
+    wanted = ("llama-longrope4-top_original4096-mpe16384", "llama-yarn4-top_original4096-mpe16384",
+              "llama-yarn4-mpe4096", "llama-linear2-mpe4096", "llama-none-seq_length2048",
+              "gemma3_text-linear8-mpe4096", "qwen2-longrope4-mpe8192")
+    answers = {a["id"]: a for a in _answers(engine, "max-model-len.jsonl.gz")}
+    checked = 0
+    for name in wanted:
+        answer = answers.get(name)
+        if answer is None or answer["status"] != "ok":
+            continue
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(answer["config"]), encoding="utf-8")
+        (folder / "deploy.yaml").write_text(
+            f"device: H100\nengine: '{engine}'\nmodel: ./config.json\n", encoding="utf-8")
+        solved = solve_deployment(load_deployment(str(folder / "deploy.yaml")), catalog)
+        assert solved.model is not None and solved.model.plan is not None, name
+        assert solved.model.plan.capacity.max_model_len == answer["default_max_model_len"], name
+        checked += 1
+    assert checked >= 5
