@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from selector.catalog import load_catalog
+from selector.memory import default_max_model_len, startup_profile
 from selector.models.families import families, kv_heads_fields
 from selector.models.hf_config import parse_config
 
@@ -106,13 +107,13 @@ def test_every_alias_claim_is_vllms(engine: str, family: str, field: str, alias:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.xfail(strict=True, reason="open: vLLM derives the maximum length as the smallest "
-                   "of its length fields; the parser takes max_position_embeddings first")
 def test_the_maximum_length_is_the_smallest_length_field(engine: str) -> None:
+    """vLLM runs with the smallest of its length fields; so does a deployment's KV plan
+    (``default_max_model_len``), whatever ``max_position_embeddings`` the facts keep."""
     read = _golden(engine)["fields"]["max_position_embeddings"]
     assert read["rule"] == "smallest"
-    facts = parse_config(_llama(max_position_embeddings=32768, seq_length=8192), file="config.json")
-    assert facts.max_position_embeddings == 8192
+    config = _llama(max_position_embeddings=32768, seq_length=8192)
+    assert default_max_model_len(config, startup_profile(load_catalog(), engine)) == 8192
 
 
 @pytest.mark.parametrize("engine", ENGINES)
