@@ -38,9 +38,11 @@ __all__ = [
     "explain_layer",
     "layer_of",
     "record_of",
+    "rejection",
     "shard_plans",
     "solve_deployment",
     "solve_for_engine",
+    "solve_to_run",
     "sweep_matrix",
     "tensor_parallel_record",
 ]
@@ -54,6 +56,8 @@ _LAZY = {
     "check_files": "selector.pipeline.check",
     "check_serve": "selector.pipeline.check",
     "record_of": "selector.pipeline.check",
+    "rejection": "selector.pipeline.check",
+    "solve_to_run": "selector.pipeline.check",
     "Explained": "selector.pipeline.explain",
     "explain_layer": "selector.pipeline.explain",
     "diff_deployment": "selector.pipeline.diff",
@@ -71,7 +75,14 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from selector.pipeline.bench import bench_targets
-    from selector.pipeline.check import check_deployment, check_files, check_serve, record_of
+    from selector.pipeline.check import (
+        check_deployment,
+        check_files,
+        check_serve,
+        record_of,
+        rejection,
+        solve_to_run,
+    )
     from selector.pipeline.deployment import LayerRequest, Solved, layer_of, solve_deployment
     from selector.pipeline.diff import diff_deployment, solve_for_engine, sweep_matrix
     from selector.pipeline.explain import Explained, explain_layer

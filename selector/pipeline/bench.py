@@ -13,7 +13,7 @@ from selector.bench.targets import (
 )
 from selector.catalog import load_catalog
 from selector.config import LoadedDeployment, load_deployment
-from selector.pipeline.deployment import solve_to_run
+from selector.pipeline.check import solve_to_run
 
 __all__ = ["bench_targets"]
 

@@ -1,5 +1,10 @@
 """``check`` through the stages: deployment files (on their own device or each given one)
 or a ``vllm serve`` command line in, one :class:`CheckRecord` per deployment and device out.
+
+The commands that run a deployment's kernels (``smoke``, ``bench``, on this machine or on
+each node of a fleet) take their deployment from :func:`solve_to_run`: check's own record
+decides, so a deployment ``check`` finds invalid (a selection, the KV plan, or a start-up
+refusal: memory, dtype, ``max_model_len``, tensor parallelism) runs nothing.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from selector.checkrun import (
     validate_ignored,
 )
 from selector.config import LoadedDeployment, load_deployment
-from selector.errors import InputError
-from selector.pipeline.deployment import Solved, solve_deployment
+from selector.errors import InputError, InvalidDeploymentError
+from selector.pipeline.deployment import Solved, no_attention_layer, solve_deployment
 from selector.records import CheckRecord
 from selector.schema.request import Deployment
 
@@ -29,7 +34,8 @@ if TYPE_CHECKING:
     from selector.models import ModelFacts
     from selector.serve import ServeCommand
 
-__all__ = ["check_deployment", "check_files", "check_serve", "record_of"]
+__all__ = ["check_deployment", "check_files", "check_serve", "record_of", "rejection",
+           "solve_to_run"]
 
 
 def record_of(solved: Solved, catalog: Catalog, options: CheckOptions, *,
@@ -59,14 +65,52 @@ def check_deployment(loaded: LoadedDeployment, catalog: Catalog, options: CheckO
     KV cache); ``model`` replaces the facts read from it (e.g. with ``--hf-overrides``
     applied) and ``kv_options`` adds KV-planner options.
     """
-    deployment = loaded.deployment
-    if deployment.ignore:
-        options = replace(options, ignore=options.ignore | validate_ignored(
-            deployment.ignore, catalog, file=loaded.path, field="ignore",
-            line=loaded.line_of(("ignore",))))
+    options = _with_file_ignores(loaded, catalog, options)
     solved = solve_deployment(loaded, catalog, engine=options.engine, model=model,
                               kv_options=kv_options, settings=settings, environ=environ)
     return record_of(solved, catalog, options, source=source, settings=settings)
+
+
+def _with_file_ignores(loaded: LoadedDeployment, catalog: Catalog,
+                       options: CheckOptions) -> CheckOptions:
+    """``options`` with the deployment's own ``ignore:`` codes (checked) added."""
+    deployment = loaded.deployment
+    if not deployment.ignore:
+        return options
+    return replace(options, ignore=options.ignore | validate_ignored(
+        deployment.ignore, catalog, file=loaded.path, field="ignore",
+        line=loaded.line_of(("ignore",))))
+
+
+def rejection(record: CheckRecord, config: str) -> InvalidDeploymentError | None:
+    """``check``'s verdict as the commands that run kernels (``smoke``, ``bench``) raise it:
+    None for a valid record; else exit 1 with every error check reports, in its order, as
+    ``[CODE] message`` (vLLM's own words where the refusal has them)."""
+    if record.status == "valid":
+        return None
+    said = "; ".join(f"[{f.code}] {f.message.rstrip('.')}"
+                     for f in record.findings if f.level == "error")
+    if not said:
+        return InvalidDeploymentError(
+            f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
+    return InvalidDeploymentError(f"{config}: vLLM would reject this deployment: {said}; "
+                                  f"`attn-select check {config}` says more")
+
+
+def solve_to_run(loaded: LoadedDeployment, catalog: Catalog, command: str) -> Solved:
+    """A deployment solved for a command that runs its attention kernels (``smoke``,
+    ``bench``), with ``check``'s own decision: the same stages (start-up checks included)
+    and the same record. Raises what ``check`` refuses (exit 1: :func:`rejection`) and a
+    model without an attention layer as bad input (exit 2)."""
+    options = _with_file_ignores(loaded, catalog, CheckOptions())
+    solved = solve_deployment(loaded, catalog, suggest=False)
+    refused = rejection(record_of(solved, catalog, options), loaded.path)
+    if refused is not None:
+        raise refused
+    nothing = no_attention_layer(solved, command)
+    if nothing is not None:
+        raise nothing
+    return solved
 
 
 def check_files(paths: Sequence[str], catalog: Catalog,

@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING, Any
 import selector.pipeline as stages  # a whole model's stages load on first use (_LAZY there)
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
-from selector.errors import InputError, InvalidDeploymentError
+from selector.errors import InputError
 from selector.memory import StartupIssue, dtype_issue, startup_profile
 from selector.request import RequestFacts, layer_request
-from selector.result import Diagnostic, SolveResult
+from selector.result import SolveResult
 from selector.solver import solve
 
 if TYPE_CHECKING:
     from selector.modelcheck import ModelCheckResult
     from selector.models import LayerFacts, ModelFacts
 
-__all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "refusals", "rejection",
-           "solve_deployment", "solve_to_run"]
+__all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "solve_deployment"]
 
 
 @dataclass(frozen=True)
@@ -110,40 +109,6 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)
 
 
-def refusals(solved: Solved) -> tuple[StartupIssue | Diagnostic, ...]:
-    """What vLLM refuses of a solved deployment, in the order ``check`` reports it: the
-    refusal to split the heads (before any selection), else the start-up refusals (memory,
-    dtype, ``max_model_len``, tensor parallelism), then a single layer's selection error.
-    Empty when nothing is refused with a code (a model's failed selection or KV plan is
-    refused without one: see :func:`rejection`)."""
-    if solved.refused is not None:
-        return (solved.refused,)
-    if solved.layer is not None:
-        error = () if solved.layer.valid or solved.layer.error is None else (solved.layer.error,)
-        return (*solved.startup, *error)
-    return solved.model.startup if solved.model is not None else ()
-
-
-def rejection(solved: Solved) -> InvalidDeploymentError | None:
-    """vLLM's refusal of a solved deployment, as the commands that run kernels (``smoke``,
-    ``bench``) raise it (exit 1, as ``check`` reports it): the codes and vLLM's own words
-    of :func:`refusals` where there are any. None when the selection, the KV plan and the
-    start-up checks (when made) succeed."""
-    config = solved.loaded.path
-    refused = refusals(solved)
-    if not refused:
-        if solved.layer is not None and solved.layer.valid:
-            return None
-        if solved.model is not None and solved.model.valid and solved.model.plan is not None:
-            return None
-        return InvalidDeploymentError(
-            f"{config}: vLLM would reject this deployment; `attn-select check {config}` says why")
-    said = "; ".join(f"[{r.code}] {r.message.rstrip('.')}" for r in refused)
-    return InvalidDeploymentError(
-        f"{config}: vLLM would reject this deployment: {said}; "
-        f"`attn-select check {config}` says more")
-
-
 def no_attention_layer(solved: Solved, command: str) -> InputError | None:
     """The error of a model deployment without an attention layer, for a command that runs
     attention kernels (``smoke``, ``bench``): vLLM builds no attention backend for its
@@ -156,22 +121,6 @@ def no_attention_layer(solved: Solved, command: str) -> InputError | None:
         f"no attention backend for them, so `{command}` has no attention kernel to run",
         file=str(solved.loaded.path),
         hint="give a model with attention layers; `attn-select check` shows its KV plan")
-
-
-def solve_to_run(loaded: LoadedDeployment, catalog: Catalog, command: str) -> Solved:
-    """A deployment solved for a command that runs its attention kernels (``smoke``,
-    ``bench``), exactly as ``check`` solves it (the same stages, start-up checks included):
-    vLLM's refusal raised as ``check`` reports it (exit 1: SU003 / SU006 before sharding,
-    then memory, dtype and ``max_model_len``), a model without an attention layer raised as
-    bad input (exit 2). Nothing is run for a deployment ``vllm serve`` would not start."""
-    solved = solve_deployment(loaded, catalog, suggest=False)
-    refused = rejection(solved)
-    if refused is not None:
-        raise refused
-    nothing = no_attention_layer(solved, command)
-    if nothing is not None:
-        raise nothing
-    return solved
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from selector.config import LoadedDeployment, deployment_model, load_deployment
 from selector.errors import InputError
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
-from selector.pipeline.deployment import solve_to_run
+from selector.pipeline.check import solve_to_run
 from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
 from selector.smoke.plan import SmokePlan
 from selector.solver import pinned
