@@ -129,3 +129,17 @@ def test_the_stand_in_kernels_run_once_the_refusal_is_lifted(
                                    str(workload), "--output", str(tmp_path / "out")])
     assert exit_code == 0, err
     assert json.loads(out)["passed"] is True
+
+
+def test_a_fleet_node_of_a_type_that_holds_the_deployment_runs_it(
+        kernels_run: list[str]) -> None:
+    # the MM002 file names an RTX 5090; on an H200 node (the fleet negotiates the file for
+    # each GPU type) check finds it valid, so the node goes on to its kernels
+    path = STARTUP / REFUSALS["MM002"]
+    request = {"config": str(path), "text": path.read_text(encoding="utf-8"), "device": "H200"}
+    answer = smoke_on_this_node({**request, "options": {}})
+    assert kernels_run == ["smoke"]  # reached the (refusing) stand-in for a GPU
+    assert answer["exit_code"] != 1
+    answer = smoke_on_this_node({**request, "device": "RTX 5090", "options": {}})
+    assert answer["exit_code"] == 1 and "[MM002] " in answer["errors"][0]
+    assert kernels_run == ["smoke"]
