@@ -42,7 +42,7 @@ def _error(exc: BaseException) -> dict[str, str]:
 def parallel_error(tp: int, dcp: int) -> dict[str, str] | None:
     try:
         ParallelConfig(tensor_parallel_size=tp, decode_context_parallel_size=dcp)
-    except Exception as exc:  # noqa: BLE001 -- pydantic wraps the ValueError
+    except Exception as exc:
         errors = getattr(exc, "errors", None)
         if callable(errors):  # pydantic ValidationError: the ValueError vLLM raised
             inner = errors()[0].get("ctx", {}).get("error")

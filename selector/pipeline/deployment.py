@@ -15,7 +15,7 @@ import selector.pipeline as stages  # a whole model's stages load on first use (
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
 from selector.errors import InputError, InvalidDeploymentError
-from selector.memory import StartupIssue, dtype_issue, startup_profile
+from selector.memory import StartupIssue, dcp_issue, dtype_issue, startup_profile
 from selector.request import RequestFacts, layer_request
 from selector.result import Diagnostic, SolveResult
 from selector.solver import solve
@@ -56,10 +56,18 @@ class Solved:
 
 def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
                    cc: int, device: str) -> tuple[StartupIssue, ...]:
+    """A single layer's start-up refusals: vLLM's refusal of the TP / DCP split (the layer
+    stands for the model: its heads are the model's), then the dtype on this GPU."""
     d = loaded.deployment
-    refusal = dtype_issue(catalog, startup_profile(catalog, engine), dtype=d.dtype,
+    profile = startup_profile(catalog, engine)
+    layer, parallel = d.layer, d.parallel
+    split = dcp_issue(catalog, profile, tp_size=parallel.tensor_parallel_size,
+                      dcp_size=parallel.decode_context_parallel_size,
+                      num_heads=layer.num_heads, num_kv_heads=layer.num_kv_heads or layer.num_heads,
+                      use_mla=layer.mla is not None)
+    refusal = dtype_issue(catalog, profile, dtype=d.dtype,
                           explicit="dtype" in d.model_fields_set, cc=cc, device=device)
-    return () if refusal is None else (refusal,)
+    return tuple(issue for issue in (split, refusal) if issue is not None)
 
 
 def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str | None = None,
@@ -117,9 +125,10 @@ def rejection(solved: Solved) -> InvalidDeploymentError | None:
     config = solved.loaded.path
     refusal: StartupIssue | Diagnostic | None = solved.refused
     if solved.layer is not None:
-        if solved.layer.valid:
+        if solved.layer.valid and not solved.startup:
             return None
-        refusal = solved.layer.error
+        # vLLM refuses the configuration before it selects a backend
+        refusal = solved.startup[0] if solved.startup else solved.layer.error
     elif solved.model is not None and solved.model.valid and solved.model.plan is not None:
         return None
     if refusal is None:
