@@ -8,7 +8,8 @@ Run with each release's oracle interpreter (vLLM and a CPU torch installed, no G
 
 It calls vLLM's unmodified code and writes what it raises, in the order ``vllm serve``
 meets it: ``ParallelConfig``'s own check that the TP size divides by the DCP size
-(``vllm/config/parallel.py``, the dataclass validation when the engine config is built),
+(``vllm/config/parallel.py``, the dataclass validation when the engine config is built;
+with prefill context parallelism the DCP size must span the PCP or TP x PCP axis instead),
 then ``ModelConfig.verify_with_parallel_config`` (``vllm/config/model.py``: attention heads
 by TP, then the GQA limits on DCP), on duck-typed configs. Each row is one split:
 ``error`` is null (accepted) or ``{"type": <exception class>, "message": str(exc)}``.
@@ -33,15 +34,17 @@ MODELS = ((32, 8, False), (64, 8, False), (32, 2, False), (32, 4, False), (8, 1,
           (16, 16, False), (40, 8, False), (24, 8, False), (12, 4, False), (128, 128, True), (16, 1, True))
 TPS = (1, 2, 3, 4, 6, 8, 12, 16)
 DCPS = (1, 2, 3, 4, 8)
+PCPS = (1, 2)  # prefill context parallelism changes the parallel config's DCP rule
 
 
 def _error(exc: BaseException) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": str(exc)}
 
 
-def parallel_error(tp: int, dcp: int) -> dict[str, str] | None:
+def parallel_error(tp: int, pcp: int, dcp: int) -> dict[str, str] | None:
     try:
-        ParallelConfig(tensor_parallel_size=tp, decode_context_parallel_size=dcp)
+        ParallelConfig(tensor_parallel_size=tp, prefill_context_parallel_size=pcp,
+                       decode_context_parallel_size=dcp)
     except Exception as exc:
         errors = getattr(exc, "errors", None)
         if callable(errors):  # pydantic ValidationError: the ValueError vLLM raised
@@ -74,12 +77,15 @@ def rows() -> list[dict[str, Any]]:
     found = []
     for heads, kv_heads, use_mla in MODELS:
         for tp in TPS:
-            for dcp in DCPS:
-                if dcp == 1 and tp == 1:
-                    continue
-                error = parallel_error(tp, dcp) or model_error(heads, kv_heads, use_mla, tp, dcp)
-                found.append({"num_heads": heads, "num_kv_heads": kv_heads, "use_mla": use_mla,
-                              "tp": tp, "dcp": dcp, "error": error})
+            for pcp in PCPS:
+                for dcp in DCPS:
+                    if dcp == 1 and tp == 1:
+                        continue
+                    error = parallel_error(tp, pcp, dcp) or model_error(
+                        heads, kv_heads, use_mla, tp, dcp)
+                    found.append({"num_heads": heads, "num_kv_heads": kv_heads,
+                                  "use_mla": use_mla, "tp": tp, "pcp": pcp, "dcp": dcp,
+                                  "error": error})
     return found
 
 

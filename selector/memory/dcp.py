@@ -5,7 +5,9 @@ shard check of ``smoke`` (``selector.parallel``) both ask. What vLLM checks, in 
 
 * ``tp_divisible``: the TP size divides by the DCP size (DCP reuses the TP ranks):
   ``ParallelConfig`` when the engine config is built (``vllm/config/parallel.py:596-600``
-  in 0.33.0, without prefill context parallelism);
+  in 0.33.0), without prefill context parallelism (PCP); with PCP, ``pcp_dcp_span``: the
+  DCP size is 1, the PCP size or TP x PCP (``parallel.py:601-607``) -- or, in a release
+  that checks the TP size whatever the PCP size, ``tp_divisible_with_pcp``;
 * for a model that is not MLA (GQA/MQA), ``ModelConfig.verify_with_parallel_config``
   (``vllm/config/model.py:1578-1606`` in 0.33.0), after the heads-by-TP check:
   ``gqa_tp_above_kv_heads`` (TP greater than the model's KV heads),
@@ -24,11 +26,12 @@ from typing import Literal
 
 __all__ = ["DCP_MODEL_CHECKS", "DCP_PARALLEL_CHECKS", "DcpCheck", "DcpRefusal", "dcp_refusals"]
 
-DcpCheck = Literal["tp_divisible", "gqa_tp_above_kv_heads", "gqa_dcp_within_max",
-                   "gqa_q_per_kv_divisible"]
+DcpCheck = Literal["tp_divisible", "tp_divisible_with_pcp", "pcp_dcp_span",
+                   "gqa_tp_above_kv_heads", "gqa_dcp_within_max", "gqa_q_per_kv_divisible"]
 
-DCP_PARALLEL_CHECKS: frozenset[DcpCheck] = frozenset({"tp_divisible"})
-"""The check ``ParallelConfig`` makes when the engine config is built."""
+DCP_PARALLEL_CHECKS: frozenset[DcpCheck] = frozenset(
+    {"tp_divisible", "tp_divisible_with_pcp", "pcp_dcp_span"})
+"""The checks ``ParallelConfig`` makes when the engine config is built."""
 
 DCP_MODEL_CHECKS: frozenset[DcpCheck] = frozenset(
     {"gqa_tp_above_kv_heads", "gqa_dcp_within_max", "gqa_q_per_kv_divisible"})
@@ -41,17 +44,23 @@ class DcpRefusal:
     """One limit a split breaks, with the figures vLLM's message names."""
 
     check: DcpCheck
-    values: dict[str, int] = field(default_factory=dict)
+    values: dict[str, int | str] = field(default_factory=dict)
 
 
 def dcp_refusals(*, tp_size: int, dcp_size: int, num_heads: int, num_kv_heads: int,
-                 use_mla: bool = False) -> list[DcpRefusal]:
-    """Every limit the split breaks, in vLLM's order (vLLM raises the first); empty:
-    vLLM accepts it. ``num_heads`` / ``num_kv_heads``: the whole model's."""
-    figures = {"tp_size": tp_size, "dcp_size": dcp_size, "num_kv_heads": num_kv_heads}
+                 use_mla: bool = False, pcp_size: int = 1) -> list[DcpRefusal]:
+    """Every limit the split breaks, in vLLM's order (vLLM raises the first a release
+    checks); empty: vLLM accepts it. ``num_heads`` / ``num_kv_heads``: the whole model's."""
+    figures: dict[str, int | str] = {"tp_size": tp_size, "dcp_size": dcp_size,
+                                     "num_kv_heads": num_kv_heads, "pcp_size": pcp_size}
     found: list[DcpRefusal] = []
     if tp_size % dcp_size:
-        found.append(DcpRefusal("tp_divisible", dict(figures)))
+        found.append(DcpRefusal("tp_divisible" if pcp_size == 1 else "tp_divisible_with_pcp",
+                                dict(figures)))
+    spans = (1, pcp_size, tp_size * pcp_size)
+    if pcp_size > 1 and dcp_size not in spans:
+        found.append(DcpRefusal("pcp_dcp_span",
+                                {**figures, "valid_dcp_sizes": str(sorted(set(spans)))}))
     if dcp_size > 1 and not use_mla:
         max_dcp = tp_size // num_kv_heads
         if tp_size <= num_kv_heads:

@@ -48,14 +48,14 @@ def dtype_issue(catalog: Catalog, profile: StartupProfile, *, dtype: str, explic
 
 
 def dcp_issue(catalog: Catalog, profile: StartupProfile, *, tp_size: int, dcp_size: int,
-              num_heads: int, num_kv_heads: int, use_mla: bool,
+              num_heads: int, num_kv_heads: int, use_mla: bool, pcp_size: int = 1,
               checks: Collection[DcpCheck] = _ALL_DCP_CHECKS) -> StartupIssue | None:
     """vLLM's first refusal of the TP / DCP split among ``checks`` (the predicate is
     :func:`selector.memory.dcp.dcp_refusals`), with the release's code and words."""
     for refusal in dcp_refusals(tp_size=tp_size, dcp_size=dcp_size, num_heads=num_heads,
-                                num_kv_heads=num_kv_heads, use_mla=use_mla):
-        if refusal.check in checks:
-            spec = profile.checks.decode_context_parallel.spec(refusal.check)
+                                num_kv_heads=num_kv_heads, use_mla=use_mla, pcp_size=pcp_size):
+        spec = profile.checks.decode_context_parallel.spec(refusal.check)
+        if refusal.check in checks and spec is not None:
             return startup_issue(catalog, spec.code, ("parallel", "decode_context_parallel_size"),
                                  **refusal.values)
     return None

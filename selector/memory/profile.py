@@ -143,12 +143,18 @@ class DcpChecks(_Strict):
     code (its registered message is the release's own text) and source of each."""
 
     tp_divisible: CheckSpec
+    """Without prefill context parallelism (PCP)."""
+    tp_divisible_with_pcp: CheckSpec | None
+    """With PCP; null: the release does not check the TP size by the DCP size then."""
+    pcp_dcp_span: CheckSpec | None
+    """With PCP, DCP spans 1, the PCP or the TP x PCP axis; null: not checked."""
     gqa_tp_above_kv_heads: CheckSpec
     gqa_dcp_within_max: CheckSpec
     gqa_q_per_kv_divisible: CheckSpec
 
-    def spec(self, check: DcpCheck) -> CheckSpec:
-        spec: CheckSpec = getattr(self, check)
+    def spec(self, check: DcpCheck) -> CheckSpec | None:
+        """The release's code for ``check`` (None: the release does not make it)."""
+        spec: CheckSpec | None = getattr(self, check)
         return spec
 
 
@@ -219,7 +225,7 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
                  profile.checks.tensor_parallel_vocab.code,
                  profile.checks.unknown_json_key.code,
                  *(spec.code for spec in (profile.checks.decode_context_parallel.spec(check)
-                                          for check in get_args(DcpCheck)))):
+                                          for check in get_args(DcpCheck)) if spec)):
         if code not in catalog.codes:
             raise CatalogError(f"{directory / 'startup.yaml'}: code {code} is not in "
                                "reason-codes.yaml")

@@ -255,7 +255,7 @@ def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[
 
 
 def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: ModelFacts,
-                          tp: int, dcp: int = 1) -> StartupIssue | None:
+                          tp: int, dcp: int = 1, pcp: int = 1) -> StartupIssue | None:
     """vLLM's first refusal of the TP / DCP split, in the order vLLM checks: the TP size
     not divisible by the DCP size (the parallel config), attention heads not divisible by
     ``--tensor-parallel-size``, DCP's GQA limits (the model config), then the padded
@@ -266,19 +266,17 @@ def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: Mode
     heads = (widest.total_q_heads or widest.num_q_heads) if widest is not None else 0
     kv_heads = (widest.total_kv_heads or heads) if widest is not None else 0
     split = partial(dcp_issue, catalog, profile, tp_size=tp, dcp_size=dcp, num_heads=heads,
-                    num_kv_heads=kv_heads,
+                    num_kv_heads=kv_heads, pcp_size=pcp,
                     use_mla=any(layer.mla is not None for layer in attention))
     found = split(checks=DCP_PARALLEL_CHECKS)
     if found is not None:
         return found
-    if tp <= 1:
-        return None
     if heads and heads % tp:
         return startup_issue(catalog, profile.checks.tensor_parallel_heads.code,
                       ("parallel", "tensor_parallel_size"), total_num_attention_heads=heads,
                       tensor_parallel_size=tp)
     found = split(checks=DCP_MODEL_CHECKS) if heads else None
-    if found is not None:
+    if found is not None or tp <= 1:
         return found
     vocab_check = profile.checks.tensor_parallel_vocab
     vocab = config_int(text_config(raw_config(model)), "vocab_size")

@@ -65,6 +65,7 @@ def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, engine: str | Non
     layer, parallel = d.layer, d.parallel
     refused = dcp_issue(catalog, profile, tp_size=parallel.tensor_parallel_size,
                         dcp_size=parallel.decode_context_parallel_size,
+                        pcp_size=parallel.prefill_context_parallel_size,
                         num_heads=layer.num_heads,
                         num_kv_heads=layer.num_kv_heads or layer.num_heads,
                         use_mla=layer.mla is not None) if split else None

@@ -54,13 +54,14 @@ def tensor_parallel_record(loaded: LoadedDeployment, catalog: Catalog, engine: s
     (issue, engine, device) -- before the model is sharded."""
     d = loaded.deployment
     tp, dcp = d.parallel.tensor_parallel_size, d.parallel.decode_context_parallel_size
+    pcp = d.parallel.prefill_context_parallel_size
     if tp <= 1 and dcp <= 1:
         return None
     facts = _unsharded(loaded, model)
     if facts is None:
         return None
     profile = startup_profile(catalog, engine or d.engine)
-    issue = tensor_parallel_issue(catalog, profile, facts, tp, dcp)
+    issue = tensor_parallel_issue(catalog, profile, facts, tp, dcp, pcp)
     if issue is None:
         return None
     _, _, device = resolve_device(d, catalog)

@@ -3,8 +3,8 @@ in vLLM's words, in every profiled release.
 
 The expected answers are vLLM's own (``tests/golden/oracle/vllm-<version>/dcp.json.gz``,
 written by ``tools/dcp_oracle.py`` with each release's oracle interpreter): what
-``ParallelConfig`` and ``ModelConfig.verify_with_parallel_config`` raised for each split
-(null: accepted). A ValueError is shown as its message, an assertion as
+``ParallelConfig`` and ``ModelConfig.verify_with_parallel_config`` raised for each split,
+with and without prefill context parallelism (null: accepted). A ValueError is shown as its message, an assertion as
 ``AssertionError: <message>`` (the convention of SU006). Every recorded split goes through
 ``check`` as a model deployment (a ``config.json`` with those heads) and, where the heads
 divide by the TP size (a layer deployment's input rule), as a single-layer deployment.
@@ -77,7 +77,7 @@ def test_every_recorded_split_through_check_gives_vllms_answer(path: Path,
     engine = _engine(path)
     assert answers["vllm_version"] == engine.split("==", 1)[1]
     rows = answers["splits"]
-    assert len(rows) >= 400 and any(r["error"] for r in rows) and any(
+    assert len(rows) >= 800 and any(r["error"] for r in rows) and any(
         not r["error"] for r in rows)
     catalog = load_catalog()
     options = CheckOptions(engine=engine)
@@ -85,6 +85,7 @@ def test_every_recorded_split_through_check_gives_vllms_answer(path: Path,
     for row in rows:
         expected = _vllm_says(row)
         split = (f"parallel:\n  tensor_parallel_size: {row['tp']}\n"
+                 f"  prefill_context_parallel_size: {row['pcp']}\n"
                  f"  decode_context_parallel_size: {row['dcp']}\n")
         documents = []
         tp, kv_heads = row["tp"], row["num_kv_heads"]
@@ -121,4 +122,4 @@ def test_every_recorded_split_through_check_gives_vllms_answer(path: Path,
                 assert field is not None
                 assert found[2] == loaded.line_of(tuple(field.split("."))), found
             checked += 1
-    assert checked >= 600
+    assert checked >= 1200

@@ -18,13 +18,14 @@ GOLDEN = Path(__file__).parent.parent / "golden" / "oracle"
 FIELD = "parallel.decode_context_parallel_size"
 
 
-def _vllm_says(version: str, heads: int, kv_heads: int, tp: int, dcp: int) -> str | None:
+def _vllm_says(version: str, heads: int, kv_heads: int, tp: int, dcp: int, pcp: int = 1
+               ) -> str | None:
     """vLLM's recorded error for the split, as a start-up refusal shows it."""
     with gzip.open(GOLDEN / f"vllm-{version}" / "dcp.json.gz", "rt", encoding="utf-8") as f:
         rows: list[dict[str, Any]] = json.load(f)["splits"]
     for row in rows:
-        if (row["num_heads"], row["num_kv_heads"], row["use_mla"], row["tp"], row["dcp"]) == (
-                heads, kv_heads, False, tp, dcp):
+        if (row["num_heads"], row["num_kv_heads"], row["use_mla"], row["tp"], row["pcp"],
+                row["dcp"]) == (heads, kv_heads, False, tp, pcp, dcp):
             error = row["error"]
             if error is None:
                 return None
@@ -124,3 +125,17 @@ def test_smoke_refuses_the_same_split_with_the_same_words(tmp_path: Path) -> Non
     assert code == 1
     said = _vllm_says("0.33.0", 32, 8, 4, 2)
     assert said is not None and "[SU009] " + said.rstrip(".") in " ".join((out + err).split())
+
+
+@pytest.mark.parametrize(("version", "dcp"), [("0.33.0", 4), ("0.33.0", 8), ("0.25.1", 8)])
+def test_prefill_context_parallelism_changes_the_rule(tmp_path: Path, version: str,
+                                                      dcp: int) -> None:
+    path = tmp_path / "pcp.yaml"
+    path.write_text("device: H200\ndtype: bfloat16\nlayer: {head_size: 128, num_heads: 32, "
+                    "num_kv_heads: 2}\nparallel:\n  tensor_parallel_size: 4\n"
+                    f"  prefill_context_parallel_size: 2\n  decode_context_parallel_size: {dcp}\n")
+    code, findings = _findings(["--engine", f"vllm=={version}", str(path)])
+    said = _vllm_says(version, 32, 2, 4, dcp, pcp=2)
+    refusals = [f for f in findings if f.get("field") == FIELD]
+    assert said is not None
+    assert code == 1 and refusals[0]["message"] == said and refusals[0]["line"] == 7
