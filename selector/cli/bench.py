@@ -69,11 +69,12 @@ def bench_command(
     """Run every valid backend's kernels on a workload on this GPU; time them against the
     card's measured limits and choose by policy.
 
-    A deployment `check` finds invalid is not timed: a selection or KV plan vLLM refuses,
-    or a start-up refusal (memory MM001-MM003, --dtype SU001, --max-model-len SU002, tensor
-    parallelism SU003/SU006) exits 1 with check's code and vLLM's words, whatever the
-    workload: short shapes do not make vLLM start. To time the shapes you serve, state the
-    max_model_len you serve in the deployment file (check's MM002 names the longest that fits).
+    A deployment `check` finds invalid is not timed: a selection or KV plan vLLM
+    refuses, or a start-up refusal (memory MM001-MM003, --dtype SU001, --max-model-len
+    SU002, the TP / DCP split SU003, SU006, SU008-SU016) exits 1 with check's code and
+    vLLM's words, whatever the workload: short shapes do not make vLLM start. To time
+    the shapes you serve, state the max_model_len you serve in the deployment file
+    (check's MM002 names the longest that fits).
 
     Exit 0 when every measurement ran and matched the reference, 1 for a deployment vLLM
     would reject, 2 on bad input, 3 when a kernel failed or its output did not match,

@@ -201,12 +201,13 @@ def smoke_command(
     With --ray, run the same check on one node of every GPU type of a Ray cluster and merge
     the answers into one fleet report.
 
-    A deployment `check` finds invalid runs nothing, --dry-run included: a selection or KV
-    plan vLLM refuses, or a start-up refusal (memory MM001-MM003, --dtype SU001,
-    --max-model-len SU002, tensor parallelism SU003/SU006) exits 1 with check's code and
-    vLLM's words. The refusal is the deployment's, on the device its file names (with --ray:
-    on each GPU type, a refused type being an invalid row), whatever machine or stand-in
-    kernels (--kernels torch) would run it. Change the file as `check` hints.
+    A deployment `check` finds invalid runs nothing, --dry-run included: a selection
+    or KV plan vLLM refuses, or a start-up refusal (memory MM001-MM003, --dtype SU001,
+    --max-model-len SU002, the TP / DCP split SU003, SU006, SU008-SU016) exits 1 with
+    check's code and vLLM's words. The refusal is the deployment's, on the device its
+    file names (with --ray: on each GPU type, a refused type being an invalid row),
+    whatever machine or stand-in kernels (--kernels torch) would run it. Change the
+    file as `check` hints.
 
     Exit 0 when every check passes, 1 for a deployment vLLM would reject, 2 on bad input,
     3 when a kernel or check fails, 4 when this machine (with --ray: some device) cannot run

@@ -11,7 +11,7 @@ from selector._lazy import lazy_getattr
 if TYPE_CHECKING:
     from selector.memory.budget import BudgetInputs, MemoryBudget, MemoryLine, memory_budget
     from selector.memory.fit import KVFit, format_gib, kv_fit
-    from selector.memory.issues import StartupIssue, dtype_issue
+    from selector.memory.issues import StartupIssue, dcp_issue, dtype_issue
     from selector.memory.profile import StartupProfile, startup_profile
     from selector.memory.startup import (
         MemoryReport,
@@ -36,6 +36,7 @@ __all__ = [
     "StartupProfile",
     "WeightEstimate",
     "WeightPart",
+    "dcp_issue",
     "default_max_model_len",
     "derived_max_model_len",
     "device_total_memory",
@@ -64,6 +65,7 @@ _LAZY = {
     "startup_profile": "selector.memory.profile",
     "StartupIssue": "selector.memory.issues",
     "dtype_issue": "selector.memory.issues",
+    "dcp_issue": "selector.memory.issues",
     "MemoryReport": "selector.memory.startup",
     "default_max_model_len": "selector.memory.startup",
     "derived_max_model_len": "selector.memory.startup",

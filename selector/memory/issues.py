@@ -3,14 +3,18 @@ apart from :mod:`selector.memory.startup` so a single-layer check imports little
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from selector.catalog import Catalog
+from selector.memory.dcp import DcpCheck, dcp_refusals
 from selector.memory.profile import StartupProfile
 
-__all__ = ["StartupIssue", "dtype_issue", "startup_issue"]
+__all__ = ["StartupIssue", "dcp_issue", "dtype_issue", "startup_issue"]
+
+_ALL_DCP_CHECKS: frozenset[DcpCheck] = frozenset(get_args(DcpCheck))
 
 
 class StartupIssue(BaseModel):
@@ -41,3 +45,17 @@ def dtype_issue(catalog: Catalog, profile: StartupProfile, *, dtype: str, explic
         return None
     return startup_issue(catalog, spec.code, ("dtype",), gpu_name=device,
                   capability=f"{cc // 10}.{cc % 10}")
+
+
+def dcp_issue(catalog: Catalog, profile: StartupProfile, *, tp_size: int, dcp_size: int,
+              num_heads: int, num_kv_heads: int, use_mla: bool, pcp_size: int = 1,
+              checks: Collection[DcpCheck] = _ALL_DCP_CHECKS) -> StartupIssue | None:
+    """vLLM's first refusal of the TP / DCP split among ``checks`` (the predicate is
+    :func:`selector.memory.dcp.dcp_refusals`), with the release's code and words."""
+    for refusal in dcp_refusals(tp_size=tp_size, dcp_size=dcp_size, num_heads=num_heads,
+                                num_kv_heads=num_kv_heads, use_mla=use_mla, pcp_size=pcp_size):
+        spec = profile.checks.decode_context_parallel.spec(refusal.check)
+        if refusal.check in checks and spec is not None:
+            return startup_issue(catalog, spec.code, ("parallel", "decode_context_parallel_size"),
+                                 **refusal.values)
+    return None

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.cache import cached_file
 from selector.catalog import Catalog, CatalogError
+from selector.memory.dcp import DcpCheck
 
 __all__ = [
     "CheckSpec",
+    "DcpChecks",
     "Estimates",
     "MaxLenCheck",
     "MemorySpec",
@@ -136,11 +138,32 @@ class MaxLenCheck(CheckSpec):
     leaves alone."""
 
 
+class DcpChecks(_Strict):
+    """vLLM's limits on a decode-context-parallel split (:mod:`selector.memory.dcp`): the
+    code (its registered message is the release's own text) and source of each."""
+
+    tp_divisible: CheckSpec
+    """Without prefill context parallelism (PCP)."""
+    tp_divisible_with_pcp: CheckSpec | None
+    """With PCP; null: the release does not check the TP size by the DCP size then."""
+    pcp_dcp_span: CheckSpec | None
+    """With PCP, DCP spans 1, the PCP or the TP x PCP axis; null: not checked."""
+    gqa_tp_above_kv_heads: CheckSpec
+    gqa_dcp_within_max: CheckSpec
+    gqa_q_per_kv_divisible: CheckSpec
+
+    def spec(self, check: DcpCheck) -> CheckSpec | None:
+        """The release's code for ``check`` (None: the release does not make it)."""
+        spec: CheckSpec | None = getattr(self, check)
+        return spec
+
+
 class StartupChecks(_Strict):
     bfloat16: CheckSpec
     max_model_len: MaxLenCheck
     tensor_parallel_heads: CheckSpec
     tensor_parallel_vocab: VocabCheck
+    decode_context_parallel: DcpChecks
     removed_flag: CheckSpec
     unknown_json_key: CheckSpec
     compilation_config_fields: tuple[str, ...]
@@ -200,7 +223,9 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
                  profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
                  profile.checks.tensor_parallel_vocab.code,
-                 profile.checks.unknown_json_key.code):
+                 profile.checks.unknown_json_key.code,
+                 *(spec.code for spec in (profile.checks.decode_context_parallel.spec(check)
+                                          for check in get_args(DcpCheck)) if spec)):
         if code not in catalog.codes:
             raise CatalogError(f"{directory / 'startup.yaml'}: code {code} is not in "
                                "reason-codes.yaml")

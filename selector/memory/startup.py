@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,9 @@ from selector.errors import InputError
 from selector.kv.capacity import Capacity
 from selector.kv.plan_types import ModelPlan
 from selector.memory.budget import MemoryBudget, memory_budget
+from selector.memory.dcp import DCP_MODEL_CHECKS, DCP_PARALLEL_CHECKS
 from selector.memory.fit import KVFit, format_gib, kv_fit
-from selector.memory.issues import StartupIssue, dtype_issue, startup_issue
+from selector.memory.issues import StartupIssue, dcp_issue, dtype_issue, startup_issue
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
@@ -254,17 +255,29 @@ def max_model_len_issue(catalog: Catalog, profile: StartupProfile, raw: Mapping[
 
 
 def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: ModelFacts,
-                          tp: int) -> StartupIssue | None:
-    """Attention heads (then the padded vocabulary) not divisible by
-    ``--tensor-parallel-size``, in the order vLLM checks them."""
-    heads = max((layer.total_q_heads or layer.num_q_heads for layer in model.layers
-                 if layer.is_attention), default=0)
-    if tp <= 1:
-        return None
+                          tp: int, dcp: int = 1, pcp: int = 1) -> StartupIssue | None:
+    """vLLM's first refusal of the TP / DCP split, in the order vLLM checks: the TP size
+    not divisible by the DCP size (the parallel config), attention heads not divisible by
+    ``--tensor-parallel-size``, DCP's GQA limits (the model config), then the padded
+    vocabulary (while the model is built)."""
+    attention = [layer for layer in model.layers if layer.is_attention]
+    widest = max(attention, key=lambda layer: layer.total_q_heads or layer.num_q_heads,
+                 default=None)
+    heads = (widest.total_q_heads or widest.num_q_heads) if widest is not None else 0
+    kv_heads = (widest.total_kv_heads or heads) if widest is not None else 0
+    split = partial(dcp_issue, catalog, profile, tp_size=tp, dcp_size=dcp, num_heads=heads,
+                    num_kv_heads=kv_heads, pcp_size=pcp,
+                    use_mla=any(layer.mla is not None for layer in attention))
+    found = split(checks=DCP_PARALLEL_CHECKS)
+    if found is not None:
+        return found
     if heads and heads % tp:
         return startup_issue(catalog, profile.checks.tensor_parallel_heads.code,
                       ("parallel", "tensor_parallel_size"), total_num_attention_heads=heads,
                       tensor_parallel_size=tp)
+    found = split(checks=DCP_MODEL_CHECKS) if heads else None
+    if found is not None or tp <= 1:
+        return found
     vocab_check = profile.checks.tensor_parallel_vocab
     vocab = config_int(text_config(raw_config(model)), "vocab_size")
     padded = -(-vocab // vocab_check.padding) * vocab_check.padding

@@ -11,7 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from selector.parallel.sharding import HeadShard, dcp_config_problems, head_shard
+from selector.memory.dcp import dcp_refusals
+from selector.parallel.sharding import HeadShard, dcp_block_size_problem, head_shard
 
 __all__ = ["ShardOptions", "ShardPlan"]
 
@@ -58,12 +59,16 @@ class ShardPlan(BaseModel):
         if tp > self.num_kv_heads and tp % self.num_kv_heads:
             raise ValueError(f"tensor_parallel_size {tp} is not a multiple of num_kv_heads "
                              f"{self.num_kv_heads}")
-        problems = dcp_config_problems(
-            tp_size=tp, dcp_size=dcp, num_heads=self.num_heads,
-            num_kv_heads=self.num_kv_heads, block_size=self.kernel_block_size,
-            interleave=self.cp_kv_cache_interleave_size)
-        if problems:
-            raise ValueError(problems[0])
+        refusals = dcp_refusals(tp_size=tp, dcp_size=dcp, num_heads=self.num_heads,
+                                num_kv_heads=self.num_kv_heads)
+        if refusals:  # `check` reports it in vLLM's words (a start-up refusal)
+            figures = ", ".join(f"{k}={v}" for k, v in refusals[0].values.items())
+            raise ValueError(f"vLLM refuses this TP/DCP split at start-up "
+                             f"({refusals[0].check}: {figures})")
+        problem = dcp_block_size_problem(dcp_size=dcp, block_size=self.kernel_block_size,
+                                         interleave=self.cp_kv_cache_interleave_size)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property

@@ -20,7 +20,8 @@ Pure Python (no torch); every rule cites the vLLM source it restates.
   holds KV head ``r // (T / KV)`` (``QKVParallelLinear``:
   ``vllm/model_executor/layers/linear.py:1065-1071`` and ``:1316``).
 * **vLLM's own limits on DCP for GQA** (``vllm/config/model.py:1578-1606``,
-  ``vllm/config/parallel.py:596-600``) are checked with vLLM's messages.
+  ``vllm/config/parallel.py:596-600``) are :func:`selector.memory.dcp.dcp_refusals`, the
+  predicate ``check`` reports them with (a start-up refusal, in each release's words).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "HeadShard",
-    "dcp_config_problems",
+    "dcp_block_size_problem",
     "dcp_group_ranks",
     "dcp_local_position",
     "dcp_local_seq_len",
@@ -92,35 +93,10 @@ def head_shard(rank: int, tp_size: int, num_heads: int, num_kv_heads: int) -> He
                      tuple(range(rank * kv_per_rank, (rank + 1) * kv_per_rank)), 1)
 
 
-def dcp_config_problems(*, tp_size: int, dcp_size: int, num_heads: int, num_kv_heads: int,
-                        use_mla: bool = False, block_size: int | None = None,
-                        interleave: int = 1) -> list[str]:
-    """vLLM's start-up errors for this TP/DCP split, in vLLM's words (empty: accepted)."""
-    problems: list[str] = []
-    if tp_size % dcp_size:  # vllm/config/parallel.py:596-600
-        problems.append(f"tp_size={tp_size} must be divisible by dcp_size={dcp_size}.")
-    if dcp_size > 1 and not use_mla:  # vllm/config/model.py:1578-1606
-        if tp_size <= num_kv_heads:
-            problems.append(
-                "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` "
-                f"({tp_size}) to be greater than the model's total number of KV heads "
-                f"({num_kv_heads}). Increase `--tensor-parallel-size` or set "
-                "`--decode-context-parallel-size 1`.")
-        else:
-            max_dcp = tp_size // num_kv_heads
-            if dcp_size > max_dcp:
-                problems.append(
-                    f"`--decode-context-parallel-size` ({dcp_size}) exceeds the maximum "
-                    f"supported value ({max_dcp}) for `--tensor-parallel-size` ({tp_size}) "
-                    f"and {num_kv_heads} model KV heads.")
-        if (num_heads // num_kv_heads) % dcp_size:
-            problems.append(
-                "The model's number of query heads per KV head "
-                f"({num_heads // num_kv_heads}) must be divisible by "
-                f"`--decode-context-parallel-size` ({dcp_size}) for GQA/MQA.")
-    if dcp_size > 1 and block_size is not None and (interleave > block_size
-                                                    or block_size % interleave):
-        # vllm/config/vllm.py:3404-3412 (VllmConfig.validate_block_size)
-        problems.append(f"Block_size({block_size}) should be greater than or equal to and "
-                        f"divisible by cp_kv_cache_interleave_size ({interleave}).")
-    return problems
+def dcp_block_size_problem(*, dcp_size: int, block_size: int, interleave: int = 1) -> str | None:
+    """vLLM's start-up error for a block size the DCP interleave does not tile, in vLLM's
+    words (None: accepted); vllm/config/vllm.py:3404-3412 (VllmConfig.validate_block_size)."""
+    if dcp_size > 1 and (interleave > block_size or block_size % interleave):
+        return (f"Block_size({block_size}) should be greater than or equal to and "
+                f"divisible by cp_kv_cache_interleave_size ({interleave}).")
+    return None

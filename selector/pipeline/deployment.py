@@ -15,7 +15,7 @@ import selector.pipeline as stages  # a whole model's stages load on first use (
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
 from selector.errors import InputError
-from selector.memory import StartupIssue, dtype_issue, startup_profile
+from selector.memory import StartupIssue, dcp_issue, dtype_issue, startup_profile
 from selector.request import RequestFacts, layer_request
 from selector.result import SolveResult
 from selector.solver import solve
@@ -54,11 +54,23 @@ class Solved:
 
 
 def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
-                   cc: int, device: str) -> tuple[StartupIssue, ...]:
+                   cc: int, device: str, *, split: bool, startup: bool
+                   ) -> tuple[StartupIssue, ...]:
+    """A single layer's start-up refusals: vLLM's refusal of the TP / DCP split (``split``;
+    the layer stands for the model: its heads are the model's), then the dtype on this GPU
+    (``startup``)."""
     d = loaded.deployment
-    refusal = dtype_issue(catalog, startup_profile(catalog, engine), dtype=d.dtype,
-                          explicit="dtype" in d.model_fields_set, cc=cc, device=device)
-    return () if refusal is None else (refusal,)
+    profile = startup_profile(catalog, engine)
+    layer, parallel = d.layer, d.parallel
+    refused = dcp_issue(catalog, profile, tp_size=parallel.tensor_parallel_size,
+                        dcp_size=parallel.decode_context_parallel_size,
+                        pcp_size=parallel.prefill_context_parallel_size,
+                        num_heads=layer.num_heads,
+                        num_kv_heads=layer.num_kv_heads or layer.num_heads,
+                        use_mla=layer.mla is not None) if split else None
+    dtype = dtype_issue(catalog, profile, dtype=d.dtype, explicit="dtype" in d.model_fields_set,
+                        cc=cc, device=device) if startup else None
+    return tuple(issue for issue in (refused, dtype) if issue is not None)
 
 
 def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str | None = None,
@@ -73,7 +85,8 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     adds KV-planner options, ``settings`` / ``environ`` are the command line's.
     ``suggest``: the solver's fix suggestions; ``startup``: vLLM's start-up checks
     (the memory budget sizes the KV cache); ``refuse_split``: vLLM's refusal of a
-    tensor-parallel size that does not divide the model's heads, before sharding.
+    tensor- / decode-context-parallel split (a model's heads by the TP size, DCP's limits),
+    before sharding.
     """
     d = loaded.deployment
     requested = engine or d.engine
@@ -82,7 +95,8 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
         _, cc, device = resolve_device(d, catalog)
         result = solve(facts, engine=requested, attention_backend=d.attention_backend,
                        cudagraph_mode=d.cudagraph_mode, suggest=suggest, catalog=catalog)
-        issues = _layer_startup(loaded, catalog, requested, cc, device) if startup else ()
+        issues = _layer_startup(loaded, catalog, requested, cc, device, split=refuse_split,
+                                startup=startup)
         return Solved(loaded=loaded, engine=result.engine, device=device, layer=result,
                       startup=issues)
     if refuse_split:

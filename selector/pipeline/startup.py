@@ -1,6 +1,6 @@
 """The whole-model check plus what decides whether ``vllm serve`` starts: the memory
 budget sizes the KV cache the planner negotiates, then vLLM's start-up refusals
-(memory, dtype, max_model_len, tensor parallelism) are added with vLLM's words.
+(memory, dtype, max_model_len, tensor and decode context parallelism) are added with vLLM's words.
 
 Model facts + deployment in, a :class:`~selector.modelcheck.ModelCheckResult` out."""
 
@@ -49,17 +49,19 @@ def _unsharded(loaded: LoadedDeployment, model: ModelFacts | None) -> ModelFacts
 
 def tensor_parallel_record(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
                            model: ModelFacts | None) -> tuple[StartupIssue, str, str] | None:
-    """vLLM's refusal of a tensor-parallel size that does not divide the attention
-    heads, as (issue, engine, device) -- before the model is sharded."""
+    """vLLM's refusal of a tensor- / decode-context-parallel split (the TP size by the DCP
+    size, the attention heads by the TP size, DCP's GQA limits, the padded vocabulary), as
+    (issue, engine, device) -- before the model is sharded."""
     d = loaded.deployment
-    tp = d.parallel.tensor_parallel_size
-    if tp <= 1:
+    tp, dcp = d.parallel.tensor_parallel_size, d.parallel.decode_context_parallel_size
+    pcp = d.parallel.prefill_context_parallel_size
+    if tp <= 1 and dcp <= 1:
         return None
     facts = _unsharded(loaded, model)
     if facts is None:
         return None
     profile = startup_profile(catalog, engine or d.engine)
-    issue = tensor_parallel_issue(catalog, profile, facts, tp)
+    issue = tensor_parallel_issue(catalog, profile, facts, tp, dcp, pcp)
     if issue is None:
         return None
     _, _, device = resolve_device(d, catalog)

@@ -17,9 +17,13 @@ __all__ = ["reasons_table", "render_check", "render_explain", "start_up_error", 
 _ENV_LABEL = "environment (vLLM probes these at start-up; defaults assume vLLM's pinned wheels)"
 
 
-def _verdict_line(result: SolveResult, device: str) -> Text:
+def _verdict_line(result: SolveResult, device: str, refused: bool = False) -> Text:
     text = Text()
-    if result.valid:
+    if result.valid and refused:  # selected, but a start-up check stops vLLM
+        text.append("INVALID  ", style="bold red")
+        text.append(f"{result.selected} would be selected on {device}, {result.engine}, "
+                    "but vLLM refuses to start")
+    elif result.valid:
         text.append("VALID  ", style="bold green")
         how = "pinned" if result.mode == "explicit" else "auto-selected"
         text.append(f"{result.selected}", style="bold")
@@ -140,11 +144,16 @@ def _environment_table(result: SolveResult) -> PlainTable:
 
 
 def render_check(result: SolveResult, *, device: str, source: str | None = None,
-                 verbose: int = 0, acknowledged: frozenset[str] = frozenset()) -> RenderableType:
-    """The ``check`` report (``acknowledged``: warning codes the user ignores; shown as info)."""
+                 verbose: int = 0, acknowledged: frozenset[str] = frozenset(),
+                 refusals: RenderableType | None = None) -> RenderableType:
+    """The ``check`` report (``acknowledged``: warning codes the user ignores; shown as
+    info; ``refusals``: vLLM's start-up refusals, shown under the verdict, which they make
+    INVALID)."""
     parts: list[RenderableType] = []
-    header = _verdict_line(result, device)
+    header = _verdict_line(result, device, refused=refusals is not None)
     parts.append(Panel(header, title=plain(source or "attn-select check"), expand=False))
+    if refusals is not None:
+        parts.append(refusals)
     if result.error is not None:
         parts.append(start_up_error(result))
     for warning in result.warnings:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from vllm_facts import vllm_facts
 
 from selector.catalog import load_catalog
+from selector.memory import dcp_issue, startup_profile
 from selector.parallel.sharding import (
-    dcp_config_problems,
     dcp_group_ranks,
     dcp_local_position,
     dcp_local_seq_len,
@@ -62,15 +62,17 @@ def test_every_token_has_exactly_one_owner(seq_len: int, dcp: int, interleave: i
 
 
 def test_kv_heads_per_rank_and_dcp_limits_match_vllm() -> None:
+    catalog = load_catalog()
+    profile = startup_profile(catalog, "vllm==0.33.0")
     rows = vllm_facts()["heads"]
     assert any(row["error"] for row in rows) and any(not row["error"] for row in rows)
     for row in rows:
         tp, heads, kv_heads = row["tp"], row["num_heads"], row["num_kv_heads"]
         shards = [head_shard(rank, tp, heads, kv_heads) for rank in range(tp)]
         assert all(len(s.kv_heads) == row["kv_heads_per_rank"] for s in shards), row
-        problems = dcp_config_problems(tp_size=tp, dcp_size=row["dcp"], num_heads=heads,
-                                       num_kv_heads=kv_heads)
-        assert (problems[0] if problems else None) == row["error"], row
+        issue = dcp_issue(catalog, profile, tp_size=tp, dcp_size=row["dcp"], num_heads=heads,
+                          num_kv_heads=kv_heads, use_mla=False)
+        assert (issue.message if issue else None) == row["error"], row
 
 
 @pytest.mark.parametrize(("tp", "heads", "kv_heads"), [(2, 64, 8), (8, 64, 8), (16, 64, 8),

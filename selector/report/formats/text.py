@@ -44,8 +44,13 @@ def render(report: CheckReport, console: Any) -> None:
                 console.print(render_notes(others))
         elif record.result is not None:
             acknowledged = frozenset(f.code for f in record.findings if f.level == "note")
-            console.print(render_check(record.result, device=record.device, source=title,
-                                       verbose=verbose, acknowledged=acknowledged))
+            result = record.result
+            own = {d.code for d in (result.error, *result.warnings) if d is not None}
+            refusals = [f for f in record.findings  # start-up refusals (SU001, SU008...)
+                        if f.level == "error" and f.code not in own and not f.code.startswith("AS")]
+            console.print(render_check(result, device=record.device, source=title,
+                                       verbose=verbose, acknowledged=acknowledged,
+                                       refusals=render_notes(refusals) if refusals else None))
         elif record.status == "invalid":  # refused before any layer was solved
             console.print(render_notes([f for f in record.findings if f.level == "error"]))
     if fleet:
