@@ -21,20 +21,17 @@ tests/golden/test_startup_facts.py compares the tool with these records.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
 import json
 import math
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs  # noqa: E402
+from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs, record_answers  # noqa: E402
 
 DERIVED = re.compile(r"derived max_model_len \((\w+)=([^ ]+) or model_max_length=")
 """The derived length in vLLM's refusal (vllm/config/model.py, get_and_verify_max_len)."""
@@ -86,22 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     import vllm_model_reference
 
     vllm_model_reference._bootstrap()
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for row in max_len_configs():
-            result = answer(row, Path(tmp))
-            results.append(result)
-            summary = result.get("error") or result.get("default_max_model_len")
-            print(f"{result['status']:5} {row['id']}: {summary}"[:300], file=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        raw = stack.enter_context(args.out.open("wb"))
-        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
-        for result in results:
-            gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n").encode())
-    ok = sum(r["status"] == "ok" for r in results)
-    print(f"{len(results)} configs, {ok} answered, {len(results) - ok} refused -> {args.out}",
-          file=sys.stderr)
+    record_answers(args.out, max_len_configs(), answer, lambda result: result.get("default_max_model_len"))
     return 0
 
 

@@ -12,9 +12,16 @@ tools/weights_oracle.py and the same test.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "weight_configs"]
+__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "record_answers", "weight_configs"]
 
 HUGE_MAX_MODEL_LEN = 10**9
 """A ``--max-model-len`` every config refuses (vLLM's message names the derived length)."""
@@ -165,3 +172,28 @@ def weight_configs() -> list[dict[str, Any]]:
         {"id": "mixtral-control", "config": mixtral},
         {"id": "qwen3_moe-control", "config": qwen3_moe},
     ]
+
+
+def record_answers(out: Path, rows: list[dict[str, Any]],
+                   answer: Callable[[dict[str, Any], Path], dict[str, Any]],
+                   summary: Callable[[dict[str, Any]], object]) -> list[dict[str, Any]]:
+    """Ask vLLM ``answer(row, scratch folder)`` for every row (progress on stderr) and
+    write the answers to ``out``, one JSON line each, gzip'd reproducibly (the oracle
+    tools' shared loop)."""
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in rows:
+            result = answer(row, Path(tmp))
+            results.append(result)
+            print(f"{result['status']:5} {row['id']}: {result.get('error') or summary(result)}"[:300],
+                  file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(out.open("wb"))
+        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
+        for result in results:
+            gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n").encode())
+    ok = sum(r["status"] == "ok" for r in results)
+    print(f"{len(results)} configs, {ok} answered, {len(results) - ok} refused -> {out}",
+          file=sys.stderr)
+    return results

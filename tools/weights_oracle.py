@@ -26,11 +26,8 @@ weight estimate (selector/memory/weights.py) with them, part by part.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
 import json
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from startup_fact_grid import weight_configs  # noqa: E402
+from startup_fact_grid import record_answers, weight_configs  # noqa: E402
 
 
 def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
@@ -92,19 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     import vllm_model_reference
 
     vllm_model_reference._bootstrap()
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for row in weight_configs():
-            result = answer(row, Path(tmp))
-            results.append(result)
-            summary = result.get("error") or f"{len(result['parameters'])} parameters"
-            print(f"{result['status']:5} {row['id']}: {summary}"[:300], file=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        raw = stack.enter_context(args.out.open("wb"))
-        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
-        for result in results:
-            gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n").encode())
+    record_answers(args.out, weight_configs(), answer,
+                   lambda result: f"{len(result['parameters'])} parameters")
     return 0
 
 
