@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Record every answer of one vLLM release that the test suite needs, with one command.
+
+Adding a release is its profile (``schemas/engines/vllm-X/profile.yaml``, see
+docs/engine-profiles.md), then::
+
+    python tools/record_release.py 0.34.0 --python /work/venvs/oracle-0.34.0/bin/python
+
+and then ``attn-select docs``. The interpreter is the release's oracle environment
+(vLLM installed, CPU only). Every answer is vLLM's own: each step runs one of the
+project's oracle tools, which calls the release's unmodified code, and writes the
+file the tests read (goldens never write themselves: a profile without them fails).
+
+``STEPS`` below is the one list of those steps: the tool, its arguments and the files
+it writes (``{version}`` is the release). They run in that order; the first failing
+step stops the run, naming the steps already done. Options:
+
+* ``--root DIR``: write under DIR (a copy of the repository, for checking) instead of
+  this repository; the tools themselves always run from this repository.
+* ``--only STEP ...``: run only these steps; ``--list``: print the steps and exit.
+* ``--oracle-dir`` (``ORACLE_DIR``, default /work/oracle): the vLLM oracle harness;
+  ``--extra-path`` (``ORACLE_EXTRA_PATH``, default /work/venvs/models-oracle-extra):
+  torchvision for the Llama-4 multimodal weights; ``--dist-port`` (``ORACLE_DIST_PORT``).
+* ``--data DIR`` (default /work/oracle-data): big intermediates (the conformance
+  samples and the oracle's raw answers, cached by release, size, seed and digest; the
+  probe and flag answers before compression). Use a fresh folder to ask vLLM again.
+
+Exit status: 0 every step done, 1 a step failed, 2 bad arguments or interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STEPS", "Step", "main", "step_outputs"]
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLS = REPO / "tools"
+ORACLE_GOLDEN = "tests/golden/oracle/vllm-{version}"
+RELEASE_GOLDEN = "tests/golden/oracle/releases/vllm-{version}"
+PROFILE = "schemas/engines/vllm-{version}"
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+@dataclass(frozen=True)
+class Step:
+    """One recording: ``python tools/<tool> <args>`` writing ``outputs``.
+
+    ``interpreter`` is ``oracle`` (the release's ``--python``: the tool imports vLLM) or
+    ``project`` (this interpreter: the tool drives the oracle interpreter itself).
+    ``stdout`` names the output the tool prints instead of writing (JSON on its last
+    line or whole): ``json`` is written indented with sorted keys, ``json.gz`` compact
+    and gzip-compressed. ``ok_status`` are the exit statuses that mean done.
+    Placeholders in ``args``: ``{version} {python} {venv} {oracle} {data} {root}
+    {out}`` (``{out}`` is the first output under the root) and ``{claims}``.
+    """
+
+    name: str
+    tool: str
+    args: tuple[str, ...]
+    outputs: tuple[str, ...]
+    interpreter: str = "oracle"
+    stdout: str | None = None
+    ok_status: tuple[int, ...] = (0,)
+    note: str = ""
+    env: tuple[str, ...] = field(default=())
+
+
+STEPS: tuple[Step, ...] = (
+    Step("probe", "release_probe.py", ("--oracle", "{oracle}"),
+         (f"{RELEASE_GOLDEN}/probe.json.gz",), stdout="json.gz",
+         note="what each backend class states (tests/golden/test_release_goldens.py)"),
+    Step("selection", "conformance.py",
+         ("{version}", "--oracle", "{oracle}", "--venv", "{venv}", "--work", "{data}/conformance",
+          "--golden", "{root}/tests/golden/oracle/releases"),
+         (f"{RELEASE_GOLDEN}/standard.jsonl.gz", f"{RELEASE_GOLDEN}/mla.jsonl.gz"),
+         interpreter="project", ok_status=(0, 1),
+         note="the selection oracle on 20,000 standard + 10,000 MLA configs, feature-covering "
+              "subsets; exit 1 (the profile differs) still wrote them"),
+    Step("config-aliases", "config_aliases_oracle.py", ("ask", "--claims", "{claims}"),
+         (f"{RELEASE_GOLDEN}/config_aliases.json",), stdout="json",
+         env=("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"),
+         note="the config fields vLLM reads (tests/golden/test_config_aliases.py)"),
+    Step("dcp", "dcp_oracle.py", ("{out}",), (f"{ORACLE_GOLDEN}/dcp.json.gz",),
+         note="DCP / TP splits at start-up (tests/golden/test_dcp_oracle.py)"),
+    Step("max-model-len", "max_len_oracle.py", ("--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/max-model-len.jsonl.gz",),
+         note="derived and refused max_model_len (tests/golden/test_startup_facts.py)"),
+    Step("weights", "weights_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/weights.jsonl.gz",),
+         note="model-class parameters on the meta device (tests/golden/test_startup_facts.py)"),
+    Step("runtime-facts", "runtime_facts_oracle.py",
+         ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
+         (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",
+         note="kernel block sizes, CUDA graphs, reorder threshold per capability "
+              "(tests/golden/test_runtime_facts.py)"),
+    Step("wired-backends", "wired_backends_oracle.py", ("ask", "--oracle-dir", "{oracle}"),
+         (f"{ORACLE_GOLDEN}/wired_backends.json",), stdout="json",
+         note="Mamba / GDN / indexer backends (tests/golden/test_wired_backends.py)"),
+    Step("model-registry", "extract_model_registry.py", ("{package}", "--out", "{out}"),
+         (f"{PROFILE}/model_registry.json",),
+         note="vLLM's model registry tables (tests/unit/test_model_architectures.py, "
+              "test_cache_key.py)"),
+    Step("serve-arity", "serve_flags.py", ("--arity", "--oracle", "{oracle}", "-o", "{out}"),
+         (f"{ORACLE_GOLDEN}/serve-arity.json",),
+         note="words per `vllm serve` flag; the newest release's is compared "
+              "(tests/golden/test_serve_arity.py)"),
+)
+
+NOT_PER_RELEASE: dict[str, str] = {
+    f"{ORACLE_GOLDEN}/standard.jsonl.gz":
+        "0.33.0's older-format sample (2,000 lines, tools/run_oracle_sample.sh); newer "
+        "releases get releases/vllm-X/standard.jsonl.gz (step selection)",
+    f"{ORACLE_GOLDEN}/mla.jsonl.gz":
+        "0.33.0's older-format sample; newer releases get releases/vllm-X/mla.jsonl.gz",
+    f"{ORACLE_GOLDEN}/all.jsonl.gz":
+        "0.25.1's older-format sample (with the KV-cache report); tests/golden/test_oracle_golden_0251.py",
+    f"{ORACLE_GOLDEN}/memory-fit.jsonl.gz":
+        "0.33.0 only (tools/memory_oracle.py --write; tests/golden/test_memory_oracle.py reads 0.33.0's)",
+    f"{ORACLE_GOLDEN}/mla_prefill.jsonl.gz":
+        "0.33.0 only (tools/mla_prefill_oracle.py; tests/golden/test_mla_prefill_golden.py reads 0.33.0's)",
+}
+"""Answer files in the per-release folders that no test requires of a new release."""
+
+
+def step_outputs(version: str) -> dict[str, str]:
+    """Every file the steps write for ``version`` (relative to the root) -> its step."""
+    return {path.format(version=version): step.name for step in STEPS for path in step.outputs}
+
+
+class RecordError(Exception):
+    """A step or the interpreter could not give its answer."""
+
+
+def _interpreter_facts(python: Path) -> tuple[str, str]:
+    """(vLLM version, vllm package folder) of the oracle interpreter, without importing vLLM."""
+    code = ("import importlib.metadata as m, importlib.util as u, json; "
+            "s = u.find_spec('vllm'); "
+            "print(json.dumps([m.version('vllm'), list(s.submodule_search_locations)[0]]))")
+    try:
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                              check=False, timeout=120)
+    except OSError as exc:
+        raise RecordError(f"--python {python}: {exc}") from exc
+    if done.returncode != 0:
+        raise RecordError(f"--python {python} has no vLLM: {done.stderr.strip()[-500:]}")
+    version, package = json.loads(done.stdout)
+    return str(version), str(package)
+
+
+def _claims() -> str:
+    spec = importlib.util.spec_from_file_location("config_aliases_oracle",
+                                                  TOOLS / "config_aliases_oracle.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    claims: dict[str, Any] = module.claims_from_families(REPO / "schemas/models/families.yaml")
+    return json.dumps(claims)
+
+
+def _write_stdout(kind: str, text: str, target: Path) -> None:
+    """The tool's JSON answer (its whole output, or its last line) written as ``kind``."""
+    lines = text.strip().splitlines()
+    for candidate in (text, lines[-1] if lines else ""):
+        try:
+            answer = json.loads(candidate)
+            break
+        except json.JSONDecodeError:
+            continue
+    else:
+        raise RecordError(f"printed no JSON answer for {target}")
+    if kind == "json":
+        target.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return
+    data = json.dumps(answer, sort_keys=True, separators=(",", ":")).encode()
+    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
+        handle.write(data)
+
+
+def run_step(step: Step, values: dict[str, str], root: Path, env: dict[str, str]) -> None:
+    outputs = [root / path.format(**values) for path in step.outputs]
+    for path in outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    values = {**values, "out": str(outputs[0])}
+    python = values["python"] if step.interpreter == "oracle" else sys.executable
+    command = [python, str(TOOLS / step.tool), *(arg.format(**values) for arg in step.args)]
+    step_env = {**env, **dict(item.split("=", 1) for item in step.env)}
+    done = subprocess.run(command, cwd=REPO, env=step_env, check=False, text=True,
+                          stdout=subprocess.PIPE if step.stdout else None)
+    if done.returncode not in step.ok_status:
+        raise RecordError(f"step {step.name}: tools/{step.tool} exited {done.returncode}")
+    if step.stdout:
+        try:
+            _write_stdout(step.stdout, done.stdout, outputs[0])
+        except RecordError as exc:
+            raise RecordError(f"step {step.name}: tools/{step.tool} {exc}") from exc
+    missing = [str(path) for path in outputs if not path.is_file()]
+    if missing:
+        raise RecordError(f"step {step.name}: tools/{step.tool} wrote no {', '.join(missing)}")
+
+
+def _list(version: str) -> None:
+    for step in STEPS:
+        print(f"{step.name}: tools/{step.tool} ({step.interpreter} interpreter)")
+        for path in step.outputs:
+            print(f"  -> {path.format(version=version)}")
+        if step.note:
+            print(f"     {step.note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("version", help="the vLLM release, e.g. 0.34.0")
+    parser.add_argument("--python", type=Path, help="the release's oracle interpreter")
+    parser.add_argument("--root", type=Path, default=REPO, help="write under this repository copy")
+    parser.add_argument("--only", nargs="+", metavar="STEP", help="run only these steps")
+    parser.add_argument("--list", action="store_true", help="print the steps and exit")
+    parser.add_argument("--oracle-dir", type=Path,
+                        default=Path(os.environ.get("ORACLE_DIR", "/work/oracle")))
+    parser.add_argument("--extra-path", type=Path,
+                        default=Path(os.environ.get("ORACLE_EXTRA_PATH",
+                                                    "/work/venvs/models-oracle-extra")))
+    parser.add_argument("--dist-port", default=os.environ.get("ORACLE_DIST_PORT", "29533"))
+    parser.add_argument("--data", type=Path, default=Path("/work/oracle-data"),
+                        help="folder for big intermediates")
+    args = parser.parse_args(argv)
+    if args.list:
+        _list(args.version)
+        return 0
+    names = [step.name for step in STEPS]
+    unknown = sorted(set(args.only or ()) - set(names))
+    if unknown:
+        print(f"record_release: unknown step(s) {unknown}; the steps: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.python is None:
+        print("record_release: --python PATH (the release's oracle interpreter) is needed",
+              file=sys.stderr)
+        return EXIT_USAGE
+    root = args.root.resolve()
+    if not (root / "schemas" / "engines").is_dir():
+        print(f"record_release: --root {root} is not a copy of the repository "
+              "(no schemas/engines/)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        found, package = _interpreter_facts(args.python)
+    except RecordError as exc:
+        print(f"record_release: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if found != args.version:
+        print(f"record_release: {args.python} has vLLM {found}, not {args.version}", file=sys.stderr)
+        return EXIT_USAGE
+    python = str(args.python.absolute())
+    values = {"version": args.version, "python": python,
+              "venv": str(args.python.absolute().parent.parent),
+              "oracle": str(args.oracle_dir), "data": str(args.data.absolute()),
+              "root": str(root), "package": package, "claims": ""}
+    env = {**os.environ, "ORACLE_DIR": str(args.oracle_dir),
+           "ORACLE_EXTRA_PATH": str(args.extra_path), "ORACLE_DIST_PORT": str(args.dist_port)}
+    chosen = [step for step in STEPS if not args.only or step.name in args.only]
+    done: list[str] = []
+    for step in chosen:
+        if "{claims}" in step.args:
+            values["claims"] = _claims()
+        print(f"== {step.name}: tools/{step.tool}", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        try:
+            run_step(step, values, root, env)
+        except RecordError as exc:
+            print(f"record_release: {exc}\n  done: {', '.join(done) or 'nothing'}; "
+                  f"not run: {', '.join(s.name for s in chosen[len(done) + 1:]) or 'nothing'}",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        done.append(step.name)
+        written = ", ".join(path.format(version=args.version) for path in step.outputs)
+        print(f"   {step.name} done in {time.monotonic() - start:.1f} s: {written}",
+              file=sys.stderr, flush=True)
+    print(f"record_release: vLLM {args.version}: {len(done)} step(s) done under {root}: "
+          f"{', '.join(done)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
