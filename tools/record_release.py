@@ -23,7 +23,8 @@ step stops the run, naming the steps already done. Options:
   torchvision for the Llama-4 multimodal weights; ``--dist-port`` (``ORACLE_DIST_PORT``).
 * ``--data DIR`` (default /work/oracle-data): big intermediates (the conformance
   samples and the oracle's raw answers, cached by release, size, seed and digest; the
-  probe and flag answers before compression). Use a fresh folder to ask vLLM again.
+  release probe; the parser's flags before they become ``serve-flags.yaml``). The
+  conformance step reuses cached answers: give a fresh folder to ask vLLM again.
 
 Exit status: 0 every step done, 1 a step failed, 2 bad arguments or interpreter.
 """
@@ -62,7 +63,8 @@ class Step:
     ``project`` (this interpreter: the tool drives the oracle interpreter itself).
     ``stdout`` names the output the tool prints instead of writing (JSON on its last
     line or whole): ``json`` is written indented with sorted keys, ``json.gz`` compact
-    and gzip-compressed. ``ok_status`` are the exit statuses that mean done.
+    and gzip-compressed. ``ok_status`` are the exit statuses that mean done;
+    ``required``: the outputs must exist afterwards (false where no change means no file).
     Placeholders in ``args``: ``{version} {python} {venv} {oracle} {data} {root}
     {out}`` (``{out}`` is the first output under the root) and ``{claims}``.
     """
@@ -76,6 +78,7 @@ class Step:
     ok_status: tuple[int, ...] = (0,)
     note: str = ""
     env: tuple[str, ...] = field(default=())
+    required: bool = True
 
 
 STEPS: tuple[Step, ...] = (
@@ -116,6 +119,14 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/serve-arity.json",),
          note="words per `vllm serve` flag; the newest release's is compared "
               "(tests/golden/test_serve_arity.py)"),
+    Step("serve-flags-ask", "serve_flags.py", ("--ask", "--oracle", "{oracle}", "-o", "{out}"),
+         ("{data}/serve-flags/flags-{version}.json",),
+         note="the engine flags of the release's own parser (an intermediate)"),
+    Step("serve-flags", "serve_flags.py",
+         ("--write", "{data}/serve-flags/flags-{version}.json", "-o", "{root}/schemas/engines"),
+         (f"{PROFILE}/serve-flags.yaml",), interpreter="project", required=False,
+         note="its engine_flags section: flags added / removed since the parent profile "
+              "(tests/unit/test_serve_parsing.py; no file when none changed)"),
 )
 
 NOT_PER_RELEASE: dict[str, str] = {
@@ -136,7 +147,8 @@ NOT_PER_RELEASE: dict[str, str] = {
 
 def step_outputs(version: str) -> dict[str, str]:
     """Every file the steps write for ``version`` (relative to the root) -> its step."""
-    return {path.format(version=version): step.name for step in STEPS for path in step.outputs}
+    return {path.format(version=version, data="{data}"): step.name
+            for step in STEPS for path in step.outputs}
 
 
 class RecordError(Exception):
@@ -206,7 +218,7 @@ def run_step(step: Step, values: dict[str, str], root: Path, env: dict[str, str]
         except RecordError as exc:
             raise RecordError(f"step {step.name}: tools/{step.tool} {exc}") from exc
     missing = [str(path) for path in outputs if not path.is_file()]
-    if missing:
+    if missing and step.required:
         raise RecordError(f"step {step.name}: tools/{step.tool} wrote no {', '.join(missing)}")
 
 
@@ -214,7 +226,7 @@ def _list(version: str) -> None:
     for step in STEPS:
         print(f"{step.name}: tools/{step.tool} ({step.interpreter} interpreter)")
         for path in step.outputs:
-            print(f"  -> {path.format(version=version)}")
+            print(f"  -> {path.format(version=version, data='{data}')}")
         if step.note:
             print(f"     {step.note}")
 
@@ -282,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return EXIT_FAILED
         done.append(step.name)
-        written = ", ".join(path.format(version=args.version) for path in step.outputs)
+        written = ", ".join(path.format(**values) for path in step.outputs)
         print(f"   {step.name} done in {time.monotonic() - start:.1f} s: {written}",
               file=sys.stderr, flush=True)
     print(f"record_release: vLLM {args.version}: {len(done)} step(s) done under {root}: "

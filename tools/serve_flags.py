@@ -24,6 +24,7 @@ Two modes:
   extends (the mapping rule of docs/engine-profiles.md):
 
       python tools/serve_flags.py --write flags-0.25.1.json flags-0.26.0.json ...
+      python tools/serve_flags.py --write flags-0.34.0.json   # one release, against its parent's profiles
 
 ``attn-select check -- vllm serve ...`` reads those files: a flag that the checked
 release's parser does not have is the error vLLM gives for it
@@ -88,25 +89,47 @@ def arity(oracle_dir: Path) -> dict[str, Any]:
     return {"vllm_version": orc.vllm_version, "arity": table}
 
 
-def _extends(version: str) -> str | None:
+def _extends(version: str, engines: Path = ENGINES) -> str | None:
     import yaml
 
-    profile = yaml.safe_load((ENGINES / f"vllm-{version}" / "profile.yaml").read_text())
+    profile = yaml.safe_load((engines / f"vllm-{version}" / "profile.yaml").read_text())
     parent = profile.get("extends")
     return str(parent).split("==", 1)[1] if parent else None
 
 
+def profile_flags(version: str, engines: Path = ENGINES) -> set[str]:
+    """The engine flags the profiles state for ``version``: its chain's ``engine_flags``
+    sections applied oldest first (true adds a flag, null removes it)."""
+    import yaml
+
+    chain = [version]
+    while (parent := _extends(chain[-1], engines)) is not None:
+        chain.append(parent)
+    flags: set[str] = set()
+    for each in reversed(chain):
+        path = engines / f"vllm-{each}" / FILE
+        document = yaml.safe_load(path.read_text()) if path.is_file() else None
+        for flag, value in ((document or {}).get("engine_flags") or {}).items():
+            if value:
+                flags.add(flag)
+            else:
+                flags.discard(flag)
+    return flags
+
+
 def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, str]:
     """Each profile's ``serve-flags.yaml`` with its ``engine_flags`` section rewritten
-    (the section is the file's last; what comes before it is kept)."""
+    (the section is the file's last; what comes before it is kept). A release whose
+    parent's answer is not given is compared with the flags the parent's profiles state
+    (``profile_flags``): one new release is written from its own answer alone."""
     flags_of = {answer["vllm_version"]: set(answer["flags"]) for answer in answers}
     files: dict[Path, str] = {}
     for version, flags in flags_of.items():
-        parent = _extends(version)
+        parent = _extends(version, engines)
         if parent is None:
             entries: dict[str, bool | None] = dict.fromkeys(sorted(flags), True)
         else:
-            previous = flags_of[parent]
+            previous = flags_of[parent] if parent in flags_of else profile_flags(parent, engines)
             entries = {**dict.fromkeys(sorted(flags - previous), True),
                        **dict.fromkeys(sorted(previous - flags))}
         path = engines / f"vllm-{version}" / FILE

@@ -117,3 +117,17 @@ def test_bad_arguments_get_a_clear_message(tmp_path: Path) -> None:
         done = _run(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+def test_one_release_serve_flags_are_written_against_the_parent_profile() -> None:
+    """The ``serve-flags`` step writes one release's ``engine_flags`` from its own answer
+    alone: the parent's flags come from the profiles. Given each release's flags as its
+    answer, every committed file comes out unchanged (and no file where none changed)."""
+    import serve_flags
+
+    from selector.serve.flags import release_flags
+
+    for version, flags in release_flags(load_catalog()).items():
+        assert serve_flags.profile_flags(version) == set(flags), version
+        for path, text in serve_flags.write([{"vllm_version": version, "flags": sorted(flags)}]).items():
+            assert text == (path.read_text() if path.is_file() else ""), path
