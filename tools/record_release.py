@@ -115,10 +115,6 @@ STEPS: tuple[Step, ...] = (
          (f"{PROFILE}/model_registry.json",),
          note="vLLM's model registry tables (tests/unit/test_model_architectures.py, "
               "test_cache_key.py)"),
-    Step("serve-arity", "serve_flags.py", ("--arity", "--oracle", "{oracle}", "-o", "{out}"),
-         (f"{ORACLE_GOLDEN}/serve-arity.json",),
-         note="words per `vllm serve` flag; the newest release's is compared "
-              "(tests/golden/test_serve_arity.py)"),
     Step("serve-flags-ask", "serve_flags.py", ("--ask", "--oracle", "{oracle}", "-o", "{out}"),
          ("{data}/serve-flags/flags-{version}.json",),
          note="the engine flags of the release's own parser (an intermediate)"),
@@ -127,6 +123,11 @@ STEPS: tuple[Step, ...] = (
          (f"{PROFILE}/serve-flags.yaml",), interpreter="project", required=False,
          note="its engine_flags section: flags added / removed since the parent profile "
               "(tests/unit/test_serve_parsing.py; no file when none changed)"),
+    Step("serve-arity", "serve_flags.py", ("--arity", "--oracle", "{oracle}", "-o", "{out}"),
+         (f"{ORACLE_GOLDEN}/serve-arity.json",),
+         note="words per `vllm serve` flag; the newest release's is compared "
+              "(tests/golden/test_serve_arity.py); needs the "
+              "frontend's packages (fastapi ...) in the oracle environment"),
 )
 
 NOT_PER_RELEASE: dict[str, str] = {

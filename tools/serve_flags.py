@@ -34,6 +34,7 @@ release's parser does not have is the error vLLM gives for it
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -66,8 +67,9 @@ def ask(oracle_dir: Path) -> dict[str, Any]:
 
 def arity(oracle_dir: Path) -> dict[str, Any]:
     """How many words each option of the whole ``vllm serve`` parser takes (the engine
-    flags and the OpenAI frontend's: ``make_arg_parser``, vllm/entrypoints/common/cli_args.py,
-    vllm/entrypoints/openai/cli_args.py before 0.31): ``switch`` (nargs 0), ``value``
+    flags and the OpenAI frontend's: ``make_arg_parser``, vllm/entrypoints/common/cli_args.py;
+    vllm/entrypoints/launchers/cli_args.py in 0.29-0.32, vllm/entrypoints/openai/cli_args.py
+    before): ``switch`` (nargs 0), ``value``
     (exactly one), ``optional`` (nargs '?') or ``list`` (nargs '+' / '*')."""
     sys.path.insert(0, str(oracle_dir))
     import oracle as oracle_mod
@@ -75,12 +77,17 @@ def arity(oracle_dir: Path) -> dict[str, Any]:
     orc = oracle_mod.Oracle(kv_cache=False)
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    try:
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-    except ImportError:  # pragma: no cover - older layout
-        from vllm.entrypoints.openai.cli_args import (  # type: ignore[no-redef]
-            make_arg_parser,
-        )
+    # where make_arg_parser lives: common (0.33), launchers (0.29-0.32), openai (0.25.1-0.28)
+    for module in ("common", "launchers", "openai"):
+        try:
+            make_arg_parser = importlib.import_module(
+                f"vllm.entrypoints.{module}.cli_args").make_arg_parser
+            break
+        except ModuleNotFoundError as exc:  # that module (or its package) only
+            if not f"vllm.entrypoints.{module}.cli_args".startswith(exc.name or "\0"):
+                raise
+    else:  # pragma: no cover - a layout not seen yet
+        raise SystemExit("make_arg_parser not found in vllm.entrypoints.{common,launchers,openai}.cli_args")
     parser = make_arg_parser(FlexibleArgumentParser())
     kinds = {0: "switch", None: "value", "?": "optional", "+": "list", "*": "list"}
     table = {option: kinds.get(action.nargs, str(action.nargs))
