@@ -21,7 +21,6 @@ tests/golden/test_startup_facts.py compares the tool with these records.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -31,7 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs, record_answers  # noqa: E402
+from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs, new_answer, record_answers  # noqa: E402
 
 DERIVED = re.compile(r"derived max_model_len \((\w+)=([^ ]+) or model_max_length=")
 """The derived length in vLLM's refusal (vllm/config/model.py, get_and_verify_max_len)."""
@@ -50,11 +49,7 @@ def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
     import vllm
     from vllm.config import ModelConfig
 
-    target = workdir / row["id"]
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "config.json").write_text(json.dumps(row["config"]), encoding="utf-8")
-    out: dict[str, Any] = {"id": row["id"], "config": row["config"],
-                           "vllm_version": vllm.__version__}
+    target, out = new_answer(row, workdir, vllm.__version__)
     try:
         model_config = ModelConfig(model=str(target), skip_tokenizer_init=True)
     except Exception as exc:  # vLLM's refusal to build the config is an answer too

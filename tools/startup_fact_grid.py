@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "record_answers", "weight_configs"]
+__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "new_answer", "record_answers", "weight_configs"]
 
 HUGE_MAX_MODEL_LEN = 10**9
 """A ``--max-model-len`` every config refuses (vLLM's message names the derived length)."""
@@ -172,6 +172,15 @@ def weight_configs() -> list[dict[str, Any]]:
         {"id": "mixtral-control", "config": mixtral},
         {"id": "qwen3_moe-control", "config": qwen3_moe},
     ]
+
+
+def new_answer(row: dict[str, Any], workdir: Path, vllm_version: str) -> tuple[Path, dict[str, Any]]:
+    """The row's config.json written to its own folder under ``workdir`` (what vLLM is
+    pointed at), and the answer's common keys."""
+    target = workdir / row["id"]
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(row["config"]), encoding="utf-8")
+    return target, {"id": row["id"], "config": row["config"], "vllm_version": vllm_version}
 
 
 def record_answers(out: Path, rows: list[dict[str, Any]],

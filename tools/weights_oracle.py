@@ -26,7 +26,6 @@ weight estimate (selector/memory/weights.py) with them, part by part.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from startup_fact_grid import record_answers, weight_configs  # noqa: E402
+from startup_fact_grid import new_answer, record_answers, weight_configs  # noqa: E402
 
 
 def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
@@ -48,11 +47,7 @@ def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from vllm.utils.torch_utils import set_default_torch_dtype
     from vllm_model_reference import _device_tensors_on_meta
 
-    target = workdir / row["id"]
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "config.json").write_text(json.dumps(row["config"]), encoding="utf-8")
-    out: dict[str, Any] = {"id": row["id"], "config": row["config"],
-                           "vllm_version": vllm.__version__}
+    target, out = new_answer(row, workdir, vllm.__version__)
     stage = "EngineArgs.create_engine_config"
     try:
         vllm_config = EngineArgs(model=str(target), skip_tokenizer_init=True,
