@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
+from selector.resources import schemas_dir
 from tests.recorded import RECORDED_ENGINE
 
 os.environ.setdefault("ATTN_SELECT_NO_CACHE", "1")
@@ -61,3 +64,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
+
+
+@pytest.fixture()
+def schemas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch copy of the shipped data files (the on-disk cache off), for tests that
+    edit data: a new backend, a new engine profile."""
+    monkeypatch.setenv("ATTN_SELECT_NO_CACHE", "1")
+    target = tmp_path / "schemas"
+    shutil.copytree(schemas_dir(), target, ignore=shutil.ignore_patterns("jsonschema"))
+    return target

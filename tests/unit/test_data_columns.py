@@ -5,7 +5,6 @@ must give the same for every engine profile (behaviour unchanged)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +118,6 @@ def test_kv_head_fields_are_distinct_config_names() -> None:
     fields = kv_heads_fields()
     assert fields and len(set(fields)) == len(fields)
     assert "num_attention_heads" not in fields  # vLLM's fallback, not a candidate
-
-
-@pytest.fixture()
-def schemas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ATTN_SELECT_NO_CACHE", "1")
-    target = tmp_path / "schemas"
-    shutil.copytree(schemas_dir(), target, ignore=shutil.ignore_patterns("jsonschema"))
-    return target
 
 
 def _child(schemas: Path, backends: dict[str, dict[str, Any]], **profile: Any) -> str:

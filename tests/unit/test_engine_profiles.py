@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,6 @@ from selector.resources import schemas_dir
 from selector.schema.engine import PriorityEntry
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture()
-def schemas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ATTN_SELECT_NO_CACHE", "1")
-    target = tmp_path / "schemas"
-    shutil.copytree(schemas_dir(), target, ignore=shutil.ignore_patterns("jsonschema"))
-    return target
 
 
 def _newest_shipped() -> tuple[str, Path]:
