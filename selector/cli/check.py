@@ -84,6 +84,10 @@ def check(
                          "file can list its own under `ignore:`.")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+    command_file: Annotated[Path | None, typer.Option(
+        "--command-file", help="For a command line: the file that holds it (a workflow, a "
+                               "script); SARIF results and annotations point at its line there "
+                               "(default: the command line itself).")] = None,
     measurements: Annotated[Path | None, typer.Option(
         "--measurements", help="bench.json from `attn-select bench` (or the folder of a "
                                "`bench --ray` run: the file of each device): also show the valid "
@@ -112,22 +116,27 @@ def check(
                            ignore=validate_ignored(ignore or [], catalog))
     command = None
     errors: list[InputError] = []
+    located: tuple[str, int | None] | None = None
     if _looks_like_a_command_line(configs):
         command, records = check_serve(configs, catalog, options, model=model,
                                        environ=dict(os.environ))
+        if command_file is not None:
+            located = (str(command_file), _command_line_in(command_file, command.model))
     else:
-        if model is not None:
-            raise InputError("--model applies to a `vllm serve` command line only",
-                             field="--model", hint="put the command line after '--'")
+        for given, flag in ((model, "--model"), (command_file, "--command-file")):
+            if given is not None:
+                raise InputError(f"{flag} applies to a `vllm serve` command line only",
+                                 field=flag, hint="put the command line after '--'")
         records, errors = check_files(expand_configs(configs), catalog, options)
-    for error in errors:
-        _stderr(error)
+    if not REPORTERS[output_format.value].reports_input_errors:
+        for error in errors:
+            _stderr(error)
     choice = catalog.choose(engine)
     if output_format is _TEXT and output is None and (choice.from_installed or verbose):
         _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
                          else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
     text = _render(records, command, output_format, verbose=verbose,
-                   fleet=len(devices) > 1, to_text=output is not None)
+                   fleet=len(devices) > 1, to_text=output is not None, located=located)
     if measurements is not None:
         from selector.cli.bench import measured_policy
 
@@ -145,11 +154,31 @@ def check(
     raise typer.Exit(int(exit_code(records, len(errors))))
 
 
+def _command_line_in(path: Path, model: str) -> int | None:
+    """The first line of ``path`` that holds the ``vllm serve`` command (its model named
+    after ``serve``, or ``serve`` alone); None when no line does."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise InputError(f"cannot read the command file: {reason or error}", file=str(path),
+                         field="--command-file",
+                         hint="give the workflow or script that holds the command line") from None
+    for wanted in (f"serve {model}", "vllm serve", "serve"):
+        for number, line in enumerate(lines, start=1):
+            if wanted in line:
+                return number
+    return None
+
+
 def _render(records: list[Any], command: Any, output_format: Any, *, verbose: int,
-            fleet: bool, to_text: bool = False) -> str | None:
+            fleet: bool, to_text: bool = False,
+            located: tuple[str, int | None] | None = None) -> str | None:
     """The report as text (None: printed to the console directly, unless ``to_text``)."""
     reporter = REPORTERS[output_format.value]
-    report = CheckReport(records=records, command=command, verbose=verbose, fleet=fleet)
+    report = CheckReport(records=records, command=command, verbose=verbose, fleet=fleet,
+                         command_file=located[0] if located else None,
+                         command_line=located[1] if located else None)
     if not reporter.prints:
         return reporter.load()(report, None)
     if to_text:
