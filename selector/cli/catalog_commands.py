@@ -146,9 +146,12 @@ def sweep(
     backends: Annotated[str | None, typer.Option(
         help="Comma-separated backends to report (default: the oracle's set).")] = None,
 ) -> None:
-    """Batch mode: one JSON verdict line per config, in the oracle's shape."""
+    """Batch mode: one JSON verdict line per config, in the oracle's shape.
+
+    A line that is no config gets a verdict line with its error ("bad input: line N:
+    ..."); when no line is a config (every line bad, or no line at all) sweep exits 2."""
     from selector.catalog import load_catalog
-    from selector.sweep import sweep_lines
+    from selector.sweep import bad_input, sweep_lines
 
     data = load_catalog().engine(engine)
     names = None
@@ -169,10 +172,16 @@ def sweep(
         raise InputError(f"cannot write the verdicts: {error.strerror or error}",
                          file=str(output), field="--output",
                          hint="give a writable file path") from None
+    written = bad = 0
+    first_bad: str | None = None
     try:
         write = out.write
         for line in sweep_lines(stream, data, names):
             write(line + "\n")
+            written += 1
+            if '"bad input: ' in line and (message := bad_input(line)) is not None:
+                bad += 1
+                first_bad = first_bad or message
     except UnicodeDecodeError:
         raise InputError("the file is not UTF-8 text", file=source,
                          hint="write the configs as UTF-8 JSON Lines") from None
@@ -181,6 +190,17 @@ def sweep(
             out.close()
         if stream is not sys.stdin:
             stream.close()
+    where = "stdin" if source == "-" else source
+    if written == 0:
+        raise InputError("no configs in the input: every line is empty", file=where,
+                         hint="give JSON Lines, one flat selector config per line")
+    if bad == written:
+        raise InputError(f"none of the {written} line(s) is a config attn-select can read "
+                         f"(first: {first_bad})", file=where,
+                         hint="each line is one JSON object of flat selector fields")
+    if bad:
+        sys.stderr.write(f"attn-select: {where}: {bad} of {written} line(s) are not configs "
+                         f"(first: {first_bad}); their verdict lines carry the error\n")
 
 
 def register(app: typer.Typer) -> None:
