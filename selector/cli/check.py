@@ -57,7 +57,7 @@ def _looks_like_a_command_line(words: list[str]) -> bool:
 def check(
     configs: Annotated[list[str], typer.Argument(
         help="Deployment files or globs (YAML, TOML or JSON), or after '--' a "
-             "`vllm serve MODEL [flags]` command line.", show_default=False)],
+             "`vllm serve MODEL \\[flags]` command line.", show_default=False)],
     output_format: Annotated[CheckFormat, typer.Option(
         "--format", "-f", help="Output format.")] = _TEXT,
     engine: Annotated[str | None, typer.Option(
@@ -66,7 +66,9 @@ def check(
                          "vLLM installed here, else the newest profile).",
     )] = None,
     verbose: Annotated[int, typer.Option(
-        "--verbose", "-v", count=True, help="Show every backend and the environment.")] = 0,
+        "--verbose", "-v", count=True, metavar="", show_default=False,
+        help="Show every backend and the environment. A flag: it takes no value "
+             "(-vv is the same as -v).")] = 0,
     strict: Annotated[bool, typer.Option(
         "--strict", help="Treat warnings (CUDA-graph downgrades, block-size-precluded "
                          "backends, ignored vLLM knobs) as failures.")] = False,
@@ -127,6 +129,11 @@ def check(
             if given is not None:
                 raise InputError(f"{flag} applies to a `vllm serve` command line only",
                                  field=flag, hint="put the command line after '--'")
+        if verbose:  # `-v 2`: the number is read as a file
+            number = next((w for w in configs if w.isdigit() and not Path(w).exists()), None)
+            if number is not None:
+                raise InputError(f"{number!r} is no file: -v is a flag and takes no value",
+                                 field="--verbose", hint="write -v without a number")
         records, errors = check_files(expand_configs(configs), catalog, options)
     if not REPORTERS[output_format.value].reports_input_errors:
         for error in errors:

@@ -209,7 +209,9 @@ def test_hook_skips_model_folders_and_prints_one_line_per_file(
     assert out.splitlines() == [
         "attn-select/llama-local.yaml: VALID FLASH_ATTN on H100 (vllm==0.33.0)",
         "attn-select/llama.yaml: VALID FLASH_ATTN on H100 (vllm==0.33.0)",
-        "serving.attn.yaml: INVALID on L40S (vllm==0.33.0): error SE002 line 4",
+        "serving.attn.yaml: INVALID on L40S (vllm==0.33.0): error SE002 line 4: Selected "
+        "backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. "
+        "Reason: ['attention sinks not supported']",
     ]
     # a user's args come after the entry: the last --format wins
     code, out, _ = run_cli([*entry[1:], "--format", "text", "serving.attn.yaml"])
@@ -242,7 +244,8 @@ def test_pre_commit_hook_runs_from_this_repository(tmp_path: Path) -> None:
         pytest.skip("pre-commit could not install the hook's environment")
     assert done.returncode == 1, log
     assert "attn-select check" in log and "Failed" in log
-    assert "serving.attn.yaml: INVALID on L40S (vllm==0.33.0): error SE002 line 4" in log
+    assert ("serving.attn.yaml: INVALID on L40S (vllm==0.33.0): error SE002 line 4: Selected "
+            "backend AttentionBackendEnum.FLASHINFER is not valid") in log
     assert "attn-select/llama.yaml: VALID FLASH_ATTN on H100" in log
     assert "attn-select/llama-local.yaml: VALID FLASH_ATTN on H100" in log
     assert "config.json" not in log and "README.md" not in log and "AS001" not in log

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,101 @@ def test_cannot_run_is_said_without_a_blank_line_first(argv: list[str],
     assert err.startswith("error: "), repr(err)
     if argv[0] == "bench":
         assert err.startswith("error: the benchmark needs PyTorch")
+
+
+# ---------------------------------------------------------------- the fleet names devices
+
+
+def test_every_command_line_note_of_a_fleet_names_its_devices() -> None:
+    code, out, _ = run_cli(["check", "--device", "all", "--", "vllm", "serve", "llama-3.1-8b",
+                            "--enforce-eager"])
+    assert code == 1
+    notes = [line for line in out.splitlines() if line.startswith(("info [", "warning ["))]
+    assert notes and all(re.match(r"(info|warning) \[AS1\d\d\] \[[^]]+\] ", n) for n in notes)
+    # a note that holds on some devices only names them (no bfloat16 on V100 and T4)
+    assert ("info [AS107] [V100, T4] --dtype auto: this GPU has no bfloat16, so vLLM uses "
+            "float16") in notes
+    assert "info [AS107] [every device] --enforce-eager: no CUDA graphs (cudagraph_mode NONE)" \
+        in notes
+    # one device: the report's title names it
+    _, out, _ = run_cli(["check", "--device", "V100", "--", "vllm", "serve", "llama-3.1-8b"])
+    assert "info [AS107] --dtype auto: this GPU has no bfloat16" in out
+
+
+# ---------------------------------------------------------------- each finding once
+
+
+def test_the_cuda_graph_downgrade_of_a_model_is_said_once(tmp_path: Path) -> None:
+    path = tmp_path / "downgrade.yaml"
+    path.write_text("device: H100\nmodel: llama-3.1-8b\nattention_backend: FLASHINFER\n"
+                    "cudagraph_mode: FULL\n", encoding="utf-8")
+    message = "CUDAGraphMode.FULL is not supported with FlashInferBackend backend"
+    code, out, _ = run_cli(["check", str(path)])
+    assert code == 0 and out.count(message) == 1, out
+    assert "warning [AS002] " + message in out and "AS005" not in out
+    code, out, _ = run_cli(["check", str(path), "--format", "json"])
+    codes = [f["code"] for f in json.loads(out)["findings"]]
+    assert codes.count("AS002") == 1 and "AS005" not in codes
+    _, out, _ = run_cli(["check", str(path), "--format", "compact"])
+    assert out.strip().endswith(": warning AS002 line 4")
+
+
+def test_no_valid_backend_of_a_model_is_said_once(tmp_path: Path) -> None:
+    path = tmp_path / "nvfp4.yaml"
+    path.write_text("device: V100\nmodel: llama-3.1-8b\nkv_cache_dtype: nvfp4\n",
+                    encoding="utf-8")
+    code, out, _ = run_cli(["check", str(path)])
+    assert code == 1
+    assert out.count("No valid attention backend found") == 1, out
+    assert "error [SE001]" not in out  # the layer group's report says it, with its backends
+
+
+# ---------------------------------------------------------------- device names
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("MI300X", "not in the catalog (AMD GPUs (ROCm) are not supported yet)"),
+    ("AMD Instinct MI250X", "not in the catalog (AMD GPUs (ROCm) are not supported yet)"),
+    ("Gaudi3", "not in the catalog (Intel GPUs and Gaudi accelerators are not supported yet)"),
+    ("H1000", "did you mean 'H100'"),
+    ("B3000", "did you mean 'B300'"),
+])
+def test_a_device_name_gets_no_unrelated_suggestion(name: str, said: str) -> None:
+    code, _, err = run_cli(["check", "--device", name, VALID])
+    assert code == 2 and said in err, err
+    if "catalog" in said:
+        assert "did you mean" not in err
+
+
+# ---------------------------------------------------------------- the count flag, the help
+
+
+def test_verbose_is_a_flag_and_says_so() -> None:
+    code, _, err = run_cli(["check", "-v", "2", VALID])
+    assert code == 2 and "'2' is no file: -v is a flag and takes no value" in err
+    assert "write -v without a number" in err
+    code, out, _ = run_cli(["check", "-vv", VALID])
+    assert code == 0 and "Backends" in out
+    _, out, _ = run_cli(["check", "--help"])
+    row = next(line for line in out.splitlines() if "--verbose" in line)
+    assert "<int>" not in row and "[default: 0]" not in out.split("--verbose")[1].split("--")[0]
+    assert "takes no" in out
+
+
+def test_help_lists_the_commands_in_the_readme_order_and_wraps_at_the_terminal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from selector.cli import _SUBCOMMANDS
+
+    monkeypatch.setenv("COLUMNS", "200")
+    _, out, _ = run_cli(["--help"])
+    listed = re.findall(r"^│ ([a-z][a-z-]+) {2,}", out, re.M)
+    assert listed == list(_SUBCOMMANDS)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Commands")[1].split("\n\n")[1]
+    in_readme = list(dict.fromkeys(re.findall(r"^\| `attn-select ([a-z-]+)", table, re.M)))
+    assert in_readme == list(_SUBCOMMANDS)
+    # a docstring's own line breaks are not kept: at 200 columns each paragraph is a line
+    assert re.search(r"^│ explain +Every check of one backend for a deployment \(or one layer of "
+                     r"a model\): the rule, the facts it read, the result\. +│$", out, re.M), out
+    _, out, _ = run_cli(["check", "--help"])
+    assert "`vllm serve MODEL [flags]` command line" in out  # not eaten as markup

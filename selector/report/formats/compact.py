@@ -38,7 +38,8 @@ def _verdict(record: CheckRecord) -> str:
 def _finding(finding: Finding, *, located: bool) -> str:
     label = "info" if finding.level == "note" else finding.level
     where = f" line {finding.line}" if finding.line and located else ""
-    return f"{label} {finding.code}{where}"
+    said = f": {' '.join(finding.message.split())}" if finding.level == "error" else ""
+    return f"{label} {finding.code}{where}{said}"
 
 
 def compact_line(record: CheckRecord, *, command: Any = None) -> str:
@@ -56,7 +57,7 @@ def compact_line(record: CheckRecord, *, command: Any = None) -> str:
     head += f" on {record.device}" + (f" ({record.engine})" if record.engine else "")
     findings = [_finding(f, located=record.artifact is not None)
                 for f in record.findings if f.level != "note"]
-    return head + (": " + ", ".join(dict.fromkeys(findings)) if findings else "")
+    return head + (": " + "; ".join(dict.fromkeys(findings)) if findings else "")
 
 
 def render(report: CheckReport, console: Any = None) -> str:
