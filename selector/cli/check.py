@@ -1,6 +1,7 @@
 """``attn-select check``: deployment files, globs or a ``vllm serve`` command line in;
 a report per deployment and device out, in any format of
-:data:`selector.report.formats.REPORTERS` (text, json, sarif, junit, github, markdown)."""
+:data:`selector.report.formats.REPORTERS` (text, json, sarif, junit, github, markdown,
+compact)."""
 
 from __future__ import annotations
 

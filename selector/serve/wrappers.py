@@ -104,8 +104,9 @@ def command_body(words: list[str]) -> list[str]:
     head = Path(words[0]).name
     if head == "vllm":
         if len(words) < 2 or words[1] != "serve":
-            sub = words[1] if len(words) > 1 else ""
-            raise bad_value("vllm", f"only `vllm serve` command lines are understood, not `vllm {sub}`",
+            sub = words[1].strip() if len(words) > 1 else ""
+            given = f"`vllm {sub}`" if sub else "`vllm` alone"
+            raise bad_value("vllm", f"only `vllm serve` command lines are understood, not {given}",
                        hint="give the flags you pass to `vllm serve`")
         return words[2:]
     if re.fullmatch(r"python(\d+(\.\d+)?)?", head):

@@ -178,3 +178,12 @@ def test_help_lists_the_commands_in_the_readme_order_and_wraps_at_the_terminal(
                      r"a model\): the rule, the facts it read, the result\. +│$", out, re.M), out
     _, out, _ = run_cli(["check", "--help"])
     assert "`vllm serve MODEL [flags]` command line" in out  # not eaten as markup
+
+
+@pytest.mark.parametrize(("words", "said"), [(["vllm"], "not `vllm` alone"),
+                                             (["vllm", " "], "not `vllm` alone"),
+                                             (["vllm", "bench"], "not `vllm bench`")])
+def test_a_command_other_than_serve_is_named_without_a_dangling_space(words: list[str],
+                                                                      said: str) -> None:
+    code, _, err = run_cli(["check", "--device", "H100", "--", *words])
+    assert code == 2 and said in err and "`vllm `" not in err, err
