@@ -187,3 +187,18 @@ def test_a_command_other_than_serve_is_named_without_a_dangling_space(words: lis
                                                                       said: str) -> None:
     code, _, err = run_cli(["check", "--device", "H100", "--", *words])
     assert code == 2 and said in err and "`vllm `" not in err, err
+
+
+def test_shard_check_json_that_cannot_run_is_a_json_document(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from selector.errors import CannotRunHereError
+
+    def missing(*args: object, **kwargs: object) -> None:
+        raise CannotRunHereError("the shard check needs PyTorch (test)")
+
+    monkeypatch.setattr("selector.parallel.simulate.run_shard_check", missing)
+    code, out, err = run_cli(["smoke", str(ROOT / "examples" / "parallel"
+                                           / "gqa-32q-2kv-h200-tp8-dcp2.yaml"), "--format", "json"])
+    assert code == 4, err
+    document = json.loads(out)
+    assert document["status"] == "CANNOT-RUN" and "shard check needs PyTorch" in document["reason"]

@@ -177,3 +177,8 @@ def test_the_rules_catch_what_github_rejects() -> None:
         assert any(problem in p for p in ingestion_problems(log)), uri
     with pytest.raises(jsonschema.ValidationError):  # the schema's names, no others
         jsonschema.validate({**log, "runs": [{**log["runs"][0], "result": []}]}, SCHEMA)
+
+
+def test_command_file_is_for_a_command_line_only(at_root: None) -> None:
+    code, _, err = run_cli(["check", "--command-file", "README.md", EXAMPLES[0]])
+    assert code == 2 and "--command-file applies to a `vllm serve` command line only" in err
