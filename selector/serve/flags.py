@@ -16,7 +16,7 @@ __all__ = ["SERVE_FLAGS_FILE", "SERVE_FLAGS_MAPPINGS", "ServeFlags", "release_fl
 
 SERVE_FLAGS_FILE = "serve-flags.yaml"
 SERVE_FLAGS_MAPPINGS = ("aliases", "flags", "removed_environment", "optimization_levels",
-                        "dtypes", "engine_flags")
+                        "dtypes", "engine_flags", "frontend_flags")
 """The sections that merge key by key (``KEY: null`` removes one)."""
 
 _DOCUMENTS: dict[tuple[str, str], dict[str, Any]] = {}

@@ -30,7 +30,7 @@ from selector.serve.command import ServeCommand, ServeNote
 from selector.serve.environment import read_environment
 from selector.serve.flag_notes import flag_notes
 from selector.serve.flag_settings import build_settings
-from selector.serve.flags import serve_flags
+from selector.serve.flags import ServeFlags, release_flags, serve_flags
 from selector.serve.presets import is_shipped_preset, load_model_config
 from selector.serve.settings import Settings
 from selector.serve.tokenize import tokenize
@@ -105,6 +105,15 @@ def _summary(s: Settings) -> dict[str, Any]:
     }
 
 
+def _elsewhere(catalog: Catalog, table: ServeFlags) -> frozenset[str]:
+    """Flags of other releases and the flags vLLM removed: read with their own notes
+    (SU007, SU004) rather than refused as unknown."""
+    flags: set[str] = {flag for flag, spec in table.flags.items() if spec.removed}
+    for each in release_flags(catalog).values():
+        flags |= each
+    return frozenset(flags)
+
+
 def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog: Catalog,
                         engine: str | None = None, model: str | None = None,
                         environ: Mapping[str, str] | None = None) -> ServeCommand:
@@ -116,7 +125,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     """
     engine_data = catalog.engine(engine)
     table = serve_flags(catalog, engine)
-    raw = tokenize(argv, table)
+    raw = tokenize(argv, table, _elsewhere(catalog, table))
     if raw.model is None and model is None:
         raise bad_value("MODEL", "no MODEL in the command line",
                    hint="write vllm serve MODEL [flags], or pass attn-select check --model PRESET")
