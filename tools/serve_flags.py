@@ -159,7 +159,7 @@ def parse_lines(oracle_dir: Path, lines: list[list[str]]) -> dict[str, Any]:
             except ValidationError as exc:  # the fields' validation
                 answer["speculative_error"] = str(exc)
                 answer["speculative_error_types"] = sorted({e["type"] for e in exc.errors()})
-            except Exception:  # noqa: BLE001 - validated; __post_init__ needs the target model
+            except Exception:  # validated; __post_init__ needs the target model
                 answer["speculative_error"] = None
         answers.append(answer)
     return {"vllm_version": orc.vllm_version, "python": sys.version.split()[0],
@@ -226,9 +226,21 @@ def profile_flags(version: str, engines: Path = ENGINES, section: str = "engine_
     return flags
 
 
+def _after_section(text: str) -> str:
+    """What follows the ``engine_flags`` section of ``text`` (the parser sections of
+    ``write_parser``), or nothing."""
+    if SECTION not in text:
+        return ""
+    rest = text[text.index(SECTION) + len(SECTION):].splitlines(keepends=True)
+    for number, line in enumerate(rest):
+        if not line.startswith("  "):
+            return "".join(rest[number:])
+    return ""
+
+
 def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, str]:
     """Each profile's ``serve-flags.yaml`` with its ``engine_flags`` section rewritten
-    (the section is the file's last; what comes before it is kept). A release whose
+    (what comes before and after it is kept). A release whose
     parent's answer is not given is compared with the flags the parent's profiles state
     (``profile_flags``): one new release is written from its own answer alone."""
     flags_of = {answer["vllm_version"]: set(answer["flags"]) for answer in answers}
@@ -247,14 +259,16 @@ def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, 
             "# it extends: the option strings of AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())\n"
             "# (vllm/engine/arg_utils.py), asked of the release by tools/serve_flags.py --ask.\n")
         head = text[:text.index(SECTION)] if SECTION in text else text
+        tail = _after_section(text)
         if not entries and parent is not None:
-            if head.strip() and not head.lstrip().startswith("# The `vllm serve` engine flags"):
-                files[path] = head
+            kept = head + tail.lstrip("\n")
+            if kept.strip() and not kept.lstrip().startswith("# The `vllm serve` engine flags"):
+                files[path] = kept
             elif path.is_file():
                 files[path] = ""  # nothing changed: the file goes
             continue
         body = "".join(f"  {flag}: {'true' if value else 'null'}\n" for flag, value in entries.items())
-        files[path] = head + SECTION + body
+        files[path] = head + SECTION + body + tail
     return files
 
 
@@ -263,14 +277,16 @@ PARSER_SECTIONS = ("frontend_flags", "speculative_methods", "config_fields")
 
 
 def _without_sections(text: str, names: tuple[str, ...]) -> str:
-    """``text`` without the top-level ``NAME:`` sections (a section runs to the next
-    top-level key or the end)."""
+    """``text`` without the top-level ``NAME:`` sections and the comments before them (a
+    section runs to the next top-level key or the end)."""
     out: list[str] = []
     skipping = False
     for line in text.splitlines(keepends=True):
         top = line[:1] not in (" ", "#", "\n", "")
         if top:
             skipping = line.split(":", 1)[0] in names
+            while skipping and out and out[-1][:1] in ("#", "\n"):
+                out.pop()  # the section's own comment
         if not skipping:
             out.append(line)
     return "".join(out)
@@ -306,7 +322,8 @@ def write_parser(arity_answer: dict[str, Any], configs_answer: dict[str, Any],
     text += ("\n# speculative_methods: SpeculativeConfig.method's values in declaration order\n"
              "#   (SpeculativeMethod, vllm/config/speculative.py); config_fields: the fields of the\n"
              "#   JSON config classes, pydantic dataclasses that refuse any other key\n"
-             "#   (vllm/config/utils.py @config, extra=\"forbid\"); asked by tools/serve_flags.py --configs.\n")
+             "#   (vllm/config/utils.py @config, extra=\"forbid\"); asked by\n"
+             "#   tools/serve_flags.py --configs.\n")
     text += yaml.safe_dump({"speculative_methods": configs_answer["speculative_methods"],
                             "config_fields": configs_answer["config_fields"]},
                            sort_keys=False, width=100, default_flow_style=None)
