@@ -45,9 +45,10 @@ def _stderr(error: InputError) -> None:
 
 def _looks_like_a_command_line(words: list[str]) -> bool:
     """A cheap pre-test (file names never look like this) before the full parser decides."""
+    heads = [w.split()[0] if w.split() else w for w in words]  # a whole line given as one word
     if not any("=" in w or Path(w).name in ("vllm", "python", "python3", "docker", "podman",
-                                           "nerdctl", "sudo") or w.startswith("python")
-               for w in words):
+                                           "nerdctl", "sudo", "docker-compose", "podman-compose")
+               or w.startswith("python") for w in heads):
         return False
     from selector.serve import is_serve_command
 

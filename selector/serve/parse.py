@@ -34,6 +34,7 @@ from selector.serve.flags import ServeFlags, release_flags, serve_flags
 from selector.serve.presets import is_shipped_preset, load_model_config
 from selector.serve.settings import Settings
 from selector.serve.tokenize import tokenize
+from selector.serve.wrappers import container_image, image_release
 from selector.serve.values import SOURCE, bad_value, deep_merge
 
 __all__ = ["parse_serve_command"]
@@ -114,6 +115,37 @@ def _elsewhere(catalog: Catalog, table: ServeFlags) -> frozenset[str]:
     return frozenset(flags)
 
 
+def _image_engine(argv: Sequence[str], catalog: Catalog,
+                  engine: str | None) -> tuple[str | None, ServeNote | None]:
+    """The engine a container line's vLLM image tag names (``vllm/vllm-openai:v0.30.0``:
+    that release's profile, unless ``--engine`` names one), with a note saying which
+    profile is checked."""
+    image = container_image(argv)
+    release = image_release(image) if image else None
+    if image is None or release is None:
+        return engine, None
+    name = f"vllm=={release}"
+    if engine is not None:
+        chosen = catalog.engine(engine).engine
+        if chosen == name:
+            return engine, None
+        return engine, ServeNote("warning", "AS152", "IMAGE",
+                                 f"the image {image} runs vLLM {release}; checked against "
+                                 f"{chosen} (--engine)")
+    if name in catalog.engine_dirs:
+        return name, ServeNote("info", "AS152", "IMAGE",
+                               f"the image {image} runs vLLM {release}: checked against its "
+                               "profile")
+    default = catalog.engine(None).engine
+    profiled = catalog.engine_names
+    return None, ServeNote(
+        "warning", "AS152", "IMAGE",
+        f"the image {image} runs vLLM {release}, which attn-select has no profile of: "
+        f"checked against {default}",
+        hint=f"profiled releases: {profiled[0].split('==')[1]}..{profiled[-1].split('==')[1]}; "
+             "use one of their images, or pass --engine")
+
+
 def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog: Catalog,
                         engine: str | None = None, model: str | None = None,
                         environ: Mapping[str, str] | None = None) -> ServeCommand:
@@ -123,6 +155,7 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     command whose MODEL is a path on another machine; ``environ`` adds process
     variables (only ``VLLM_*`` ones are read).
     """
+    engine, image_note = _image_engine(argv, catalog, engine)
     engine_data = catalog.engine(engine)
     table = serve_flags(catalog, engine)
     raw = tokenize(argv, table, _elsewhere(catalog, table))
@@ -132,6 +165,8 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
+    if image_note is not None:
+        notes.append(image_note)
     flag_notes(raw, notes, catalog, table,
                 str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = build_settings(raw, catalog, engine, notes, table)
