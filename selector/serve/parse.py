@@ -34,8 +34,8 @@ from selector.serve.flags import ServeFlags, release_flags, serve_flags
 from selector.serve.presets import is_shipped_preset, load_model_config
 from selector.serve.settings import Settings
 from selector.serve.tokenize import tokenize
-from selector.serve.wrappers import container_image, image_release
 from selector.serve.values import SOURCE, bad_value, deep_merge
+from selector.serve.wrappers import container_image, image_release
 
 __all__ = ["parse_serve_command"]
 
