@@ -45,12 +45,15 @@ def _headline(d: DeploymentDiff, device: str) -> Text:
     text = Text()
     if d.verdict_changed:
         text.append("CHANGED  ", style="bold yellow")
+    elif after.before is False and after.after is False:
+        text.append("STILL INVALID  ", style="bold red")
     elif d.changed:
         text.append("SAME BACKEND  ", style="bold green")
     else:
         text.append("UNCHANGED  ", style="bold green")
-    text.append(f"{_value('selected', before.before)} -> {_value('selected', before.after)}",
-                style="bold")
+    if not (after.before is False and after.after is False):
+        text.append(f"{_value('selected', before.before)} -> {_value('selected', before.after)}",
+                    style="bold")
     if after.changed:
         text.append(f" ({_value('valid', after.before)} -> {_value('valid', after.after)})")
     text.append(f" on {device}: {d.from_engine} -> {d.to_engine}")
@@ -71,8 +74,11 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
     for change in d.fields:
         if not verbose and change.before == change.after and change.field in ("warnings", "error"):
             continue
-        table.add_row("*" if change.changed else "", change.label,
-                      _value(change.field, change.before), _value(change.field, change.after))
+        shown_before, shown_after = _value(change.field, change.before), _value(change.field, change.after)
+        if not change.changed and shown_before != shown_after:  # equal, spelled differently
+            shown_after = ("not reported" if change.after is None else
+                           f"same ({shown_after})")
+        table.add_row("*" if change.changed else "", change.label, shown_before, shown_after)
     parts.append(table)
     if d.priority_before != d.priority_after:
         prio = PlainTable(title="Priority list", show_header=True)
