@@ -17,7 +17,7 @@ from selector.errors import InputError
 from selector.records import CheckReport
 from selector.report.formats import REPORTERS
 
-__all__ = ["CheckFormat", "check", "register"]
+__all__ = ["CheckFormat", "check", "looks_like_a_command_line", "register"]
 
 
 CheckFormat = Enum("CheckFormat", {name: name for name in REPORTERS}, type=str)  # type: ignore[misc]
@@ -43,7 +43,7 @@ def _stderr(error: InputError) -> None:
     sys.stderr.write(f"attn-select: error: {error.render()}\n")
 
 
-def _looks_like_a_command_line(words: list[str]) -> bool:
+def looks_like_a_command_line(words: list[str]) -> bool:
     """A cheap pre-test (file names never look like this) before the full parser decides."""
     heads = [w.split()[0] if w.split() else w for w in words]  # a whole line given as one word
     if not any("=" in w or Path(w).name in ("vllm", "python", "python3", "docker", "podman",
@@ -113,7 +113,7 @@ def check(
                            ignore=validate_ignored(ignore or [], catalog))
     command = None
     errors: list[InputError] = []
-    if _looks_like_a_command_line(configs):
+    if looks_like_a_command_line(configs):
         command, records = check_serve(configs, catalog, options, model=model,
                                        environ=dict(os.environ))
     else:
