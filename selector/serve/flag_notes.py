@@ -60,8 +60,10 @@ def _parser_notes(raw: RawCommand, notes: list[ServeNote], catalog: Catalog,
                 "vllm serve takes one positional argument, MODEL" if not raw.unknown_flags
                 else "see `vllm serve --help=all` for this release's flags")))
     for typed, option in raw.abbreviated:
-        notes.append(ServeNote("info", "AS150", option,
-                               f"{typed} is read as {option}, as vLLM's parser reads a unique "
+        long = table.aliases.get(option)
+        shown = f"{option} ({long})" if long else option
+        notes.append(ServeNote("info", "AS150", long or option,
+                               f"{typed} is read as {shown}, as vLLM's parser reads a unique "
                                "prefix of an option"))
 
 
