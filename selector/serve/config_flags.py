@@ -180,7 +180,8 @@ def _check_speculative(config: dict[str, Any], notes: list[ServeNote], catalog: 
         notes.append(ServeNote("warning", "AS151", "--speculative-config",
                                "--speculative-config: its keys and method are not checked (this "
                                "release's SpeculativeConfig fields are not recorded)",
-                               hint="check against a release that records them (--engine vllm==0.33.0)"))
+                               hint="pass --engine with a release that records them "
+                                    "(the newest profile does)"))
         return
     method = config.get("method")
     if method is not None and method not in table.speculative_methods:
