@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 __all__ = ["FlagSpec", "ParserTakes", "PassedOver", "RemovedVariable", "ServeFlags", "Takes"]
 
@@ -71,6 +71,16 @@ class ServeFlags(_Frozen):
     """The fields of the JSON config classes (``AttentionConfig``, ``SpeculativeConfig``):
     any other key is refused; a class not listed is not recorded."""
 
+    _frontend_stand_in: frozenset[str] = PrivateAttr(default=frozenset())
+    """Where this release's frontend flags are not recorded: the nearest newer recorded
+    release's, standing in for them (the frontend's flags change little)."""
+
+    def with_frontend_stand_in(self, flags: frozenset[str]) -> ServeFlags:
+        """This table with ``flags`` standing in for unrecorded frontend flags."""
+        table = self.model_copy()
+        table._frontend_stand_in = flags
+        return table
+
     @property
     def parser_recorded(self) -> bool:
         """Whether every option string of this release's parser is recorded (the frontend's
@@ -81,11 +91,12 @@ class ServeFlags(_Frozen):
     def parser_flags(self) -> frozenset[str]:
         """Every option string this release's ``vllm serve`` accepts as recorded: the engine
         flags, the frontend's and the short spellings (where the frontend's are not recorded,
-        the flags and aliases attn-select knows stand for them)."""
+        the flags and aliases attn-select knows and the nearest newer recorded release's
+        frontend flags stand for them)."""
         known = set(self.engine_flags) | set(self.frontend_flags)
         if not self.frontend_flags:
             known |= {flag for flag, spec in self.flags.items() if not spec.removed}
-            known |= set(self.aliases)
+            known |= set(self.aliases) | self._frontend_stand_in
         return frozenset(known)
 
     def takes(self, flag: str) -> Takes | None:

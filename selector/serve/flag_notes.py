@@ -31,7 +31,7 @@ def _release_note(flag: str, version: str, catalog: Catalog, table: ServeFlags) 
 
 
 def _is_known(flag: str, table: ServeFlags, catalog: Catalog) -> bool:
-    if flag in table.flags:
+    if flag in table.flags or flag in table.parser_flags:
         return True
     negated = "--" + flag[5:]
     if flag.startswith("--no-") and table.takes(negated) == "switch" and negated not in HANDLED:

@@ -135,3 +135,21 @@ def test_every_api_key_is_hidden_in_the_shown_command_line() -> None:
     assert command.command_line == ("'HF_TOKEN=***' vllm serve llama-3.1-8b --port 8000 "
                                     "--api-key '***' '***' --hf-token '***' --block-size 16")
     assert command.deployment.block_size == 16
+
+
+def test_a_release_without_recorded_frontend_flags_borrows_the_nearest_newer_ones() -> None:
+    """0.25.1-0.32.0 record their engine flags only: the frontend's flags of the nearest newer
+    release that records them stand in, so a frontend flag is never refused as unknown."""
+    catalog = load_catalog()
+    recorded = [n for n in catalog.engine_names if serve_flags(catalog, n).parser_recorded]
+    assert recorded, "no release records its whole parser"
+    newest = serve_flags(catalog, recorded[0])
+    for name in catalog.engine_names:
+        table = serve_flags(catalog, name)
+        if not table.parser_recorded and catalog.engine_names.index(name) < \
+                catalog.engine_names.index(recorded[0]):
+            assert set(newest.frontend_flags) <= table.parser_flags, name
+    command = parse_serve_command(
+        ["vllm", "serve", "llama-3.1-8b", "--tool-parser-plugin", "x"], device="H100",
+        catalog=catalog, engine=catalog.engine_names[0])
+    assert not [n for n in command.notes if n.code in ("SE005", "SE006")]
