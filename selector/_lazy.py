@@ -24,8 +24,10 @@ def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # The command line: a command imports what it runs when it runs, so `check` loads no
     # smoke, bench, fleet, docs or diff code, and `--help` none of them.
-    "selector.cli.catalog_commands": ("selector.catalog", "selector.cli.console", "selector.config",
-                                      "selector.models.arch_registry", "selector.models.presets",
+    "selector.cli.catalog_commands": ("selector.catalog", "selector.checkrun",
+                                      "selector.cli.check", "selector.cli.console",
+                                      "selector.models.arch_registry",
+                                      "selector.models.presets", "selector.pipeline.check",
                                       "selector.pipeline.explain", "selector.report",
                                       "selector.report.plain", "selector.sweep"),
     "selector.cli.bench": ("selector.bench.measurements", "selector.bench.outputs",
@@ -34,8 +36,9 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                            "selector.cli.console", "selector.cli.progress", "selector.pipeline.bench"),
     "selector.cli.check": ("selector.bench.measurements", "selector.checkrun", "selector.cli.bench",
                            "selector.cli.console", "selector.pipeline.check", "selector.serve"),
-    "selector.cli.diff": ("selector.catalog", "selector.cli.console", "selector.config",
-                          "selector.pipeline.diff", "selector.report.diff"),
+    "selector.cli.diff": ("selector.catalog", "selector.checkrun", "selector.cli.check",
+                          "selector.cli.console", "selector.diff", "selector.pipeline.diff",
+                          "selector.report.diff"),
     "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
     "selector.cli.fleet": ("selector.bench.measurements", "selector.bench.outputs",
                            "selector.bench.policy", "selector.bench.render",

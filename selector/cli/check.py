@@ -18,7 +18,7 @@ from selector.errors import InputError
 from selector.records import CheckReport
 from selector.report.formats import REPORTERS
 
-__all__ = ["CheckFormat", "check", "register"]
+__all__ = ["CheckFormat", "check", "looks_like_a_command_line", "register"]
 
 
 CheckFormat = Enum("CheckFormat", {name: name for name in REPORTERS}, type=str)  # type: ignore[misc]
@@ -44,11 +44,12 @@ def _stderr(error: InputError) -> None:
     sys.stderr.write(f"attn-select: error: {error.render()}\n")
 
 
-def _looks_like_a_command_line(words: list[str]) -> bool:
+def looks_like_a_command_line(words: list[str]) -> bool:
     """A cheap pre-test (file names never look like this) before the full parser decides."""
+    heads = [w.split()[0] if w.split() else w for w in words]  # a whole line given as one word
     if not any("=" in w or Path(w).name in ("vllm", "python", "python3", "docker", "podman",
-                                           "nerdctl", "sudo") or w.startswith("python")
-               for w in words):
+                                           "nerdctl", "sudo", "docker-compose", "podman-compose")
+               or w.startswith("python") for w in heads):
         return False
     from selector.serve import is_serve_command
 
@@ -120,7 +121,7 @@ def check(
     command = None
     errors: list[InputError] = []
     located: tuple[str, int | None] | None = None
-    if _looks_like_a_command_line(configs):
+    if looks_like_a_command_line(configs):
         command, records = check_serve(configs, catalog, options, model=model,
                                        environ=dict(os.environ))
         if command_file is not None:
