@@ -15,12 +15,14 @@ from selector.memory.dcp import DcpCheck
 
 __all__ = [
     "CheckSpec",
+    "CompressedTensorsMatch",
     "DcpChecks",
     "Estimates",
     "MaxLenCheck",
     "MemorySpec",
     "Mxfp4Backend",
     "QuantScheme",
+    "QuantizedModules",
     "SchedulerDefault",
     "StartupChecks",
     "StartupProfile",
@@ -56,8 +58,17 @@ class Estimates(_Strict):
     cudagraph_per_layer_gib: float
 
 
+class CompressedTensorsMatch(_Strict):
+    """The compressed-tensors weights a scheme row stands for (``config_groups.*.weights``)."""
+
+    type: Literal["int", "float"]
+    num_bits: int = 0
+    """0: any (read from the config)."""
+
+
 class QuantScheme(_Strict):
-    """How a checkpoint's ``quantization_config`` stores its weights."""
+    """How a checkpoint's ``quantization_config`` (or a ``--quantization`` value) stores
+    its weights: the tensors vLLM's quant method creates (selector/memory/quant.py)."""
 
     name: str
     methods: tuple[str, ...]
@@ -65,12 +76,43 @@ class QuantScheme(_Strict):
     value_bits: int
     group_size: int
     scale_bits: int
+    """Bits of the scale each group of ``group_size`` input values carries."""
     layers: Literal["linear", "experts"]
     source: str
+    zero_points: bool = False
+    """Each group also carries a packed zero point of ``value_bits`` (AWQ, GPTQ ``qzeros``)."""
+    bits_key: str | None = None
+    """The config key that overrides ``value_bits`` (``bits``, compressed-tensors ``num_bits``)."""
+    group_size_key: str | None = None
+    """The config key that overrides ``group_size``."""
+    block_key: str | None = None
+    """The config key of a 2-D block size (one scale of ``block_scale_bits`` per block)."""
+    block_scale_bits: int = 32
+    ignore_keys: tuple[str, ...] = ()
+    """The config keys listing the modules vLLM leaves unquantized."""
+    ignore_match: Literal["exact", "substring", "suffix", "regex", "fnmatch"] = "exact"
+    """How vLLM matches a module name against that list."""
+    compressed_tensors: CompressedTensorsMatch | None = None
+    online: bool = False
+    """A ``--quantization`` value vLLM applies to an unquantized checkpoint after loading."""
+    online_block: tuple[int, int] | None = None
 
     @property
     def bits_per_weight(self) -> float:
         return self.value_bits + (self.scale_bits / self.group_size if self.group_size else 0.0)
+
+
+class QuantizedModules(_Strict):
+    """Which modules of each weight part vLLM builds with the quant method, by name."""
+
+    layer_prefixes: tuple[str, ...]
+    """A decoder layer's module prefix, ``{i}`` its index (text and multimodal layouts)."""
+    parts: dict[str, tuple[str, ...]]
+    """Weight part -> its modules in one decoder layer (HF shard names for fused layers);
+    a part not listed keeps the checkpoint dtype."""
+    router_quantized_types: tuple[str, ...] = ()
+    """Model types whose router (``mlp.gate``) vLLM builds with the quant method."""
+    source: str
 
 
 class Mxfp4Backend(_Strict):
@@ -109,6 +151,8 @@ class MemorySpec(_Strict):
     estimates: Estimates
     weights: WeightShapes
     quantization: tuple[QuantScheme, ...]
+    quantized_modules: QuantizedModules | None = None
+    """None: every linear part is quantized, no ignore list is applied."""
     mxfp4_backends: tuple[Mxfp4Backend, ...]
 
 

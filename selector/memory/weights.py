@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from selector.memory.profile import QuantScheme, StartupProfile
+from selector.memory.quant import QuantPlan, part_shares, quant_plan
 
 __all__ = [
     "WeightEstimate",
@@ -168,34 +169,42 @@ def _vision_params(raw: Mapping[str, Any]) -> int:
     return layers * (4 * hidden * hidden + 2 * hidden * inter)
 
 
-def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[QuantScheme | None, str | None]:
-    """The checkpoint's quantization scheme, or (None, method) for one not modelled."""
-    qc = raw.get("quantization_config")
-    if not isinstance(qc, Mapping):
-        text = raw.get("text_config")
-        qc = text.get("quantization_config") if isinstance(text, Mapping) else None
-    if not isinstance(qc, Mapping):
-        return None, None
-    method = str(qc.get("quant_method", "")).lower()
-    algo = qc.get("quant_algo")
-    if algo is None and isinstance(qc.get("quantization"), Mapping):
-        algo = qc["quantization"].get("quant_algo")
-    if method == "compressed-tensors":
-        groups = qc.get("config_groups")
-        first: Any = next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
-        weights = first.get("weights", {}) if isinstance(first, Mapping) else {}
-        if isinstance(weights, Mapping) and weights.get("num_bits") == 4:
-            kind = "nvfp4" if weights.get("type") == "float" else "int4-gptq"
-            return next((s for s in profile.memory.quantization if s.name == kind), None), method
-    scheme = profile.quant_scheme(method, str(algo) if algo else None)
-    return scheme, method
+def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile,
+                    quantization: str | None = None) -> tuple[QuantScheme | None, str | None]:
+    """The checkpoint's quantization scheme (or the ``--quantization`` one), or (None,
+    method) for one not modelled (selector/memory/quant.py)."""
+    plan, method = quant_plan(raw, profile, quantization)
+    return (plan.scheme if plan else None), method
+
+
+def _quantize_parts(parts: list[WeightPart], plan: QuantPlan | None, profile: StartupProfile, *,
+                    model_type: str, num_layers: int) -> list[WeightPart]:
+    """Each part in the storage vLLM's quant method gives it; a part the ignore list
+    leaves partly unquantized splits into its quantized share and ``NAME (not quantized)``."""
+    if plan is None:
+        return parts
+    out: list[WeightPart] = []
+    for part in parts:
+        share = part_shares(plan, profile, part.name, model_type=model_type,
+                            num_layers=num_layers)
+        quantized = round(part.params * share)
+        if quantized:
+            out.append(part.model_copy(update={"params": quantized,
+                                               "bits": plan.bits_per_weight}))
+        if part.params - quantized:
+            name = part.name if not quantized else f"{part.name} (not quantized)"
+            out.append(part.model_copy(update={"name": name,
+                                               "params": part.params - quantized}))
+    return out
 
 
 def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp: int,
                      dtype_bytes: int, cc: int, profile: StartupProfile,
-                     moe_backend: str | None = None) -> WeightEstimate:
+                     moe_backend: str | None = None,
+                     quantization: str | None = None) -> WeightEstimate:
     """The weights one of ``tp`` GPUs holds. ``layer_kinds``: each decoder layer's token
-    mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts."""
+    mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts;
+    ``quantization``: the ``--quantization`` value, if any."""
     cfg = text_config(raw)
     hidden = config_int(cfg, "hidden_size")
     vocab = config_int(cfg, "vocab_size", default=32000)
@@ -209,10 +218,10 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     shapes = profile.memory.weights
     if not shared_inter and cfg.get("model_type") in shapes.shared_expert_intermediate_types:
         shared_inter = config_int(cfg, "intermediate_size")
-    scheme, _ = quant_scheme_of(raw, profile)
+    plan, _ = quant_plan(raw, profile, quantization)
+    scheme = plan.scheme if plan else None
     base_bits = 8.0 * dtype_bytes
-    linear_bits = scheme.bits_per_weight if scheme and scheme.layers == "linear" else base_bits
-    expert_bits = scheme.bits_per_weight if scheme else base_bits
+    linear_bits = expert_bits = base_bits  # quantize_parts sets each part's storage
 
     chosen_backend = None
     e_hidden, e_inter = hidden, expert_inter
@@ -265,6 +274,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         WeightPart(name="vision tower", params=vision // tp, bits=base_bits),
     ]
     total = vocab * hidden * (1 if tied else 2) + total_attn + total_mlp + vision
+    parts = _quantize_parts(parts, plan, profile, model_type=str(cfg.get("model_type", "")),
+                            num_layers=num_layers)
     return WeightEstimate(parts=tuple(p for p in parts if p.params), total_params=total,
                           quantization=scheme.name if scheme else None, moe_backend=chosen_backend,
                           tensor_parallel_size=tp)
