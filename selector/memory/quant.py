@@ -136,6 +136,10 @@ def quant_plan(raw: Mapping[str, Any], profile: StartupProfile,
     method = str(qc.get("quant_method", "")).lower()
     algo = qc.get("quant_algo")
     nested = qc.get("quantization")
+    if not method and (algo is not None or isinstance(nested, Mapping)):
+        # ModelOpt's hf_quant_config.json names no quant_method: vLLM picks ModelOpt by
+        # its quant_algo (modelopt.py:453-459, 776-782 in 0.33.0)
+        method = "modelopt"
     if algo is None and isinstance(nested, Mapping):
         algo = nested.get("quant_algo")
     weights = _ct_weights(qc) if method == "compressed-tensors" else {}

@@ -66,6 +66,18 @@ def raw_config(model: ModelFacts) -> Mapping[str, Any]:
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the model config: {exc}", file=str(path),
                          field="model") from None
+    if isinstance(data, dict) and "quantization_config" not in data:
+        # ModelOpt up to 0.29 keeps the quantization in hf_quant_config.json beside
+        # config.json, which vLLM reads as the quantization_config
+        # (vllm/transformers_utils/config.py:951-965 in 0.33.0)
+        sidecar = path.parent / "hf_quant_config.json"
+        try:
+            extra = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read the model's quantization config: {exc}",
+                             file=str(sidecar), field="model") from None
+        if isinstance(extra, dict):
+            data = {**data, "quantization_config": extra}
     return data if isinstance(data, dict) else {}
 
 
@@ -95,7 +107,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 nominal_gib: float | None, dtype: str, cudagraphs: bool,
                 gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
                 max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
-                reserved_bytes: int | None, moe_backend: str | None = None) -> MemoryBudget | None:
+                reserved_bytes: int | None, moe_backend: str | None = None,
+                quantization: str | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
     total = device_total_memory(device, nominal_gib)
     if total is None:
@@ -104,7 +117,7 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
                                tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
-                               moe_backend=moe_backend)
+                               moe_backend=moe_backend, quantization=quantization)
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,

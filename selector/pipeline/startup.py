@@ -100,7 +100,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         cudagraphs=d.cudagraph_mode != "NONE", gpu_memory_utilization=d.gpu_memory_utilization,
         max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=d.max_num_seqs,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
-        reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend)
+        reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
+        quantization=d.quantization)
     if budget is not None:
         kv = kv.model_copy(update={"available_kv_bytes": budget.available_kv_bytes})
     checked = check_model(

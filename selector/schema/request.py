@@ -122,6 +122,10 @@ class Deployment(StrictModel):
     """``--max-num-seqs`` (null: vLLM's default for the GPU); sizes the sampler's profile run."""
     moe_backend: str | None = None
     """``--moe-backend`` (null: auto); for MXFP4 experts it decides their padding."""
+    quantization: str | None = None
+    """``--quantization``: on an unquantized checkpoint, vLLM's online quantization
+    (``fp8`` = ``fp8_per_tensor``, ``fp8_per_block``, ``fp8_per_channel``); the checkpoint's
+    own ``quantization_config`` decides otherwise."""
     reserved_memory_gib: float = Field(default=0.0, ge=0)
     """Memory that is not KV cache (weights, activations, CUDA graphs) per GPU, for the
     capacity estimate."""

@@ -103,6 +103,8 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
     if "--moe-backend" in values:
         backend = values["--moe-backend"].strip().lower().replace("-", "_")
         s.moe_backend = None if backend == "auto" else backend
+    if "--quantization" in values:
+        s.quantization = values["--quantization"].strip().lower() or None
     if "--max-num-seqs" in values:
         s.max_num_seqs = parse_int("--max-num-seqs", values["--max-num-seqs"])
     if "--kv-cache-memory-bytes" in values:

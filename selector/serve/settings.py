@@ -42,6 +42,7 @@ class Settings:
     kv_cache_memory_bytes: int | None = None
     max_num_seqs: int | None = None
     moe_backend: str | None = None
+    quantization: str | None = None
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
     enable_expert_parallel: bool = False
