@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 import yaml
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.cache import cached_file
@@ -14,6 +15,7 @@ from selector.catalog import Catalog, CatalogError
 from selector.memory.dcp import DcpCheck
 
 __all__ = [
+    "AutoFit",
     "CheckSpec",
     "CompressedTensorsMatch",
     "DcpChecks",
@@ -136,6 +138,18 @@ class WeightShapes(_Strict):
     """The experts carry biases (``w13_bias``, ``w2_bias``)."""
 
 
+class AutoFit(_Strict):
+    """``--max-model-len auto`` / -1 in one range of releases: vLLM's log lines and the
+    code of its refusal when not one token fits."""
+
+    since: str
+    """The first release of these words (the newest row not above the engine wins)."""
+    code: str
+    full: str
+    reduced: str
+    source: str
+
+
 class MemorySpec(_Strict):
     default_gpu_memory_utilization: float = Field(gt=0, le=1)
     source: str
@@ -148,6 +162,7 @@ class MemorySpec(_Strict):
     oom_code: str
     too_long_code: str
     estimated_max_len: str
+    auto_fit: tuple[AutoFit, ...] = ()
     estimates: Estimates
     weights: WeightShapes
     quantization: tuple[QuantScheme, ...]
@@ -231,6 +246,12 @@ class StartupProfile(_Strict):
                 return scheme
         return None
 
+    def auto_fit(self) -> AutoFit | None:
+        """This release's auto-fit row (the newest ``since`` not above its version)."""
+        version = Version(self.engine.split("==", 1)[-1])
+        rows = [row for row in self.memory.auto_fit if Version(row.since) <= version]
+        return max(rows, key=lambda row: Version(row.since), default=None)
+
     def mxfp4_backend(self, cc: int, requested: str | None = None) -> Mxfp4Backend:
         """The MXFP4 MoE backend vLLM picks on ``cc`` (or the one ``--moe-backend`` forces)."""
         for row in self.memory.mxfp4_backends:
@@ -264,6 +285,7 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
     profile = _load(path)
     for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
                  profile.memory.oom_code,
+                 *(row.code for row in profile.memory.auto_fit),
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
                  profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
                  profile.checks.tensor_parallel_vocab.code,

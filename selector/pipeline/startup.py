@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from selector.catalog import Catalog
@@ -16,6 +17,7 @@ from selector.errors import InputError
 from selector.kv import KVOptions
 from selector.memory import (
     StartupIssue,
+    auto_fit_length,
     dtype_issue,
     max_model_len_issue,
     memory_report,
@@ -101,26 +103,36 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=d.max_num_seqs,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
-        quantization=d.quantization)
+        quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb)
     if budget is not None:
         kv = kv.model_copy(update={"available_kv_bytes": budget.available_kv_bytes})
-    checked = check_model(
-        model, base, engine=engine_name, attention_backend=d.attention_backend,
-        backend_per_kind=d.attention_config.backend_per_kind,
-        cudagraph_mode=d.cudagraph_mode, options=kv, catalog=catalog)
+    solve = partial(check_model, model, base, engine=engine_name,
+                    attention_backend=d.attention_backend,
+                    backend_per_kind=d.attention_config.backend_per_kind,
+                    cudagraph_mode=d.cudagraph_mode, catalog=catalog)
+    checked = solve(options=kv)
+    auto_from = kv.max_model_len if d.max_model_len == "auto" and budget is not None else None
+    if budget is not None and auto_from is not None:  # vLLM's auto-fit, before the fit check
+        fitted = auto_fit_length(budget, checked.plan, profile,
+                                 in_flight_tokens=kv.max_in_flight_tokens)
+        if fitted and fitted < auto_from:
+            kv = kv.model_copy(update={"max_model_len": fitted})
+            checked = solve(options=kv)
     issues: list[StartupIssue] = []
     found = dtype_issue(catalog, profile, dtype=d.dtype, explicit=_explicit_dtype(loaded, settings),
                         cc=cc, device=device_name)
     if found is not None:
         issues.append(found)
     found = max_model_len_issue(catalog, profile, raw_config(model),
-                                max_model_len=d.max_model_len, environment=environ or {})
+                                max_model_len=None if d.max_model_len == "auto" else d.max_model_len,
+                                environment=environ or {})
     if found is not None:
         issues.append(found)
     report = None
     if budget is not None:
         report = memory_report(budget, checked.plan if not issues else None, profile, catalog,
-                               in_flight_tokens=kv.max_in_flight_tokens)
+                               in_flight_tokens=kv.max_in_flight_tokens,
+                               auto_fit_from=auto_from)
         if report.issue is not None:
             issues.append(report.issue)
     return replace(checked, memory=report, startup=tuple(issues))

@@ -111,7 +111,11 @@ class Deployment(StrictModel):
     Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
     every layer is checked with its own facts and the KV cache is negotiated; without
     one, ``layer`` describes a single (uniform) attention layer."""
-    max_model_len: int | None = Field(default=None, gt=0)
+    max_model_len: int | Literal["auto"] | None = None
+    """``--max-model-len``; ``auto`` (or -1): the largest length whose KV cache fits the
+    memory left (vLLM's auto-fit); null: the length the model's config derives."""
+    cpu_offload_gb: float = Field(default=0, ge=0)
+    """``--cpu-offload-gb``: GiB of decoder-layer weights per GPU vLLM keeps in CPU memory."""
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     """``--gpu-memory-utilization``; null: the engine's default (0.92 in vLLM 0.33.0)."""
     kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
@@ -151,6 +155,17 @@ class Deployment(StrictModel):
     ignore: list[str] = []
     """Warning codes acknowledged for this deployment, as ``check --ignore CODE`` does (e.g.
     ``[AS005]``): they stay in the report as notes and no longer fail ``--strict``."""
+
+    @field_validator("max_model_len", mode="before")
+    @classmethod
+    def _max_model_len(cls, value: object) -> object:
+        """vLLM's ``human_readable_int_or_auto``: -1 and ``auto`` mean auto-fit
+        (vllm/utils/argparse_utils.py:77-95 in 0.33.0); any other length is positive."""
+        if value == -1 or (isinstance(value, str) and value.strip().lower() in ("auto", "-1")):
+            return "auto"
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            raise ValueError("max_model_len must be a positive token count, -1 or auto")
+        return value
 
     @field_validator("attention_backend")
     @classmethod

@@ -38,6 +38,7 @@ class Settings:
     kv_connector: str | None = None
     enable_prefix_caching: bool | None = None
     max_model_len: int | None = None
+    cpu_offload_gb: float = 0.0
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     max_num_seqs: int | None = None
