@@ -136,6 +136,10 @@ class WeightShapes(_Strict):
     """A shared expert of ``intermediate_size`` per MoE layer when the config names none."""
     expert_bias_types: tuple[str, ...]
     """The experts carry biases (``w13_bias``, ``w2_bias``)."""
+    pp_vocab_every_stage_types: tuple[str, ...] = ()
+    """With pipeline parallelism every stage builds the embedding and the lm_head (the
+    others: the first stage the embedding, the last the lm_head, or the embedding again
+    when tied)."""
 
 
 class AutoFit(_Strict):
@@ -163,6 +167,9 @@ class MemorySpec(_Strict):
     too_long_code: str
     estimated_max_len: str
     auto_fit: tuple[AutoFit, ...] = ()
+    pp_partition_codes: dict[str, str] = Field(default_factory=dict)
+    """``VLLM_PP_LAYER_PARTITION`` refusals (selector/memory/pp.py: invalid, count, sum)
+    -> their codes."""
     estimates: Estimates
     weights: WeightShapes
     quantization: tuple[QuantScheme, ...]
@@ -286,6 +293,7 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
     for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
                  profile.memory.oom_code,
                  *(row.code for row in profile.memory.auto_fit),
+                 *profile.memory.pp_partition_codes.values(),
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
                  profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
                  profile.checks.tensor_parallel_vocab.code,

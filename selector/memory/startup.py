@@ -57,6 +57,9 @@ class MemoryReport(BaseModel):
     log: tuple[str, ...] = ()
     """vLLM's own start-up log lines for these figures."""
     issue: StartupIssue | None = None
+    pp_stage: str | None = None
+    """With pipeline parallelism: the stage these figures are of (the one vLLM refuses
+    first, else the one with the fewest KV blocks, which sizes every stage's pool)."""
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
@@ -112,7 +115,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
                 reserved_bytes: int | None, moe_backend: str | None = None,
                 quantization: str | None = None,
-                cpu_offload_gib: float = 0.0) -> MemoryBudget | None:
+                cpu_offload_gib: float = 0.0,
+                stage: tuple[int, int] | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
     total = device_total_memory(device, nominal_gib)
     if total is None:
@@ -121,11 +125,12 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
                                tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
-                               moe_backend=moe_backend, quantization=quantization)
+                               moe_backend=moe_backend, quantization=quantization, stage=stage)
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,
-                         num_layers=len(model.layers), dtype_bytes=dtype_bytes,
+                         num_layers=stage[1] - stage[0] if stage else len(model.layers),
+                         dtype_bytes=dtype_bytes,
                          cudagraphs=cudagraphs, max_num_batched_tokens=max_num_batched_tokens,
                          max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
                          reserved_bytes=reserved_bytes,

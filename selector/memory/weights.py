@@ -201,10 +201,15 @@ def _quantize_parts(parts: list[WeightPart], plan: QuantPlan | None, profile: St
 def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp: int,
                      dtype_bytes: int, cc: int, profile: StartupProfile,
                      moe_backend: str | None = None,
-                     quantization: str | None = None) -> WeightEstimate:
+                     quantization: str | None = None,
+                     stage: tuple[int, int] | None = None) -> WeightEstimate:
     """The weights one of ``tp`` GPUs holds. ``layer_kinds``: each decoder layer's token
     mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts;
-    ``quantization``: the ``--quantization`` value, if any."""
+    ``quantization``: the ``--quantization`` value, if any; ``stage``: the decoder layers
+    [start, end) of one pipeline-parallel stage (selector/memory/pp.py), which holds the
+    embedding when it starts at layer 0 (or ends at the last layer with tied embeddings)
+    and the lm_head when it ends at the last layer (vLLM's model classes: checked by
+    tests/golden/test_pp_stages.py)."""
     cfg = text_config(raw)
     hidden = config_int(cfg, "hidden_size")
     vocab = config_int(cfg, "vocab_size", default=32000)
@@ -234,36 +239,41 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     attn_sharded = attn_replicated = dense = experts = expert_bias = shared = router = ssm = 0
     total_attn = total_mlp = 0
     moe = _moe_layers(cfg, num_layers)
+    first, last = (stage or (0, num_layers))
     for index, kind in enumerate(layer_kinds):
+        here = 1 if first <= index < last else 0  # this GPU's stage holds the layer
         if kind in ("mamba", "gdn"):
             params = _ssm_params(cfg, kind)
-            ssm += params // tp
+            ssm += here * params // tp
             total_attn += params
         elif kind == "none":
             pass  # an MLP/MoE-only block or a no-op attention: no mixer weights
         else:
             sharded, replicated = _attention_params(cfg, tp)
-            attn_sharded += sharded
-            attn_replicated += replicated
+            attn_sharded += here * sharded
+            attn_replicated += here * replicated
             whole, rep = _attention_params(cfg, 1)
             total_attn += whole + rep
         if moe[index]:
-            experts += num_experts * 3 * e_hidden * e_inter // tp
+            experts += here * num_experts * 3 * e_hidden * e_inter // tp
             if cfg.get("model_type") in shapes.expert_bias_types:
-                expert_bias += num_experts * (2 * e_inter + e_hidden) // tp
-            shared += 3 * hidden * shared_inter // tp
-            router += hidden * num_experts
+                expert_bias += here * num_experts * (2 * e_inter + e_hidden) // tp
+            shared += here * 3 * hidden * shared_inter // tp
+            router += here * hidden * num_experts
             total_mlp += num_experts * 3 * hidden * expert_inter + 3 * hidden * shared_inter \
                 + hidden * num_experts
         else:
-            dense += 3 * hidden * dense_inter // tp
+            dense += here * 3 * hidden * dense_inter // tp
             total_mlp += 3 * hidden * dense_inter
     padded_vocab = _round_up(vocab, 64) // tp
     tied = bool(cfg.get("tie_word_embeddings", False))
+    everywhere = cfg.get("model_type") in shapes.pp_vocab_every_stage_types
+    holds_embedding = everywhere or first == 0 or (tied and last == num_layers)
+    holds_lm_head = (everywhere or last == num_layers) and not tied
     vision = _vision_params(raw)
     parts = [
-        WeightPart(name="embedding", params=padded_vocab * hidden, bits=base_bits),
-        WeightPart(name="lm_head", params=0 if tied else padded_vocab * hidden, bits=base_bits),
+        WeightPart(name="embedding", params=padded_vocab * hidden if holds_embedding else 0, bits=base_bits),
+        WeightPart(name="lm_head", params=padded_vocab * hidden if holds_lm_head else 0, bits=base_bits),
         WeightPart(name="attention", params=attn_sharded + attn_replicated, bits=linear_bits),
         WeightPart(name="ssm mixers", params=ssm, bits=linear_bits),
         WeightPart(name="dense MLP", params=dense, bits=linear_bits),
@@ -271,7 +281,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         WeightPart(name="expert biases", params=expert_bias, bits=base_bits),
         WeightPart(name="shared experts", params=shared, bits=linear_bits),
         WeightPart(name="router", params=router, bits=base_bits),
-        WeightPart(name="vision tower", params=vision // tp, bits=base_bits),
+        WeightPart(name="vision tower", params=vision // tp if first == 0 else 0, bits=base_bits),
     ]
     total = vocab * hidden * (1 if tied else 2) + total_attn + total_mlp + vision
     parts = _quantize_parts(parts, plan, profile, model_type=str(cfg.get("model_type", "")),

@@ -86,6 +86,9 @@ class AttentionConfig(StrictModel):
 
 class Parallel(StrictModel):
     tensor_parallel_size: int = Field(default=1, ge=1, le=1024)
+    pipeline_parallel_size: int = Field(default=1, ge=1, le=1024)
+    """``--pipeline-parallel-size``: the decoder layers split over stages
+    (``VLLM_PP_LAYER_PARTITION`` or vLLM's even split); the memory check is per stage."""
     decode_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     prefill_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     cp_kv_cache_interleave_size: int = Field(default=1, ge=1)

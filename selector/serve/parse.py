@@ -68,6 +68,7 @@ def _deployment(model: ModelFacts, model_ref: str, s: Settings, engine: str | No
                 use_trtllm_attention=s.use_trtllm_attention,
                 use_non_causal=s.use_non_causal),
             parallel=Parallel(tensor_parallel_size=s.tp, decode_context_parallel_size=s.dcp,
+                              pipeline_parallel_size=s.pipeline_parallel_size,
                               prefill_context_parallel_size=s.pcp,
                               cp_kv_cache_interleave_size=s.cp_interleave),
             speculative=Speculative(num_speculative_tokens=s.num_speculative_tokens),

@@ -158,4 +158,4 @@ def test_every_release_auto_fits_in_its_own_words() -> None:
         assert row is not None and row.code == "MM006", name
         newer = Version(profile.engine.split("==")[1]) >= Version("0.32.0")
         wording = "available KV cache memory ({gib} GiB GPU)" if newer else "available GPU memory"
-        assert wording in row.full and wording.split(" (")[0] in row.reduced, name
+        assert wording in row.full and wording.split(" (", maxsplit=1)[0] in row.reduced, name
