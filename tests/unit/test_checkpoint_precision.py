@@ -177,3 +177,22 @@ def test_the_recorded_llama_70b_fp8_is_half_the_bf16_preset() -> None:
     bf16 = _weights(json.loads((preset_dir() / "llama-3.1-70b.json").read_text(encoding="utf-8")))
     vocab_bytes = 2 * 128256 * 8192 * 2 / GIB
     assert _weights(dict(raw)) == pytest.approx((bf16 - vocab_bytes) / 2 + vocab_bytes, rel=1e-9)
+
+
+def test_a_vl_awq_checkpoint_keeps_its_vision_tower_in_16_bit() -> None:
+    """AutoAWQ's VLM layout (``modules_to_not_convert: [visual]``, matched as a substring by
+    vLLM's AWQ config, auto_awq.py:288-300): the language model's linear layers at 4 bits
+    plus a bfloat16 scale and a 4-bit zero per 128 values, the vision tower, embedding and
+    lm_head in bfloat16."""
+    path = FIXTURES / "edge" / "qwen2.5-vl-7b-shape.json"
+    raw = {**json.loads(path.read_text(encoding="utf-8")), "quantization_config": {
+        "bits": 4, "group_size": 128, "modules_to_not_convert": ["visual"], "quant_method": "awq",
+        "version": "gemm", "zero_point": True}}
+    facts = load_model(path)
+    profile = startup_profile(load_catalog(), "vllm==0.33.0")
+    estimate = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in facts.layers),
+                                tp=1, dtype_bytes=2, cc=90, profile=profile)
+    bits = {part.name: part.bits for part in estimate.parts}
+    assert bits["attention"] == bits["dense MLP"] == 4 + (16 + 4) / 128
+    assert bits["embedding"] == bits["lm_head"] == 16.0
+    assert bits.get("vision tower", 16.0) == 16.0
