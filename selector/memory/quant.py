@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from selector.memory.profile import QuantScheme, StartupProfile
 
-__all__ = ["QuantPlan", "quant_plan", "quantization_config"]
+__all__ = ["QuantPlan", "part_shares", "quant_plan", "quantization_config"]
 
 
 class QuantPlan(BaseModel):
