@@ -35,6 +35,8 @@ def memory_table(report: MemoryReport) -> PlainTable:
     for column in ("item", "GiB", "how it is known"):
         table.add_column(column)
     util = f"{inputs.gpu_memory_utilization:g}" + (" (vLLM's default)" if inputs.utilization_default else "")
+    if report.pp_stage:
+        table.add_row("pipeline parallelism", "", Text(report.pp_stage))
     table.add_row("GPU memory", f"{inputs.total_memory_bytes / _GIB:.2f}",
                   Text(inputs.total_memory_source))
     table.add_row(Text(f"requested = ceil(total x {util})"),
@@ -75,6 +77,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
     fit = report.fit
     return {
         "engine": budget.engine,
+        "pp_stage": report.pp_stage,
         "estimated": budget.estimated,
         "inputs": budget.inputs.model_dump(mode="json"),
         "requested_bytes": budget.requested_bytes,
@@ -112,6 +115,7 @@ def memory_markdown(report: MemoryReport) -> list[str]:
     budget = report.budget
     inputs = budget.inputs
     lines = ["| Memory per GPU | GiB | How it is known |", "|---|---|---|",
+             *([f"| pipeline parallelism | | {report.pp_stage} |"] if report.pp_stage else []),
              f"| GPU memory | {inputs.total_memory_bytes / _GIB:.2f} | "
              f"{inputs.total_memory_source.replace('|', '/')} |",
              f"| requested = ceil(total x {inputs.gpu_memory_utilization:g}) | "

@@ -91,10 +91,11 @@ def parse_scalar(value: str) -> Any:
 
 
 def parse_max_model_len(flag: str, value: str) -> int:
-    """vLLM accepts ``32768``, ``32k`` (x1000), ``32K`` (x1024), ``1m``/``1M`` and ``-1``."""
+    """vLLM accepts ``32768``, ``32k`` (x1000), ``32K`` (x1024), ``1m``/``1M`` and ``-1``
+    or ``auto`` (auto-fit, returned as -1: vllm/utils/argparse_utils.py:77-95)."""
     text = value.strip().replace("_", "")
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text)
-    if text == "-1":
+    if text == "-1" or text.lower() == "auto":
         return -1
     if not match:
         raise bad_value(flag, f"expected a token count like 32768 or 32k, got {value!r}")
