@@ -35,7 +35,7 @@ DEPS=(transformers==5.24.0 huggingface-hub==2.4.0 httpx2==2.16.2 httpcore2==2.16
       llguidance==1.7.3 xgrammar==0.2.9 outlines-core==0.2.14 lark==1.2.2 interegular
       diskcache==5.6.3 lm-format-enforcer==0.11.3 partial-json-parser
       compressed-tensors==0.17.0 loguru depyf==0.20.0 astor dill blake3 setproctitle
-      python-json-logger ijson)
+      python-json-logger ijson fastapi==0.136.0 starlette==1.0.1)
 PLAT=(--only-binary=:all: --python-version 3.12 --implementation cp
       --platform manylinux_2_34_x86_64 --platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
       --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64

@@ -37,6 +37,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     "selector.cli.diff": ("selector.catalog", "selector.cli.console", "selector.config",
                           "selector.pipeline.diff", "selector.report.diff"),
     "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
+    "selector.cli.verify": ("selector.pipeline.verify", "selector.report.verify"),
     "selector.cli.fleet": ("selector.bench.measurements", "selector.bench.outputs",
                            "selector.bench.policy", "selector.bench.render",
                            "selector.bench.workload", "selector.fleet.render", "selector.fleet.run",

@@ -57,6 +57,7 @@ _SUBCOMMANDS: dict[str, str] = {
     "metadata": "selector.cli.metadata",
     "smoke": "selector.cli.smoke",
     "smoke-plan": "selector.cli.smoke",
+    "verify": "selector.cli.verify",
 }
 """Every command's module (``register(app)``), imported only when used so that
 ``attn-select check`` builds and loads no other command (the GPU, docs or diff machinery)."""
