@@ -25,8 +25,10 @@ class VerifyFormat(str, Enum):
 
 
 def verify_command(
-    log: Annotated[Path, typer.Argument(metavar="LOG", show_default=False,
-                                        help="A vLLM start-up log (any release 0.25.1-0.33.0).")],
+    log: Annotated[Path, typer.Argument(
+        metavar="LOG", show_default=False,
+        help="A vLLM start-up log (a release with an engine profile: attn-select list "
+             "engines).")],
     deployment: Annotated[str | None, typer.Argument(
         metavar="[DEPLOYMENT]", show_default=False,
         help="Deployment file to predict (default: the log's non-default args line).")] = None,

@@ -19,11 +19,11 @@ def _engine(log: StartupLog, engine: str | None, source: str) -> str:
     if engine:
         return engine
     version = log.version
+    known = load_catalog().engine_dirs
     if version is None:
         raise InputError("the log names no vLLM release (no engine config or API server "
                          "version line)", file=source, field="--engine",
-                         hint="pass the release it ran, e.g. --engine vllm==0.25.1")
-    known = load_catalog().engine_dirs
+                         hint="pass the release it ran, one of: " + ", ".join(sorted(known)))
     name = f"vllm=={version}"
     if name not in known:
         raise InputError(f"the log is from vLLM {version}, which has no engine profile here",
