@@ -117,6 +117,9 @@ def _predicted(record: CheckRecord) -> dict[str, Any]:
             name = selection.result.selected
             if name and name not in backends:
                 backends.append(name)
+            prefill = selection.result.mla_prefill
+            if prefill is not None and prefill.selected:
+                out.setdefault("mla_prefill", prefill.selected)
             runtime = selection.result.runtime
             fa = runtime.fact("fa_version") if runtime is not None else None
             if fa is not None and fa.value is not None and name == "FLASH_ATTN":
