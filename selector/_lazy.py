@@ -40,6 +40,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                           "selector.cli.console", "selector.diff", "selector.pipeline.diff",
                           "selector.report.diff"),
     "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
+    "selector.cli.verify": ("selector.pipeline.verify", "selector.report.verify"),
     "selector.cli.fleet": ("selector.bench.measurements", "selector.bench.outputs",
                            "selector.bench.policy", "selector.bench.render",
                            "selector.bench.workload", "selector.fleet.render", "selector.fleet.run",
