@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment
+from selector.config import LoadedDeployment, resolve_target
 from selector.pipeline.deployment import LayerRequest, layer_of
 from selector.result import SolveResult
 from selector.solver import explain_backend, solve
@@ -36,9 +36,10 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
                   engine: str | None = None, layer: int | None = None) -> Explained:
     """Explain ``backend`` for the deployment's single layer, or for layer ``layer`` of its
     model (default: the first attention layer)."""
-    engine_data = catalog.engine(engine or loaded.deployment.engine)
+    target = resolve_target(loaded, catalog, engine)
+    engine_data = target.engine
     name = engine_data.backend(backend).name
-    request = layer_of(loaded, catalog, layer)
+    request = layer_of(loaded, catalog, layer, target=target)
     result = solve(request.facts, engine=engine_data.engine,
                    attention_backend=request.attention_backend, suggest=False,
                    catalog=catalog)

@@ -134,7 +134,8 @@ class Deployment(StrictModel):
     """``--block-size`` if pinned; null lets vLLM choose."""
     attention_backend: str | None = None
     """``--attention-backend``; null or ``auto`` = automatic selection."""
-    cudagraph_mode: CudaGraphMode = "FULL_AND_PIECEWISE"
+    cudagraph_mode: CudaGraphMode | None = None
+    """``compilation_config.cudagraph_mode``; null: the engine's default (``defaults.yaml``)."""
     attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
     layer: LayerSpec = Field(default_factory=LayerSpec)
     parallel: Parallel = Field(default_factory=Parallel)
