@@ -292,8 +292,12 @@ def _engine_of(loaded: LoadedDeployment, catalog: Catalog, engine: str | None) -
                              line=loaded.line_of(("engine",))) from None
     try:
         return catalog.engine(None)
-    except InputError as exc:
-        raise InputError(exc.message, field=DEFAULT_ENGINE_ENV, hint=exc.hint) from None
+    except InputError as exc:  # only $ATTN_SELECT_ENGINE can name no profile here
+        raise InputError(exc.message.removeprefix(f"{DEFAULT_ENGINE_ENV}: "), file="environment",
+                         field=DEFAULT_ENGINE_ENV,
+                         hint=f"{exc.hint}; or give --engine, which wins over the environment"
+                         if exc.hint else "give --engine, which wins over the environment"
+                         ) from None
 
 
 def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: EngineData) -> None:
