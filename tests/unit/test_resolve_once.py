@@ -87,3 +87,26 @@ def test_hf_overrides_reach_the_memory_report() -> None:
     document = json.loads(out)
     assert document["plan"]["capacity"]["max_model_len"] == 4096
     assert document["memory"]["kv_cache"]["max_model_len"] == 4096
+
+
+def test_a_tensor_parallel_model_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TP split check and the whole-model check read the same facts: the model's
+    config is loaded once per deployment."""
+    import selector.models
+    from selector.catalog import load_catalog
+    from selector.config import parse_deployment
+    from selector.pipeline import solve_deployment
+
+    calls: list[str] = []
+    real = selector.models.load_model
+
+    def counting(name: object) -> object:
+        calls.append(str(name))
+        return real(name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selector.models, "load_model", counting)
+    loaded = parse_deployment(str(tmp_path / "d.yaml"),
+                              "device: H100\nmodel: llama-3.1-8b\nparallel: {tensor_parallel_size: 2}\n")
+    solved = solve_deployment(loaded, load_catalog(), engine="vllm==0.33.0")
+    assert solved.model is not None and solved.model.model.tp_size == 2
+    assert calls == ["llama-3.1-8b"]
