@@ -105,7 +105,8 @@ class Deployment(StrictModel):
     """One deployment to check: device, layer facts and vLLM settings."""
 
     engine: str | None = None
-    """Engine profile, e.g. ``vllm==0.33.0`` (default: the newest shipped profile)."""
+    """Engine profile, e.g. ``vllm==0.33.0``; ``--engine`` wins over it. Null:
+    ``$ATTN_SELECT_ENGINE``, else the installed vLLM's profile, else the newest."""
     model: str | None = None
     """A shipped model preset (``llama-3.1-8b``, ``gpt-oss-20b``, ...) or the path of a
     Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
