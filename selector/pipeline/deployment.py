@@ -170,10 +170,13 @@ def _model_layer(model: ModelFacts, layer: int | None) -> tuple[int, LayerFacts]
 
 
 def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = None, *,
-             target: Target | None = None) -> LayerRequest:
+             target: Target | None = None, model_facts: ModelFacts | None = None
+             ) -> LayerRequest:
     """The request of one layer: the single layer of a ``layer:`` deployment, or layer
     ``layer`` of a model (default: its first attention layer). ``target``: the
-    deployment's resolved target (resolved here, with the file's engine, when not given)."""
+    deployment's resolved target (resolved here, with the file's engine, when not given);
+    ``model_facts`` replaces the model read from the deployment (a command line's,
+    ``--hf-overrides`` applied)."""
     d = loaded.deployment
     target = target or resolve_target(loaded, catalog)
     if d.model is None:
@@ -181,7 +184,7 @@ def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = Non
             raise InputError("--layer needs a deployment with a `model:`", field="--layer")
         return LayerRequest(facts=deployment_facts(loaded, catalog, target),
                             attention_backend=d.attention_backend)
-    model, base, _ = deployment_model(loaded, catalog, target)
+    model, base, _ = deployment_model(loaded, catalog, target, model_facts)
     index, chosen = _model_layer(model, layer)
     per_kind = d.attention_config.backend_per_kind
     return LayerRequest(facts=layer_request(base, chosen, model),
