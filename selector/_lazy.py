@@ -61,8 +61,6 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
     "selector.checkrun": ("selector.models.arch_registry",),
     "selector.config": ("selector.memory", "selector.mla_prefill", "selector.models"),
-    "selector.pipeline.deployment": ("selector.models.tensor_parallel",),
-    "selector.pipeline.startup": ("selector.models",),
     "selector.report.formats.json": ("selector.report.model",),
     "selector.solver": ("selector.mla_prefill",),
     "selector.report.formats.text": ("selector.report.model",),

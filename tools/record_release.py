@@ -101,6 +101,10 @@ STEPS: tuple[Step, ...] = (
     Step("max-model-len", "max_len_oracle.py", ("--out", "{out}"),
          (f"{ORACLE_GOLDEN}/max-model-len.jsonl.gz",),
          note="derived and refused max_model_len (tests/golden/test_startup_facts.py)"),
+    Step("defaults", "defaults_oracle.py", ("--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/defaults.jsonl.gz",),
+         note="vLLM's defaults on emulated GPUs: batch limits by device, gpu_memory_utilization, "
+              "cudagraph_mode, capture sizes (tests/golden/test_engine_defaults.py)"),
     Step("weights", "weights_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/weights.jsonl.gz",),
          note="model-class parameters on the meta device (tests/golden/test_startup_facts.py)"),
     Step("quant-weights", "quant_oracle.py", ("--out", "{out}"),

@@ -63,7 +63,10 @@ class MemoryReport(BaseModel):
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
-    """The config.json the facts were read from (a preset or a local file)."""
+    """The config.json the facts were read from (a preset or a local file), as parsed
+    with ``--hf-overrides`` applied (read from the file only for facts built without it)."""
+    if model.config is not None:
+        return model.config
     path = Path(model.source)
     if path.is_dir():
         path = path / "config.json"
@@ -110,15 +113,16 @@ def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str]
 
 
 def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: int,
-                nominal_gib: float | None, dtype: str, cudagraphs: bool,
-                gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
-                max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
+                total: tuple[int, str] | None, dtype: str, cudagraphs: bool,
+                gpu_memory_utilization: float, utilization_default: bool,
+                max_num_batched_tokens: int, max_num_seqs: int, kv_cache_memory_bytes: int | None,
                 reserved_bytes: int | None, moe_backend: str | None = None,
-                quantization: str | None = None,
-                cpu_offload_gib: float = 0.0,
+                quantization: str | None = None, cpu_offload_gib: float = 0.0,
                 stage: tuple[int, int] | None = None) -> MemoryBudget | None:
-    """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
-    total = device_total_memory(device, nominal_gib)
+    """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
+    ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
+    batch limits and memory fraction resolved once for the whole report; ``stage``: the
+    layers of one pipeline stage)."""
     if total is None:
         return None
     raw = raw_config(model)
@@ -129,6 +133,7 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,
+                         utilization_default=utilization_default,
                          num_layers=stage[1] - stage[0] if stage else len(model.layers),
                          dtype_bytes=dtype_bytes,
                          cudagraphs=cudagraphs, max_num_batched_tokens=max_num_batched_tokens,
