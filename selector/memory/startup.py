@@ -24,6 +24,7 @@ from selector.memory.issues import StartupIssue, dcp_issue, dtype_issue, startup
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
+from selector.models.loader import with_quantization_sidecar
 from selector.models.presets import preset_dir
 
 __all__ = [
@@ -75,18 +76,7 @@ def raw_config(model: ModelFacts) -> Mapping[str, Any]:
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the model config: {exc}", file=str(path),
                          field="model") from None
-    if isinstance(data, dict) and "quantization_config" not in data:
-        # ModelOpt up to 0.29 keeps the quantization in hf_quant_config.json beside
-        # config.json, which vLLM reads as the quantization_config
-        # (vllm/transformers_utils/config.py:951-965 in 0.33.0)
-        sidecar = path.parent / "hf_quant_config.json"
-        try:
-            extra = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read the model's quantization config: {exc}",
-                             file=str(sidecar), field="model") from None
-        if isinstance(extra, dict):
-            data = {**data, "quantization_config": extra}
+    data = with_quantization_sidecar(data, path)
     return data if isinstance(data, dict) else {}
 
 
