@@ -33,15 +33,18 @@ every ``ColumnParallelLinear`` / ``RowParallelLinear`` / ``QKVParallelLinear`` /
 is recorded compactly: its name with the layer index as ``*``, the owning module's
 class (the split rule), the per-rank shape, dtype, and the layers it occurs in.
 
-Parameters land on ``meta``: torch's ``_device_constructors`` cache is filled before the
-factory wrappers are installed (otherwise the cache holds the wrappers, the real
-``torch.empty`` is not a "constructor" to the meta device context, and every parameter
-is allocated in CPU memory). A build that allocated any real parameter is an error.
+Parameters land on ``meta``: tools/vllm_model_reference.py's ``_device_tensors_on_meta``
+fills torch's ``_device_constructors`` cache before it wraps the factories (otherwise the
+cache holds the wrappers, the real ``torch.empty`` is no "constructor" to the meta device
+context, and every parameter is allocated in CPU memory); a module moved to the GPU in a
+constructor stays on ``meta``. A build that allocated any real parameter is an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gzip
 import json
 import re
 import sys
@@ -62,7 +65,7 @@ WIDE_TP = frozenset({"meta-llama--Llama-3.1-8B", "Qwen--Qwen3-30B-A3B",
 """Configs also built at TP 4 and 8: one dense, one MoE, one MLA, one hybrid (and two
 presets)."""
 
-_WEIGHT_STAND_INS = frozenset({"mimo"})
+_WEIGHT_STAND_INS = frozenset({"mimo", "minimax_m3"})
 
 _LAYER = re.compile(r"(?<=\.)(\d+)(?=\.)")
 
@@ -84,7 +87,7 @@ def real_weight_configs() -> list[dict[str, Any]]:
             sub = raw.get(section)
             if isinstance(sub, dict):
                 sub.pop("quantization_config", None)
-        if raw.get("model_type") in ("nemotron-nas", "minicpm3", *_WEIGHT_STAND_INS):
+        if raw.get("model_type") in ("nemotron-nas", "minicpm3", "qwen", *_WEIGHT_STAND_INS):
             raw.pop("auto_map", None)  # the harness's stand-in config class (remote code)
         rows.append({"id": path.stem, "source": str(path.relative_to(REPO)), "config": raw})
     return rows
@@ -194,7 +197,6 @@ def _build(target: Path, tp: int) -> dict[str, Any]:
         out["architecture"] = arch
         out["model_class"] = f"{model_cls.__module__}.{model_cls.__qualname__}"
         stage = "model construction"
-        torch.utils._device._device_constructors()  # the real factories, before wrapping
         with (
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),
@@ -237,7 +239,6 @@ def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
         out["architecture"] = arch
         out["model_class"] = f"{model_cls.__module__}.{model_cls.__qualname__}"
         stage = "model construction"
-        torch.utils._device._device_constructors()  # the real factories, before wrapping
         with (
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),
@@ -286,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     parser.add_argument("--real", action="store_true",
                         help="the real configs at TP 1, 2 (4, 8): weights-configs.jsonl.gz")
-    parser.add_argument("--only", nargs="*", default=None, help="ids to record (debugging)")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="ids to record again; the other answers in --out are kept (--real)")
     args = parser.parse_args(argv)
     import vllm_model_reference
 
@@ -296,8 +298,22 @@ def main(argv: list[str] | None = None) -> int:
     vllm_model_reference._STAND_IN_MODEL_TYPES |= _WEIGHT_STAND_INS
     vllm_model_reference._bootstrap()
     if args.real:
-        rows = [r for r in real_weight_configs() if args.only is None or r["id"] in args.only]
-        record_answers(args.out, rows, real_answer, _summary)
+        rows = real_weight_configs()
+        if args.only is None or not args.out.is_file():
+            record_answers(args.out, rows, real_answer, _summary)
+            return 0
+        with gzip.open(args.out, "rt", encoding="utf-8") as handle:
+            kept = {a["id"]: a for a in map(json.loads, handle) if a["id"] not in args.only}
+        fresh = {a["id"]: a for a in record_answers(
+            args.out, [r for r in rows if r["id"] in args.only], real_answer, _summary)}
+        with contextlib.ExitStack() as stack:
+            raw = stack.enter_context(args.out.open("wb"))
+            gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
+            for row in rows:
+                result = fresh.get(row["id"]) or kept.get(row["id"])
+                if result is not None:
+                    gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True)
+                              + "\n").encode())
     else:
         record_answers(args.out, weight_configs(), answer, _summary)
     return 0

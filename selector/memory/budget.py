@@ -137,6 +137,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
             detail += f", {weights.quantization}"
         if weights.moe_backend:
             detail += f" ({weights.moe_backend} MoE padding)"
+        if weights.unknown:
+            detail += f"; not counted: {', '.join(weights.unknown)} (a lower bound)"
         if tp > 1:
             detail += f", 1/{tp} per GPU"
         lines.append(MemoryLine(name="weights", bytes=weights.bytes_per_gpu, basis="estimate",
