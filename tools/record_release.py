@@ -103,6 +103,10 @@ STEPS: tuple[Step, ...] = (
          note="derived and refused max_model_len (tests/golden/test_startup_facts.py)"),
     Step("weights", "weights_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/weights.jsonl.gz",),
          note="model-class parameters on the meta device (tests/golden/test_startup_facts.py)"),
+    Step("weights-configs", "weights_oracle.py", ("--real", "--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/weights-configs.jsonl.gz",),
+         note="per-rank parameters of every real config and preset at TP 1 / 2 (4 / 8) "
+              "(tests/golden/test_weights_configs.py, docs/memory.md)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",
