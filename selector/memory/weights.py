@@ -194,6 +194,35 @@ def _attention_params(cfg: Mapping[str, Any], tp: int) -> tuple[int, int]:
     return q_and_o + 2 * hidden * kv_per_rank * head_dim, 0
 
 
+def _compressed_attention(cfg: Mapping[str, Any], index: int, tp: int) -> tuple[int, int]:
+    """(split over ranks and divided, replicated) parameters of one DeepSeek-V4 attention
+    layer (vllm/models/deepseek_v4/attention.py:290-400, compressor.py:159-283): the fused
+    ``wq_a`` / ``wkv`` down projection, ``wq_b``, the grouped output ``wo_a`` / ``wo_b``; a
+    compressor (``fused_wkv_wgate`` of 2 * coff * head_dim, coff = 2 at ratio 4) where the
+    layer's compress ratio is above 1, and an indexer (its own compressor of the index head
+    size, ``wq_b``, ``weights_proj``) where it is 4."""
+    hidden = config_int(cfg, "hidden_size")
+    heads = config_int(cfg, "num_attention_heads")
+    head = config_int(cfg, "head_dim")
+    q_lora = config_int(cfg, "q_lora_rank")
+    groups = config_int(cfg, "o_groups", default=1)
+    o_lora = config_int(cfg, "o_lora_rank")
+    replicated = hidden * (q_lora + head)
+    sharded = q_lora * heads * head // tp + groups * o_lora // tp * (heads * head // groups) \
+        + hidden * (groups * o_lora // tp)
+    ratios = cfg.get("compress_ratios")
+    ratio = ratios[index] if isinstance(ratios, list) and index < len(ratios) else 0
+    if isinstance(ratio, int) and ratio > 1:
+        coff = 2 if ratio == 4 else 1
+        replicated += 2 * coff * head * hidden
+        if ratio == 4:
+            index_heads = config_int(cfg, "index_n_heads", default=64)
+            index_dim = config_int(cfg, "index_head_dim", default=128)
+            replicated += 2 * 2 * index_dim * hidden + index_heads * index_dim * q_lora \
+                + index_heads * hidden
+    return sharded, replicated
+
+
 def _ssm_params(cfg: Mapping[str, Any], ssm: SSMDims | None, tp: int) -> int:
     """Parameters of one Mamba-1, Mamba-2 or Gated DeltaNet mixer on one rank."""
     hidden = config_int(cfg, "hidden_size")
@@ -368,6 +397,12 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             pass
         elif kind == "none" and (layer is None or layer.kv_sharing_target is None):
             pass  # an MLP/MoE-only block or a no-op attention: no mixer weights
+        elif rules.compressed_attention_field and cfg.get(rules.compressed_attention_field):
+            sharded, replicated = _compressed_attention(cfg, index, tp)
+            attn_sharded += sharded
+            attn_replicated += replicated
+            whole, rep = _compressed_attention(cfg, index, 1)
+            total_attn += whole + rep
         elif kind == "mla" or cfg.get("kv_lora_rank") or layer is None or not layer.total_q_heads:
             sharded, replicated = _attention_params(cfg, tp)
             attn_sharded += sharded

@@ -178,6 +178,10 @@ class WeightRules(_Strict):
     q_gate_field: str | None = None
     """A boolean config field: the q projection also yields an output gate (twice the
     query width)."""
+    compressed_attention_field: str | None = None
+    """A config field whose presence makes every layer DeepSeek-V4 attention (a shared
+    q / kv down projection, ``wq_b``, a grouped ``wo_a`` / ``wo_b`` output, a KV compressor
+    where ``compress_ratios[i] > 1`` and an indexer where it is 4), not MLA."""
     unknown_when: dict[str, str] = Field(default_factory=dict)
     """{config field: the part}: when the config sets the field, vLLM builds a part the
     estimate cannot count, and the weights are unknown."""

@@ -157,15 +157,21 @@ def test_gptbigcode_weights_are_counted_not_zero(tmp_path: Path) -> None:
 
 
 def test_unknown_weights_are_not_checked(tmp_path: Path) -> None:
-    """DeepSeek-V4's attention is not counted: the report says the fit was not checked and
-    names no memory refusal."""
-    _, doc = _check(tmp_path, "deepseek-ai--DeepSeek-V4-Flash.json", "H200",
-                       "--tensor-parallel-size", "8")
+    """A Gemma-4 with per-layer input embeddings (the E2B / E4B layout, which the estimate
+    does not count): the report says the fit was not checked and names no memory refusal."""
+    raw = json.loads((ROOT / "tests" / "fixtures" / "hf_configs" /
+                      "google--gemma-4-26B-A4B.json").read_text())
+    raw["text_config"]["hidden_size_per_layer_input"] = 256
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(raw), encoding="utf-8")
+    _, out, err = run_cli(["check", "--format", "json", "--device", "H200", "--",
+                              "vllm", "serve", str(folder)])
+    doc = json.loads(out)
     memory = doc["memory"]
-    assert memory["weights"]["unknown"] == [EXCEPTIONS["unknown"]["deepseek-ai--DeepSeek-V4-Flash"]]
+    assert memory["weights"]["unknown"] == ["Gemma-4 per-layer embeddings"], err
     assert memory["not_checked"] and "not counted" in memory["not_checked"]
     assert memory["error"] is None and memory["kv_cache"] is None
     assert not {f["code"] for f in doc["findings"]} & {"MM001", "MM002", "MM003"}
-    _, out, _ = run_cli(["check", "--device", "H200", "--", "vllm", "serve",
-                            str(tmp_path / "model"), "--tensor-parallel-size", "8"])
+    _, out, _ = run_cli(["check", "--device", "H200", "--", "vllm", "serve", str(folder)])
     assert re.search(r"not checked", out), out[-2000:]
