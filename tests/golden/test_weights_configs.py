@@ -175,3 +175,14 @@ def test_unknown_weights_are_not_checked(tmp_path: Path) -> None:
     assert not {f["code"] for f in doc["findings"]} & {"MM001", "MM002", "MM003"}
     _, out, _ = run_cli(["check", "--device", "H200", "--", "vllm", "serve", str(folder)])
     assert re.search(r"not checked", out), out[-2000:]
+
+
+def test_decilm_block_configs_start_on_a_b200(tmp_path: Path) -> None:
+    """Llama-3.3-Nemotron-Super-49B (DeciLM block_configs: ffn_mult, no-op blocks): vLLM's
+    49.9B parameters, which fit a B200, where the tool once counted 79.7B and said MM002."""
+    code, doc = _check(tmp_path, "nvidia--Llama-3_3-Nemotron-Super-49B-v1.json", "B200")
+    vllm_bytes = next(r.vllm_bytes for r in _rows()
+                      if r.id == "nvidia--Llama-3_3-Nemotron-Super-49B-v1" and r.tp == 1)
+    weights = doc["memory"]["weights"]["bytes_per_gpu"]
+    assert abs(weights - vllm_bytes) < TOLERANCE * vllm_bytes
+    assert code == 0 and doc["memory"]["kv_cache"]["fits"] is True
