@@ -420,8 +420,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
                 expert_bias += num_experts * (2 * e_inter + e_hidden) // tp
             shared += e_matrices * hidden * shared_inter // tp
             router += hidden * num_experts + (2 * hidden * latent if latent else 0)
-            total_mlp += num_experts * e_matrices * e_hidden * expert_inter \
-                + e_matrices * hidden * shared_inter + hidden * num_experts
+            total_mlp += num_experts * e_matrices * (latent or hidden) * expert_inter \
+                + e_matrices * hidden * shared_inter + hidden * num_experts + 2 * hidden * latent
         if block == "dense" or (block == "moe" and rules.moe_keeps_dense):
             dense += mlp_matrices * hidden * width // (1 if rules.replicated_mlp else tp)
             total_mlp += mlp_matrices * hidden * width
