@@ -682,22 +682,23 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_WEIGHTS_ENGINE = "vllm==0.33.0"
-_WEIGHTS_ANSWERS = Path("tests/golden/oracle/vllm-0.33.0/weights-configs.jsonl.gz")
+_WEIGHTS_ANSWERS = "tests/golden/oracle/{engine}/weights-configs.jsonl.gz"
+"""The per-config weight answers of one release (``tools/weights_oracle.py --real``)."""
 
 
 def _gib(value: int) -> str:
     return f"{value / 1024**3:.2f}"
 
 
-def _memory_page(answers_path: Path, catalog: Catalog, shown_path: Path) -> str:
+def _memory_page(answers_path: Path, catalog: Catalog, shown_path: Path, engine: str) -> str:
     """The weights table: every recorded config at every tensor-parallel size, vLLM's bytes
     per GPU (its model class built on the meta device), the tool's, the error."""
     answers = load_answers(answers_path)
-    rows = list(comparisons(catalog, _WEIGHTS_ENGINE, answers))
+    rows = list(comparisons(catalog, engine, answers))
+    version = engine.split("==", 1)[-1]
     refused = [a for a in answers if a["status"] != "ok"]
     lines = [_MD_BANNER, "", "# Weights per GPU: the tool against vLLM", "",
-             f"vLLM {_WEIGHTS_ENGINE.removeprefix('vllm==')} builds each config's model class on the "
+             f"vLLM {version} builds each config's model class on the "
              "meta device (`tools/weights_oracle.py --real`, answers in "
              f"`{shown_path.as_posix()}`); its bytes per GPU are the parameters of tensor-parallel "
              "rank 0, bf16 (a checkpoint's quantization removed). The tool's figure is "
@@ -725,7 +726,7 @@ def _memory_page(answers_path: Path, catalog: Catalog, shown_path: Path) -> str:
             lines.append(f"- `{answer['id']}`: {reason[:160].replace('|', '/')}")
     lines += ["", "Regenerate the answers with the oracle interpreter, then the page:", "",
               "```", "ORACLE_DIR=/path/to/oracle ORACLE_EXTRA_PATH=/path/to/extra \\",
-              "    /path/to/oracle-0.33.0/bin/python tools/weights_oracle.py --real \\",
+              f"    /path/to/oracle-{version}/bin/python tools/weights_oracle.py --real \\",
               f"    --out {shown_path.as_posix()}", "attn-select docs", "```", ""]
     return "\n".join(lines)
 
@@ -741,9 +742,13 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
                       release_history_page(catalog, _MD_BANNER, release_flags(catalog))),
         GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
-    answers = schemas_dir().parent / _WEIGHTS_ANSWERS
-    if answers.is_file():  # a source checkout: the recorded answers are beside the data
-        files.append(GeneratedFile("docs/memory.md", _memory_page(answers, catalog, _WEIGHTS_ANSWERS)))
+    # a source checkout: the newest release's recorded answers are beside the data
+    for engine in sorted(catalog.engines.values(), key=lambda e: e.version, reverse=True):
+        shown = Path(_WEIGHTS_ANSWERS.format(engine=engine.engine.replace("==", "-")))
+        if (schemas_dir().parent / shown).is_file():
+            files.append(GeneratedFile("docs/memory.md", _memory_page(
+                schemas_dir().parent / shown, catalog, shown, engine.engine)))
+            break
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):
         files.append(GeneratedFile(f"docs/engines/{_engine_slug(engine.engine)}.md",
                                    _engine_page(engine, catalog)))
