@@ -284,6 +284,9 @@ def _vision_params(raw: Mapping[str, Any], rules: WeightRules, text_hidden: int,
             * (merged * merged + merged * out)
     positions = (config_int(vision, tower.position_field) * width * tower.position_tables
                  if tower.position_field else 0)
+    if tower.position_grid:
+        side = config_int(vision, "image_size") // max(1, config_int(vision, "patch_size", default=14))
+        positions += side * side * width
     projection = width * text_hidden if tower.projection else 0
     split = blocks + merger
     whole = split + patch + positions + projection
@@ -410,7 +413,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             whole, rep = _attention_params(cfg, 1)
             total_attn += whole + rep
         else:
-            q_gate = bool(rules.q_gate_field and cfg.get(rules.q_gate_field))
+            q_gate = bool(rules.q_gate_field
+                          and cfg.get(rules.q_gate_field, rules.q_gate_default))
             attn_sharded += _layer_attention(layer, hidden, tp, q_gate)
             total_attn += _layer_attention(layer, hidden, 1, q_gate)
         block, width = ffn[index]

@@ -42,7 +42,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("embedding", re.compile(r"\|VocabParallelEmbedding$|\.(?:wpe|embed_positions)\.weight\|")),
     ("shared experts", re.compile(r"\.shared_experts?\.|\.shared_mlp\.")),
     ("router", re.compile(r"\.(?:gate|router)\.(?:weight|e_score_correction_bias)\||"
-                          r"\.mlp\.gate\.weight\|")),
+                          r"\.mlp\.gate\.weight\||\|GateLinear$|\.fc[12]_latent_proj\.")),
     ("ssm mixers", re.compile(r"\|(?:MambaMixer2?|MambaMixer|GatedDeltaNet\w*|Mixer2RMSNormGated|"
                               r"\w*Mamba\w*)$|\.(?:mamba|linear_attn|ssm)\.|"
                               r"\.mixer\.(?:in_proj|conv1d|out_proj|A|D|dt_bias|norm|x_proj|"

@@ -131,6 +131,8 @@ class VisionRules(_Strict):
     position_field: str | None = None
     """Rows of a learned position table of the width."""
     position_tables: int = 1
+    position_grid: bool = False
+    """A learned position table of ``(image_size / patch_size)^2`` rows (SigLIP)."""
     projection: bool = False
     """A projection from the width to the text hidden size."""
     replicated: bool = False
@@ -178,6 +180,8 @@ class WeightRules(_Strict):
     q_gate_field: str | None = None
     """A boolean config field: the q projection also yields an output gate (twice the
     query width)."""
+    q_gate_default: bool = False
+    """``q_gate_field``'s value when the config omits it (the model class's default)."""
     compressed_attention_field: str | None = None
     """A config field whose presence makes every layer DeepSeek-V4 attention (a shared
     q / kv down projection, ``wq_b``, a grouped ``wo_a`` / ``wo_b`` output, a KV compressor
