@@ -116,6 +116,10 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/pp-weights.jsonl.gz", f"{ORACLE_GOLDEN}/pp-indices.json"),
          note="pipeline stages: get_pp_indices and each stage's parameters "
               "(tests/golden/test_pp_stages.py)"),
+    Step("weights-configs", "weights_oracle.py", ("--real", "--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/weights-configs.jsonl.gz",),
+         note="per-rank parameters of every real config and preset at TP 1 / 2 (4 / 8) "
+              "(tests/golden/test_weights_configs.py, docs/memory.md)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",

@@ -162,6 +162,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
             detail += f", {weights.quantization}"
         if weights.moe_backend:
             detail += f" ({weights.moe_backend} MoE padding)"
+        if weights.unknown:
+            detail += f"; not counted: {', '.join(weights.unknown)} (a lower bound)"
         if tp > 1:
             detail += f", 1/{tp} per GPU"
         offloaded = offloaded_weight_bytes(weights, cpu_offload_bytes)

@@ -61,6 +61,8 @@ class MemoryReport(BaseModel):
     pp_stage: str | None = None
     """With pipeline parallelism: the stage these figures are of (the one vLLM refuses
     first, else the one with the fewest KV blocks, which sizes every stage's pool)."""
+    not_checked: str | None = None
+    """Why vLLM's fit check was not made (weights the estimate cannot count)."""
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
@@ -119,7 +121,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
                                tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
-                               moe_backend=moe_backend, quantization=quantization, stage=stage)
+                               moe_backend=moe_backend, quantization=quantization, stage=stage,
+                               model=model)
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,
@@ -192,6 +195,10 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
     planned at the length auto-fit chose: :func:`auto_fit_length`)."""
     weights = budget.weights.bytes_per_gpu - offloaded_weight_bytes(
         budget.weights, budget.inputs.cpu_offload_bytes)
+    if budget.weights.unknown:
+        return MemoryReport(budget=budget, not_checked=(
+            f"the weights of {', '.join(budget.weights.unknown)} are not counted, so the "
+            "memory left for the KV cache is unknown"))
     if weights > budget.inputs.total_memory_bytes and budget.inputs.reserved_bytes is None:
         issue = startup_issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
                        weights_gib=format_gib(weights),

@@ -52,6 +52,8 @@ def memory_table(report: MemoryReport) -> PlainTable:
         table.add_row(Text("= available for the KV cache", style="bold"),
                       f"{budget.available_kv_bytes / _GIB:.2f}",
                       "estimate" if budget.estimated else "vLLM's formula")
+    if report.not_checked:
+        table.add_row(Text("fit check", style="bold"), "", Text(f"not checked: {report.not_checked}"))
     fit = report.fit
     if fit is not None:
         table.add_row("KV needed for one max_model_len request",
@@ -90,6 +92,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
             "quantization": weights.quantization,
             "moe_backend": weights.moe_backend,
             "tensor_parallel_size": weights.tensor_parallel_size,
+            "unknown": list(weights.unknown),
             "parts": [{"name": p.name, "params": p.params, "bits": p.bits, "bytes": p.bytes}
                       for p in weights.parts],
         },
@@ -106,6 +109,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
             "max_concurrency": cap.max_concurrency if cap else None,
         },
         "log": list(report.log),
+        "not_checked": report.not_checked,
         "error": issue_json(report.issue) if report.issue is not None else None,
     }
 
@@ -126,6 +130,8 @@ def memory_markdown(report: MemoryReport) -> list[str]:
         lines.append(f"| - {line.name} | {line.bytes / _GIB:.2f} | {how.replace('|', '/')} |")
     lines.append(f"| **available for the KV cache** | {budget.available_kv_bytes / _GIB:.2f} | "
                  f"{'estimate' if budget.estimated else 'given'} |")
+    if report.not_checked:
+        lines.append(f"| **fit check** | | not checked: {report.not_checked} |")
     lines.append("")
     if report.log:
         lines += ["vLLM would log:", "", "```", *report.log, "```", ""]
