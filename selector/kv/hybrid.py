@@ -1,5 +1,6 @@
 """Attention + Mamba block-size alignment (reference 8.1 step 2,
-``Platform._align_hybrid_block_size``)."""
+``Platform._align_hybrid_block_size``), with the steps the release takes
+(``hybrid_alignment`` of the engine profile)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,16 @@ def align_hybrid_block_size(
     use_mla: bool,
     mamba_cache_mode: str,
     prefill_checkpoint_alignment: int | None = None,
+    mla_min_block_size: int | None = 128,
+    lcm_non_ssm_backends: bool = True,
 ) -> HybridAlignment:
     """The smallest kernel-aligned block whose attention page covers the largest
-    Mamba page; the Mamba page is then padded up to the attention page."""
+    Mamba page; the Mamba page is then padded up to the attention page.
+
+    The alignment is max(the first backend's smallest kernel block, the block size),
+    at least ``mla_min_block_size`` for MLA (0.27.0+), LCM'd with the prefill
+    checkpoint alignment in align mode (0.33.0+); the block is then rounded up to a
+    multiple of every non-SSM backend's smallest kernel block (0.32.0+)."""
     if mamba_page_bytes == 0:
         return HybridAlignment(
             block_size=block_size,
@@ -53,9 +61,11 @@ def align_hybrid_block_size(
             messages=(),
         )
     alignment = max(_smallest(first_backend), block_size)
-    backend_alignment = math.lcm(*(_smallest(b) for b in backends if b.kernel_block_sizes))
-    if use_mla:
-        alignment = max(alignment, 128)
+    backend_alignment = 1
+    if lcm_non_ssm_backends:
+        backend_alignment = math.lcm(*(_smallest(b) for b in backends if b.kernel_block_sizes))
+    if use_mla and mla_min_block_size is not None:
+        alignment = max(alignment, mla_min_block_size)
     if mamba_cache_mode == "align":
         alignment = math.lcm(alignment, prefill_checkpoint_alignment or 1)
     aligned = alignment * -(-mamba_page_bytes // (alignment * attention_bytes_per_token))

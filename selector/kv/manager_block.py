@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from selector.catalog import load_catalog
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.block_size import (
     DEFAULT_BLOCK_SIZE,
@@ -48,6 +49,7 @@ def negotiate_block_size(
         messages.append(f"Setting kv cache block size to {preferred} for {names} backend(s).")
     block = preferred
     hybrid = None
+    steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
     if model.is_hybrid:
         first_layer, first_backend = next(
             (layer, backend) for layer, backend in layer_backends if not backend.is_ssm
@@ -72,7 +74,11 @@ def negotiate_block_size(
             mamba_page_bytes=mamba_page_bytes(ssm_layer, ctx),
             use_mla=model.use_mla,
             mamba_cache_mode=mode,
-            prefill_checkpoint_alignment=options.mamba_prefill_checkpoint_alignment,
+            prefill_checkpoint_alignment=(
+                options.mamba_prefill_checkpoint_alignment if steps.prefill_checkpoint else None
+            ),
+            mla_min_block_size=steps.mla_min_block_size,
+            lcm_non_ssm_backends=steps.lcm_non_ssm_backends,
         )
         block = hybrid.block_size
         messages.extend(hybrid.messages)
@@ -80,6 +86,8 @@ def negotiate_block_size(
     mamba_block = None
     if model.is_hybrid:
         mamba_block = block if mode == "align" else max_model_len
+    checkpoints = (model.is_hybrid and mode == "align" and steps.prefill_checkpoint
+                   and options.mamba_prefill_checkpoint_alignment is not None)
     return BlockSizeDecision(
         block_size=block,
         user_specified=user,
@@ -87,5 +95,6 @@ def negotiate_block_size(
         hybrid=hybrid,
         mamba_block_size=mamba_block,
         mamba_cache_mode=mode,
+        prefill_checkpoints=checkpoints,
         messages=tuple(messages),
     )

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.cudagraph import CudaGraphMode
+from selector.schema.engine import HybridAlignmentRules
 
 __all__ = ["KVOptions"]
 
@@ -26,8 +27,13 @@ class KVOptions(BaseModel):
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     mamba_prefill_checkpoint_alignment: int | None = Field(default=None, gt=0)
-    """LCM of the Mamba layers' prefill checkpoint alignments in align mode (GDN
-    with the FlashInfer prefill kernel declares one); None: none declared."""
+    """LCM of the Mamba layers' prefill checkpoint alignments in align mode (a Qwen GDN
+    layer with the FlashInfer prefill kernel declares 64:
+    :func:`selector.kv.checkpoint.prefill_checkpoint_alignment`, which the pipeline
+    calls with the deployment's device); None: none declared."""
+    hybrid_alignment: HybridAlignmentRules | None = None
+    """The steps of the release's hybrid block-size alignment (the profile's
+    ``hybrid_alignment``); None: the default engine's."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     cudagraph_mode: CudaGraphMode | None = "FULL_AND_PIECEWISE"
     vllm_compile: bool = True

@@ -87,7 +87,11 @@ def _spec_context(
         mamba_cache_dtype=options.mamba_cache_dtype,
         mamba_ssm_cache_dtype=options.mamba_ssm_cache_dtype,
         num_speculative_tokens=options.num_speculative_tokens,
-        prefill_checkpoint_alignment=options.mamba_prefill_checkpoint_alignment,
+        # a layer that exports checkpoints keeps its offsets on the prefix-cache grid:
+        # the Mamba block (get_mamba_prefill_checkpoint_grid, abstract.py:115-129)
+        prefill_checkpoint_alignment=(
+            decision.mamba_block_size if decision.prefill_checkpoints else None
+        ),
         tp_size=model.tp_size,
     )
 

@@ -72,6 +72,9 @@ class Mamba1Dims(_Frozen):
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
 
 class Mamba2Dims(_Frozen):
@@ -89,6 +92,9 @@ class Mamba2Dims(_Frozen):
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
     @property
     def intermediate_size(self) -> int:
@@ -107,6 +113,9 @@ class GDNDims(_Frozen):
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
     @property
     def conv_dim(self) -> int:

@@ -104,6 +104,9 @@ class SSMRules(_Strict):
     state_dtype: list[Any] | None = None
     """[config field] or [config field, default]: the SSM state dtype the model
     fixes when ``--mamba-ssm-cache-dtype`` is auto."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (a ``MambaBase`` subclass), which the engine's
+    prefill-checkpoint rules name (``prefill_checkpoint.mixers`` of the state backend)."""
 
 
 class Family(_Strict):

@@ -32,12 +32,14 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
         )
     kind = family.ssm.type
     state_dtype = _state_dtype(text, family)
+    mixer_class = family.ssm.mixer_class
     if kind == "mamba1":
         return Mamba1Dims(
             intermediate_size=_field(text, family, "expand") * hidden_size,
             state_size=_field(text, family, "state_size"),
             conv_kernel=_field(text, family, "conv_kernel"),
             state_dtype=state_dtype,
+            mixer_class=mixer_class,
         )
     if kind == "mamba2":
         return Mamba2Dims(
@@ -48,6 +50,7 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
             state_size=_field(text, family, "state_size"),
             conv_kernel=_field(text, family, "conv_kernel"),
             state_dtype=state_dtype,
+            mixer_class=mixer_class,
         )
     return GDNDims(
         num_k_heads=_field(text, family, "num_k_heads"),
@@ -56,6 +59,7 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
         head_v_dim=_field(text, family, "head_v_dim"),
         conv_kernel=_field(text, family, "conv_kernel"),
         state_dtype=state_dtype,
+        mixer_class=mixer_class,
     )
 
 
