@@ -501,6 +501,8 @@ config: ``ValueError`` (pydantic's ``ValidationError`` of a config class among t
 ``AssertionError``, ``NotImplementedError``."""
 
 _ANSWERING_PACKAGES = ("vllm", "transformers", "pydantic", "pydantic_core")
+"""Whose ``ValueError`` is an answer: vLLM, transformers (its config classes) and pydantic
+validating vLLM's config classes."""
 
 
 class HarnessError(Exception):
@@ -509,15 +511,23 @@ class HarnessError(Exception):
 
 def _refusal(exc: BaseException) -> bool:
     """vLLM's refusal: a refusal type raised by vLLM's or transformers' own code (the
-    innermost frame is theirs). Anything else (a missing module, a device access on
-    the CPU, a stub answering the wrong thing) is the harness failing."""
-    if not isinstance(exc, REFUSAL_TYPES):
-        return False
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return False
-    parts = Path(frames[-1].filename).parts
-    return "site-packages" in parts and parts[parts.index("site-packages") + 1] in _ANSWERING_PACKAGES
+    innermost frame is theirs), itself or as the cause of what reached the harness
+    (transformers' strict config validation wraps its ValueError in huggingface_hub's
+    ``StrictDataclassClassValidationError``). Anything else (a missing module, a
+    device access on the CPU, a stub answering the wrong thing) is the harness failing."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, REFUSAL_TYPES):
+            frames = traceback.extract_tb(link.__traceback__)
+            if frames:
+                parts = Path(frames[-1].filename).parts
+                if ("site-packages" in parts
+                        and parts[parts.index("site-packages") + 1] in _ANSWERING_PACKAGES):
+                    return True
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def reference(config_path: Path, workdir: Path) -> dict[str, Any]:

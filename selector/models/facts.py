@@ -225,8 +225,9 @@ class ModelFacts(_Frozen):
     max_position_embeddings: int | None = None
     is_mm_prefix_lm: bool = False
     refusals: tuple[str, ...] = ()
-    """vLLM's own start-up errors that the config alone decides (e.g. Qwen2's
-    "Sliding window for some but all layers is not supported")."""
+    """vLLM's own start-up errors that the config alone decides, each as ``Type: message``
+    (e.g. Qwen2's "AssertionError: Sliding window for some but all layers is not
+    supported", FalconH1Config's "ValueError: mamba_n_heads must divide ...")."""
     family: str | None = None
     """The ``schemas/models/families.yaml`` family that read the layers; None
     when no family maps the architecture (read with the generic rules)."""

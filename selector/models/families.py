@@ -95,6 +95,15 @@ class AttentionRules(_Strict):
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
 
 
+class SSMRefusal(_Strict):
+    """A state-mixer layout the model's config class (or vLLM) refuses: ``when`` is a
+    condition over the mixer's dimensions (the names of its facts, e.g. ``num_heads``,
+    ``intermediate_size``), ``message`` the refusal's text."""
+
+    when: str
+    message: str
+
+
 class SSMRules(_Strict):
     type: Literal["mamba1", "mamba2", "gdn"]
     fields: dict[str, list[Any]]
@@ -107,6 +116,8 @@ class SSMRules(_Strict):
     mixer_class: str | None = None
     """vLLM's mixer class (a ``MambaBase`` subclass), which the engine's
     prefill-checkpoint rules name (``prefill_checkpoint.mixers`` of the state backend)."""
+    refusals: list[SSMRefusal] = Field(default_factory=list)
+    """Mixer layouts that are refused (the first that holds is the refusal)."""
 
 
 class Family(_Strict):

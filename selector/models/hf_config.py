@@ -17,7 +17,7 @@ from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
 from selector.models.families import GENERIC, Family, families, family_for, kv_heads_fields
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
-from selector.models.ssm_config import read_ssm
+from selector.models.ssm_config import read_ssm, ssm_refusal
 
 __all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
 
@@ -149,8 +149,12 @@ class _ConfigParser:
         }
 
     def refusals(self) -> tuple[str, ...]:
-        refusal = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
-        return (refusal,) if refusal else ()
+        """vLLM's refusals, each as ``Type: message`` (Qwen2Model asserts its window
+        rule; a config class raises ValueError)."""
+        mixed = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
+        state = ssm_refusal(self.text, self.family, self.hidden)
+        return ((f"AssertionError: {mixed}",) if mixed else ()) + (
+            (f"ValueError: {state}",) if state else ())
 
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector import expr as expr_lang
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims
 from selector.models.families import Family
 
-__all__ = ["read_ssm"]
+__all__ = ["read_ssm", "ssm_refusal"]
 
 
 def _field(text: ConfigReader, family: Family, name: str) -> int:
@@ -83,8 +84,29 @@ def _d_ssm(text: ConfigReader, family: Family, hidden_size: int) -> int | None:
     (vllm/model_executor/models/falcon_h1.py); None: ``num_heads * head_dim``."""
     assert family.ssm is not None
     fields = family.ssm.fields
-    if "d_ssm" in fields and text.has(str(fields["d_ssm"][0])):
-        return _field(text, family, "d_ssm")
+    if "d_ssm" in fields:
+        key = str(fields["d_ssm"][0])
+        explicit_null = key in text.data and text.data[key] is None
+        if not explicit_null and (text.has(key) or len(fields["d_ssm"]) > 1):
+            return _field(text, family, "d_ssm")  # the config's, else the class default
     if "expand" in fields and family.ssm.type == "mamba2":
         return int(_field(text, family, "expand") * hidden_size)
+    return None
+
+
+def ssm_refusal(text: ConfigReader, family: Family, hidden_size: int) -> str | None:
+    """The first of the family's ``ssm.refusals`` whose condition holds over the mixer's
+    dimensions (e.g. transformers' FalconH1Config: ``mamba_n_heads`` must divide the
+    mixer's intermediate size)."""
+    if family.ssm is None or not family.ssm.refusals:
+        return None
+    dims = read_ssm(text, family, hidden_size)
+    scope: dict[str, expr_lang.Value] = {
+        key: value for key, value in dims.model_dump().items()
+        if isinstance(value, int | str) or value is None
+    }
+    scope["intermediate_size"] = dims.intermediate_size if not isinstance(dims, GDNDims) else None
+    for refusal in family.ssm.refusals:
+        if expr_lang.evaluate(expr_lang.parse(refusal.when), scope):
+            return refusal.message
     return None

@@ -38,6 +38,9 @@ REFUSED: dict[str, tuple[str, str]] = {
         "not available offline; MiMoForCausalLM is read with the llama family"),
     "qwen2-window-mixed-shape.json": (
         "Sliding window for some but all layers is not supported", "AS133 with the same text"),
+    "falcon-h1-0.5b-shape.json": (
+        "mamba_n_heads must divide mamba_expand * hidden_size",
+        "transformers' FalconH1Config refuses it as vLLM loads it: AS133 with the same text"),
 }
 
 KNOWN_GAPS: dict[str, str] = {
@@ -161,9 +164,10 @@ def test_hybrid_models_get_vllm_state_pages() -> None:
 def test_start_up_refusals_read_from_the_config_are_vllms() -> None:
     """vLLM's Qwen2Model refuses layer_types mixing sliding and full layers; the
     model reader states the same sentence (AS133)."""
-    answer = next(a for a in _answers() if "qwen2-window-mixed" in str(a["config"]))
-    model = load_model(CONFIGS / "edge" / "qwen2-window-mixed-shape.json")
-    assert model.refusals and model.refusals[0] in str(answer["error"])
+    for name in ("qwen2-window-mixed-shape", "falcon-h1-0.5b-shape"):
+        answer = next(a for a in _answers() if name in str(a["config"]))
+        model = load_model(CONFIGS / "edge" / f"{name}.json")
+        assert model.refusals and model.refusals[0] in str(answer["error"]), name
     windowed = load_model(CONFIGS / "edge" / "qwen2-window-all-shape.json")
     assert windowed.refusals == ()
     assert {layer.sliding_window for layer in windowed.layers} == {None}  # as vLLM builds it

@@ -37,3 +37,18 @@ SITE = "/venv/lib/python3.11/site-packages"
 )
 def test_refusal_or_harness_failure(code: str, filename: str, refused: bool) -> None:
     assert _refusal(_raised(code, filename)) is refused
+
+
+class _StrictValidationError(Exception):
+    """Stands in for huggingface_hub's StrictDataclassClassValidationError (no ValueError)."""
+
+
+def test_a_wrapped_config_class_refusal_is_vllms() -> None:
+    """transformers' strict config validation raises its ValueError inside
+    huggingface_hub's own error type: the cause decides."""
+    cause = _raised("raise ValueError('mamba_n_heads must divide mamba_expand * hidden_size')",
+                    f"{SITE}/transformers/models/falcon_h1/configuration_falcon_h1.py")
+    wrapped = _StrictValidationError("Class validation error for validator 'validate_architecture'")
+    wrapped.__cause__ = cause
+    assert _refusal(wrapped)
+    assert not _refusal(_StrictValidationError("no cause"))
