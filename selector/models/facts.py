@@ -20,6 +20,7 @@ __all__ = [
     "ModelDType",
     "ModelFacts",
     "SSMDims",
+    "ShortConvDims",
     "SparseIndexer",
 ]
 
@@ -122,7 +123,21 @@ class GDNDims(_Frozen):
         return self.head_k_dim * self.num_k_heads * 2 + self.head_v_dim * self.num_v_heads
 
 
-SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims, Field(discriminator="ssm_type")]
+class ShortConvDims(_Frozen):
+    """A short-convolution mixer (LFM2's ``ShortConv``): a conv state only."""
+
+    ssm_type: Literal["short_conv"] = "short_conv"
+    conv_dim: int
+    conv_kernel: int
+    """``conv_L_cache``: the state keeps ``conv_kernel - 1`` positions."""
+    state_dtype: str | None = None
+    """Unused: the conv state follows ``--mamba-cache-dtype`` (``short_conv_state_dtype``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
+
+
+SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims, Field(discriminator="ssm_type")]
 
 
 class LayerFacts(_Frozen):

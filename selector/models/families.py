@@ -35,6 +35,7 @@ MixerName = Literal[
     "chunked_attention",
     "linear_attention",
     "mamba",
+    "short_conv",
     "cross_attention",
     "none",
 ]
@@ -48,6 +49,7 @@ RuleName = Literal[
     "list_pattern",
     "llama4",
     "block_configs",
+    "index_list",
 ]
 
 
@@ -105,7 +107,7 @@ class SSMRefusal(_Strict):
 
 
 class SSMRules(_Strict):
-    type: Literal["mamba1", "mamba2", "gdn"]
+    type: Literal["mamba1", "mamba2", "gdn", "short_conv"]
     fields: dict[str, list[Any]]
     """dimension -> [config field] or [config field, default]."""
     parallel: bool = False

@@ -237,7 +237,7 @@ class _ConfigParser:
     ) -> LayerFacts:
         if mixer == "none":
             return LayerFacts(index=index, kind="none")
-        if mixer in ("mamba", "linear_attention"):
+        if mixer in ("mamba", "linear_attention", "short_conv"):
             ssm = read_ssm(self.text, self.family, self.hidden)
             return LayerFacts(index=index, kind="gdn" if ssm.ssm_type == "gdn" else "mamba", ssm=ssm)
         fields = dict(common)

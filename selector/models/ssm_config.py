@@ -7,7 +7,7 @@ from typing import Any
 
 from selector import expr as expr_lang
 from selector.models.config_reader import ConfigReader
-from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims
+from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims, ShortConvDims
 from selector.models.families import Family
 
 __all__ = ["read_ssm", "ssm_refusal"]
@@ -22,10 +22,13 @@ def _field(text: ConfigReader, family: Family, name: str) -> int:
     return text.int_(key)
 
 
-def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims | Mamba2Dims | GDNDims:
+def read_ssm(
+    text: ConfigReader, family: Family, hidden_size: int
+) -> Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims:
     """The family's state mixer: Mamba-1 (Jamba: ``intermediate = expand *
     hidden_size``), Mamba-2 (``MambaStateShapeCalculator.mamba2_state_shape``
-    inputs) or Gated DeltaNet (the ``linear_*`` keys)."""
+    inputs), Gated DeltaNet (the ``linear_*`` keys) or a short convolution
+    (``short_conv_state_shape``: LFM2's ``conv_dim`` and ``conv_L_cache``)."""
     if family.ssm is None:
         raise text.error(
             "architectures",
@@ -51,6 +54,12 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
             state_size=_field(text, family, "state_size"),
             conv_kernel=_field(text, family, "conv_kernel"),
             state_dtype=state_dtype,
+            mixer_class=mixer_class,
+        )
+    if kind == "short_conv":
+        return ShortConvDims(
+            conv_dim=_field(text, family, "conv_dim"),
+            conv_kernel=_field(text, family, "conv_kernel"),
             mixer_class=mixer_class,
         )
     return GDNDims(
@@ -105,7 +114,8 @@ def ssm_refusal(text: ConfigReader, family: Family, hidden_size: int) -> str | N
         key: value for key, value in dims.model_dump().items()
         if isinstance(value, int | str) or value is None
     }
-    scope["intermediate_size"] = dims.intermediate_size if not isinstance(dims, GDNDims) else None
+    scope["intermediate_size"] = (
+        dims.intermediate_size if isinstance(dims, Mamba1Dims | Mamba2Dims) else None)
     for refusal in family.ssm.refusals:
         if expr_lang.evaluate(expr_lang.parse(refusal.when), scope):
             return refusal.message
