@@ -275,10 +275,12 @@ class _InertModule(types.ModuleType):
         return _InertOp(item)
 
 
-_INERT_MODULES = ("vllm.model_executor.kernels.mhc.tilelang_kernels",)
-"""Kernel modules that only a JIT warm-up imports at construction time (DeepSeek-V4's
-mHC TileLang kernels, ``kernel_config.enable_jit_warmup``); they need TileLang, which
-has no CPU build, and decide no cache shape."""
+_INERT_MODULES = ("vllm.model_executor.kernels.mhc.tilelang_kernels", "flashinfer.comm")
+"""Kernel modules that model construction imports but never calls here, and that cannot
+load on a CPU: DeepSeek-V4's mHC TileLang kernels (only the JIT warm-up imports them,
+``kernel_config.enable_jit_warmup``; TileLang has no CPU build) and FlashInfer's
+communication kernels (the all-reduce fusion pass imports them; they need libcudart:
+the oracle venvs of releases that install FlashInfer). Neither decides a cache shape."""
 
 
 def _bootstrap() -> None:
@@ -414,7 +416,10 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
 
 
 def _groups(vllm_config: Any, specs: dict[str, Any]) -> list[dict[str, Any]]:
-    from vllm.v1.core import kv_cache_planning as planning
+    try:
+        from vllm.v1.core import kv_cache_planning as planning
+    except ImportError:  # before 0.29.0 the planning lived in kv_cache_utils
+        from vllm.v1.core import kv_cache_utils as planning
 
     out = []
     for group in planning.get_kv_cache_groups(vllm_config, dict(specs)):
@@ -435,7 +440,12 @@ def _layer_specs(vllm_config: Any, layers: dict[str, Any]) -> tuple[dict[str, An
     module's ``get_kv_cache_spec``, then ``customize_attention_spec``), and a record
     per module (KV-sharing target, no cache, or the spec and the backend)."""
     from vllm.v1.kv_cache_interface import AttentionSpec
-    from vllm.v1.worker.utils import customize_attention_spec
+
+    try:
+        from vllm.v1.worker.utils import customize_attention_spec
+    except ImportError:  # releases whose runner takes the module's spec as it is
+        def customize_attention_spec(backend: Any, spec: Any) -> Any:
+            return spec
 
     specs: dict[str, Any] = {}
     records = []
@@ -474,7 +484,8 @@ def _aligned(vllm_config: Any, layers: dict[str, Any]) -> dict[str, Any]:
 
     with set_current_vllm_config(vllm_config):
         current_platform.update_block_size_for_backend(vllm_config)
-        vllm_config.validate_block_size()
+        if hasattr(vllm_config, "validate_block_size"):  # 0.33.0 (EngineCore)
+            vllm_config.validate_block_size()
     cache = vllm_config.cache_config
     out: dict[str, Any] = {
         "block_size": cache.block_size,
@@ -541,10 +552,13 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.utils.torch_utils import set_default_torch_dtype
-    from vllm.v1.attention.backends.utils import (
-        get_supported_kv_cache_layouts,
-        resolve_kv_cache_layout,
-    )
+    try:
+        from vllm.v1.attention.backends.utils import (
+            get_supported_kv_cache_layouts,
+            resolve_kv_cache_layout,
+        )
+    except ImportError:  # before the per-layer layouts (0.25.1-0.28.0): not recorded
+        get_supported_kv_cache_layouts = resolve_kv_cache_layout = None
 
     model_dir, notes = _prepare_dir(config_path, workdir)
     out: dict[str, Any] = {
@@ -585,13 +599,20 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
         layers = get_layers_from_vllm_config(vllm_config, AttentionLayerBase)
         specs, out["layers"] = _layer_specs(vllm_config, layers)
         stage = "resolve_kv_cache_layout"
-        backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
-        layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
-        out["kv_cache_layout"] = resolve_kv_cache_layout(
-            vllm_config, [layouts], list(specs.values())
-        ).name
+        if resolve_kv_cache_layout is not None:
+            backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
+            layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
+            out["kv_cache_layout"] = resolve_kv_cache_layout(
+                vllm_config, [layouts], list(specs.values())
+            ).name
         stage = "get_kv_cache_groups"
-        out["groups"] = _groups(vllm_config, specs)
+        try:
+            out["groups"] = _groups(vllm_config, specs)
+        except REFUSAL_TYPES as exc:
+            # the engine groups only after the alignment; before it a hybrid's pages
+            # may not unify (vLLM 0.26.0-0.28.0 raise): recorded, not a refusal
+            out["groups"] = None
+            out["groups_error"] = f"{type(exc).__name__}: {exc}"[:500]
         stage = "update_block_size_for_backend"
         out["aligned"] = _aligned(vllm_config, layers)
         out["status"] = "ok"

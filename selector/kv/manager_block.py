@@ -23,10 +23,16 @@ __all__ = ["mamba_cache_mode", "negotiate_block_size"]
 
 
 def mamba_cache_mode(model: ModelFacts, options: KVOptions) -> str:
-    """``align`` for hybrid models with prefix caching (vLLM's default), else ``none``."""
+    """``align`` for hybrid models with prefix caching (``MambaModelConfig``), else
+    ``none``; prefix caching is the user's choice, else the release's default for
+    hybrid models (``ModelConfig.is_prefix_caching_supported``)."""
     if options.mamba_cache_mode != "auto":
         return options.mamba_cache_mode
-    return "align" if model.is_hybrid and options.enable_prefix_caching else "none"
+    enabled = options.enable_prefix_caching
+    if enabled is None:
+        steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
+        enabled = steps.hybrid_prefix_caching
+    return "align" if model.is_hybrid and enabled else "none"
 
 
 def negotiate_block_size(

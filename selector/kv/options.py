@@ -22,8 +22,9 @@ class KVOptions(BaseModel):
     """``--kv-cache-dtype``."""
     block_size: int | None = Field(default=None, gt=0)
     """``--block-size`` (None: vLLM picks it from the backends)."""
-    enable_prefix_caching: bool = True
-    """Hybrid models use Mamba ``align`` cache mode when on (vLLM's default)."""
+    enable_prefix_caching: bool | None = None
+    """Hybrid models use Mamba ``align`` cache mode when on; None: vLLM's default (on,
+    but for hybrid models the release's ``hybrid_alignment.hybrid_prefix_caching``)."""
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     mamba_prefill_checkpoint_alignment: int | None = Field(default=None, gt=0)

@@ -171,3 +171,30 @@ def test_start_up_refusals_read_from_the_config_are_vllms() -> None:
     windowed = load_model(CONFIGS / "edge" / "qwen2-window-all-shape.json")
     assert windowed.refusals == ()
     assert {layer.sliding_window for layer in windowed.layers} == {None}  # as vLLM builds it
+
+
+RELEASE_FILES = sorted(p for p in GOLDEN.glob("vllm-*.jsonl.gz") if p.name != f"{ENGINE}.jsonl.gz")
+"""vLLM's answers for the hybrid configs in the older profiled releases (the same
+reference with each release's oracle venv)."""
+
+
+def _release_answers() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in RELEASE_FILES:
+        out.extend(load_answers(path.name.removesuffix(".jsonl.gz")))
+    return out
+
+
+@pytest.mark.parametrize("answer", _release_answers(),
+                         ids=lambda a: f"{a['vllm_version']}-{Path(str(a['config'])).stem}")
+def test_each_release_aligns_hybrids_as_vllm(answer: dict[str, Any]) -> None:
+    """The release's own steps (profile ``hybrid_alignment``): before 0.28.0 no prefix
+    caching for hybrids by default (Mamba mode none, the Mamba block max_model_len), the
+    MLA floor from 0.27.0, the backend LCM from 0.32.0, the GDN prefill checkpoints in
+    0.33.0 only."""
+    assert answer["status"] == "ok", answer.get("error")
+    result = next(r for r in agreements_of([answer]))
+    assert result.tool_error is None, result.tool_error
+    assert result.differences == [], "\n".join(result.differences[:20])
+    assert result.group_differences == [], "\n".join(result.group_differences[:20])
+    assert result.groups_agreeing == result.groups > 0
