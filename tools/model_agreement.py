@@ -233,6 +233,8 @@ def tool_groups(answer: dict[str, Any]) -> list[Group]:
     max_len = answer.get("max_model_len") or _config_max_len(REPO / answer["config"])
     text = (f"engine: vllm=={answer['vllm_version']}\nmodel: {REPO / answer['config']}\n"
             f"device: H200\ndtype: {answer.get('dtype', 'bfloat16')}\nmax_model_len: {max_len}\n")
+    if answer.get("enable_prefix_caching") is not None:
+        text += f"enable_prefix_caching: {str(answer['enable_prefix_caching']).lower()}\n"
     loaded = parse_deployment("<reference deployment>", text)
     solved = solve_deployment(loaded, load_catalog(), suggest=False, startup=False,
                               refuse_split=False)

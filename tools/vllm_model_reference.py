@@ -541,7 +541,8 @@ def _refusal(exc: BaseException) -> bool:
     return False
 
 
-def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
+def reference(config_path: Path, workdir: Path, *,
+              enable_prefix_caching: bool | None = None) -> dict[str, Any]:
     """vLLM's answer for one config.json (or vLLM's refusal); raises
     :class:`HarnessError` when the harness fails."""
     import torch
@@ -568,6 +569,8 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     }
     if notes:
         out["notes"] = notes
+    if enable_prefix_caching is not None:
+        out["enable_prefix_caching"] = enable_prefix_caching
     stage = "EngineArgs"
     try:
         stage = "EngineArgs.create_engine_config"
@@ -576,6 +579,8 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
             skip_tokenizer_init=True,
             dtype=MODEL_DTYPE,
             max_model_len=_max_len(model_dir),
+            **({} if enable_prefix_caching is None
+               else {"enable_prefix_caching": enable_prefix_caching}),
         ).create_engine_config()
         model_config = vllm_config.model_config
         stage = "model class"
@@ -655,6 +660,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     parser.add_argument("--merge", action="store_true",
                         help="keep the answers already in --out for configs not given")
+    parser.add_argument("--enable-prefix-caching", action="store_true",
+                        help="--enable-prefix-caching (else vLLM's default for the model)")
     args = parser.parse_args(argv)
     _bootstrap()
     results = []
@@ -664,7 +671,8 @@ def main(argv: list[str] | None = None) -> int:
             if path.stem in {"broken_layer_types"}:
                 continue
             try:
-                result = reference(path, Path(tmp))
+                result = reference(path, Path(tmp), enable_prefix_caching=(
+                    True if args.enable_prefix_caching else None))
             except HarnessError as exc:
                 failures.append(str(exc))
                 print(f"HARNESS FAILURE {exc}", file=sys.stderr)

@@ -24,6 +24,8 @@ class HybridAlignment(BaseModel):
     mamba_page_bytes: int
     mamba_page_size_padded: int | None
     padding_percent: float
+    mamba_block_size: int | None = None
+    """Mode ``all``: the Mamba block the alignment sets (``cache_config.mamba_block_size``)."""
     messages: tuple[str, ...]
 
 
@@ -43,6 +45,7 @@ def align_hybrid_block_size(
     prefill_checkpoint_alignment: int | None = None,
     mla_min_block_size: int | None = 128,
     lcm_non_ssm_backends: bool = True,
+    mamba_chunk_size: int = 2048,
 ) -> HybridAlignment:
     """The smallest kernel-aligned block whose attention page covers the largest
     Mamba page; the Mamba page is then padded up to the attention page.
@@ -68,8 +71,16 @@ def align_hybrid_block_size(
         alignment = max(alignment, mla_min_block_size)
     if mamba_cache_mode == "align":
         alignment = math.lcm(alignment, prefill_checkpoint_alignment or 1)
-    aligned = alignment * -(-mamba_page_bytes // (alignment * attention_bytes_per_token))
-    aligned = backend_alignment * -(-aligned // backend_alignment)
+    mamba_block: int | None = None
+    if mamba_cache_mode == "all":
+        # 0.25.1-0.31.0: align to the Mamba chunk size (lcm with the kernel alignment)
+        chunk = math.lcm(mamba_chunk_size, alignment)
+        state_tokens = -(-mamba_page_bytes // attention_bytes_per_token)
+        aligned = chunk * -(-state_tokens // chunk)
+        mamba_block = aligned
+    else:
+        aligned = alignment * -(-mamba_page_bytes // (alignment * attention_bytes_per_token))
+        aligned = backend_alignment * -(-aligned // backend_alignment)
     messages: list[str] = []
     if block_size < aligned:
         block_size = aligned
@@ -93,5 +104,6 @@ def align_hybrid_block_size(
         mamba_page_bytes=mamba_page_bytes,
         mamba_page_size_padded=padded,
         padding_percent=percent,
+        mamba_block_size=mamba_block,
         messages=tuple(messages),
     )

@@ -65,7 +65,7 @@ class SpecContext(BaseModel):
     block_size: int
     mamba_block_size: int
     mamba_page_size_padded: int | None = None
-    mamba_cache_mode: Literal["none", "align"] = "none"
+    mamba_cache_mode: Literal["none", "align", "all"] = "none"
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0

@@ -28,11 +28,13 @@ def mamba_cache_mode(model: ModelFacts, options: KVOptions) -> str:
     hybrid models (``ModelConfig.is_prefix_caching_supported``)."""
     if options.mamba_cache_mode != "auto":
         return options.mamba_cache_mode
+    steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
     enabled = options.enable_prefix_caching
     if enabled is None:
-        steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
         enabled = steps.hybrid_prefix_caching
-    return "align" if model.is_hybrid and enabled else "none"
+    if not (model.is_hybrid and enabled):
+        return "none"
+    return "all" if steps.all_mode and model.mamba_prefix_caching else "align"
 
 
 def negotiate_block_size(
@@ -66,7 +68,7 @@ def negotiate_block_size(
             kv_cache_dtype=options.kv_cache_dtype,
             block_size=block,
             mamba_block_size=block,
-            mamba_cache_mode="align" if mode == "align" else "none",
+            mamba_cache_mode="none",  # the unpadded state page: independent of the mode
             mamba_cache_dtype=options.mamba_cache_dtype,
             mamba_ssm_cache_dtype=options.mamba_ssm_cache_dtype,
             num_speculative_tokens=options.num_speculative_tokens,
@@ -85,6 +87,7 @@ def negotiate_block_size(
             ),
             mla_min_block_size=steps.mla_min_block_size,
             lcm_non_ssm_backends=steps.lcm_non_ssm_backends,
+            mamba_chunk_size=model.mamba_chunk_size,
         )
         block = hybrid.block_size
         messages.extend(hybrid.messages)
@@ -92,6 +95,8 @@ def negotiate_block_size(
     mamba_block = None
     if model.is_hybrid:
         mamba_block = block if mode == "align" else max_model_len
+        if mode == "all" and hybrid is not None and hybrid.mamba_block_size is not None:
+            mamba_block = hybrid.mamba_block_size
     checkpoints = (model.is_hybrid and mode == "align" and steps.prefill_checkpoint
                    and options.mamba_prefill_checkpoint_alignment is not None)
     return BlockSizeDecision(

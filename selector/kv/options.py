@@ -64,8 +64,10 @@ class KVOptions(BaseModel):
     """The backends vLLM wires without selection, by ``wired_for`` (Mamba / GDN state,
     the sparse indexer: :func:`selector.kv.backend_facts.wired_backends`); None: the
     engine's (the default engine's when the planner is called alone)."""
-    mamba_cache_mode: Literal["auto", "none", "align"] = "auto"
-    """``auto``: ``align`` for hybrid models with prefix caching, else ``none``."""
+    mamba_cache_mode: Literal["auto", "none", "align", "all"] = "auto"
+    """``auto``: for hybrid models with prefix caching ``align`` (``all`` for a model with
+    ``SupportsMambaPrefixCaching`` where the release's ``hybrid_alignment.all_mode``
+    says so), else ``none``."""
 
     @property
     def uniform_decode_query_len(self) -> int:

@@ -246,6 +246,13 @@ class ModelFacts(_Frozen):
     family: str | None = None
     """The ``schemas/models/families.yaml`` family that read the layers; None
     when no family maps the architecture (read with the generic rules)."""
+    mamba_prefix_caching: bool = False
+    """vLLM's model class implements ``SupportsMambaPrefixCaching`` (the family's
+    ``ssm.mamba_prefix_caching``): with prefix caching, releases before 0.28.0 give it
+    Mamba cache mode ``all``."""
+    mamba_chunk_size: int = 2048
+    """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``,
+    else 2048 (what mode ``all`` aligns the block to)."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
 

@@ -120,6 +120,9 @@ class SSMRules(_Strict):
     prefill-checkpoint rules name (``prefill_checkpoint.mixers`` of the state backend)."""
     refusals: list[SSMRefusal] = Field(default_factory=list)
     """Mixer layouts that are refused (the first that holds is the refusal)."""
+    mamba_prefix_caching: bool = False
+    """The model class implements ``SupportsMambaPrefixCaching`` (Mamba cache mode
+    ``all`` with prefix caching before 0.28.0)."""
 
 
 class Family(_Strict):

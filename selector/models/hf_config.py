@@ -331,8 +331,20 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
             is_mm_prefix_lm=_is_mm_prefix_lm(top, family),
             family=family.name if mapped else None,
+            mamba_prefix_caching=bool(family.ssm and family.ssm.mamba_prefix_caching),
+            mamba_chunk_size=_mamba_chunk_size(parser.text),
             refusals=parser.refusals(),
             layers=parser.layers(),
         )
     except ValidationError as exc:  # defensive: the reader validates first
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc
+
+
+def _mamba_chunk_size(text: ConfigReader) -> int:
+    """``ModelConfig.get_mamba_chunk_size`` (vllm/config/model.py, 0.26.0:1440-1455):
+    ``mamba_chunk_size``, else ``chunk_size``, else 2048."""
+    for key in ("mamba_chunk_size", "chunk_size"):
+        value = text.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 2048

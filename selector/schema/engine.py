@@ -127,6 +127,10 @@ class HybridAlignmentRules(StrictModel):
     """In ``align`` mode the alignment is also LCM'd with the Mamba layers' prefill
     checkpoint alignment (``get_mamba_prefill_checkpoint_alignment``; the mixers'
     rules are in their state backend's ``prefill_checkpoint``)."""
+    all_mode: bool = False
+    """With prefix caching, a model with ``SupportsMambaPrefixCaching`` gets Mamba cache
+    mode ``all`` (``MambaModelConfig``), which aligns the block to the Mamba chunk size:
+    ``lcm(chunk size, kernel alignment) * cdiv(state tokens, that)``."""
     hybrid_prefix_caching: bool = True
     """Prefix caching is on by default for a generative hybrid model
     (``ModelConfig.is_prefix_caching_supported``), so its Mamba cache mode is ``align``;

@@ -186,12 +186,15 @@ def _release_answers() -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("answer", _release_answers(),
-                         ids=lambda a: f"{a['vllm_version']}-{Path(str(a['config'])).stem}")
+                         ids=lambda a: f"{a['vllm_version']}{'-apc' if a.get('enable_prefix_caching') else ''}"
+                                       f"-{Path(str(a['config'])).stem}")
 def test_each_release_aligns_hybrids_as_vllm(answer: dict[str, Any]) -> None:
     """The release's own steps (profile ``hybrid_alignment``): before 0.28.0 no prefix
     caching for hybrids by default (Mamba mode none, the Mamba block max_model_len), the
     MLA floor from 0.27.0, the backend LCM from 0.32.0, the GDN prefill checkpoints in
-    0.33.0 only."""
+    0.33.0 only; with --enable-prefix-caching before 0.28.0 a model with
+    SupportsMambaPrefixCaching gets mode ``all``, aligned to its Mamba chunk size
+    (``vllm-0.26.0-prefix-caching``)."""
     assert answer["status"] == "ok", answer.get("error")
     result = next(r for r in agreements_of([answer]))
     assert result.tool_error is None, result.tool_error
