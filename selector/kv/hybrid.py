@@ -53,7 +53,9 @@ def align_hybrid_block_size(
     The alignment is max(the first backend's smallest kernel block, the block size),
     at least ``mla_min_block_size`` for MLA (0.27.0+), LCM'd with the prefill
     checkpoint alignment in align mode (0.33.0+); the block is then rounded up to a
-    multiple of every non-SSM backend's smallest kernel block (0.32.0+)."""
+    multiple of every non-SSM backend's smallest kernel block (0.32.0+). In mode
+    ``all`` (0.25.1-0.31.0) the block is instead a multiple of lcm(Mamba chunk size,
+    alignment) covering the state's tokens, and it is the Mamba block too."""
     if mamba_page_bytes == 0:
         return HybridAlignment(
             block_size=block_size,
