@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.resources import schemas_dir
-from selector.schema.backend import BackendSpec, WiredFor
+from selector.schema.backend import PREFILL_CHECKPOINT_NAMES, BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.defaults import EngineDefaults
 from selector.schema.device import Device, DeviceCatalog, OtherPlatform
@@ -533,7 +533,7 @@ PROFILE_FILE = "profile.yaml"
 MLA_PREFILL_FILE = "mla_prefill.yaml"
 """The engine's MLA prefill selector (optional; inherited like every other section)."""
 
-_PROFILE_MAPPINGS = ("inputs", "environment", "messages")
+_PROFILE_MAPPINGS = ("inputs", "environment", "messages", "hybrid_alignment")
 _PROFILE_KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
 _PREFILL_MAPPINGS = ("messages",)
 _PREFILL_KEYED = {"facts": "name", "checks": "code", "backends": "name", "priorities": "id"}
@@ -778,6 +778,12 @@ def _check_wired(path: Path, spec: BackendSpec) -> None:
         raise CatalogError(f"{path}: a wired backend (wired_for: {spec.wired_for}) states one "
                            "unconditional kernel_block_sizes, cudagraph_support and "
                            "reorder_batch_threshold rule each, with plain values")
+    if spec.prefill_checkpoint is not None:
+        if spec.family != "state":
+            raise CatalogError(f"{path}: prefill_checkpoint is a state backend's section")
+        for rule in spec.prefill_checkpoint.rules:
+            _check_names(f"{path}: prefill_checkpoint rule {rule.kernel}", rule.when,
+                         set(PREFILL_CHECKPOINT_NAMES))
 
 
 def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:

@@ -280,7 +280,7 @@ def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | Non
     data = catalog.engine(engine)
     code = catalog.cli_codes["AS133"]
     refused = [_finding("error", "AS133", code.name,
-                        f"{data.engine} refuses the model at start-up: AssertionError: {text}",
+                        f"{data.engine} refuses the model at start-up: {text}",
                         code.hint, ("model",), loaded)
                for text in model.refusals]
     registry = load_model_registry(data.directory)

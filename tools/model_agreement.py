@@ -10,6 +10,12 @@ the project's layer of the same index and role (attention, indexer, state) and
 compared on: spec kind, KV heads, head size (K and V), sliding window, chunk
 size, SSM state shapes and the page size at vLLM's block size. Layers vLLM
 gives no cache (KV sharing, MLP/MoE-only blocks) must be cache-less here too.
+
+Then the KV-cache groups after the engine's block-size alignment
+(``update_block_size_for_backend``: the backends' preferred block size, the hybrid
+Mamba alignment) are compared with the tool's whole plan for the same deployment
+(one H200, compute capability 9.0 as the reference emulates, ``--dtype bfloat16``,
+the reference's ``max_model_len``): each group's block size, page size and layers.
 Configs vLLM refused are listed with vLLM's error.
 """
 
@@ -19,7 +25,7 @@ import argparse
 import gzip
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,13 +33,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from selector.catalog import load_catalog  # noqa: E402
+from selector.config import parse_deployment  # noqa: E402
 from selector.errors import InputError  # noqa: E402
 from selector.kv.backend_facts import BackendKVFacts  # noqa: E402
 from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec  # noqa: E402
 from selector.kv.ssm_state import ssm_state_shapes  # noqa: E402
 from selector.models import LayerFacts, ModelFacts, load_model  # noqa: E402
 
-__all__ = ["ConfigAgreement", "agreements", "load_answers"]
+__all__ = ["ConfigAgreement", "agreements", "agreements_of", "compare_groups", "load_answers", "tool_groups"]
 
 GOLDEN = REPO / "tests" / "golden" / "vllm_models"
 
@@ -68,10 +76,14 @@ class ConfigAgreement:
     agreeing: int = 0
     differences: list[str] = field(default_factory=list)
     tool_error: str | None = None
+    groups: int = 0
+    """vLLM's KV-cache groups after the block-size alignment."""
+    groups_agreeing: int = 0
+    group_differences: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.tool_error is None and not self.differences
+        return self.tool_error is None and not self.differences and not self.group_differences
 
 
 def _role(record: dict[str, Any]) -> str:
@@ -199,9 +211,99 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
     return result
 
 
+Group = tuple[int, int, tuple[int, ...]]
+"""(block size, page bytes, the decoder layers it holds) of one KV-cache group (a
+layer's indexer or parallel state is the same decoder layer)."""
+
+
+def _vllm_groups(answer: dict[str, Any], num_layers: int) -> list[Group]:
+    def layer(index: int) -> int:  # Falcon-H1 names its mixers model.<layers + i>.mixer
+        return index - num_layers if index >= num_layers else index
+
+    return [(g["block_size"], g["page_size_bytes"],
+             tuple(sorted({layer(i) for i in g["layers"] if i is not None})))
+            for g in answer["aligned"]["groups"]]
+
+
+def tool_groups(answer: dict[str, Any]) -> list[Group]:
+    """The tool's groups for the reference's deployment (raises InputError / a plan
+    error text as ValueError)."""
+    from selector.pipeline.deployment import solve_deployment
+
+    max_len = answer.get("max_model_len") or _config_max_len(REPO / answer["config"])
+    # the reference is vLLM's model class and KV-cache specs, built without GPU memory: the
+    # deployment runs one sequence, so no memory-dependent refusal (the Mamba blocks for
+    # max_num_seqs under FULL graphs) stands in for the structure being compared
+    text = (f"engine: vllm=={answer['vllm_version']}\nmodel: {REPO / answer['config']}\n"
+            f"device: H200\ndtype: {answer.get('dtype', 'bfloat16')}\nmax_model_len: {max_len}\n"
+            "max_num_seqs: 1\n")
+    if answer.get("enable_prefix_caching") is not None:
+        text += f"enable_prefix_caching: {str(answer['enable_prefix_caching']).lower()}\n"
+    loaded = parse_deployment("<reference deployment>", text)
+    solved = solve_deployment(loaded, load_catalog(), suggest=False, startup=False,
+                              refuse_split=False)
+    checked = solved.model
+    if checked is None or checked.plan is None:
+        raise ValueError("the tool selects no valid backend for every layer")
+    plan = checked.plan
+    if not plan.ok:
+        raise ValueError("; ".join(e.message for e in plan.errors))
+    out: list[Group] = []
+    for group in plan.groups:
+        page = (group.spec.page_size_bytes if group.spec is not None
+                else sum(spec.page_size_bytes for spec in group.layer_specs))
+        out.append((group.manager_block_size, page, tuple(sorted(set(group.layer_indices)))))
+    return out
+
+
+def _config_max_len(path: Path) -> int:
+    """The reference's ``max_model_len``: min(8192, the config's own maximum)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    for key in ("max_position_embeddings", "seq_length", "n_positions"):
+        value = text.get(key) or raw.get(key)
+        if isinstance(value, int | float) and value > 0:
+            return min(8192, int(value))
+    return 8192
+
+
+def _render(group: Group) -> str:
+    block, page, layers = group
+    shown = ",".join(map(str, layers[:6])) + (",..." if len(layers) > 6 else "")
+    return f"block {block} page {page} layers [{shown}] ({len(layers)})"
+
+
+def compare_groups(answer: dict[str, Any], result: ConfigAgreement, num_layers: int) -> None:
+    """vLLM's groups after the alignment against the tool's plan, as multisets."""
+    want = _vllm_groups(answer, num_layers)
+    result.groups = len(want)
+    try:
+        have = tool_groups(answer)
+    except (InputError, ValueError) as exc:
+        result.group_differences.append(f"the tool has no plan: {exc}")
+        return
+    unmatched = list(have)
+    for group in want:
+        if group in unmatched:
+            unmatched.remove(group)
+            result.groups_agreeing += 1
+        else:
+            result.group_differences.append(f"vLLM group {_render(group)}: the tool has none such")
+    for group in unmatched:
+        result.group_differences.append(f"the tool's group {_render(group)}: vLLM has none such")
+
+
 def agreements(engine: str = "vllm-0.33.0") -> Iterator[ConfigAgreement]:
-    for answer in load_answers(engine):
-        yield compare(answer)
+    return agreements_of(load_answers(engine))
+
+
+def agreements_of(answers: Iterable[dict[str, Any]]) -> Iterator[ConfigAgreement]:
+    """Layers and groups of each answer against the tool."""
+    for answer in answers:
+        result = compare(answer)
+        if answer["status"] == "ok" and result.tool_error is None:
+            compare_groups(answer, result, load_model(REPO / answer["config"]).num_layers)
+        yield result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,27 +315,32 @@ def main(argv: list[str] | None = None) -> int:
     by_arch: dict[str, list[ConfigAgreement]] = {}
     for row in rows:
         by_arch.setdefault(row.architecture, []).append(row)
-    print("| architecture | configs | layers agreeing | notes |")
-    print("| --- | --- | --- | --- |")
-    total = agree = 0
+    print("| architecture | configs | layers agreeing | groups agreeing (after alignment) | notes |")
+    print("| --- | --- | --- | --- | --- |")
+    total = agree = groups = groups_agree = 0
     for arch in sorted(by_arch):
         group = by_arch[arch]
         built = [r for r in group if r.vllm_status == "ok"]
         layers = sum(r.layers for r in built)
         ok = sum(r.agreeing for r in built)
+        arch_groups = sum(r.groups for r in built)
+        arch_groups_ok = sum(r.groups_agreeing for r in built)
         total += layers
         agree += ok
+        groups += arch_groups
+        groups_agree += arch_groups_ok
         notes = "; ".join(
             f"vLLM refused {Path(r.config).name}" for r in group if r.vllm_status != "ok"
         )
-        print(f"| {arch} | {len(group)} | {ok}/{layers} | {notes} |")
+        print(f"| {arch} | {len(group)} | {ok}/{layers} | {arch_groups_ok}/{arch_groups} | {notes} |")
     built = sum(r.vllm_status == "ok" for r in rows)
-    print(f"\n{agree}/{total} layers agree over {built} configs vLLM built")
+    print(f"\n{agree}/{total} layers and {groups_agree}/{groups} groups agree over {built} "
+          "configs vLLM built")
     if args.verbose:
         for row in rows:
-            if row.tool_error or row.differences:
+            if row.tool_error or row.differences or row.group_differences:
                 print(f"\n{row.config}: {row.tool_error or ''}")
-                for diff in row.differences[:8]:
+                for diff in (row.differences[:8] + row.group_differences[:8]):
                     print(f"  {diff}")
     return 0 if all(r.ok for r in rows if r.vllm_status == "ok") else 1
 

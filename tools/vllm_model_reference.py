@@ -26,7 +26,17 @@ For every config.json it
    calls its ``get_kv_cache_spec(vllm_config)`` followed by the runner's
    ``customize_attention_spec`` (exactly as ``GPUModelRunner.get_kv_cache_spec``),
    recording KV sharing targets;
-5. groups the specs with ``vllm.v1.core.kv_cache_planning.get_kv_cache_groups``.
+5. groups the specs with ``vllm.v1.core.kv_cache_planning.get_kv_cache_groups``;
+6. takes the engine's next step once the model is built,
+   ``current_platform.update_block_size_for_backend`` (the backends' preferred block
+   size, the hybrid Mamba alignment on the emulated platform), and records the
+   block sizes, the specs' pages and the groups again (``aligned``).
+
+An answer is vLLM's build (``status: ok``) or vLLM's refusal (``status: refused``:
+a ``ValueError`` / ``AssertionError`` / ``NotImplementedError`` raised by vLLM's or
+transformers' own code). Anything else (a missing module, a device access on the
+CPU, a stub answering wrongly) is the harness failing: it is printed, the exit
+status is 1 and nothing is written, so a failure is never recorded as vLLM's answer.
 
 The answers are written as compact JSON lines (gzip) so that CI compares the
 project's model reader with vLLM without vLLM installed. Nothing here is
@@ -53,9 +63,14 @@ Patches beyond the shared oracle's (all CPU-only necessities):
 * ``registry._run_in_subprocess`` runs in this process (the subprocess would
   lack these patches);
 * ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on
-  the GPU explicitly go to ``meta``;
-* DeciLM's and QWen's remote config classes are replaced by a stand-in that keeps
-  every key (``_register_remote_configs``);
+  the GPU explicitly (a factory's ``device=``, ``nn.Module.to(device)``) go to
+  ``meta``; torch's ``_device_constructors`` cache is filled before those wrappers
+  are installed, so ``torch.device("meta")`` still routes every parameter to
+  ``meta`` (no weight memory);
+* kernel modules only a JIT warm-up imports at construction time are inert
+  (``_INERT_MODULES``: DeepSeek-V4's mHC TileLang kernels, which need TileLang);
+* DeciLM's and QWen's remote config classes are replaced by a stand-in that keeps every key
+  (``_register_remote_configs``);
 * a one-process gloo "distributed" group of world size 1 (port 29533, or
   ``ORACLE_DIST_PORT`` when several oracles run at once).
 """
@@ -158,14 +173,15 @@ def _device_tensors_on_meta() -> Any:
     explicitly (``device=current_platform.current_device()``, a CUDA index) are
     created on ``meta`` like every other parameter, and the current device is 0."""
     import torch
+    import torch.utils._device as device_mode
 
-    # torch.device("meta") moves a factory call only if the function is in torch's
-    # _device_constructors() cache, filled on first use: fill it with the real factories
-    # before they are wrapped, or it holds the wrappers and every parameter lands in CPU
-    # memory
-    torch.utils._device._device_constructors()
+    # ``torch.device("meta")`` routes the constructors it cached on first use; filled
+    # here, that cache holds torch's own functions (which the wrappers call), not the
+    # wrappers, so every parameter still lands on ``meta``.
+    device_mode._device_constructors()
     saved = {name: getattr(torch, name) for name in _FACTORIES}
     saved_current = torch.cuda.current_device
+    saved_to = torch.nn.Module.to
 
     def wrap(fn: Any) -> Any:
         def inner(*args: Any, **kwargs: Any) -> Any:
@@ -175,15 +191,25 @@ def _device_tensors_on_meta() -> Any:
 
         return inner
 
+    def module_to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # a tower moved to the GPU explicitly (Kimi-K2.5's vision tower) stays on meta
+        if _on_gpu(kwargs.get("device")):
+            kwargs["device"] = "meta"
+        if args and not isinstance(args[0], torch.dtype | torch.Tensor) and _on_gpu(args[0]):
+            args = ("meta", *args[1:])
+        return saved_to(self, *args, **kwargs)
+
     try:
         for name, fn in saved.items():
             setattr(torch, name, wrap(fn))
         torch.cuda.current_device = lambda: 0
+        torch.nn.Module.to = module_to  # type: ignore[method-assign]
         yield
     finally:
         for name, fn in saved.items():
             setattr(torch, name, fn)
         torch.cuda.current_device = saved_current
+        torch.nn.Module.to = saved_to  # type: ignore[method-assign]
 
 
 class _AttrDict(dict):  # type: ignore[type-arg]
@@ -241,6 +267,23 @@ stand-in keeps every key of the config.json as an attribute. MiMo is not
 stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``."""
 
 
+class _InertModule(types.ModuleType):
+    """A kernel module whose every attribute is an inert stub."""
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return _InertOp(item)
+
+
+_INERT_MODULES = ("vllm.model_executor.kernels.mhc.tilelang_kernels", "flashinfer.comm")
+"""Kernel modules that model construction imports but never calls here, and that cannot
+load on a CPU: DeepSeek-V4's mHC TileLang kernels (only the JIT warm-up imports them,
+``kernel_config.enable_jit_warmup``; TileLang has no CPU build) and FlashInfer's
+communication kernels (the all-reduce fusion pass imports them; they need libcudart:
+the oracle venvs of releases that install FlashInfer). Neither decides a cache shape."""
+
+
 def _bootstrap() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -257,6 +300,9 @@ def _bootstrap() -> None:
 
     oracle.bootstrap(CAPABILITY)
     import torch
+
+    for module in _INERT_MODULES:
+        sys.modules[module] = _InertModule(module)
 
     for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C"):
         setattr(torch.ops, name, _OpNamespace(getattr(torch.ops, name)))
@@ -340,6 +386,10 @@ def _spec_record(spec: Any) -> dict[str, Any]:
         )
         if spec.page_size_padded is not None:
             record["page_size_padded"] = spec.page_size_padded
+        for key in ("num_prefill_checkpoint_blocks", "prefill_checkpoint_alignment"):
+            value = getattr(spec, key, None)
+            if value:
+                record[key] = value
     return record
 
 
@@ -367,7 +417,10 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
 
 
 def _groups(vllm_config: Any, specs: dict[str, Any]) -> list[dict[str, Any]]:
-    from vllm.v1.core import kv_cache_planning as planning
+    try:
+        from vllm.v1.core import kv_cache_planning as planning
+    except ImportError:  # before 0.29.0 the planning lived in kv_cache_utils
+        from vllm.v1.core import kv_cache_utils as planning
 
     out = []
     for group in planning.get_kv_cache_groups(vllm_config, dict(specs)):
@@ -383,8 +436,116 @@ def _groups(vllm_config: Any, specs: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
-    """vLLM's answer for one config.json (or the error vLLM raised)."""
+def _layer_specs(vllm_config: Any, layers: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Every module's spec as ``GPUModelRunner.get_kv_cache_spec`` builds it (the
+    module's ``get_kv_cache_spec``, then ``customize_attention_spec``), and a record
+    per module (KV-sharing target, no cache, or the spec and the backend)."""
+    from vllm.v1.kv_cache_interface import AttentionSpec
+
+    try:
+        from vllm.v1.worker.utils import customize_attention_spec
+    except ImportError:  # releases whose runner takes the module's spec as it is
+        def customize_attention_spec(backend: Any, spec: Any) -> Any:
+            return spec
+
+    specs: dict[str, Any] = {}
+    records = []
+    for name, module in layers.items():
+        record: dict[str, Any] = {
+            "name": name,
+            "index": _layer_index(name),
+            "module": type(module).__name__,
+        }
+        target = getattr(module, "kv_sharing_target_layer_name", None)
+        if target:
+            record["kv_sharing_target"] = _layer_index(target)
+            records.append(record)
+            continue
+        spec = module.get_kv_cache_spec(vllm_config)
+        if spec is None:
+            record["spec"] = None
+            records.append(record)
+            continue
+        if isinstance(spec, AttentionSpec):
+            spec = customize_attention_spec(module.get_attn_backend(), spec)
+        specs[name] = spec
+        record["backend"] = module.get_attn_backend().get_name()
+        record.update(_spec_record(spec))
+        records.append(record)
+    return specs, records
+
+
+def _aligned(vllm_config: Any, layers: dict[str, Any]) -> dict[str, Any]:
+    """The engine's next step once the model is built (``UniProcExecutor`` /
+    ``WorkerProc`` after ``load_model``; ``EngineCore`` then validates):
+    ``current_platform.update_block_size_for_backend`` (the backends' preferred
+    block size, the hybrid Mamba alignment), then the specs and groups again."""
+    from vllm.config import set_current_vllm_config
+    from vllm.platforms import current_platform
+
+    with set_current_vllm_config(vllm_config):
+        current_platform.update_block_size_for_backend(vllm_config)
+        if hasattr(vllm_config, "validate_block_size"):  # 0.33.0 (EngineCore)
+            vllm_config.validate_block_size()
+    cache = vllm_config.cache_config
+    out: dict[str, Any] = {
+        "block_size": cache.block_size,
+        "mamba_cache_mode": str(cache.mamba_cache_mode),
+    }
+    for key in ("mamba_block_size", "mamba_page_size_padded"):
+        value = getattr(cache, key, None)
+        if value is not None:
+            out[key] = value
+    with set_current_vllm_config(vllm_config):
+        specs, records = _layer_specs(vllm_config, layers)
+    out["layers"] = [
+        {key: r[key] for key in ("index", "spec", "block_size", "page_size_bytes") if key in r}
+        | ({"prefill_checkpoint_alignment": a} if (a := r.get("prefill_checkpoint_alignment")) else {})
+        for r in records if r.get("spec")
+    ]
+    out["groups"] = _groups(vllm_config, specs)
+    return out
+
+
+REFUSAL_TYPES = (ValueError, AssertionError, NotImplementedError)
+"""What vLLM (or transformers, reading the config for it) raises when it refuses a
+config: ``ValueError`` (pydantic's ``ValidationError`` of a config class among them),
+``AssertionError``, ``NotImplementedError``."""
+
+_ANSWERING_PACKAGES = ("vllm", "transformers", "pydantic", "pydantic_core")
+"""Whose ``ValueError`` is an answer: vLLM, transformers (its config classes) and pydantic
+validating vLLM's config classes."""
+
+
+class HarnessError(Exception):
+    """The harness, not vLLM, failed on a config: a bug to fix, never an answer."""
+
+
+def _refusal(exc: BaseException) -> bool:
+    """vLLM's refusal: a refusal type raised by vLLM's or transformers' own code (the
+    innermost frame is theirs), itself or as the cause of what reached the harness
+    (transformers' strict config validation wraps its ValueError in huggingface_hub's
+    ``StrictDataclassClassValidationError``). Anything else (a missing module, a
+    device access on the CPU, a stub answering the wrong thing) is the harness failing."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, REFUSAL_TYPES):
+            frames = traceback.extract_tb(link.__traceback__)
+            if frames:
+                parts = Path(frames[-1].filename).parts
+                if ("site-packages" in parts
+                        and parts[parts.index("site-packages") + 1] in _ANSWERING_PACKAGES):
+                    return True
+        link = link.__cause__ or link.__context__
+    return False
+
+
+def reference(config_path: Path, workdir: Path, *,
+              enable_prefix_caching: bool | None = None) -> dict[str, Any]:
+    """vLLM's answer for one config.json (or vLLM's refusal); raises
+    :class:`HarnessError` when the harness fails."""
     import torch
     import vllm
     from vllm.config import set_current_vllm_config
@@ -393,12 +554,13 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.utils.torch_utils import set_default_torch_dtype
-    from vllm.v1.attention.backends.utils import (
-        get_supported_kv_cache_layouts,
-        resolve_kv_cache_layout,
-    )
-    from vllm.v1.kv_cache_interface import AttentionSpec
-    from vllm.v1.worker.utils import customize_attention_spec
+    try:
+        from vllm.v1.attention.backends.utils import (
+            get_supported_kv_cache_layouts,
+            resolve_kv_cache_layout,
+        )
+    except ImportError:  # before the per-layer layouts (0.25.1-0.28.0): not recorded
+        get_supported_kv_cache_layouts = resolve_kv_cache_layout = None
 
     model_dir, notes = _prepare_dir(config_path, workdir)
     out: dict[str, Any] = {
@@ -408,6 +570,8 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
     }
     if notes:
         out["notes"] = notes
+    if enable_prefix_caching is not None:
+        out["enable_prefix_caching"] = enable_prefix_caching
     stage = "EngineArgs"
     try:
         stage = "EngineArgs.create_engine_config"
@@ -416,6 +580,8 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
             skip_tokenizer_init=True,
             dtype=MODEL_DTYPE,
             max_model_len=_max_len(model_dir),
+            **({} if enable_prefix_caching is None
+               else {"enable_prefix_caching": enable_prefix_caching}),
         ).create_engine_config()
         model_config = vllm_config.model_config
         stage = "model class"
@@ -437,44 +603,36 @@ def reference(config_path: Path, workdir: Path) -> dict[str, Any]:
             model_cls(vllm_config=vllm_config, prefix="")
         stage = "get_kv_cache_spec"
         layers = get_layers_from_vllm_config(vllm_config, AttentionLayerBase)
-        specs: dict[str, Any] = {}
-        records = []
-        for name, module in layers.items():
-            record: dict[str, Any] = {
-                "name": name,
-                "index": _layer_index(name),
-                "module": type(module).__name__,
-            }
-            target = getattr(module, "kv_sharing_target_layer_name", None)
-            if target:
-                record["kv_sharing_target"] = _layer_index(target)
-                records.append(record)
-                continue
-            spec = module.get_kv_cache_spec(vllm_config)
-            if spec is None:
-                record["spec"] = None
-                records.append(record)
-                continue
-            if isinstance(spec, AttentionSpec):
-                spec = customize_attention_spec(module.get_attn_backend(), spec)
-            specs[name] = spec
-            record.update(_spec_record(spec))
-            records.append(record)
-        out["layers"] = records
+        specs, out["layers"] = _layer_specs(vllm_config, layers)
         stage = "resolve_kv_cache_layout"
-        backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
-        layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
-        out["kv_cache_layout"] = resolve_kv_cache_layout(
-            vllm_config, [layouts], list(specs.values())
-        ).name
+        if resolve_kv_cache_layout is not None:
+            backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
+            layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
+            out["kv_cache_layout"] = resolve_kv_cache_layout(
+                vllm_config, [layouts], list(specs.values())
+            ).name
         stage = "get_kv_cache_groups"
-        out["groups"] = _groups(vllm_config, specs)
+        try:
+            out["groups"] = _groups(vllm_config, specs)
+        except REFUSAL_TYPES as exc:
+            # the engine groups only after the alignment; before it a hybrid's pages
+            # may not unify (vLLM 0.26.0-0.28.0 raise): recorded, not a refusal
+            out["groups"] = None
+            out["groups_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        stage = "update_block_size_for_backend"
+        out["aligned"] = _aligned(vllm_config, layers)
         out["status"] = "ok"
-    except Exception as exc:  # vLLM's refusal is an answer too
-        out["status"] = "error"
+    except Exception as exc:
+        tail = traceback.format_exc().splitlines()[-12:]
+        if not _refusal(exc):
+            raise HarnessError(
+                f"{out['config']}: the harness failed at {stage}: {type(exc).__name__}: {exc}"
+                + "\n" + "\n".join(tail)
+            ) from exc
+        out["status"] = "refused"  # vLLM's refusal is an answer too
         out["stage"] = stage
         out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        out["traceback_tail"] = traceback.format_exc().splitlines()[-12:]
+        out["traceback_tail"] = tail
     return out
 
 
@@ -503,17 +661,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     parser.add_argument("--merge", action="store_true",
                         help="keep the answers already in --out for configs not given")
+    parser.add_argument("--enable-prefix-caching", action="store_true",
+                        help="--enable-prefix-caching (else vLLM's default for the model)")
     args = parser.parse_args(argv)
     _bootstrap()
     results = []
+    failures: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for path in sorted(set(args.configs)):
             if path.stem in {"broken_layer_types"}:
                 continue
-            result = reference(path, Path(tmp))
+            try:
+                result = reference(path, Path(tmp), enable_prefix_caching=(
+                    True if args.enable_prefix_caching else None))
+            except HarnessError as exc:
+                failures.append(str(exc))
+                print(f"HARNESS FAILURE {exc}", file=sys.stderr)
+                continue
             results.append(result)
             summary = result.get("error") or f"{len(result['layers'])} layers"
-            print(f"{result['status']:5} {path}: {summary}"[:300], file=sys.stderr)
+            print(f"{result['status']:7} {path}: {summary}"[:300], file=sys.stderr)
+    if failures:
+        print(f"{len(failures)} harness failure(s): nothing written (fix the harness; a "
+              "failure is never recorded as vLLM's answer)", file=sys.stderr)
+        return 1
     if args.merge and args.out.is_file():
         fresh = {r["config"] for r in results}
         with gzip.open(args.out, "rt", encoding="utf-8") as handle:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Ask vLLM itself for the facts of the backends it wires without selection.
 
-A Mamba-1, Mamba-2 or Gated DeltaNet mixer gets its state backend from
+A Mamba-1, Mamba-2, Gated DeltaNet or short-convolution mixer gets its state backend from
 ``MambaAttentionBackendEnum`` by the layer's mamba type, and DeepSeek-V3.2's sparse
 indexer gets ``DeepseekV32IndexerBackend``; the attention selector never sees them.
 The backend files with ``wired_for`` state their facts; this tool asks the classes (the
@@ -46,7 +46,7 @@ CAPABILITY = "9.0"
 """The wired backends' class facts do not depend on the device except where a builder
 asks (the indexer's CUDA-graph support on SM100): asked on Hopper."""
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "oracle"
-MAMBA_MEMBERS = {"mamba1": "MAMBA1", "mamba2": "MAMBA2", "gdn": "GDN_ATTN"}
+MAMBA_MEMBERS = {"mamba1": "MAMBA1", "mamba2": "MAMBA2", "gdn": "GDN_ATTN", "short_conv": "SHORT_CONV"}
 """``wired_for`` -> the ``MambaAttentionBackendEnum`` member the layer's mamba type picks."""
 INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"
 

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from selector.kv.capacity import (
         Capacity,
     )
+    from selector.kv.checkpoint import (
+        prefill_checkpoint_alignment,
+    )
     from selector.kv.cudagraph import (
         CudaGraphMode,
         CudaGraphResolution,
@@ -112,6 +115,7 @@ __all__ = [
     "group_layers",
     "plan_model",
     "preferred_block_size",
+    "prefill_checkpoint_alignment",
     "resolve_cudagraph_mode",
     "resolve_layout",
     "select_common_block_size",
@@ -156,6 +160,7 @@ _LAZY: dict[str, str] = {
     "group_layers": "selector.kv.grouping",
     "plan_model": "selector.kv.plan",
     "preferred_block_size": "selector.kv.block_size",
+    "prefill_checkpoint_alignment": "selector.kv.checkpoint",
     "resolve_cudagraph_mode": "selector.kv.cudagraph",
     "resolve_layout": "selector.kv.layout",
     "select_common_block_size": "selector.kv.block_size",

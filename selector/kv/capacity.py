@@ -82,6 +82,8 @@ def _pages_needed(spec: AnySpec, max_model_len: int, in_flight: int) -> int:
     if isinstance(spec, MambaSpec):
         if spec.mamba_cache_mode == "align":
             return 2 + spec.num_speculative_blocks + spec.num_prefill_checkpoint_blocks
+        if spec.mamba_cache_mode == "all":  # a state per block (0.25.1-0.31.0)
+            return _cdiv(max_model_len, spec.block_size) + spec.num_speculative_blocks
         return 1 + spec.num_speculative_blocks
     if isinstance(spec, SlidingWindowSpec):
         tokens = min(spec.sliding_window - 1 + in_flight, max_model_len)

@@ -65,7 +65,7 @@ class SpecContext(BaseModel):
     block_size: int
     mamba_block_size: int
     mamba_page_size_padded: int | None = None
-    mamba_cache_mode: Literal["none", "align"] = "none"
+    mamba_cache_mode: Literal["none", "align", "all"] = "none"
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0
@@ -180,12 +180,14 @@ def mamba_spec(layer: LayerFacts, ctx: SpecContext) -> MambaSpec:
     if ssm_dtype == "auto" and layer.ssm.state_dtype:
         ssm_dtype = layer.ssm.state_dtype
     names, sizes = ssm_state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ssm_dtype)
+    shapes = ssm_state_shapes(layer.ssm, ctx.tp_size, ctx.num_speculative_tokens)
     checkpoint = ctx.prefill_checkpoint_alignment if ctx.mamba_cache_mode == "align" else None
     return MambaSpec(
         block_size=ctx.mamba_block_size,
-        shapes=ssm_state_shapes(layer.ssm, ctx.tp_size, ctx.num_speculative_tokens),
-        dtype_bytes=sizes,
-        dtypes=names,
+        shapes=shapes,
+        # one dtype per state: a short convolution keeps the conv state only
+        dtype_bytes=sizes[:len(shapes)],
+        dtypes=names[:len(shapes)],
         mamba_type=layer.ssm.ssm_type,
         page_size_padded=ctx.mamba_page_size_padded,
         mamba_cache_mode=ctx.mamba_cache_mode,

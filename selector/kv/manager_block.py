@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from selector.catalog import load_catalog
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.block_size import (
     DEFAULT_BLOCK_SIZE,
@@ -22,10 +23,18 @@ __all__ = ["mamba_cache_mode", "negotiate_block_size"]
 
 
 def mamba_cache_mode(model: ModelFacts, options: KVOptions) -> str:
-    """``align`` for hybrid models with prefix caching (vLLM's default), else ``none``."""
+    """``align`` for hybrid models with prefix caching (``MambaModelConfig``), else
+    ``none``; prefix caching is the user's choice, else the release's default for
+    hybrid models (``ModelConfig.is_prefix_caching_supported``)."""
     if options.mamba_cache_mode != "auto":
         return options.mamba_cache_mode
-    return "align" if model.is_hybrid and options.enable_prefix_caching else "none"
+    steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
+    enabled = options.enable_prefix_caching
+    if enabled is None:
+        enabled = steps.hybrid_prefix_caching
+    if not (model.is_hybrid and enabled):
+        return "none"
+    return "all" if steps.all_mode and model.mamba_prefix_caching else "align"
 
 
 def negotiate_block_size(
@@ -48,6 +57,7 @@ def negotiate_block_size(
         messages.append(f"Setting kv cache block size to {preferred} for {names} backend(s).")
     block = preferred
     hybrid = None
+    steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
     if model.is_hybrid:
         first_layer, first_backend = next(
             (layer, backend) for layer, backend in layer_backends if not backend.is_ssm
@@ -58,7 +68,7 @@ def negotiate_block_size(
             kv_cache_dtype=options.kv_cache_dtype,
             block_size=block,
             mamba_block_size=block,
-            mamba_cache_mode="align" if mode == "align" else "none",
+            mamba_cache_mode="none",  # the unpadded state page: independent of the mode
             mamba_cache_dtype=options.mamba_cache_dtype,
             mamba_ssm_cache_dtype=options.mamba_ssm_cache_dtype,
             num_speculative_tokens=options.num_speculative_tokens,
@@ -72,7 +82,12 @@ def negotiate_block_size(
             mamba_page_bytes=mamba_page_bytes(ssm_layer, ctx),
             use_mla=model.use_mla,
             mamba_cache_mode=mode,
-            prefill_checkpoint_alignment=options.mamba_prefill_checkpoint_alignment,
+            prefill_checkpoint_alignment=(
+                options.mamba_prefill_checkpoint_alignment if steps.prefill_checkpoint else None
+            ),
+            mla_min_block_size=steps.mla_min_block_size,
+            lcm_non_ssm_backends=steps.lcm_non_ssm_backends,
+            mamba_chunk_size=model.mamba_chunk_size,
         )
         block = hybrid.block_size
         messages.extend(hybrid.messages)
@@ -80,6 +95,10 @@ def negotiate_block_size(
     mamba_block = None
     if model.is_hybrid:
         mamba_block = block if mode == "align" else max_model_len
+        if mode == "all" and hybrid is not None and hybrid.mamba_block_size is not None:
+            mamba_block = hybrid.mamba_block_size
+    checkpoints = (model.is_hybrid and mode == "align" and steps.prefill_checkpoint
+                   and options.mamba_prefill_checkpoint_alignment is not None)
     return BlockSizeDecision(
         block_size=block,
         user_specified=user,
@@ -87,5 +106,6 @@ def negotiate_block_size(
         hybrid=hybrid,
         mamba_block_size=mamba_block,
         mamba_cache_mode=mode,
+        prefill_checkpoints=checkpoints,
         messages=tuple(messages),
     )

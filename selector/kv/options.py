@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.cudagraph import CudaGraphMode
+from selector.schema.engine import HybridAlignmentRules
 
 __all__ = ["KVOptions"]
 
@@ -24,13 +25,19 @@ class KVOptions(BaseModel):
     """``--kv-cache-dtype``."""
     block_size: int | None = Field(default=None, gt=0)
     """``--block-size`` (None: vLLM picks it from the backends)."""
-    enable_prefix_caching: bool = True
-    """Hybrid models use Mamba ``align`` cache mode when on (vLLM's default)."""
+    enable_prefix_caching: bool | None = None
+    """Hybrid models use Mamba ``align`` cache mode when on; None: vLLM's default (on,
+    but for hybrid models the release's ``hybrid_alignment.hybrid_prefix_caching``)."""
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     mamba_prefill_checkpoint_alignment: int | None = Field(default=None, gt=0)
-    """LCM of the Mamba layers' prefill checkpoint alignments in align mode (GDN
-    with the FlashInfer prefill kernel declares one); None: none declared."""
+    """LCM of the Mamba layers' prefill checkpoint alignments in align mode (a Qwen GDN
+    layer with the FlashInfer prefill kernel declares 64:
+    :func:`selector.kv.checkpoint.prefill_checkpoint_alignment`, which the pipeline
+    calls with the deployment's device); None: none declared."""
+    hybrid_alignment: HybridAlignmentRules | None = None
+    """The steps of the release's hybrid block-size alignment (the profile's
+    ``hybrid_alignment``); None: the default engine's."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     cudagraph_mode: CudaGraphMode | None
     """None or ``NONE``: no CUDA graphs."""
@@ -61,8 +68,10 @@ class KVOptions(BaseModel):
     """The backends vLLM wires without selection, by ``wired_for`` (Mamba / GDN state,
     the sparse indexer: :func:`selector.kv.backend_facts.wired_backends`); None: the
     engine's (the default engine's when the planner is called alone)."""
-    mamba_cache_mode: Literal["auto", "none", "align"] = "auto"
-    """``auto``: ``align`` for hybrid models with prefix caching, else ``none``."""
+    mamba_cache_mode: Literal["auto", "none", "align", "all"] = "auto"
+    """``auto``: for hybrid models with prefix caching ``align`` (``all`` for a model with
+    ``SupportsMambaPrefixCaching`` where the release's ``hybrid_alignment.all_mode``
+    says so), else ``none``."""
 
     @property
     def uniform_decode_query_len(self) -> int:

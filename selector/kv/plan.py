@@ -83,11 +83,16 @@ def _spec_context(
         block_size=decision.block_size,
         mamba_block_size=decision.mamba_block_size or max_model_len,
         mamba_page_size_padded=hybrid.mamba_page_size_padded if hybrid else None,
-        mamba_cache_mode="align" if decision.mamba_cache_mode == "align" else "none",
+        mamba_cache_mode=("align" if decision.mamba_cache_mode == "align"
+                          else "all" if decision.mamba_cache_mode == "all" else "none"),
         mamba_cache_dtype=options.mamba_cache_dtype,
         mamba_ssm_cache_dtype=options.mamba_ssm_cache_dtype,
         num_speculative_tokens=options.num_speculative_tokens,
-        prefill_checkpoint_alignment=options.mamba_prefill_checkpoint_alignment,
+        # a layer that exports checkpoints keeps its offsets on the prefix-cache grid:
+        # the Mamba block (get_mamba_prefill_checkpoint_grid, abstract.py:115-129)
+        prefill_checkpoint_alignment=(
+            decision.mamba_block_size if decision.prefill_checkpoints else None
+        ),
         tp_size=model.tp_size,
     )
 

@@ -62,6 +62,9 @@ class BlockSizeDecision(_Frozen):
     hybrid: HybridAlignment | None = None
     mamba_block_size: int | None = None
     mamba_cache_mode: str = "none"
+    prefill_checkpoints: bool = False
+    """The state layers export prefill checkpoints (align mode, every one declares an
+    alignment): their specs hold one checkpoint block on the Mamba block grid."""
     messages: tuple[str, ...] = ()
 
 

@@ -128,7 +128,7 @@ class MambaSpec(_Frozen):
     dtypes: tuple[str, ...]
     mamba_type: str
     page_size_padded: int | None = None
-    mamba_cache_mode: Literal["none", "align"] = "none"
+    mamba_cache_mode: Literal["none", "align", "all"] = "none"
     num_speculative_blocks: int = 0
     num_prefill_checkpoint_blocks: int = 0
     prefill_checkpoint_alignment: int | None = None

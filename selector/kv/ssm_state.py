@@ -1,19 +1,22 @@
-"""Mamba-1, Mamba-2 and Gated DeltaNet state shapes per rank (vLLM's
-``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``)."""
+"""Mamba-1, Mamba-2, Gated DeltaNet and short-convolution state shapes per rank
+(vLLM's ``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``)."""
 
 from __future__ import annotations
 
 from selector.kv.dtypes import dtype_bytes
-from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims
+from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims, ShortConvDims
 
 __all__ = ["ssm_state_dtypes", "ssm_state_shapes"]
 
 
 def ssm_state_shapes(
-    dims: Mamba1Dims | Mamba2Dims | GDNDims, tp: int, num_spec: int = 0
+    dims: Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims, tp: int, num_spec: int = 0
 ) -> tuple[tuple[int, ...], ...]:
     """(conv state, temporal/recurrent state) shapes on one rank, conv state in
-    the default ``SD`` orientation ``(state_len, dim)``."""
+    the default ``SD`` orientation ``(state_len, dim)``; a short convolution has the
+    conv state only (``short_conv_state_shape``, mamba_utils.py:249-258)."""
+    if isinstance(dims, ShortConvDims):
+        return ((dims.conv_kernel - 1 + num_spec, dims.conv_dim // tp),)
     if isinstance(dims, Mamba1Dims):
         local = dims.intermediate_size // tp
         return ((dims.conv_kernel - 1, local), (local, dims.state_size))

@@ -18,8 +18,8 @@ from selector.errors import InputError
 from selector.memory.profile import QuantScheme, StartupProfile
 from selector.memory.quant import QuantPlan, part_shares, quant_plan
 from selector.models import ModelFacts, parse_config
-from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, SSMDims
-from selector.models.families import GENERIC, Family, WeightRules, families
+from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, ShortConvDims, SSMDims
+from selector.models.families import GENERIC, Family, FFNSizing, WeightRules, families
 from selector.models.hf_config import resolve_family
 
 __all__ = [
@@ -224,9 +224,25 @@ def _compressed_attention(cfg: Mapping[str, Any], index: int, tp: int) -> tuple[
     return sharded, replicated
 
 
+def _llama_ffn_width(cfg: Mapping[str, Any], sizing: FFNSizing, width: int) -> int:
+    width = int(2 * width / 3)
+    multiplier = cfg.get(sizing.multiplier_field)
+    if isinstance(multiplier, int | float) and not isinstance(multiplier, bool):
+        width = int(multiplier * width)
+    multiple = config_int(cfg, sizing.multiple_of_field, default=1) or 1
+    return multiple * -(-width // multiple)
+
+
 def _ssm_params(cfg: Mapping[str, Any], ssm: SSMDims | None, tp: int) -> int:
-    """Parameters of one Mamba-1, Mamba-2 or Gated DeltaNet mixer on one rank."""
+    """Parameters of one Mamba-1, Mamba-2, Gated DeltaNet or short-convolution mixer on
+    one rank."""
     hidden = config_int(cfg, "hidden_size")
+    if isinstance(ssm, ShortConvDims):
+        # vllm/model_executor/layers/mamba/short_conv.py:57-82 ShortConv: conv (a
+        # ColumnParallelLinear of L_cache -> dim), in_proj (dim -> 3 x dim, merged column),
+        # out_proj (dim -> dim, row); biases left out as everywhere here
+        dim = ssm.conv_dim
+        return (dim * ssm.conv_kernel + 3 * dim * dim + dim * dim) // tp
     if isinstance(ssm, Mamba2Dims):
         # vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2: in_proj (z, x, B,
         # C, dt), conv1d over x, B, C, A / D / dt_bias per head, the gated norm, out_proj;
@@ -377,6 +393,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         widths = [w for w in cfg["intermediate_size"] if isinstance(w, int)]
         dense_inter = widths[0] if widths else 4 * hidden
     dense_inter //= rules.intermediate_divisor
+    if rules.ffn_sizing is not None and cfg.get(rules.ffn_sizing.flag_field):
+        dense_inter = _llama_ffn_width(cfg, rules.ffn_sizing, dense_inter)
     num_experts = config_int(cfg, *_EXPERT_KEYS)
     expert_inter = config_int(cfg, "moe_intermediate_size", default=config_int(cfg, "intermediate_size"))
     shared_inter = config_int(cfg, *(f for f in (rules.shared_expert_field,) if f),
@@ -449,7 +467,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             dense += here * hidden * hidden // tp
             total_mlp += hidden * hidden
     padded_vocab = _round_up(vocab, 64) // tp
-    tied = bool(cfg.get("tie_word_embeddings", rules.tie_word_embeddings))
+    tied = rules.ties_always or bool(cfg.get("tie_word_embeddings", rules.tie_word_embeddings))
     everywhere = cfg.get("model_type") in shapes.pp_vocab_every_stage_types
     holds_embedding = everywhere or first == 0 or (tied and last == num_layers)
     holds_lm_head = (everywhere or last == num_layers) and not tied

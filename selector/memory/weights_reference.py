@@ -44,7 +44,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("router", re.compile(r"\.(?:gate|router)\.(?:weight|e_score_correction_bias)\||"
                           r"\.mlp\.gate\.weight\||\|GateLinear$|\.fc[12]_latent_proj\.")),
     ("ssm mixers", re.compile(r"\|(?:MambaMixer2?|MambaMixer|GatedDeltaNet\w*|Mixer2RMSNormGated|"
-                              r"\w*Mamba\w*)$|\.(?:mamba|linear_attn|ssm)\.|"
+                              r"\w*Mamba\w*)$|\.(?:mamba|linear_attn|ssm|short_conv)\.|"
                               r"\.mixer\.(?:in_proj|conv1d|out_proj|A|D|dt_bias|norm|x_proj|"
                               r"dt_proj|A_log)\b")),
     ("dense MLP", re.compile(r"\.mixer\.(?:up_proj|down_proj)\.")),

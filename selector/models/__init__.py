@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         LayerFacts,
         Mamba1Dims,
         ModelFacts,
+        ShortConvDims,
     )
     from selector.models.hf_config import (
         parse_config,
@@ -35,6 +36,7 @@ __all__ = [
     "LayerFacts",
     "Mamba1Dims",
     "ModelFacts",
+    "ShortConvDims",
     "list_presets",
     "load_config_file",
     "load_model",
@@ -46,6 +48,7 @@ __all__ = [
 _LAZY: dict[str, str] = {
     "shard_model": "selector.models.tensor_parallel",
     "GDNDims": "selector.models.facts",
+    "ShortConvDims": "selector.models.facts",
     "LayerFacts": "selector.models.facts",
     "Mamba1Dims": "selector.models.facts",
     "ModelFacts": "selector.models.facts",

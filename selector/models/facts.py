@@ -21,6 +21,7 @@ __all__ = [
     "ModelDType",
     "ModelFacts",
     "SSMDims",
+    "ShortConvDims",
     "SparseIndexer",
 ]
 
@@ -73,6 +74,9 @@ class Mamba1Dims(_Frozen):
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
 
 class Mamba2Dims(_Frozen):
@@ -90,6 +94,9 @@ class Mamba2Dims(_Frozen):
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
     @property
     def intermediate_size(self) -> int:
@@ -108,13 +115,30 @@ class GDNDims(_Frozen):
     state_dtype: str | None = None
     """The SSM state dtype the model's config fixes (vLLM's ``verify_and_update_config``
     sets ``mamba_ssm_cache_dtype`` from it when the user leaves it ``auto``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
     @property
     def conv_dim(self) -> int:
         return self.head_k_dim * self.num_k_heads * 2 + self.head_v_dim * self.num_v_heads
 
 
-SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims, Field(discriminator="ssm_type")]
+class ShortConvDims(_Frozen):
+    """A short-convolution mixer (LFM2's ``ShortConv``): a conv state only."""
+
+    ssm_type: Literal["short_conv"] = "short_conv"
+    conv_dim: int
+    conv_kernel: int
+    """``conv_L_cache``: the state keeps ``conv_kernel - 1`` positions."""
+    state_dtype: str | None = None
+    """Unused: the conv state follows ``--mamba-cache-dtype`` (``short_conv_state_dtype``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
+
+
+SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims, Field(discriminator="ssm_type")]
 
 
 class LayerFacts(_Frozen):
@@ -217,11 +241,19 @@ class ModelFacts(_Frozen):
     max_position_embeddings: int | None = None
     is_mm_prefix_lm: bool = False
     refusals: tuple[str, ...] = ()
-    """vLLM's own start-up errors that the config alone decides (e.g. Qwen2's
-    "Sliding window for some but all layers is not supported")."""
+    """vLLM's own start-up errors that the config alone decides, each as ``Type: message``
+    (e.g. Qwen2's "AssertionError: Sliding window for some but all layers is not
+    supported", FalconH1Config's "ValueError: mamba_n_heads must divide ...")."""
     family: str | None = None
     """The ``schemas/models/families.yaml`` family that read the layers; None
     when no family maps the architecture (read with the generic rules)."""
+    mamba_prefix_caching: bool = False
+    """vLLM's model class implements ``SupportsMambaPrefixCaching`` (the family's
+    ``ssm.mamba_prefix_caching``): with prefix caching, releases before 0.28.0 give it
+    Mamba cache mode ``all``."""
+    mamba_chunk_size: int = 2048
+    """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``,
+    else 2048 (what mode ``all`` aligns the block to)."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
     _config: Mapping[str, Any] | None = PrivateAttr(default=None)

@@ -17,6 +17,7 @@ from selector.models.presets import preset_dir
 __all__ = [
     "GENERIC",
     "AttentionRules",
+    "FFNSizing",
     "Family",
     "MixerRules",
     "SSMRules",
@@ -37,6 +38,7 @@ MixerName = Literal[
     "chunked_attention",
     "linear_attention",
     "mamba",
+    "short_conv",
     "cross_attention",
     "none",
 ]
@@ -50,6 +52,7 @@ RuleName = Literal[
     "list_pattern",
     "llama4",
     "block_configs",
+    "index_list",
 ]
 
 
@@ -97,8 +100,17 @@ class AttentionRules(_Strict):
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
 
 
+class SSMRefusal(_Strict):
+    """A state-mixer layout the model's config class (or vLLM) refuses: ``when`` is a
+    condition over the mixer's dimensions (the names of its facts, e.g. ``num_heads``,
+    ``intermediate_size``), ``message`` the refusal's text."""
+
+    when: str
+    message: str
+
+
 class SSMRules(_Strict):
-    type: Literal["mamba1", "mamba2", "gdn"]
+    type: Literal["mamba1", "mamba2", "gdn", "short_conv"]
     fields: dict[str, list[Any]]
     """dimension -> [config field] or [config field, default]."""
     parallel: bool = False
@@ -106,6 +118,14 @@ class SSMRules(_Strict):
     state_dtype: list[Any] | None = None
     """[config field] or [config field, default]: the SSM state dtype the model
     fixes when ``--mamba-ssm-cache-dtype`` is auto."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (a ``MambaBase`` subclass), which the engine's
+    prefill-checkpoint rules name (``prefill_checkpoint.mixers`` of the state backend)."""
+    refusals: list[SSMRefusal] = Field(default_factory=list)
+    """Mixer layouts that are refused (the first that holds is the refusal)."""
+    mamba_prefix_caching: bool = False
+    """The model class implements ``SupportsMambaPrefixCaching`` (Mamba cache mode
+    ``all`` with prefix caching before 0.28.0)."""
 
 
 FFNKind = Literal["dense", "moe", "none"]
@@ -141,6 +161,17 @@ class VisionRules(_Strict):
 
 
 
+class FFNSizing(_Strict):
+    """The MLP width derived from a width field as Meta's Llama sized it: when
+    ``flag_field`` is true, two thirds of it, times ``multiplier_field`` (if set), rounded
+    up to a multiple of ``multiple_of_field`` (LFM2: vllm/model_executor/models/lfm2.py:59-78
+    in 0.33.0)."""
+
+    flag_field: str
+    multiplier_field: str
+    multiple_of_field: str
+
+
 class WeightRules(_Strict):
     """How the family's model class lays out its weights beyond the token mixers (the
     ``weights`` column of families.yaml; read by selector/memory/weights.py)."""
@@ -164,6 +195,10 @@ class WeightRules(_Strict):
     """Config fields giving the embedding rows, first present wins (before ``vocab_size``)."""
     tie_word_embeddings: bool = False
     """The config class's default when config.json omits ``tie_word_embeddings``."""
+    ties_always: bool = False
+    """The model class ties the lm_head to the embedding whatever the config says."""
+    ffn_sizing: FFNSizing | None = None
+    """The MLP width is derived from the width field (``intermediate_fields``) so."""
     expert_hidden_field: str | None = None
     """Experts work in a latent of this width, with a down and an up projection to the
     hidden size beside them (Nemotron-3 Super's ``moe_latent_size``)."""

@@ -17,7 +17,7 @@ from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
 from selector.models.families import GENERIC, Family, families, family_for, kv_heads_fields
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
-from selector.models.ssm_config import read_ssm
+from selector.models.ssm_config import read_ssm, ssm_refusal
 
 __all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
 
@@ -149,8 +149,12 @@ class _ConfigParser:
         }
 
     def refusals(self) -> tuple[str, ...]:
-        refusal = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
-        return (refusal,) if refusal else ()
+        """vLLM's refusals, each as ``Type: message`` (Qwen2Model asserts its window
+        rule; a config class raises ValueError)."""
+        mixed = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
+        state = ssm_refusal(self.text, self.family, self.hidden)
+        return ((f"AssertionError: {mixed}",) if mixed else ()) + (
+            (f"ValueError: {state}",) if state else ())
 
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention
@@ -233,7 +237,7 @@ class _ConfigParser:
     ) -> LayerFacts:
         if mixer == "none":
             return LayerFacts(index=index, kind="none")
-        if mixer in ("mamba", "linear_attention"):
+        if mixer in ("mamba", "linear_attention", "short_conv"):
             ssm = read_ssm(self.text, self.family, self.hidden)
             return LayerFacts(index=index, kind="gdn" if ssm.ssm_type == "gdn" else "mamba", ssm=ssm)
         fields = dict(common)
@@ -327,8 +331,20 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
             is_mm_prefix_lm=_is_mm_prefix_lm(top, family),
             family=family.name if mapped else None,
+            mamba_prefix_caching=bool(family.ssm and family.ssm.mamba_prefix_caching),
+            mamba_chunk_size=_mamba_chunk_size(parser.text),
             refusals=parser.refusals(),
             layers=parser.layers(),
         ).with_config(raw)
     except ValidationError as exc:  # defensive: the reader validates first
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc
+
+
+def _mamba_chunk_size(text: ConfigReader) -> int:
+    """``ModelConfig.get_mamba_chunk_size`` (vllm/config/model.py, 0.26.0:1440-1455):
+    ``mamba_chunk_size``, else ``chunk_size``, else 2048."""
+    for key in ("mamba_chunk_size", "chunk_size"):
+        value = text.raw(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 2048

@@ -29,6 +29,7 @@ LAYER_TYPE_TOKENS: dict[str, MixerType] = {
     "chunked_attention": "chunked_attention",
     "linear_attention": "linear_attention",
     "mamba": "mamba",
+    "conv": "short_conv",
     "cross_attention": "cross_attention",
 }
 """``layer_types`` entries as the Hugging Face config classes write them."""
@@ -161,6 +162,17 @@ def _block_configs(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerT
     return out
 
 
+def _index_list(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    """Full attention at the indices the config lists (``field``), ``other`` elsewhere;
+    every layer full attention when the list is absent (transformers' Lfm2Config)."""
+    key = rules.field or "full_attn_idxs"
+    indices = text.int_list(key)
+    if indices is None:
+        return ["full_attention"] * n
+    chosen = set(indices)
+    return ["full_attention" if i in chosen else rules.other for i in range(n)]
+
+
 def _uniform(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
     if model_wide_window(text) is not None:
         return ["sliding_attention"] * n
@@ -177,6 +189,7 @@ _RULES: dict[str, Callable[[ConfigReader, MixerRules, int], list[MixerType]]] = 
     "list_pattern": _list_pattern,
     "llama4": _llama4,
     "block_configs": _block_configs,
+    "index_list": _index_list,
 }
 assert set(_RULES) <= set(get_args(MixerRules.model_fields["rule"].annotation))
 

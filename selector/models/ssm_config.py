@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector import expr as expr_lang
 from selector.models.config_reader import ConfigReader
-from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims
+from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims, ShortConvDims
 from selector.models.families import Family
 
-__all__ = ["read_ssm"]
+__all__ = ["read_ssm", "ssm_refusal"]
 
 
 def _field(text: ConfigReader, family: Family, name: str) -> int:
@@ -21,10 +22,13 @@ def _field(text: ConfigReader, family: Family, name: str) -> int:
     return text.int_(key)
 
 
-def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims | Mamba2Dims | GDNDims:
+def read_ssm(
+    text: ConfigReader, family: Family, hidden_size: int
+) -> Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims:
     """The family's state mixer: Mamba-1 (Jamba: ``intermediate = expand *
     hidden_size``), Mamba-2 (``MambaStateShapeCalculator.mamba2_state_shape``
-    inputs) or Gated DeltaNet (the ``linear_*`` keys)."""
+    inputs), Gated DeltaNet (the ``linear_*`` keys) or a short convolution
+    (``short_conv_state_shape``: LFM2's ``conv_dim`` and ``conv_L_cache``)."""
     if family.ssm is None:
         raise text.error(
             "architectures",
@@ -32,12 +36,14 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
         )
     kind = family.ssm.type
     state_dtype = _state_dtype(text, family)
+    mixer_class = family.ssm.mixer_class
     if kind == "mamba1":
         return Mamba1Dims(
             intermediate_size=_field(text, family, "expand") * hidden_size,
             state_size=_field(text, family, "state_size"),
             conv_kernel=_field(text, family, "conv_kernel"),
             state_dtype=state_dtype,
+            mixer_class=mixer_class,
         )
     if kind == "mamba2":
         return Mamba2Dims(
@@ -48,6 +54,13 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
             state_size=_field(text, family, "state_size"),
             conv_kernel=_field(text, family, "conv_kernel"),
             state_dtype=state_dtype,
+            mixer_class=mixer_class,
+        )
+    if kind == "short_conv":
+        return ShortConvDims(
+            conv_dim=_field(text, family, "conv_dim"),
+            conv_kernel=_field(text, family, "conv_kernel"),
+            mixer_class=mixer_class,
         )
     return GDNDims(
         num_k_heads=_field(text, family, "num_k_heads"),
@@ -56,6 +69,7 @@ def read_ssm(text: ConfigReader, family: Family, hidden_size: int) -> Mamba1Dims
         head_v_dim=_field(text, family, "head_v_dim"),
         conv_kernel=_field(text, family, "conv_kernel"),
         state_dtype=state_dtype,
+        mixer_class=mixer_class,
     )
 
 
@@ -79,8 +93,30 @@ def _d_ssm(text: ConfigReader, family: Family, hidden_size: int) -> int | None:
     (vllm/model_executor/models/falcon_h1.py); None: ``num_heads * head_dim``."""
     assert family.ssm is not None
     fields = family.ssm.fields
-    if "d_ssm" in fields and text.has(str(fields["d_ssm"][0])):
-        return _field(text, family, "d_ssm")
+    if "d_ssm" in fields:
+        key = str(fields["d_ssm"][0])
+        explicit_null = key in text.data and text.data[key] is None
+        if not explicit_null and (text.has(key) or len(fields["d_ssm"]) > 1):
+            return _field(text, family, "d_ssm")  # the config's, else the class default
     if "expand" in fields and family.ssm.type == "mamba2":
         return int(_field(text, family, "expand") * hidden_size)
+    return None
+
+
+def ssm_refusal(text: ConfigReader, family: Family, hidden_size: int) -> str | None:
+    """The first of the family's ``ssm.refusals`` whose condition holds over the mixer's
+    dimensions (e.g. transformers' FalconH1Config: ``mamba_n_heads`` must divide the
+    mixer's intermediate size)."""
+    if family.ssm is None or not family.ssm.refusals:
+        return None
+    dims = read_ssm(text, family, hidden_size)
+    scope: dict[str, expr_lang.Value] = {
+        key: value for key, value in dims.model_dump().items()
+        if isinstance(value, int | str) or value is None
+    }
+    scope["intermediate_size"] = (
+        dims.intermediate_size if isinstance(dims, Mamba1Dims | Mamba2Dims) else None)
+    for refusal in family.ssm.refusals:
+        if expr_lang.evaluate(expr_lang.parse(refusal.when), scope):
+            return refusal.message
     return None

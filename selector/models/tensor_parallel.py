@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selector.errors import InputError
-from selector.models.facts import GDNDims, LayerFacts, Mamba1Dims, Mamba2Dims, ModelFacts
+from selector.models.facts import GDNDims, LayerFacts, Mamba1Dims, Mamba2Dims, ModelFacts, ShortConvDims
 
 __all__ = ["shard_layer", "shard_model"]
 
@@ -26,6 +26,12 @@ def _check_ssm(model: ModelFacts, layer: LayerFacts, tp: int) -> None:
             model,
             "mamba_num_heads",
             f"{ssm.num_heads} Mamba-2 heads are not divisible by tensor parallel size {tp}",
+        )
+    if isinstance(ssm, ShortConvDims) and ssm.conv_dim % tp:
+        raise _fail(
+            model,
+            "conv_dim",
+            f"short-conv dim {ssm.conv_dim} is not divisible by tensor parallel size {tp}",
         )
     if isinstance(ssm, GDNDims):
         if ssm.num_v_heads % tp:

@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from selector.catalog import Catalog, load_catalog
-from selector.kv import BackendKVFacts, KVOptions, plan_model, wired_backends
+from selector.kv import (
+    BackendKVFacts,
+    KVOptions,
+    plan_model,
+    prefill_checkpoint_alignment,
+    wired_backends,
+)
 from selector.modelcheck import LayerSelection, ModelCheckResult, backend_kv_facts
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
@@ -84,6 +90,13 @@ def check_model(
                                 gpu_memory_utilization=defaults.gpu_memory_utilization.value)
         if options.wired_backends is None:
             options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})
+        if options.hybrid_alignment is None:
+            options = options.model_copy(
+                update={"hybrid_alignment": engine_data.profile.hybrid_alignment})
+        if options.mamba_prefill_checkpoint_alignment is None:
+            alignment = prefill_checkpoint_alignment(model, engine_data, cc=base.cc)
+            options = options.model_copy(
+                update={"mamba_prefill_checkpoint_alignment": alignment})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan)

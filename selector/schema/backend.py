@@ -20,6 +20,7 @@ from selector.schema.types import (
 )
 
 __all__ = [
+    "PREFILL_CHECKPOINT_NAMES",
     "BackendSpec",
     "BlockSizeVariant",
     "CascadeRule",
@@ -29,6 +30,8 @@ __all__ = [
     "KVCacheShapeRule",
     "LayoutVariant",
     "LevelRule",
+    "PrefillCheckpoint",
+    "PrefillCheckpointRule",
     "RequiredLayoutRule",
     "Runtime",
     "ThresholdRule",
@@ -38,7 +41,7 @@ __all__ = [
 
 KernelBlockSize = Union[int, MultipleOf]
 
-WiredFor = Literal["mamba1", "mamba2", "gdn", "sparse_indexer"]
+WiredFor = Literal["mamba1", "mamba2", "gdn", "short_conv", "sparse_indexer"]
 """The layers a backend serves without selection (``BackendSpec.wired_for``)."""
 
 
@@ -197,6 +200,44 @@ class CascadeRule(StrictModel):
     note: str = ""
 
 
+class PrefillCheckpointRule(StrictModel):
+    """The prefill kernel a state mixer runs when ``when`` holds (first match wins) and
+    the checkpoint alignment it declares with it."""
+
+    when: Condition = True
+    kernel: str
+    """The prefill kernel vLLM resolves (e.g. ``flashinfer``, ``triton``)."""
+    alignment: int | None = Field(default=None, gt=0)
+    """Tokens (``get_prefill_checkpoint_alignment``); null: the kernel exports none."""
+    note: str = ""
+
+
+PREFILL_CHECKPOINT_NAMES = frozenset(
+    {"cc", "cc_major", "head_k_dim", "cuda_runtime_major", "requested"})
+"""The names a prefill-checkpoint rule may read: the deployment's compute capability
+(``cc``, ``cc_major``), the mixer's key head size (``head_k_dim``), the CUDA major
+version the release's wheel is built for and the prefill backend requested
+(``auto`` unless pinned)."""
+
+
+class PrefillCheckpoint(StrictModel):
+    """A state mixer's prefill checkpoints in Mamba ``align`` mode
+    (``MambaBase.get_prefill_checkpoint_alignment``): which mixer classes declare one,
+    and the kernel rules that decide it. The platform's hybrid alignment makes the block
+    size a multiple of the LCM of every state layer's alignment, and none when one
+    layer declares none (``get_mamba_prefill_checkpoint_alignment``). Unlike the other
+    rules of a wired backend these read deployment facts (``PREFILL_CHECKPOINT_NAMES``):
+    the pipeline evaluates them, the KV planner takes the answer
+    (``KVOptions.mamba_prefill_checkpoint_alignment``)."""
+
+    source: str = ""
+    mixers: tuple[str, ...]
+    """vLLM's mixer classes (``ssm.mixer_class`` of a family in families.yaml)."""
+    cuda_runtime_major: int
+    """The CUDA major version of the release's wheel (its ``nvidia-*[cuNN]`` requirements)."""
+    rules: tuple[PrefillCheckpointRule, ...]
+
+
 class Runtime(StrictModel):
     """Metadata-builder and impl properties that do not decide validity."""
 
@@ -271,3 +312,5 @@ class BackendSpec(StrictModel):
     features: Features = Field(default_factory=Features)
     combination: tuple[CombinationRule, ...] = ()
     runtime: Runtime = Field(default_factory=Runtime)
+    prefill_checkpoint: PrefillCheckpoint | None = None
+    """A state backend's mixers' prefill checkpoints (wired state backends only)."""

@@ -17,6 +17,7 @@ __all__ = [
     "EngineProfile",
     "FactSpec",
     "FactStep",
+    "HybridAlignmentRules",
     "InputSpec",
     "PriorityBranch",
     "PriorityEntry",
@@ -112,6 +113,30 @@ class SuggestionSpec(StrictModel):
         return self.summary if self.summary is not None else f"use {self.flag}"
 
 
+class HybridAlignmentRules(StrictModel):
+    """Which steps ``Platform._align_hybrid_block_size`` of the release takes when it
+    sizes the attention block of an attention + Mamba model (the defaults are 0.25.1's)."""
+
+    source: str = ""
+    mla_min_block_size: int | None = None
+    """MLA hybrids: the alignment is at least this many tokens (the TRTLLM / FlashInfer
+    MLA decode kernels' 128); null: no such step."""
+    lcm_non_ssm_backends: bool = False
+    """The block is also a multiple of every non-SSM backend's smallest kernel block."""
+    prefill_checkpoint: bool = False
+    """In ``align`` mode the alignment is also LCM'd with the Mamba layers' prefill
+    checkpoint alignment (``get_mamba_prefill_checkpoint_alignment``; the mixers'
+    rules are in their state backend's ``prefill_checkpoint``)."""
+    all_mode: bool = False
+    """With prefix caching, a model with ``SupportsMambaPrefixCaching`` gets Mamba cache
+    mode ``all`` (``MambaModelConfig``), which aligns the block to the Mamba chunk size:
+    ``lcm(chunk size, kernel alignment) * cdiv(state tokens, that)``."""
+    hybrid_prefix_caching: bool = True
+    """Prefix caching is on by default for a generative hybrid model
+    (``ModelConfig.is_prefix_caching_supported``), so its Mamba cache mode is ``align``;
+    false: off by default (mode ``none``: the Mamba block is ``max_model_len``)."""
+
+
 class EngineProfile(StrictModel):
     """Everything engine-version specific except the per-backend files."""
 
@@ -138,6 +163,8 @@ class EngineProfile(StrictModel):
     kv_cache_layout_default: Literal["NHD", "HND"] | None = None
     """The process-wide KV-cache layout when the selected backend requires none
     (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""
+    hybrid_alignment: HybridAlignmentRules = Field(default_factory=HybridAlignmentRules)
+    """The steps of the hybrid (attention + Mamba) block-size alignment."""
 
     @model_validator(mode="after")
     def _unique_keys(self) -> EngineProfile:

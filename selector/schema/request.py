@@ -137,7 +137,10 @@ class Deployment(StrictModel):
     reserved_memory_gib: float = Field(default=0.0, ge=0)
     """Memory that is not KV cache (weights, activations, CUDA graphs) per GPU, for the
     capacity estimate."""
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: bool | None = None
+    """``--enable-prefix-caching`` / ``--no-enable-prefix-caching``; null: vLLM's default
+    (on, except for hybrid models in releases whose profile says otherwise:
+    ``hybrid_alignment.hybrid_prefix_caching``)."""
     device: str | DeviceRef
     """A catalog device name (``H100``, ``B200``, ``RTX 5090``...) or ``{capability: "9.0"}``."""
     dtype: DType = "bfloat16"

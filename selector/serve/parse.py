@@ -61,8 +61,7 @@ def _deployment(model: ModelFacts, model_ref: str, s: Settings, engine: str | No
             max_num_seqs=s.max_num_seqs,
             moe_backend=s.moe_backend,
             quantization=s.quantization,
-            enable_prefix_caching=True if s.enable_prefix_caching is None
-            else s.enable_prefix_caching,
+            enable_prefix_caching=s.enable_prefix_caching,
             attention_config=AttentionConfig(
                 backend_per_kind=dict(s.backend_per_kind),
                 flash_attn_version=s.flash_attn_version,
