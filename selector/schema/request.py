@@ -1,11 +1,17 @@
-"""The deployment file a user writes (YAML, TOML or JSON)."""
+"""The deployment file a user writes (YAML, TOML or JSON).
+
+Every model here validates in pydantic's strict mode: a value is taken as written, never
+converted (``true`` is not the number 1, ``"128"`` is not the number 128; a whole number is
+a valid float). The one documented string form of a number is a size suffix (``32k``,
+``10G``), read as the command line reads it (:mod:`selector.schema.sizes`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from selector.schema.sizes import ByteCount, MaxModelLen, TokenCount
 from selector.schema.types import (
     AttnType,
     CudaGraphMode,
@@ -27,7 +33,13 @@ __all__ = [
 ]
 
 
-class DeviceRef(StrictModel):
+class _UserInput(StrictModel):
+    """Base of the models of user input: unknown keys are errors, nothing is converted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
+
+
+class DeviceRef(_UserInput):
     """A device given by compute capability (and optionally a name and memory)."""
 
     capability: str = Field(pattern=r"^\d{1,2}\.\d$")
@@ -35,8 +47,16 @@ class DeviceRef(StrictModel):
     name: str | None = None
     memory_gib: float | None = Field(default=None, gt=0)
 
+    @field_validator("capability", mode="before")
+    @classmethod
+    def _capability_is_text(cls, value: object) -> object:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f"capability is a string like '9.0': write capability: \"{value}\" "
+                             "(a number would read 12.10 as 12.1)")
+        return value
 
-class MLADims(StrictModel):
+
+class MLADims(_UserInput):
     """Multi-head latent attention dimensions (DeepSeek-style models)."""
 
     kv_lora_rank: int = Field(gt=0)
@@ -47,7 +67,7 @@ class MLADims(StrictModel):
     """Sparse MLA: the indexer's top-k (set for DeepSeek-V3.2-style sparse attention)."""
 
 
-class LayerSpec(StrictModel):
+class LayerSpec(_UserInput):
     """The attention facts of one layer (or of every layer of a uniform model)."""
 
     head_size: int | None = Field(default=None, gt=0, le=4096)
@@ -70,7 +90,7 @@ class LayerSpec(StrictModel):
     mla: MLADims | None = None
 
 
-class AttentionConfig(StrictModel):
+class AttentionConfig(_UserInput):
     """``--attention-config`` / ``-ac.*``."""
 
     backend_per_kind: dict[str, str] = {}
@@ -84,24 +104,24 @@ class AttentionConfig(StrictModel):
     ``FLASHINFER``, ``TRTLLM_RAGGED``, ``TOKENSPEED_MLA``...); null = automatic."""
 
 
-class Parallel(StrictModel):
+class Parallel(_UserInput):
     tensor_parallel_size: int = Field(default=1, ge=1, le=1024)
     decode_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     prefill_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     cp_kv_cache_interleave_size: int = Field(default=1, ge=1)
 
 
-class Speculative(StrictModel):
+class Speculative(_UserInput):
     num_speculative_tokens: int = Field(default=0, ge=0, le=64)
     adaptive_verification: bool = False
 
 
-class KVConnector(StrictModel):
+class KVConnector(_UserInput):
     name: str
     preferred_layout: KVLayout | None = None
 
 
-class Deployment(StrictModel):
+class Deployment(_UserInput):
     """One deployment to check: device, layer facts and vLLM settings."""
 
     engine: str | None = None
@@ -111,12 +131,13 @@ class Deployment(StrictModel):
     Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
     every layer is checked with its own facts and the KV cache is negotiated; without
     one, ``layer`` describes a single (uniform) attention layer."""
-    max_model_len: int | None = Field(default=None, gt=0)
+    max_model_len: MaxModelLen | None = None
+    """``--max-model-len``: tokens, ``32768`` or ``32k`` / ``32K`` as on the command line."""
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     """``--gpu-memory-utilization``; null: the engine's default (0.92 in vLLM 0.33.0)."""
-    kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
+    kv_cache_memory_bytes: ByteCount | None = None
     """``--kv-cache-memory-bytes``: the KV cache size, skipping vLLM's memory profiling."""
-    max_num_batched_tokens: int | None = Field(default=None, gt=0)
+    max_num_batched_tokens: TokenCount | None = None
     """``--max-num-batched-tokens`` (null: vLLM's default for the GPU); sizes the profile run."""
     max_num_seqs: int | None = Field(default=None, gt=0)
     """``--max-num-seqs`` (null: vLLM's default for the GPU); sizes the sampler's profile run."""
@@ -147,6 +168,14 @@ class Deployment(StrictModel):
     ignore: list[str] = []
     """Warning codes acknowledged for this deployment, as ``check --ignore CODE`` does (e.g.
     ``[AS005]``): they stay in the report as notes and no longer fail ``--strict``."""
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _one_device(cls, value: object) -> object:
+        if isinstance(value, list):
+            raise ValueError("a deployment names one device: write one (device: H100) and "
+                             "use --device for a fleet (check FILE --device H100 --device B200)")
+        return value
 
     @field_validator("attention_backend")
     @classmethod
