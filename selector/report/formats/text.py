@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector.catalog import load_catalog
 from selector.records import CheckReport
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
@@ -20,9 +21,10 @@ PRINTS = True
 def render(report: CheckReport, console: Any) -> None:
     """Print each record's report (and the fleet table for several devices) to ``console``."""
     records, command, verbose, fleet = report.records, report.command, report.verbose, report.fleet
+    catalog = load_catalog()
     if command is not None:
         notes = list(dict.fromkeys(f for r in records for f in r.findings
-                                   if f.code.startswith("AS1")))
+                                   if f.code in catalog.argument_codes))
         if notes:
             console.print(render_notes(notes))
     for record in records:
@@ -47,7 +49,7 @@ def render(report: CheckReport, console: Any) -> None:
             result = record.result
             own = {d.code for d in (result.error, *result.warnings) if d is not None}
             refusals = [f for f in record.findings  # start-up refusals (SU001, SU008...)
-                        if f.level == "error" and f.code not in own and not f.code.startswith("AS")]
+                        if f.level == "error" and f.code not in own and f.code in catalog.codes]
             console.print(render_check(result, device=record.device, source=title,
                                        verbose=verbose, acknowledged=acknowledged,
                                        refusals=render_notes(refusals) if refusals else None))
