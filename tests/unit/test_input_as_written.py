@@ -261,3 +261,27 @@ def test_a_numeric_capability_and_a_device_list(tmp_path: Path) -> None:
              'capability: "9.0"')
     path.write_text("device: [H100, B200]\n" + LAYER)
     _refused(path, 1, "device", "use --device for a fleet")
+
+
+# -- 11. a verdict without a memory check says so --------------------------------------------
+
+@pytest.mark.parametrize("output_format", ["text", "json", "sarif", "junit", "github", "markdown"])
+def test_a_model_whose_memory_is_not_known_says_the_fit_was_not_checked(
+        tmp_path: Path, output_format: str) -> None:
+    path = tmp_path / "cc.yaml"
+    path.write_text('device: {capability: "9.0"}\nmodel: llama-3.1-8b\n')
+    code, out, err = run_cli(["check", "--format", output_format, str(path)])
+    assert code == 0, err
+    assert "AS136" in out and "memory fit was not checked" in out, out[-2000:]
+    known = tmp_path / "h100.yaml"
+    known.write_text("device: H100\nmodel: llama-3.1-8b\n")
+    code, out, err = run_cli(["check", "--format", output_format, str(known)])
+    assert "AS136" not in out
+
+
+def test_a_layout_the_budget_does_not_model_says_the_fit_was_not_checked() -> None:
+    code, out, err = run_cli(["check", "--format", "json", "--device", "H100", "--", "vllm",
+                              "serve", "llama-3.1-8b", "--pipeline-parallel-size", "2"])
+    report = json.loads(out)
+    assert report["memory"] is None
+    assert [f["code"] for f in report["findings"]].count("AS136") == 1, err

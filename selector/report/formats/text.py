@@ -39,6 +39,9 @@ def render(report: CheckReport, console: Any) -> None:
                 console.print(render_notes(architecture))
             console.print(render_model(record.model, device=record.device, source=title,
                                        valid=record.status == "valid"))
+            unchecked = [f for f in record.findings if f.code == "AS136"]  # no memory section
+            if unchecked:
+                console.print(render_notes(unchecked))
             shown = {issue.code for issue in record.model.startup}
             others = [f for f in record.findings if f.code.startswith("AS0") or (
                 f.level != "note" and f.code not in shown and not f.code.startswith("AS1"))]
