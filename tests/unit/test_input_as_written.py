@@ -282,6 +282,7 @@ def test_a_model_whose_memory_is_not_known_says_the_fit_was_not_checked(
 def test_a_layout_the_budget_does_not_model_says_the_fit_was_not_checked() -> None:
     code, out, err = run_cli(["check", "--format", "json", "--device", "H100", "--", "vllm",
                               "serve", "llama-3.1-8b", "--pipeline-parallel-size", "2"])
+    assert code in (0, 1), err
     report = json.loads(out)
     assert report["memory"] is None
     assert [f["code"] for f in report["findings"]].count("AS136") == 1, err
