@@ -286,3 +286,36 @@ def test_a_layout_the_budget_does_not_model_says_the_fit_was_not_checked() -> No
     report = json.loads(out)
     assert report["memory"] is None
     assert [f["code"] for f in report["findings"]].count("AS136") == 1, err
+
+
+# -- 16. one rendering per value -------------------------------------------------------------
+
+def _row(out: str, label: str) -> str:
+    line = next(line for line in out.splitlines() if label in line)
+    return line.split("│")[2].strip()
+
+
+def test_the_reorder_threshold_reads_the_same_in_the_layer_and_the_model_view(
+        tmp_path: Path) -> None:
+    layer = tmp_path / "layer.yaml"
+    layer.write_text("device: H100\n" + LAYER)
+    model = tmp_path / "model.yaml"
+    model.write_text("device: H100\nmodel: llama-3.1-8b\n")
+    shown = {_row(run_cli(["check", str(path)])[1], "reorder batch threshold")
+             for path in (layer, model)}
+    assert shown == {"none (no decode-first reorder)"}
+
+
+def test_each_gib_figure_vllm_names_is_a_row_of_the_memory_table(tmp_path: Path) -> None:
+    """vLLM logs the KV memory and checks one request against it less the null block: two
+    figures (11.49 and 11.48 GiB for gemma-3-27b on an H100), each with its own row."""
+    path = tmp_path / "gemma.yaml"
+    path.write_text("device: H100\nmodel: gemma-3-27b\n")
+    code, out, err = run_cli(["check", str(path)])
+    assert code == 1, err
+    text = " ".join(out.split())
+    logged = text.split("Available KV cache memory: ", 1)[1].split(" GiB", 1)[0]
+    checked = text.split("larger than the available KV cache memory (", 1)[1].split(" GiB", 1)[0]
+    assert logged != checked
+    assert _row(out, "= available for the KV cache") == logged
+    assert _row(out, "= checked against one max_model_len request") == checked
