@@ -140,7 +140,9 @@ def _field_names(model: Any, path: tuple[str | int, ...]) -> list[str]:
 
 
 _TYPE_WORDS = {"int_type": "a whole number", "float_type": "a number",
-               "bool_type": "true or false", "string_type": "a string"}
+               "bool_type": "true or false", "string_type": "a string",
+               "model_type": "a mapping of keys", "dict_type": "a mapping of keys",
+               "list_type": "a list"}
 
 
 def _written(value: Any) -> str:
@@ -184,6 +186,9 @@ def _describe_error(err: Any) -> tuple[str, str]:
         expected = err.get("ctx", {}).get("expected", "")
         value = err.get("input")
         options = re.findall(r"'([^']*)'", str(expected))
+        if isinstance(value, str) and value.strip() in re.findall(r"(?<!')\b\d+\b(?!')",
+                                                                 str(expected)):
+            return f"expected a number, got the string {value!r}", f"write {expected}, without quotes"
         hint = close_matches(str(value), options) if options else f"expected {expected}"
         return f"unknown value {value!r}", hint
     if kind in _TYPE_WORDS:

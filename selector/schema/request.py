@@ -175,6 +175,9 @@ class Deployment(_UserInput):
         if isinstance(value, list):
             raise ValueError("a deployment names one device: write one (device: H100) and "
                              "use --device for a fleet (check FILE --device H100 --device B200)")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f"a device is a catalog name (device: H100) or a capability "
+                             f'string (device: {{capability: "{value}"}}), not the number {value}')
         return value
 
     @field_validator("attention_backend")

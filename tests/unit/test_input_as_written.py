@@ -55,6 +55,12 @@ def _refused(path: Path, line: int, field: str, *words: str) -> str:
      "parallel.tensor_parallel_size", ("expected a whole number, got the number 2.0",)),
     ("env.yaml", "device: H100\n" + LAYER + "environment:\n  fa3_built: 'no'\n", 7,
      "environment.fa3_built", ("expected true or false",)),
+    ("fa.yaml", "device: H100\n" + LAYER + "attention_config: {flash_attn_version: '3'}\n", 6,
+     "attention_config.flash_attn_version", ("expected a number, got the string '3'",)),
+    ("block.yaml", "device: H100\nblock_size: '16'\n" + LAYER, 2, "block_size",
+     ("got the string '16'",)),
+    ("layer.yaml", "device: H100\nlayer: 128\n", 2, "layer",
+     ("expected a mapping of keys, got the number 128",)),
 ])
 def test_a_value_of_the_wrong_type_is_refused_not_converted(
         tmp_path: Path, name: str, text: str, line: int, field: str, words: tuple[str, ...]) -> None:
@@ -261,6 +267,9 @@ def test_a_numeric_capability_and_a_device_list(tmp_path: Path) -> None:
              'capability: "9.0"')
     path.write_text("device: [H100, B200]\n" + LAYER)
     _refused(path, 1, "device", "use --device for a fleet")
+    path.write_text("device: 9.0\n" + LAYER)
+    err = _refused(path, 1, "device", "a device is a catalog name", 'capability: "9.0"')
+    assert "more problem" not in err
 
 
 # -- 11. a verdict without a memory check says so --------------------------------------------
