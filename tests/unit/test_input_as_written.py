@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selector.errors import InputError
-from selector.schema.sizes import human_readable_int, human_readable_int_or_auto
 from selector.serve.values import parse_bytes, parse_max_model_len
 from tests.fuzz.test_config_fuzz import run_cli
 
@@ -123,6 +122,8 @@ def test_a_bad_size_names_the_field_and_line(tmp_path: Path, value: str, words: 
 def test_one_reader_for_the_file_and_the_command_line(text: str) -> None:
     """``parse_bytes`` (``--kv-cache-memory-bytes``) and ``parse_max_model_len`` are the
     file's readers; they accept and refuse the same texts."""
+    from selector.schema.sizes import human_readable_int, human_readable_int_or_auto
+
     try:
         number: int | None = human_readable_int(text)
     except ValueError:
