@@ -259,7 +259,7 @@ def parse_deployment(path: str, text: str) -> LoadedDeployment:
     if model_config is not None:
         raise model_config
     try:
-        deployment = Deployment.model_validate(data)
+        deployment = Deployment.model_validate(data, strict=True)  # taken as written
     except ValidationError as exc:
         errors = _leading_errors(exc.errors())
         first = errors[0]

@@ -1,15 +1,16 @@
 """The deployment file a user writes (YAML, TOML or JSON).
 
-Every model here validates in pydantic's strict mode: a value is taken as written, never
-converted (``true`` is not the number 1, ``"128"`` is not the number 128; a whole number is
-a valid float). The one documented string form of a number is a size suffix (``32k``,
-``10G``), read as the command line reads it (:mod:`selector.schema.sizes`)."""
+A file is validated in pydantic's strict mode (``Deployment.model_validate(data,
+strict=True)`` in :mod:`selector.config`): a value is taken as written, never converted
+(``true`` is not the number 1, ``"128"`` is not the number 128; a whole number is a valid
+float). The one documented string form of a number is a size suffix (``32k``, ``10G``),
+read as the command line reads it (:mod:`selector.schema.sizes`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from selector.schema.sizes import ByteCount, MaxModelLen, TokenCount
 from selector.schema.types import (
@@ -33,13 +34,7 @@ __all__ = [
 ]
 
 
-class _UserInput(StrictModel):
-    """Base of the models of user input: unknown keys are errors, nothing is converted."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
-
-
-class DeviceRef(_UserInput):
+class DeviceRef(StrictModel):
     """A device given by compute capability (and optionally a name and memory)."""
 
     capability: str = Field(pattern=r"^\d{1,2}\.\d$")
@@ -56,7 +51,7 @@ class DeviceRef(_UserInput):
         return value
 
 
-class MLADims(_UserInput):
+class MLADims(StrictModel):
     """Multi-head latent attention dimensions (DeepSeek-style models)."""
 
     kv_lora_rank: int = Field(gt=0)
@@ -67,7 +62,7 @@ class MLADims(_UserInput):
     """Sparse MLA: the indexer's top-k (set for DeepSeek-V3.2-style sparse attention)."""
 
 
-class LayerSpec(_UserInput):
+class LayerSpec(StrictModel):
     """The attention facts of one layer (or of every layer of a uniform model)."""
 
     head_size: int | None = Field(default=None, gt=0, le=4096)
@@ -90,7 +85,7 @@ class LayerSpec(_UserInput):
     mla: MLADims | None = None
 
 
-class AttentionConfig(_UserInput):
+class AttentionConfig(StrictModel):
     """``--attention-config`` / ``-ac.*``."""
 
     backend_per_kind: dict[str, str] = {}
@@ -104,24 +99,24 @@ class AttentionConfig(_UserInput):
     ``FLASHINFER``, ``TRTLLM_RAGGED``, ``TOKENSPEED_MLA``...); null = automatic."""
 
 
-class Parallel(_UserInput):
+class Parallel(StrictModel):
     tensor_parallel_size: int = Field(default=1, ge=1, le=1024)
     decode_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     prefill_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     cp_kv_cache_interleave_size: int = Field(default=1, ge=1)
 
 
-class Speculative(_UserInput):
+class Speculative(StrictModel):
     num_speculative_tokens: int = Field(default=0, ge=0, le=64)
     adaptive_verification: bool = False
 
 
-class KVConnector(_UserInput):
+class KVConnector(StrictModel):
     name: str
     preferred_layout: KVLayout | None = None
 
 
-class Deployment(_UserInput):
+class Deployment(StrictModel):
     """One deployment to check: device, layer facts and vLLM settings."""
 
     engine: str | None = None
