@@ -27,7 +27,7 @@ from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
-from selector.schema.device import Device, DeviceCatalog
+from selector.schema.device import Device, DeviceCatalog, OtherPlatform
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.layouts import KVLayouts
 from selector.schema.types import KVLayout
@@ -185,6 +185,8 @@ class Catalog:
     _device_index: dict[str, Device] = field(repr=False)
     ignored_device_words: tuple[str, ...] = ()
     """Words dropped before matching a device name word by word (devices.yaml)."""
+    other_platforms: tuple[OtherPlatform, ...] = ()
+    """Accelerators the catalog does not hold, by name (devices.yaml)."""
     cli_codes: dict[str, ToolCode] = field(default_factory=dict)
     """Codes of attn-select's own findings (``cli_codes`` of reason-codes.yaml)."""
     argument_codes: dict[str, ToolCode] = field(default_factory=dict)
@@ -349,12 +351,35 @@ class Catalog:
         found = self._device_by_words(name)
         if found is not None:
             return found
+        other = next((o for o in self.other_platforms
+                      if re.fullmatch(o.pattern, name.strip(), flags=re.IGNORECASE)), None)
+        if other is not None:
+            raise InputError(f"unknown device {name!r}: not in the catalog ({other.reason})",
+                             field="device",
+                             hint="attn-select checks vLLM's CUDA backends; `attn-select list "
+                                  "devices` lists the GPUs it knows")
+        family = self._same_family(name)
         raise InputError(
             f"unknown device {name!r}",
             field="device",
-            hint=close_matches(name, [d.name for d in self.devices])
+            hint=(close_matches(name, family) if family else
+                  "valid: " + ", ".join(d.name for d in self.devices))
             + " (or give the compute capability, e.g. device: {capability: '9.0'})",
         )
+
+    def _same_family(self, name: str) -> list[str]:
+        """The device names a "did you mean" may offer for ``name``: those whose name or an
+        alias begins with the same letters (``H1000`` -> the H-series; ``MI300X`` -> none,
+        not ``B300``); every name when ``name`` begins with no letter."""
+        def letters(text: str) -> str:
+            match = re.match(r"[a-z]+", text.lower().replace(" ", ""))
+            return match.group(0) if match else ""
+
+        wanted = letters(name)
+        if not wanted:
+            return [d.name for d in self.devices]
+        return [d.name for d in self.devices
+                if any(letters(alias) == wanted for alias in (d.name, *d.aliases))]
 
     def _words(self, name: str) -> frozenset[str]:
         ignored = {w.lower() for w in self.ignored_device_words}
@@ -853,7 +878,8 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
                     f"{profile_path}: missing `engine: <name>==<version>`") from None
             by_engine[str(name)] = directory
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
-                   ignored_device_words=catalog.ignored_words, cli_codes=cli_codes,
+                   ignored_device_words=catalog.ignored_words,
+                   other_platforms=catalog.other_platforms, cli_codes=cli_codes,
                    argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
                    per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()},
                    default_layout_preference=layouts.default_preference, digest=digest)

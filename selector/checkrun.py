@@ -254,10 +254,15 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
         findings.append(_finding("error", "AS004", name, f"{error.exc_type}: {error.message}",
                                  f"raised while planning the KV cache ({error.stage})",
                                  model_path, loaded))
+    graphs = plan.cudagraph
+    # the CUDA-graph downgrade's warnings are the plan's too: AS002 says them, once
+    downgraded = (frozenset(graphs.warnings) if graphs is not None and not graphs.error
+                  and graphs.requested != graphs.resolved else frozenset())
     for warning in plan.warnings:
+        if warning in downgraded:
+            continue
         name, _ = CLI_CODES["AS005"]
         findings.append(_finding("warning", "AS005", name, warning, "", model_path, loaded))
-    graphs = plan.cudagraph
     if graphs is not None:
         findings.extend(_cudagraph_findings(
             requested=graphs.requested, resolved=graphs.resolved, warnings=graphs.warnings,

@@ -21,8 +21,10 @@ __all__ = [
     "BackendSummary",
     "Change",
     "DeploymentDiff",
+    "LayerDiff",
     "MatrixDiff",
     "MatrixPoint",
+    "ModelDiff",
     "Outcome",
     "Transition",
     "diff_matrix",
@@ -195,6 +197,75 @@ def diff_results(before: SolveResult, after: SolveResult, *,
         from_engine=before.engine, to_engine=after.engine, fields=fields,
         backends=tuple(backends), priority_before=before.priority,
         priority_after=after.priority, source=source)
+
+
+@dataclass(frozen=True)
+class LayerDiff:
+    """One group of a model's layers (the same attention facts) under both versions."""
+
+    layers: str
+    """The layer indices, e.g. ``0-35``."""
+    kind: str
+    diff: DeploymentDiff
+
+
+@dataclass(frozen=True)
+class ModelDiff:
+    """A ``model:`` deployment or a command line under two engine versions: ``check``'s
+    verdict under each (start-up refusals and the command line's own included) and each
+    layer group's selection."""
+
+    from_engine: str
+    to_engine: str
+    status_before: str
+    status_after: str
+    """``check``'s status under each version (``valid``, ``invalid`` ...)."""
+    errors_before: tuple[str, ...]
+    errors_after: tuple[str, ...]
+    """``check``'s errors under each version, ``[CODE] message``."""
+    layers: tuple[LayerDiff, ...]
+    """The layer groups both versions selected for (none where one refuses before)."""
+    source: str | None = None
+
+    @property
+    def gained(self) -> tuple[str, ...]:
+        return _multiset_minus_text(self.errors_after, self.errors_before)
+
+    @property
+    def lost(self) -> tuple[str, ...]:
+        return _multiset_minus_text(self.errors_before, self.errors_after)
+
+    @property
+    def verdict_changed(self) -> bool:
+        """The verdict, an error, or some layer group's selected backend differs."""
+        return (self.status_before != self.status_after or bool(self.gained) or bool(self.lost)
+                or any(layer.diff.verdict_changed for layer in self.layers))
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict_changed or any(layer.diff.changed for layer in self.layers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "from": self.from_engine, "to": self.to_engine,
+            "verdict_changed": self.verdict_changed, "changed": self.changed,
+            "status": {"before": self.status_before, "after": self.status_after},
+            "errors": {"before": list(self.errors_before), "after": list(self.errors_after),
+                       "gained": list(self.gained), "lost": list(self.lost)},
+            "layers": [{"layers": layer.layers, "kind": layer.kind, **layer.diff.to_dict()}
+                       for layer in self.layers],
+        }
+
+
+def _multiset_minus_text(a: Iterable[str], b: Iterable[str]) -> tuple[str, ...]:
+    remaining = Counter(b)
+    out = []
+    for item in a:
+        if remaining[item]:
+            remaining[item] -= 1
+        else:
+            out.append(item)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------

@@ -92,3 +92,8 @@ class CheckReport:
     verbose: int = 0
     fleet: bool = False
     """Several devices were checked: the text report ends with the fleet table."""
+    command_file: str | None = None
+    """The file that holds the command line (a workflow, a script: ``check
+    --command-file``); findings about the command are located there."""
+    command_line: int | None = None
+    """The 1-based line of ``command_file`` that holds the command (None: unknown)."""

@@ -32,7 +32,7 @@ from selector.request import RequestColumns
 from selector.solver import SelectionOutcome
 from selector.solver.batch import BatchEvaluator, collection_paused, evaluator_for
 
-__all__ = ["DEFAULT_BATCH_SIZE", "sweep_lines", "sweep_lines_per_config"]
+__all__ = ["DEFAULT_BATCH_SIZE", "bad_input", "sweep_lines", "sweep_lines_per_config"]
 
 DEFAULT_BATCH_SIZE = 16384
 """Configs evaluated together (larger: fewer fixed costs per config; smaller: less memory)."""
@@ -46,6 +46,21 @@ def _oracle_error(error: str | None) -> str | None:
     if error is not None and not error.startswith(("No valid", "Selected backend")):
         return "EXCEPTION " + error
     return error
+
+
+_BAD_INPUT = '"error": "bad input: '
+"""How a verdict line of a line that is no config reads (a JSON string cannot hold it
+unescaped, so no config id or reason can look like it)."""
+
+
+def bad_input(line: str) -> str | None:
+    """The message of a verdict line written for an input line that is no config
+    (``line N: ...``); None for the verdict of a config."""
+    start = line.find(_BAD_INPUT)
+    if start < 0:
+        return None
+    message: str = json.loads(line)["error"]
+    return message.removeprefix("bad input: ")
 
 
 def _error_line(config_id: Any, message: str) -> str:

@@ -128,6 +128,22 @@ STEPS: tuple[Step, ...] = (
          note="words per `vllm serve` flag; the newest release's is compared "
               "(tests/golden/test_serve_arity.py); needs the "
               "frontend's packages (fastapi ...) in the oracle environment"),
+    Step("serve-configs", "serve_flags.py", ("--configs", "--oracle", "{oracle}", "-o", "{out}"),
+         (f"{ORACLE_GOLDEN}/serve-configs.json",),
+         note="the fields of the JSON config classes and the speculative methods "
+              "(tests/golden/test_serve_parse_oracle.py)"),
+    Step("serve-parser", "serve_flags.py",
+         ("--write-parser", f"{{root}}/{ORACLE_GOLDEN}/serve-arity.json",
+          f"{{root}}/{ORACLE_GOLDEN}/serve-configs.json", "-o", "{root}/schemas/engines"),
+         (f"{PROFILE}/serve-flags.yaml",), interpreter="project",
+         note="its frontend_flags, speculative_methods and config_fields sections "
+              "(tests/golden/test_serve_parse_oracle.py)"),
+    Step("serve-parse", "serve_flags.py",
+         ("--parse", "{root}/tests/data/serve_parse_lines.json", "--oracle", "{oracle}",
+          "-o", "{out}"),
+         (f"{ORACLE_GOLDEN}/serve-parse.json",),
+         note="the release parser's answer to typed `vllm serve` lines "
+              "(tests/golden/test_serve_parse_oracle.py)"),
 )
 
 NOT_PER_RELEASE: dict[str, str] = {

@@ -65,6 +65,107 @@ def ask(oracle_dir: Path) -> dict[str, Any]:
     return {"vllm_version": orc.vllm_version, "flags": flags}
 
 
+def _literal_values(annotation: Any) -> list[str]:
+    """The values of a (nested) ``Literal`` in declaration order, as pydantic lists them."""
+    import typing
+
+    values: list[str] = []
+    for arg in typing.get_args(annotation):
+        values += _literal_values(arg) if typing.get_origin(arg) is typing.Literal else [arg]
+    return values
+
+
+def ask_configs(oracle_dir: Path) -> dict[str, Any]:
+    """The JSON config flags' classes as vLLM declares them: the fields of
+    ``SpeculativeConfig`` and ``AttentionConfig`` (pydantic dataclasses with
+    ``extra="forbid"``, vllm/config/utils.py ``@config``: an unknown key is refused) and
+    ``SpeculativeMethod``'s values in declaration order (vllm/config/speculative.py)."""
+    import dataclasses
+
+    sys.path.insert(0, str(oracle_dir))
+    import oracle as oracle_mod
+
+    orc = oracle_mod.Oracle(kv_cache=False)
+    from vllm.config.attention import AttentionConfig
+    from vllm.config.speculative import SpeculativeConfig, SpeculativeMethod
+
+    return {"vllm_version": orc.vllm_version,
+            "config_fields": {cls.__name__: [f.name for f in dataclasses.fields(cls)]
+                              for cls in (AttentionConfig, SpeculativeConfig)},
+            "speculative_methods": _literal_values(SpeculativeMethod)}
+
+
+def _serve_parser() -> Any:
+    """``vllm serve``'s parser as ``vllm`` builds it (vllm/entrypoints/cli/main.py: a
+    FlexibleArgumentParser with one subparser per command; the serve subparser is
+    make_arg_parser's, vllm/entrypoints/cli/serve.py ``subparser_init``)."""
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    for module in ("common", "launchers", "openai"):
+        try:
+            make_arg_parser = importlib.import_module(
+                f"vllm.entrypoints.{module}.cli_args").make_arg_parser
+            break
+        except ModuleNotFoundError as exc:
+            if not f"vllm.entrypoints.{module}.cli_args".startswith(exc.name or "\0"):
+                raise
+    else:  # pragma: no cover - a layout not seen yet
+        raise SystemExit("make_arg_parser not found")
+    parser = FlexibleArgumentParser(description="vLLM CLI")
+    subparsers = parser.add_subparsers(required=False, dest="subparser")
+    make_arg_parser(subparsers.add_parser("serve", usage="vllm serve [model_tag] [options]"))
+    return parser
+
+
+def parse_lines(oracle_dir: Path, lines: list[list[str]]) -> dict[str, Any]:
+    """vLLM's answer to each ``vllm serve`` line (the words after ``vllm serve``): the
+    error its parser prints (the text after ``error: ``, argparse exits 2), or the
+    settings it parsed that differ from the defaults; for a parsed line with
+    ``--speculative-config``, the ``SpeculativeConfig`` validation error (pydantic's, raised
+    when the engine is created: EngineArgs.create_speculative_config,
+    vllm/engine/arg_utils.py) or null."""
+    import contextlib
+    import io
+
+    sys.path.insert(0, str(oracle_dir))
+    import oracle as oracle_mod
+
+    orc = oracle_mod.Oracle(kv_cache=False)
+    from pydantic import ValidationError
+    from vllm.config.speculative import SpeculativeConfig
+
+    parser = _serve_parser()
+    defaults = vars(parser.parse_args(["serve", "m"]))
+    answers = []
+    for words in lines:
+        answer: dict[str, Any] = {"argv": words}
+        stderr = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(stderr):
+                namespace = vars(parser.parse_args(["serve", *words]))
+        except SystemExit as exc:
+            answer["exit"] = exc.code
+            answer["error"] = stderr.getvalue().strip().split("error: ", 1)[-1]
+            answers.append(answer)
+            continue
+        answer["error"] = None
+        answer["parsed"] = {k: repr(v) for k, v in sorted(namespace.items())
+                            if k != "model_tag" and defaults.get(k, object()) != v}
+        speculative = namespace.get("speculative_config")
+        if speculative is not None:
+            try:  # the call of EngineArgs.create_speculative_config
+                SpeculativeConfig(**speculative)
+                answer["speculative_error"] = None
+            except ValidationError as exc:  # the fields' validation
+                answer["speculative_error"] = str(exc)
+                answer["speculative_error_types"] = sorted({e["type"] for e in exc.errors()})
+            except Exception:  # validated; __post_init__ needs the target model
+                answer["speculative_error"] = None
+        answers.append(answer)
+    return {"vllm_version": orc.vllm_version, "python": sys.version.split()[0],
+            "answers": answers}
+
+
 def arity(oracle_dir: Path) -> dict[str, Any]:
     """How many words each option of the whole ``vllm serve`` parser takes (the engine
     flags and the OpenAI frontend's: ``make_arg_parser``, vllm/entrypoints/common/cli_args.py;
@@ -104,9 +205,10 @@ def _extends(version: str, engines: Path = ENGINES) -> str | None:
     return str(parent).split("==", 1)[1] if parent else None
 
 
-def profile_flags(version: str, engines: Path = ENGINES) -> set[str]:
+def profile_flags(version: str, engines: Path = ENGINES, section: str = "engine_flags") -> set[str]:
     """The engine flags the profiles state for ``version``: its chain's ``engine_flags``
-    sections applied oldest first (true adds a flag, null removes it)."""
+    sections (or another mapping ``section``) applied oldest first (true adds a flag, null
+    removes it)."""
     import yaml
 
     chain = [version]
@@ -116,7 +218,7 @@ def profile_flags(version: str, engines: Path = ENGINES) -> set[str]:
     for each in reversed(chain):
         path = engines / f"vllm-{each}" / FILE
         document = yaml.safe_load(path.read_text()) if path.is_file() else None
-        for flag, value in ((document or {}).get("engine_flags") or {}).items():
+        for flag, value in ((document or {}).get(section) or {}).items():
             if value:
                 flags.add(flag)
             else:
@@ -124,9 +226,21 @@ def profile_flags(version: str, engines: Path = ENGINES) -> set[str]:
     return flags
 
 
+def _after_section(text: str) -> str:
+    """What follows the ``engine_flags`` section of ``text`` (the parser sections of
+    ``write_parser``), or nothing."""
+    if SECTION not in text:
+        return ""
+    rest = text[text.index(SECTION) + len(SECTION):].splitlines(keepends=True)
+    for number, line in enumerate(rest):
+        if not line.startswith("  "):
+            return "".join(rest[number:])
+    return ""
+
+
 def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, str]:
     """Each profile's ``serve-flags.yaml`` with its ``engine_flags`` section rewritten
-    (the section is the file's last; what comes before it is kept). A release whose
+    (what comes before and after it is kept). A release whose
     parent's answer is not given is compared with the flags the parent's profiles state
     (``profile_flags``): one new release is written from its own answer alone."""
     flags_of = {answer["vllm_version"]: set(answer["flags"]) for answer in answers}
@@ -145,15 +259,75 @@ def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, 
             "# it extends: the option strings of AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())\n"
             "# (vllm/engine/arg_utils.py), asked of the release by tools/serve_flags.py --ask.\n")
         head = text[:text.index(SECTION)] if SECTION in text else text
+        tail = _after_section(text)
         if not entries and parent is not None:
-            if head.strip() and not head.lstrip().startswith("# The `vllm serve` engine flags"):
-                files[path] = head
+            kept = head + tail.lstrip("\n")
+            if kept.strip() and not kept.lstrip().startswith("# The `vllm serve` engine flags"):
+                files[path] = kept
             elif path.is_file():
                 files[path] = ""  # nothing changed: the file goes
             continue
         body = "".join(f"  {flag}: {'true' if value else 'null'}\n" for flag, value in entries.items())
-        files[path] = head + SECTION + body
+        files[path] = head + SECTION + body + tail
     return files
+
+
+PARSER_SECTIONS = ("frontend_flags", "speculative_methods", "config_fields")
+"""The sections ``--write-parser`` writes, in this order, after ``engine_flags``."""
+
+
+def _without_sections(text: str, names: tuple[str, ...]) -> str:
+    """``text`` without the top-level ``NAME:`` sections and the comments before them (a
+    section runs to the next top-level key or the end)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        top = line[:1] not in (" ", "#", "\n", "")
+        if top:
+            skipping = line.split(":", 1)[0] in names
+            while skipping and out and out[-1][:1] in ("#", "\n"):
+                out.pop()  # the section's own comment
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def write_parser(arity_answer: dict[str, Any], configs_answer: dict[str, Any],
+                 engines: Path = ENGINES) -> dict[Path, str]:
+    """The release's ``serve-flags.yaml`` with the sections ``vllm serve``'s own parser
+    states beyond the engine flags: ``frontend_flags`` (every other option string of the
+    whole parser, the OpenAI frontend's and the short spellings, from the ``--arity``
+    answer; added (its arity) and removed (null) since the profile it extends),
+    ``speculative_methods`` and ``config_fields`` (the ``--configs`` answer, complete)."""
+    import yaml
+
+    version = arity_answer["vllm_version"]
+    if configs_answer["vllm_version"] != version:
+        raise SystemExit(f"--arity answer of {version}, --configs answer of "
+                         f"{configs_answer['vllm_version']}")
+    engine = profile_flags(version, engines)
+    frontend = {flag: kind for flag, kind in arity_answer["arity"].items() if flag not in engine}
+    parent = _extends(version, engines)
+    previous = profile_flags(parent, engines, "frontend_flags") if parent else set()
+    entries: dict[str, str | None] = {**{f: frontend[f] for f in sorted(set(frontend) - previous)},
+                                      **dict.fromkeys(sorted(previous - set(frontend)))}
+    path = engines / f"vllm-{version}" / FILE
+    text = _without_sections(path.read_text(), PARSER_SECTIONS).rstrip("\n") + "\n"
+    text += ("\n# frontend_flags: the other option strings of `vllm serve`'s parser (the frontend's,\n"
+             "#   make_arg_parser, and the short spellings), with the words each takes; with\n"
+             "#   engine_flags, every flag the release accepts (argparse also takes a unique prefix of\n"
+             "#   one: vLLM's FlexibleArgumentParser keeps allow_abbrev); asked by\n"
+             "#   tools/serve_flags.py --arity.\n")
+    text += yaml.safe_dump({"frontend_flags": entries}, sort_keys=False, width=100)
+    text += ("\n# speculative_methods: SpeculativeConfig.method's values in declaration order\n"
+             "#   (SpeculativeMethod, vllm/config/speculative.py); config_fields: the fields of the\n"
+             "#   JSON config classes, pydantic dataclasses that refuse any other key\n"
+             "#   (vllm/config/utils.py @config, extra=\"forbid\"); asked by\n"
+             "#   tools/serve_flags.py --configs.\n")
+    text += yaml.safe_dump({"speculative_methods": configs_answer["speculative_methods"],
+                            "config_fields": configs_answer["config_fields"]},
+                           sort_keys=False, width=100, default_flow_style=None)
+    return {path: text}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +336,15 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--ask", action="store_true", help="ask the vLLM of this interpreter")
     mode.add_argument("--write", nargs="+", type=Path, help="--ask answers to merge")
+    mode.add_argument("--write-parser", nargs=2, type=Path, metavar=("ARITY", "CONFIGS"),
+                      help="an --arity and a --configs answer of one release: write its "
+                           "frontend_flags, speculative_methods and config_fields")
+    mode.add_argument("--configs", action="store_true",
+                      help="ask the vLLM of this interpreter for its JSON config classes' fields "
+                           "and speculative methods")
+    mode.add_argument("--parse", type=Path,
+                      help="a JSON list of `vllm serve` lines (words after `vllm serve`): ask "
+                           "the vLLM of this interpreter's parser for its answer to each")
     mode.add_argument("--arity", action="store_true",
                       help="ask the vLLM of this interpreter how many words each flag of its "
                            "whole `vllm serve` parser takes (needs the frontend's packages)")
@@ -169,14 +352,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path,
                     help="where to write (--ask: default stdout; --write: the engines folder)")
     a = ap.parse_args(argv)
-    if a.ask or a.arity:
+    if a.ask or a.arity or a.configs or a.parse:
         if a.oracle is None:
-            ap.error("--ask and --arity need --oracle")
-        text = (json.dumps(ask(a.oracle)) if a.ask else json.dumps(arity(a.oracle), indent=1)) + "\n"
+            ap.error("--ask, --arity, --configs and --parse need --oracle")
+        if a.parse:
+            answer = parse_lines(a.oracle, json.loads(a.parse.read_text()))
+        else:
+            answer = ask(a.oracle) if a.ask else arity(a.oracle) if a.arity else ask_configs(a.oracle)
+        text = json.dumps(answer, indent=None if a.ask else 1) + "\n"
         if a.output:
             a.output.write_text(text)
         else:
             sys.stdout.write(text)
+        return 0
+    if a.write_parser:
+        arity_answer, configs_answer = (json.loads(p.read_text()) for p in a.write_parser)
+        for path, text in write_parser(arity_answer, configs_answer, a.output or ENGINES).items():
+            path.write_text(text)
         return 0
     answers = [json.loads(p.read_text()) for p in a.write]
     for path, text in write(answers, a.output or ENGINES).items():

@@ -114,7 +114,7 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
     """Import torch (with a GPU) and the libraries the plans need; a missing library skips
     its backend, and :class:`CannotRunHereError` (exit 4) is raised when nothing can run."""
     notify("importing torch and initialising CUDA")
-    torch = import_torch_cuda()
+    torch = import_torch_cuda("the benchmark")
     torch.cuda.init()
     device = torch.device("cuda")
     properties = torch.cuda.get_device_properties(device)

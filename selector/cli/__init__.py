@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - older typer depends on click itself
 
 from selector.errors import AttnSelectError, ExitCode, InputError
 
-__all__ = ["app", "main", "register_commands", "run"]
+__all__ = ["app", "main", "reflowed", "register_commands", "run"]
 
 app = typer.Typer(
     name="attn-select",
@@ -47,19 +47,21 @@ def _options(
 
 
 _SUBCOMMANDS: dict[str, str] = {
+    "check": "selector.cli.check",
     "explain": "selector.cli.catalog_commands",
+    "diff": "selector.cli.diff",
     "list": "selector.cli.catalog_commands",
     "sweep": "selector.cli.catalog_commands",
-    "bench": "selector.cli.bench",
-    "check": "selector.cli.check",
-    "diff": "selector.cli.diff",
-    "docs": "selector.cli.docs",
-    "metadata": "selector.cli.metadata",
     "smoke": "selector.cli.smoke",
     "smoke-plan": "selector.cli.smoke",
+    "bench": "selector.cli.bench",
+    "metadata": "selector.cli.metadata",
+    "docs": "selector.cli.docs",
 }
 """Every command's module (``register(app)``), imported only when used so that
-``attn-select check`` builds and loads no other command (the GPU, docs or diff machinery)."""
+``attn-select check`` builds and loads no other command (the GPU, docs or diff machinery).
+The order is the one ``--help`` and the README's Commands table list them in: the gate
+first, then what explains and compares it, the GPU runs, and the tools."""
 _REGISTERED: set[str] = set()
 
 
@@ -82,6 +84,19 @@ def register_commands(argv: list[str] | None = None) -> None:
     order = list(_SUBCOMMANDS)  # `--help` lists the commands in this order, whatever came first
     app.registered_commands.sort(key=lambda info: order.index(_name(info)) if _name(info) in order
                                  else len(order))
+    for info in app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = reflowed(info.callback.__doc__)
+
+
+def reflowed(docstring: str) -> str:
+    """A docstring as ``--help`` shows it: each paragraph one line, which the terminal
+    wraps at its width (typer's rich help keeps a docstring's own line breaks, so a
+    docstring wrapped at 90 columns broke mid-sentence in a narrower terminal)."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(docstring).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
 def _name(info: Any) -> str:

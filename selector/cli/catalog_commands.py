@@ -49,33 +49,71 @@ EngineOption = Annotated[
 
 def explain(
     backend: Annotated[str, typer.Argument(help="Backend name, e.g. FLASH_ATTN.")],
-    config: Annotated[Path, typer.Argument(help="Deployment file.")],
+    configs: Annotated[list[str], typer.Argument(
+        help="Deployment files or globs, or after '--' a `vllm serve MODEL [flags]` command "
+             "line (every input `check` takes).", show_default=False)],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
     engine: EngineOption = None,
     layer: Annotated[int | None, typer.Option(
         "--layer", "-l", help="For a model deployment: the layer index to explain (default: the first "
              "attention layer).")] = None,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="Target GPU, as for `check` (repeat; 'all'; a capability like "
+                               "9.0). Overrides the files' device; required for a command line."
+    )] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="For a command line: the model preset or directory with config.json "
+                        "to use instead of MODEL.")] = None,
 ) -> None:
     """Every check of one backend for a deployment (or one layer of a model): the rule,
     the facts it read, the result."""
+    import os
+
     from selector.catalog import load_catalog
-    from selector.config import load_deployment
+    from selector.checkrun import CheckOptions, resolve_devices
+    from selector.cli.check import looks_like_a_command_line
+    from selector.pipeline.check import check_inputs
     from selector.pipeline.explain import explain_layer
     from selector.report import render_explain
 
     catalog = load_catalog()
-    explained = explain_layer(load_deployment(str(config)), backend, catalog, engine=engine,
-                              layer=layer)
-    request, result, name = explained.request, explained.result, explained.backend
-    layer_note: dict[str, Any] = ({} if request.layer is None
-                                  else {"layer": request.layer, "kind": request.kind})
-    valid = explained.valid
+    options = CheckOptions(engine=engine, devices=resolve_devices(device or [], catalog))
+    inputs, errors, _ = check_inputs(configs, catalog, options,
+                                     serve_line=looks_like_a_command_line(configs), model=model,
+                                     environ=dict(os.environ))
+    if errors:
+        raise errors[0][1]
+    documents: list[dict[str, Any]] = []
+    all_valid = True
+    for each in inputs:
+        explained = explain_layer(each.loaded, backend, catalog, engine=engine, layer=layer,
+                                  model_facts=each.model)
+        request, result, name = explained.request, explained.result, explained.backend
+        layer_note: dict[str, Any] = ({} if request.layer is None
+                                      else {"layer": request.layer, "kind": request.kind})
+        refused = [f"[{n.code}] {n.message}" for n in (each.command.notes if each.command else ())
+                   if n.level == "error"]  # vLLM refuses the command line itself
+        all_valid = all_valid and explained.valid and not refused
+        if output_format is OutputFormat.json:
+            documents.append({"backend": name, "engine": result.engine, "valid": explained.valid,
+                              **({"command_refused": refused} if refused else {}),
+                              **({"source": each.loaded.path, "device": _device_name(each)}
+                                 if len(inputs) > 1 else {}),
+                              **layer_note, "checks": explained.checks})
+        else:
+            if len(inputs) > 1:
+                _console().print(f"{each.loaded.path} on {_device_name(each)}", style="bold")
+            for line in refused:
+                _console().print(f"error {line}", style="red", highlight=False, markup=False)
+            _console().print(render_explain(result, name, explained.checks))
     if output_format is OutputFormat.json:
-        _emit_json({"backend": name, "engine": result.engine, "valid": valid, **layer_note,
-                    "checks": explained.checks})
-    else:
-        _console().print(render_explain(result, name, explained.checks))
-    raise typer.Exit(int(ExitCode.OK if valid else ExitCode.INVALID))
+        _emit_json(documents[0] if len(documents) == 1 else documents)
+    raise typer.Exit(int(ExitCode.OK if all_valid else ExitCode.INVALID))
+
+
+def _device_name(each: Any) -> str:
+    device = each.loaded.deployment.device
+    return device if isinstance(device, str) else f"capability {device.capability}"
 
 
 def list_(
@@ -146,9 +184,12 @@ def sweep(
     backends: Annotated[str | None, typer.Option(
         help="Comma-separated backends to report (default: the oracle's set).")] = None,
 ) -> None:
-    """Batch mode: one JSON verdict line per config, in the oracle's shape."""
+    """Batch mode: one JSON verdict line per config, in the oracle's shape.
+
+    A line that is no config gets a verdict line with its error ("bad input: line N:
+    ..."); when no line is a config (every line bad, or no line at all) sweep exits 2."""
     from selector.catalog import load_catalog
-    from selector.sweep import sweep_lines
+    from selector.sweep import bad_input, sweep_lines
 
     data = load_catalog().engine(engine)
     names = None
@@ -169,10 +210,16 @@ def sweep(
         raise InputError(f"cannot write the verdicts: {error.strerror or error}",
                          file=str(output), field="--output",
                          hint="give a writable file path") from None
+    written = bad = 0
+    first_bad: str | None = None
     try:
         write = out.write
         for line in sweep_lines(stream, data, names):
             write(line + "\n")
+            written += 1
+            if '"bad input: ' in line and (message := bad_input(line)) is not None:
+                bad += 1
+                first_bad = first_bad or message
     except UnicodeDecodeError:
         raise InputError("the file is not UTF-8 text", file=source,
                          hint="write the configs as UTF-8 JSON Lines") from None
@@ -181,6 +228,17 @@ def sweep(
             out.close()
         if stream is not sys.stdin:
             stream.close()
+    where = "stdin" if source == "-" else source
+    if written == 0:
+        raise InputError("no configs in the input: every line is empty", file=where,
+                         hint="give JSON Lines, one flat selector config per line")
+    if bad == written:
+        raise InputError(f"none of the {written} line(s) is a config attn-select can read "
+                         f"(first: {first_bad})", file=where,
+                         hint="each line is one JSON object of flat selector fields")
+    if bad:
+        sys.stderr.write(f"attn-select: {where}: {bad} of {written} line(s) are not configs "
+                         f"(first: {first_bad}); their verdict lines carry the error\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from enum import Enum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -48,8 +47,9 @@ def _engines(from_engine: str | None, to_engine: str | None) -> tuple[str, str]:
 
 
 def diff(
-    config: Annotated[Path | None, typer.Argument(
-        help="Deployment file (YAML, TOML or JSON); omit with --all.")] = None,
+    configs: Annotated[list[str] | None, typer.Argument(
+        help="Deployment files or globs, or after '--' a `vllm serve MODEL [flags]` command "
+             "line (every input `check` takes); omit with --all.", show_default=False)] = None,
     from_engine: Annotated[str | None, typer.Option(
         "--from", help="Source engine, an exact profile (vllm==X.Y.Z) or a range ('vllm<0.30') "
         "(default: the newest profile older than --to).")] = None,
@@ -64,22 +64,36 @@ def diff(
     )] = False,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Show unchanged backends and fields too.")] = False,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="Target GPU, as for `check` (repeat; 'all'; a capability like "
+                               "9.0). Overrides the files' device; required for a command line."
+    )] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="For a command line: the model preset or directory with config.json "
+                        "to use instead of MODEL.")] = None,
 ) -> None:
     """What changes between two engine versions: validity, selected backend, FA version,
-    block size, layout, CUDA-graph mode and each backend's reasons.  Exits 1 when the
-    verdict (validity or selected backend) changes."""
+    block size, layout, CUDA-graph mode and each backend's reasons; for a model or a
+    command line, check's verdict under each and each layer group's selection.  Exits 1
+    when the verdict (validity, an error or a selected backend) changes."""
+    import os
+
     from selector.catalog import load_catalog
-    from selector.config import load_deployment, resolve_device
-    from selector.pipeline.diff import diff_deployment, sweep_matrix
+    from selector.checkrun import resolve_devices
+    from selector.cli.check import looks_like_a_command_line
+    from selector.diff import DeploymentDiff
+    from selector.pipeline.diff import diff_inputs, sweep_matrix
     from selector.report.diff import (
         deployment_diff_to_json,
         matrix_diff_to_json,
+        model_diff_to_json,
         render_deployment_diff,
         render_matrix_diff,
+        render_model_diff,
     )
 
     source, target = _engines(from_engine, to_engine)
-    if sweep_all and config is not None:
+    if sweep_all and configs:
         verbose = True  # a file with --all: every backend and field, changed or not
     elif sweep_all:
         matrix = sweep_matrix(source, target)
@@ -88,19 +102,33 @@ def diff(
         else:
             _console().print(render_matrix_diff(matrix, verbose=verbose))
         raise typer.Exit(int(ExitCode.INVALID if matrix.verdicts_changed else ExitCode.OK))
-    if config is None:
+    if not configs:
         raise InputError("missing deployment file", field="config",
                          hint=f"attn-select diff CONFIG --from {source} --to {target}, or --all")
     catalog = load_catalog()
-    loaded = load_deployment(str(config))
-    _, _, device = resolve_device(loaded.deployment, catalog)
-    result = diff_deployment(loaded, source, target, catalog=catalog)
+    results, errors = diff_inputs(configs, source, target, catalog=catalog,
+                                  devices=resolve_devices(device or [], catalog),
+                                  serve_line=looks_like_a_command_line(configs), model=model,
+                                  environ=dict(os.environ))
+    if errors:
+        raise errors[0][1]
+    documents = []
+    for each in results:
+        if isinstance(each.diff, DeploymentDiff):
+            documents.append(deployment_diff_to_json(each.diff, device=each.device))
+            if output_format is DiffFormat.text:
+                _console().print(render_deployment_diff(each.diff, device=each.device,
+                                                        verbose=verbose))
+        else:
+            documents.append(model_diff_to_json(each.diff, device=each.device))
+            if output_format is DiffFormat.text:
+                _console().print(render_model_diff(each.diff, device=each.device,
+                                                   verbose=verbose))
     if output_format is DiffFormat.json:
-        sys.stdout.write(json.dumps(deployment_diff_to_json(result, device=device), indent=2,
-                                    default=str) + "\n")
-    else:
-        _console().print(render_deployment_diff(result, device=device, verbose=verbose))
-    raise typer.Exit(int(ExitCode.INVALID if result.verdict_changed else ExitCode.OK))
+        document = documents[0] if len(documents) == 1 else documents
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    changed = any(each.diff.verdict_changed for each in results)
+    raise typer.Exit(int(ExitCode.INVALID if changed else ExitCode.OK))
 
 
 def register(app: typer.Typer) -> None:

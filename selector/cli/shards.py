@@ -37,6 +37,11 @@ def run_shards(plans: Sequence[ShardPlan], options: ShardOptions, *, gpus: int |
                 report = run_distributed(plans, options, processes=gpus, progress=progress)
     except AttnSelectError as error:
         message = error.render() if hasattr(error, "render") else str(error)
+        if as_json and error.exit_code == ExitCode.CANNOT_RUN:
+            from selector.smoke.report import cannot_run_json
+
+            out.out(json.dumps(cannot_run_json(message, [p.name for p in plans]), indent=2),
+                    highlight=False)
         err.print(f"error: {message}", markup=False, highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
     if as_json:

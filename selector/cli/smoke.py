@@ -85,6 +85,11 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
         err.print(f"error: {substituted}", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.SUBSTITUTED)) from None
     except AttnSelectError as error:
+        if output_format is ReportFormat.json and error.exit_code == ExitCode.CANNOT_RUN:
+            from selector.smoke.report import cannot_run_json
+
+            out.out(json.dumps(cannot_run_json(str(error), [p.name for p in plans]), indent=2),
+                    highlight=False)
         err.print(f"error: {error}", markup=False, highlight=False)
         raise typer.Exit(int(error.exit_code)) from None
     _print_report(report, output_format, out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -17,7 +17,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from selector.fleet.outcome import DeviceOutcome, FleetReport
-from selector.report.formats.sarif import SARIF_SCHEMA, SARIF_VERSION
+from selector.report.formats.sarif import SARIF_SCHEMA, SARIF_VERSION, artifact_uri
 from selector.report.plain import PlainTable
 
 __all__ = ["STATUS_CODES", "render_github", "render_json", "render_junit", "render_markdown",
@@ -163,16 +163,6 @@ def render_github(report: FleetReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _uri(path: str) -> str:
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            candidate = candidate.resolve().relative_to(Path.cwd().resolve())
-        except ValueError:
-            return candidate.resolve().as_uri()
-    return str(PurePosixPath(*candidate.parts)).removeprefix("./")
-
-
 def render_sarif(report: FleetReport, *, version: str,
                  descriptions: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """SARIF 2.1.0: one result per row that did not pass, located in its deployment file;
@@ -204,7 +194,7 @@ def render_sarif(report: FleetReport, *, version: str,
             "properties": {"device": outcome.device, "status": outcome.status,
                            "exit_code": outcome.exit_code, "node": outcome.node},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(outcome.config), "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": {"uri": artifact_uri(outcome.config), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": 1}}}],
         })
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [{

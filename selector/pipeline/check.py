@@ -10,13 +10,14 @@ refusal: memory, dtype, ``max_model_len``, tensor parallelism) runs nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import selector.serve as serve_args  # the command-line reader loads on first use
 from selector.catalog import Catalog
 from selector.checkrun import (
     CheckOptions,
+    expand_configs,
     input_error_record,
     layer_record,
     model_record,
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     from selector.models import ModelFacts
     from selector.serve import ServeCommand
 
-__all__ = ["check_deployment", "check_files", "check_serve", "record_of", "rejection",
-           "solve_to_run"]
+__all__ = ["CheckInput", "check_deployment", "check_files", "check_inputs", "check_serve",
+           "file_inputs", "record_of", "rejection", "serve_inputs", "solve_to_run"]
 
 
 def record_of(solved: Solved, catalog: Catalog, options: CheckOptions, *,
@@ -124,34 +125,92 @@ def check_files(paths: Sequence[str], catalog: Catalog,
     errors: list[InputError] = []
     for path in paths:
         try:
-            loaded = load_deployment(path)
-            if not options.devices:
-                records.append(check_deployment(loaded, catalog, options))
-                continue
-            for device in options.devices:
-                variant: Deployment = loaded.deployment.model_copy(update={"device": device})
-                records.append(check_deployment(replace(loaded, deployment=variant), catalog,
-                                                options))
+            for each in file_inputs(path, options):
+                records.append(check_deployment(each.loaded, catalog, options))
         except InputError as exc:
             errors.append(exc)
             records.append(input_error_record(exc, path))
     return records, errors
 
 
-def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
-                model: str | None = None,
-                environ: Mapping[str, str] | None = None) -> tuple[ServeCommand, list[CheckRecord]]:
-    """Check a ``vllm serve`` command line on each device (at least one is needed)."""
+@dataclass(frozen=True)
+class CheckInput:
+    """One deployment ``check`` reads, on one device: a file's, or a command line's."""
+
+    loaded: LoadedDeployment
+    command: ServeCommand | None = None
+    """The ``vllm serve`` command line it comes from (on this device), if any."""
+
+    @property
+    def model(self) -> ModelFacts | None:
+        """A command line's model facts (``--hf-overrides`` applied); None for a file."""
+        return self.command.model_facts if self.command is not None else None
+
+
+def file_inputs(path: str, options: CheckOptions) -> list[CheckInput]:
+    """A deployment file on its own device, or on each of ``options.devices``."""
+    loaded = load_deployment(path)
+    if not options.devices:
+        return [CheckInput(loaded)]
+    out: list[CheckInput] = []
+    for device in options.devices:
+        variant: Deployment = loaded.deployment.model_copy(update={"device": device})
+        out.append(CheckInput(replace(loaded, deployment=variant)))
+    return out
+
+
+def serve_inputs(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
+                 model: str | None = None, environ: Mapping[str, str] | None = None
+                 ) -> tuple[ServeCommand, list[CheckInput]]:
+    """A ``vllm serve`` command line (under ``options.engine``) on each device (at least
+    one is needed)."""
     if not options.devices:
         raise InputError("a vllm serve command line needs the target GPU", field="--device",
                          hint="add e.g. --device H100 (or --device all) before '--'")
     command = serve_args.parse_serve_command(argv, device=options.devices[0], catalog=catalog,
-                                  engine=options.engine, model=model, environ=environ)
+                                             engine=options.engine, model=model, environ=environ)
     source = command.command_line
-    records: list[CheckRecord] = []
+    out: list[CheckInput] = []
     for device in options.devices:
         variant = command.for_device(device, catalog)
         loaded = LoadedDeployment(path=source, text="", deployment=variant.deployment, lines={})
+        out.append(CheckInput(loaded, variant))
+    return command, out
+
+
+def check_inputs(words: Sequence[str], catalog: Catalog, options: CheckOptions, *,
+                 serve_line: bool, model: str | None = None,
+                 environ: Mapping[str, str] | None = None
+                 ) -> tuple[list[CheckInput], list[tuple[str, InputError]], ServeCommand | None]:
+    """Every input ``check`` takes, resolved as ``check`` resolves it: a ``vllm serve``
+    command line (``serve_line``) on each device, or files and globs, each on its own
+    device or on each given one. A file that cannot be read comes back as (path, error)."""
+    if serve_line:
+        command, inputs = serve_inputs(words, catalog, options, model=model, environ=environ)
+        return inputs, [], command
+    if model is not None:
+        raise InputError("--model applies to a `vllm serve` command line only",
+                         field="--model", hint="put the command line after '--'")
+    inputs = []
+    errors: list[tuple[str, InputError]] = []
+    for path in expand_configs(words):
+        try:
+            inputs.extend(file_inputs(path, options))
+        except InputError as exc:
+            errors.append((path, exc))
+    return inputs, errors, None
+
+
+def check_serve(argv: Sequence[str], catalog: Catalog, options: CheckOptions, *,
+                model: str | None = None,
+                environ: Mapping[str, str] | None = None) -> tuple[ServeCommand, list[CheckRecord]]:
+    """Check a ``vllm serve`` command line on each device (at least one is needed)."""
+    command, inputs = serve_inputs(argv, catalog, options, model=model, environ=environ)
+    source = command.command_line
+    records: list[CheckRecord] = []
+    for each in inputs:
+        variant, loaded = each.command, each.loaded
+        assert variant is not None
         record = check_deployment(loaded, catalog, options, model=variant.model_facts,
                                   kv_options=variant.kv_options, source=source,
                                   settings=dict(variant.settings),

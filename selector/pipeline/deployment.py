@@ -168,9 +168,11 @@ def _model_layer(model: ModelFacts, layer: int | None) -> tuple[int, LayerFacts]
     return index, chosen
 
 
-def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = None) -> LayerRequest:
+def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = None, *,
+             model_facts: ModelFacts | None = None) -> LayerRequest:
     """The request of one layer: the single layer of a ``layer:`` deployment, or layer
-    ``layer`` of a model (default: its first attention layer)."""
+    ``layer`` of a model (default: its first attention layer); ``model_facts`` replaces the
+    model read from the deployment (a command line's, ``--hf-overrides`` applied)."""
     d = loaded.deployment
     if d.model is None:
         if layer is not None:
@@ -178,6 +180,10 @@ def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = Non
         return LayerRequest(facts=deployment_facts(loaded, catalog),
                             attention_backend=d.attention_backend)
     model, base, _ = deployment_model(loaded, catalog)
+    if model_facts is not None:
+        from selector.models.tensor_parallel import shard_model
+
+        model = shard_model(model_facts, d.parallel.tensor_parallel_size)
     index, chosen = _model_layer(model, layer)
     per_kind = d.attention_config.backend_per_kind
     return LayerRequest(facts=layer_request(base, chosen, model),

@@ -5,13 +5,16 @@ one backend in vLLM's order."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment
 from selector.pipeline.deployment import LayerRequest, layer_of
 from selector.result import SolveResult
 from selector.solver import explain_backend, solve
+
+if TYPE_CHECKING:
+    from selector.models import ModelFacts
 
 __all__ = ["Explained", "explain_layer"]
 
@@ -33,12 +36,13 @@ class Explained:
 
 
 def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
-                  engine: str | None = None, layer: int | None = None) -> Explained:
+                  engine: str | None = None, layer: int | None = None,
+                  model_facts: ModelFacts | None = None) -> Explained:
     """Explain ``backend`` for the deployment's single layer, or for layer ``layer`` of its
-    model (default: the first attention layer)."""
+    model (default: the first attention layer; ``model_facts``: a command line's model)."""
     engine_data = catalog.engine(engine or loaded.deployment.engine)
     name = engine_data.backend(backend).name
-    request = layer_of(loaded, catalog, layer)
+    request = layer_of(loaded, catalog, layer, model_facts=model_facts)
     result = solve(request.facts, engine=engine_data.engine,
                    attention_backend=request.attention_backend, suggest=False,
                    catalog=catalog)

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from selector.diff import DeploymentDiff, MatrixDiff
+from selector.diff import DeploymentDiff, MatrixDiff, ModelDiff
 from selector.kv.layout import layout_aliases
 from selector.report.plain import PlainTable, plain
 
@@ -17,8 +17,10 @@ __all__ = [
     "DIFF_JSON_SCHEMA_VERSION",
     "deployment_diff_to_json",
     "matrix_diff_to_json",
+    "model_diff_to_json",
     "render_deployment_diff",
     "render_matrix_diff",
+    "render_model_diff",
 ]
 
 DIFF_JSON_SCHEMA_VERSION = "1.0"
@@ -45,12 +47,15 @@ def _headline(d: DeploymentDiff, device: str) -> Text:
     text = Text()
     if d.verdict_changed:
         text.append("CHANGED  ", style="bold yellow")
+    elif after.before is False and after.after is False:
+        text.append("STILL INVALID  ", style="bold red")
     elif d.changed:
         text.append("SAME BACKEND  ", style="bold green")
     else:
         text.append("UNCHANGED  ", style="bold green")
-    text.append(f"{_value('selected', before.before)} -> {_value('selected', before.after)}",
-                style="bold")
+    if not (after.before is False and after.after is False):
+        text.append(f"{_value('selected', before.before)} -> {_value('selected', before.after)}",
+                    style="bold")
     if after.changed:
         text.append(f" ({_value('valid', after.before)} -> {_value('valid', after.after)})")
     text.append(f" on {device}: {d.from_engine} -> {d.to_engine}")
@@ -71,8 +76,11 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
     for change in d.fields:
         if not verbose and change.before == change.after and change.field in ("warnings", "error"):
             continue
-        table.add_row("*" if change.changed else "", change.label,
-                      _value(change.field, change.before), _value(change.field, change.after))
+        shown_before, shown_after = _value(change.field, change.before), _value(change.field, change.after)
+        if not change.changed and shown_before != shown_after:  # equal, spelled differently
+            shown_after = ("not reported" if change.after is None else
+                           f"same ({shown_after})")
+        table.add_row("*" if change.changed else "", change.label, shown_before, shown_after)
     parts.append(table)
     if d.priority_before != d.priority_after:
         prio = PlainTable(title="Priority list", show_header=True)
@@ -100,6 +108,61 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
     else:
         parts.append(Text("No backend in the priority lists changed its verdict or reasons."))
     return Group(*parts)
+
+
+def _model_headline(d: ModelDiff, device: str) -> Text:
+    text = Text()
+    if d.verdict_changed:
+        text.append("CHANGED  ", style="bold yellow")
+    elif d.status_before != "valid" and d.status_after != "valid":
+        text.append("STILL INVALID  ", style="bold red")
+    elif d.changed:
+        text.append("SAME BACKENDS  ", style="bold green")
+    else:
+        text.append("UNCHANGED  ", style="bold green")
+    text.append(f"check: {d.status_before} -> {d.status_after}" if
+                d.status_before != d.status_after else f"check: {d.status_after}", style="bold")
+    text.append(f" on {device}: {d.from_engine} -> {d.to_engine}")
+    return text
+
+
+def render_model_diff(d: ModelDiff, *, device: str, verbose: bool = False) -> RenderableType:
+    """What changes for a model deployment or a command line: check's verdict and errors
+    under each version, then each layer group's selection (as for a single layer)."""
+    parts: list[RenderableType] = [Panel(_model_headline(d, device),
+                                         title=plain(d.source or "attn-select diff"), expand=False)]
+    if d.gained or d.lost or verbose:
+        errors = PlainTable(title="check's errors")
+        errors.add_column("")
+        errors.add_column("error")
+        for line in d.lost:
+            errors.add_row("-", line)
+        for line in d.gained:
+            errors.add_row("+", line)
+        for line in d.errors_after:
+            if verbose and line not in d.gained:
+                errors.add_row("=", line)
+        parts.append(errors)
+    elif d.errors_after:
+        parts.append(Text("The same errors under both versions: " + "; ".join(d.errors_after)))
+    if not d.layers:
+        parts.append(Text("No layer group was selected under both versions (a refusal before "
+                          "selection, or the layers differ)."))
+    for layer in d.layers:
+        if verbose or layer.diff.changed:
+            parts.append(render_deployment_diff(layer.diff, device=device, verbose=verbose))
+    unchanged = [layer for layer in d.layers if not layer.diff.changed]
+    if unchanged and not verbose:
+        parts.append(Text("Unchanged layer groups: " + ", ".join(
+            f"{layer.layers} ({layer.kind}: {layer.diff.field('selected').after or 'none'})"
+            for layer in unchanged)))
+    return Group(*parts)
+
+
+def model_diff_to_json(d: ModelDiff, *, device: str | None = None) -> dict[str, Any]:
+    """The stable JSON document of a model (or command line) diff."""
+    return {"schema_version": DIFF_JSON_SCHEMA_VERSION, "kind": "model", "device": device,
+            **d.to_dict()}
 
 
 def deployment_diff_to_json(d: DeploymentDiff, *, device: str | None = None) -> dict[str, Any]:

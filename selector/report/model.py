@@ -49,7 +49,8 @@ def _failing_groups(result: ModelCheckResult) -> list[RenderableType]:
 def render_model(result: ModelCheckResult, *, device: str, source: str | None = None,
                  valid: bool | None = None) -> RenderableType:
     """The model report: layer selections, KV-cache groups, block sizes, layout, CUDA graphs.
-    ``valid`` overrides the verdict (e.g. the engine refuses the architecture)."""
+    ``valid`` overrides the verdict (e.g. the engine refuses the architecture). The KV
+    plan's warnings and errors are not repeated here: they are the record's findings."""
     model = result.model
     ok = result.valid if valid is None else valid
     header = Text()
@@ -113,10 +114,8 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             mode += f" (requested {cg.requested}; support {cg.min_support} from {cg.min_support_backend})"
         summary.add_row("CUDA-graph mode", mode)
         summary.add_row("decode / mixed batches", f"{cg.decode_graphs} / {cg.mixed_graphs}")
-        for line in (*cg.warnings, *cg.cost):
+        for line in cg.cost:
             summary.add_row("", line)
-        if cg.error:
-            summary.add_row("vLLM raises", cg.error)
     capacity = plan.capacity
     if capacity is not None:
         summary.add_row("bytes per block (all groups)", str(capacity.bytes_per_block))
@@ -124,10 +123,8 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             summary.add_row("KV cache tokens", f"{capacity.kv_cache_tokens:,}")
             summary.add_row("max concurrency",
                             f"{capacity.max_concurrency:.2f} x {capacity.max_model_len} tokens")
-    for warning in plan.warnings:
-        summary.add_row("warning", warning)
-    for error in plan.errors:
-        summary.add_row(Text("error", style="red"), f"{error.exc_type}: {error.message}")
+    # vLLM's warnings and errors of the plan (the CUDA-graph downgrade or refusal among them)
+    # are the check's findings (AS002-AS005), printed once after the report
     parts.append(summary)
     return Group(*parts, *_startup_parts(result))
 

@@ -16,13 +16,17 @@ __all__ = ["render_fleet", "render_notes"]
 _STYLES = {"error": "red", "warning": "yellow", "note": "dim"}
 
 
-def render_notes(findings: Sequence[Finding]) -> RenderableType:
-    """The notes about a command line, warnings first."""
+def render_notes(findings: Sequence[Finding],
+                 devices: Sequence[str] | None = None) -> RenderableType:
+    """The notes about a command line, warnings first; ``devices``, when given, names the
+    device(s) each finding holds on (one entry per finding)."""
     lines = []
-    for finding in findings:
+    for number, finding in enumerate(findings):
         text = Text()
         label = "info" if finding.level == "note" else finding.level
         text.append(f"{label} [{finding.code}] ", style=_STYLES[finding.level])
+        if devices is not None:
+            text.append(f"[{devices[number]}] ")
         text.append(finding.message)
         if finding.hint:
             text.append(f" ({finding.hint})")

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from selector.schema.types import StrictModel
 
-__all__ = ["Device", "DeviceCatalog"]
+__all__ = ["Device", "DeviceCatalog", "OtherPlatform"]
 
 
 class Device(StrictModel):
@@ -30,8 +30,22 @@ class Device(StrictModel):
         return int(major) * 10 + int(minor)
 
 
+class OtherPlatform(StrictModel):
+    """Accelerators the catalog does not hold, recognised by name, so that a name of
+    theirs gets a plain answer rather than a "did you mean" an unrelated GPU."""
+
+    platform: str
+    """e.g. ``AMD``."""
+    pattern: str
+    """A regular expression a device name matches (case-insensitive, the whole name)."""
+    reason: str
+    """Why the catalog has none, e.g. ``AMD GPUs are not supported yet``."""
+
+
 class DeviceCatalog(StrictModel):
     ignored_words: tuple[str, ...] = ()
     """Words of a device name that name no particular GPU (``NVIDIA``, ``Tesla``,
     ``GeForce``): dropped before a name is matched word by word."""
+    other_platforms: tuple[OtherPlatform, ...] = ()
+    """Names of accelerators the catalog does not hold (another vendor's), answered as such."""
     devices: tuple[Device, ...]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from selector.catalog import Catalog, CatalogError, close_matches
@@ -69,6 +70,12 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
                 chosen = backend_name(f"{flag}.{kind}", str(name), catalog, engine)
                 if chosen is not None:
                     settings.backend_per_kind[str(kind)] = chosen
+        elif "AttentionConfig" in table.config_fields \
+                and key not in table.config_fields["AttentionConfig"]:
+            notes.append(_unexpected_key(catalog, "SU005", key, value,
+                                         table.config_fields["AttentionConfig"],
+                                         flag="--attention-config/-ac",
+                                         config_class="AttentionConfig"))
         elif key in passed_over.fields or key.startswith(passed_over.prefixes):
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
@@ -143,10 +150,64 @@ def compilation_config(raw: RawCommand, settings: Settings, notes: list[ServeNot
                                "passed over: " + ", ".join(other)))
 
 
-def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]) -> None:
-    if "--speculative-config" not in raw.values:
+def _unexpected_key(catalog: Catalog, code: str, key: str, value: Any, fields: Sequence[str],
+                    *, config_class: str, flag: str = "") -> ServeNote:
+    """vLLM's refusal of a key its config class lacks (pydantic's ``extra="forbid"``)."""
+    close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+    where = "--speculative-config" if config_class == "SpeculativeConfig" else \
+        flag.split("/", 1)[0]
+    return ServeNote(
+        "error", code, f"{where}.{key}",
+        catalog.code(code).message.format(flag=flag, config_class=config_class, key=key,
+                                          input_value=repr(value),
+                                          input_type=type(value).__name__),
+        hint=f"did you mean {close[0]!r}?" if close else f"see {config_class}'s fields in vLLM's docs")
+
+
+def _literal_expected(values: Sequence[str]) -> str:
+    """pydantic's list of a Literal's values: ``'a', 'b' or 'c'``."""
+    quoted = [repr(value) for value in values]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _check_speculative(config: dict[str, Any], notes: list[ServeNote], catalog: Catalog,
+                       table: ServeFlags) -> None:
+    """What ``SpeculativeConfig(**config)`` says of the keys and the method
+    (EngineArgs.create_speculative_config, vllm/engine/arg_utils.py; vLLM refuses at
+    start-up), where the release's fields and methods are recorded."""
+    fields = table.config_fields.get("SpeculativeConfig")
+    if not fields or not table.speculative_methods:
+        notes.append(ServeNote("warning", "AS151", "--speculative-config",
+                               "--speculative-config: its keys and method are not checked (this "
+                               "release's SpeculativeConfig fields are not recorded)",
+                               hint="pass --engine with a release that records them "
+                                    "(the newest profile does)"))
         return
-    config = json_object("--speculative-config", raw.values["--speculative-config"])
+    method = config.get("method")
+    if method is not None and method not in table.speculative_methods:
+        close = difflib.get_close_matches(str(method), list(table.speculative_methods), n=1,
+                                          cutoff=0.6)
+        notes.append(ServeNote(
+            "error", "SE007", "--speculative-config.method",
+            catalog.code("SE007").message.format(
+                expected=_literal_expected(table.speculative_methods),
+                input_value=repr(method), input_type=type(method).__name__),
+            hint=f"did you mean {close[0]!r}?" if close else
+            "valid: " + ", ".join(table.speculative_methods)))
+    for key, value in config.items():
+        if key not in fields:
+            notes.append(_unexpected_key(catalog, "SE008", key, value, fields,
+                                         config_class="SpeculativeConfig"))
+
+
+def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
+                       catalog: Catalog, table: ServeFlags) -> None:
+    if "--speculative-config" not in raw.values and "--speculative-config" not in raw.dotted:
+        return
+    config = json_object("--speculative-config", raw.values["--speculative-config"]) \
+        if "--speculative-config" in raw.values else {}
+    config = deep_merge(config, raw.dotted.get("--speculative-config", {}))
+    _check_speculative(config, notes, catalog, table)
     tokens = config.get("num_speculative_tokens")
     flag = "--speculative-config.num_speculative_tokens"
     if tokens is None:

@@ -1,12 +1,14 @@
-"""Notes on the flags of a command line that do not make settings: flags the checked
-release's parser lacks (SU007) or that vLLM removed (SU004), flags worth a word
-(AS104) and flags attn-select does not know (AS103)."""
+"""Notes on the flags of a command line that do not make settings: words the checked
+release's parser refuses (SE005 unrecognized, SE006 ambiguous), flags it lacks (SU007) or
+that vLLM removed (SU004), flags given as a prefix of an option (AS150), flags worth a
+word (AS104) and the flags vLLM reads that attn-select does not model (AS104, named)."""
 
 from __future__ import annotations
 
 from selector.catalog import Catalog
 from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags, release_flags
+from selector.serve.options import did_you_mean
 from selector.serve.settings import HANDLED
 from selector.serve.tokenize import RawCommand
 
@@ -29,7 +31,7 @@ def _release_note(flag: str, version: str, catalog: Catalog, table: ServeFlags) 
 
 
 def _is_known(flag: str, table: ServeFlags, catalog: Catalog) -> bool:
-    if flag in table.flags:
+    if flag in table.flags or flag in table.parser_flags:
         return True
     negated = "--" + flag[5:]
     if flag.startswith("--no-") and table.takes(negated) == "switch" and negated not in HANDLED:
@@ -37,10 +39,40 @@ def _is_known(flag: str, table: ServeFlags, catalog: Catalog) -> bool:
     return any(flag in flags for flags in release_flags(catalog).values())
 
 
+def _parser_notes(raw: RawCommand, notes: list[ServeNote], catalog: Catalog,
+                  table: ServeFlags) -> None:
+    """What vLLM's parser says of the words it does not read as one of its options."""
+    options = table.parser_flags
+    for typed, matches in raw.ambiguous:
+        code = catalog.code("SE006")
+        close = did_you_mean(typed, matches) or f"did you mean {matches[0]}?"
+        notes.append(ServeNote("error", "SE006", typed.split("=", 1)[0],
+                               code.message.format(option=typed, matches=", ".join(matches)),
+                               hint=close))
+    if raw.unrecognized:
+        code = catalog.code("SE005")
+        hints = [hint for flag in raw.unknown_flags
+                 if (hint := did_you_mean(flag.split(".", 1)[0].replace("_", "-"), options))]
+        where = raw.unknown_flags[0].split("=", 1)[0] if raw.unknown_flags else "MODEL"
+        notes.append(ServeNote(
+            "error", "SE005", where, code.message.format(words=" ".join(raw.unrecognized)),
+            hint="; ".join(hints) if hints else (
+                "vllm serve takes one positional argument, MODEL" if not raw.unknown_flags
+                else "see `vllm serve --help=all` for this release's flags")))
+    for typed, option in raw.abbreviated:
+        long = table.aliases.get(option)
+        shown = f"{option} ({long})" if long else option
+        notes.append(ServeNote("info", "AS150", long or option,
+                               f"{typed} is read as {shown}, as vLLM's parser reads a unique "
+                               "prefix of an option"))
+
+
 def flag_notes(raw: RawCommand, notes: list[ServeNote], catalog: Catalog, table: ServeFlags,
                version: str = "") -> None:
     """Append the notes on ``raw``'s flags (``version``: the vLLM release checked)."""
+    _parser_notes(raw, notes, catalog, table)
     seen: set[str] = set()
+    passed_over: list[str] = []
     for flag in raw.order:
         if flag in seen:
             continue
@@ -49,8 +81,6 @@ def flag_notes(raw: RawCommand, notes: list[ServeNote], catalog: Catalog, table:
         if release_note is not None:
             notes.append(release_note)
             continue
-        if flag.split(".", 1)[0] in HANDLED:
-            continue
         spec = table.flags.get(flag)
         if spec is not None and spec.removed:
             code = catalog.code("SU004")
@@ -58,6 +88,15 @@ def flag_notes(raw: RawCommand, notes: list[ServeNote], catalog: Catalog, table:
                                    hint=code.hint.format(replacement=spec.removed)))
         elif spec is not None and spec.note:
             notes.append(ServeNote("info", "AS104", flag, f"{flag}: {spec.note}"))
+        elif flag.split(".", 1)[0] in HANDLED:
+            continue
         elif not _is_known(flag, table, catalog):
             notes.append(ServeNote("info", "AS103", flag,
                                    f"{flag} is not a flag attn-select knows; passed over"))
+        else:
+            passed_over.append(flag)
+    if passed_over:
+        notes.append(ServeNote(
+            "info", "AS104", passed_over[0],
+            "read by vLLM, not modelled by attn-select (what they change is not checked): "
+            + ", ".join(passed_over)))

@@ -61,7 +61,7 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
     if "--cp-kv-cache-interleave-size" in values:
         s.cp_interleave = parse_int("--cp-kv-cache-interleave-size",
                                values["--cp-kv-cache-interleave-size"])
-    speculative_config(raw, s, notes)
+    speculative_config(raw, s, notes, catalog, table)
     compilation_config(raw, s, notes, catalog, engine, table)
     if "--enforce-eager" in raw.order and "--no-enforce-eager" not in raw.order:
         s.cudagraph_mode = "NONE"

@@ -16,7 +16,7 @@ __all__ = ["SERVE_FLAGS_FILE", "SERVE_FLAGS_MAPPINGS", "ServeFlags", "release_fl
 
 SERVE_FLAGS_FILE = "serve-flags.yaml"
 SERVE_FLAGS_MAPPINGS = ("aliases", "flags", "removed_environment", "optimization_levels",
-                        "dtypes", "engine_flags")
+                        "dtypes", "engine_flags", "frontend_flags")
 """The sections that merge key by key (``KEY: null`` removes one)."""
 
 _DOCUMENTS: dict[tuple[str, str], dict[str, Any]] = {}
@@ -47,8 +47,23 @@ def serve_flags(catalog: Catalog, engine: str | None = None) -> ServeFlags:
             table = ServeFlags.model_validate(_document(catalog, name))
         except ValidationError as exc:
             raise CatalogError(f"{catalog.engine_dirs[name] / SERVE_FLAGS_FILE}: {exc}") from None
+        if not table.frontend_flags:
+            table = table.with_frontend_stand_in(_nearest_frontend(catalog, name))
         _TABLES[key] = table
     return table
+
+
+def _nearest_frontend(catalog: Catalog, name: str) -> frozenset[str]:
+    """The frontend flags of the oldest newer release of ``name``'s family that records
+    them (none: empty)."""
+    family = catalog.engine(name).family
+    newer = catalog.engine_names[catalog.engine_names.index(name) + 1:]
+    for each in newer:
+        if catalog.engine(each).family == family:
+            frontend = _document(catalog, each).get("frontend_flags") or {}
+            if frontend:
+                return frozenset(flag for flag, takes in frontend.items() if takes)
+    return frozenset()
 
 
 def release_flags(catalog: Catalog) -> dict[str, frozenset[str]]:

@@ -30,11 +30,12 @@ from selector.serve.command import ServeCommand, ServeNote
 from selector.serve.environment import read_environment
 from selector.serve.flag_notes import flag_notes
 from selector.serve.flag_settings import build_settings
-from selector.serve.flags import serve_flags
+from selector.serve.flags import ServeFlags, release_flags, serve_flags
 from selector.serve.presets import is_shipped_preset, load_model_config
 from selector.serve.settings import Settings
 from selector.serve.tokenize import tokenize
 from selector.serve.values import SOURCE, bad_value, deep_merge
+from selector.serve.wrappers import container_image, image_release
 
 __all__ = ["parse_serve_command"]
 
@@ -105,6 +106,46 @@ def _summary(s: Settings) -> dict[str, Any]:
     }
 
 
+def _elsewhere(catalog: Catalog, table: ServeFlags) -> frozenset[str]:
+    """Flags of other releases and the flags vLLM removed: read with their own notes
+    (SU007, SU004) rather than refused as unknown."""
+    flags: set[str] = {flag for flag, spec in table.flags.items() if spec.removed}
+    for each in release_flags(catalog).values():
+        flags |= each
+    return frozenset(flags)
+
+
+def _image_engine(argv: Sequence[str], catalog: Catalog,
+                  engine: str | None) -> tuple[str | None, ServeNote | None]:
+    """The engine a container line's vLLM image tag names (``vllm/vllm-openai:v0.30.0``:
+    that release's profile, unless ``--engine`` names one), with a note saying which
+    profile is checked."""
+    image = container_image(argv)
+    release = image_release(image) if image else None
+    if image is None or release is None:
+        return engine, None
+    name = f"vllm=={release}"
+    if engine is not None:
+        chosen = catalog.engine(engine).engine
+        if chosen == name:
+            return engine, None
+        return engine, ServeNote("warning", "AS152", "IMAGE",
+                                 f"the image {image} runs vLLM {release}; checked against "
+                                 f"{chosen} (--engine)")
+    if name in catalog.engine_dirs:
+        return name, ServeNote("info", "AS152", "IMAGE",
+                               f"the image {image} runs vLLM {release}: checked against its "
+                               "profile")
+    default = catalog.engine(None).engine
+    profiled = catalog.engine_names
+    return None, ServeNote(
+        "warning", "AS152", "IMAGE",
+        f"the image {image} runs vLLM {release}, which attn-select has no profile of: "
+        f"checked against {default}",
+        hint=f"profiled releases: {profiled[0].split('==')[1]}..{profiled[-1].split('==')[1]}; "
+             "use one of their images, or pass --engine")
+
+
 def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog: Catalog,
                         engine: str | None = None, model: str | None = None,
                         environ: Mapping[str, str] | None = None) -> ServeCommand:
@@ -114,15 +155,18 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     command whose MODEL is a path on another machine; ``environ`` adds process
     variables (only ``VLLM_*`` ones are read).
     """
+    engine, image_note = _image_engine(argv, catalog, engine)
     engine_data = catalog.engine(engine)
     table = serve_flags(catalog, engine)
-    raw = tokenize(argv, table)
+    raw = tokenize(argv, table, _elsewhere(catalog, table))
     if raw.model is None and model is None:
         raise bad_value("MODEL", "no MODEL in the command line",
                    hint="write vllm serve MODEL [flags], or pass attn-select check --model PRESET")
     env = {k: v for k, v in (environ or {}).items() if k.startswith("VLLM_")}
     env.update(raw.env)
     notes: list[ServeNote] = list(raw.notes)
+    if image_note is not None:
+        notes.append(image_note)
     flag_notes(raw, notes, catalog, table,
                 str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = build_settings(raw, catalog, engine, notes, table)

@@ -15,7 +15,9 @@ HANDLED = frozenset({
     "--optimization-level", "--kv-transfer-config", "--enable-prefix-caching",
     "--no-enable-prefix-caching", "--max-model-len", "--gpu-memory-utilization",
     "--hf-overrides", "--enforce-eager", "--no-enforce-eager", "--disable-sliding-window",
-    "--cp-kv-cache-interleave-size",
+    "--cp-kv-cache-interleave-size", "--max-num-batched-tokens", "--pipeline-parallel-size",
+    "--data-parallel-size", "--enable-expert-parallel", "--no-enable-expert-parallel",
+    "--moe-backend", "--max-num-seqs", "--kv-cache-memory-bytes",
 })
 """The flags whose values :func:`build_settings` reads."""
 

@@ -24,12 +24,13 @@ from typing import Any, NoReturn
 
 from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags
+from selector.serve.options import resolve_option
 from selector.serve.values import bad_value, parse_scalar, set_dotted
 from selector.serve.wrappers import is_serve_command, serve_words
 
 __all__ = ["RawCommand", "is_serve_command", "tokenize"]
 
-_DOTTED_CONFIGS = ("--attention-config", "--compilation-config")
+_DOTTED_CONFIGS = ("--attention-config", "--compilation-config", "--speculative-config")
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 """argparse's own test for a word that is a negative number, not a flag."""
 
@@ -44,9 +45,19 @@ class RawCommand:
     values: dict[str, str] = field(default_factory=dict)
     """flag -> its value (the last one wins, as with argparse)."""
     dotted: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """--attention-config / --compilation-config dotted keys."""
+    """--attention-config / --compilation-config / --speculative-config dotted keys."""
     order: list[str] = field(default_factory=list)
     notes: list[ServeNote] = field(default_factory=list)
+    unrecognized: list[str] = field(default_factory=list)
+    """The words vLLM's parser leaves over, in order (flags no option string of the release
+    matches, their values, extra positionals): it refuses them ("unrecognized arguments")."""
+    unknown_flags: list[str] = field(default_factory=list)
+    """The flag words among :attr:`unrecognized`."""
+    ambiguous: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    """Flag words that are a prefix of several option strings, with those (vLLM refuses
+    them: "ambiguous option")."""
+    abbreviated: list[tuple[str, str]] = field(default_factory=list)
+    """Flag words vLLM reads as the option they are a unique prefix of: (word, option)."""
 
 
 class _Word(str):
@@ -95,20 +106,47 @@ def _is_flag(word: str) -> bool:
     return name not in ("-", "--") and " " not in name and not _NEGATIVE_NUMBER.match(name)
 
 
-def _normalise_flag(word: str, aliases: Mapping[str, str]) -> tuple[str, str | None]:
-    """``--max_model_len=8`` -> (``--max-model-len``, ``8``); aliases resolved; dotted
-    keys keep their underscores (as vLLM's FlexibleArgumentParser does)."""
+def _normalise_flag(word: str, aliases: Mapping[str, str],
+                    options: frozenset[str] = frozenset()) -> tuple[str, str | None, _Reading]:
+    """``--max_model_len=8`` -> (``--max-model-len``, ``8``); a unique prefix of one of
+    ``options`` (the release's option strings) read as that option, as argparse reads it;
+    aliases resolved; dotted keys keep their underscores (as vLLM's FlexibleArgumentParser
+    does)."""
     value: str | None = None
     if "=" in word:
         word, value = word.split("=", 1)
     match = re.fullmatch(r"-O(\d)", word)
     if match:
-        return "--optimization-level", match.group(1)
+        return "--optimization-level", match.group(1), _Reading()
     head, dot, tail = word.partition(".")
     if head.startswith("--"):
         head = "--" + head[2:].replace("_", "-")
+    reading = _Reading()
+    if options and head not in options and head not in aliases and head != "-O":
+        typed = head if value is None or dot else f"{head}={value}"
+        resolved = resolve_option(typed, options)
+        if resolved.option is not None:
+            reading = _Reading(typed=head, option=resolved.option)
+            head = resolved.option
+            if resolved.explicit is not None and value is None and not dot:
+                value = resolved.explicit
+        else:
+            reading = _Reading(typed=typed, matches=resolved.matches, unknown=True)
     head = aliases.get(head, head)
-    return head + dot + tail, value
+    return head + dot + tail, value, reading
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How vLLM's parser reads a flag word that is not one of its option strings."""
+
+    typed: str = ""
+    option: str = ""
+    """The option it is a unique prefix of."""
+    matches: tuple[str, ...] = ()
+    """The options it is a prefix of, when several."""
+    unknown: bool = False
+    """It is none of the release's options."""
 
 
 _Nargs = int | str | None
@@ -118,7 +156,7 @@ _Nargs = int | str | None
 def _nargs(flag: str, table: ServeFlags) -> _Nargs:
     """How many words ``flag`` takes: a list, none (a switch), exactly one (a known
     valued flag, a dotted key) or one if the next word is not a flag (unknown)."""
-    takes = table.takes(flag)
+    takes = table.takes(flag) or table.frontend_flags.get(flag)
     if takes == "list":
         return "*"
     if takes == "switch" or flag.startswith("--no-"):
@@ -141,18 +179,25 @@ class _Words:
     """``--flag=value`` values by position (argparse drops a value of ``--``)."""
     options_end: int | None = None
     """Where ``--`` ends the flags (later words are positional)."""
+    readings: dict[str, _Reading] = field(default_factory=dict)
+    """How vLLM reads each flag met that is not one of its option strings."""
 
 
-def _words(body: Sequence[str], table: ServeFlags) -> _Words:
+def _words(body: Sequence[str], table: ServeFlags, elsewhere: frozenset[str]) -> _Words:
     """The words for argparse: flags normalised as vLLM's parser does."""
     out = _Words()
+    options = table.parser_flags
     for position, given in enumerate(body):
         text = _NOT_A_FLAG + given
         if out.options_end is None and given == "--":
             out.options_end = position  # argparse's too: every later word is positional
             text = given
         elif out.options_end is None and _is_flag(given):
-            flag, value = _normalise_flag(given, table.aliases)
+            flag, value, reading = _normalise_flag(given, table.aliases, options)
+            if reading.unknown and flag.split(".", 1)[0] in elsewhere:
+                reading = _Reading()  # a flag of another release or a removed one: its notes
+            if reading.option or reading.unknown:
+                out.readings.setdefault(flag, reading)
             nargs = out.flags.setdefault(flag, _nargs(flag, table))
             text = flag if value is None or nargs == 0 else f"{flag}={value}"
             out.flag_positions.append(position)
@@ -164,11 +209,13 @@ def _words(body: Sequence[str], table: ServeFlags) -> _Words:
     return out
 
 
-def tokenize(argv: Sequence[str], table: ServeFlags) -> RawCommand:
-    """Split a command line into the variables, MODEL and flags the settings are built from."""
+def tokenize(argv: Sequence[str], table: ServeFlags,
+             elsewhere: frozenset[str] = frozenset()) -> RawCommand:
+    """Split a command line into the variables, MODEL and flags the settings are built from
+    (``elsewhere``: flags of other releases, read with their notes rather than refused)."""
     env, body = serve_words(argv)
     raw = RawCommand(argv=tuple(argv), env=env)
-    words = _words(body, table)
+    words = _words(body, table, elsewhere)
     parser = _Parser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for number, (option, nargs) in enumerate(words.flags.items()):
         parser.add_argument(option, nargs=nargs, action=_Record, dest=f"flag{number}",
@@ -184,20 +231,36 @@ def tokenize(argv: Sequence[str], table: ServeFlags) -> RawCommand:
         for position, (flag, value) in zip(words.flag_positions, namespace.events, strict=True)]
     items += [(word.position, None, word.given) for word in rest
               if isinstance(word, _Word) and word.position != words.options_end]
-    for _, flag, value in sorted(items, key=lambda item: item[0]):
+    for position, flag, value in sorted(items, key=lambda item: item[0]):
+        reading = words.readings.get(flag or "")
         if flag is None:
             _positional(raw, str(value))
+        elif reading is not None and reading.unknown:
+            _refused(raw, reading, body[position], value, words.flags[flag])
         else:
+            if reading is not None and reading.option and (reading.typed, reading.option) \
+                    not in raw.abbreviated:
+                raw.abbreviated.append((reading.typed, reading.option))
             _flag(raw, flag, value, words.flags[flag])
     return raw
+
+
+def _refused(raw: RawCommand, reading: _Reading, given: str, value: Any, nargs: _Nargs) -> None:
+    """A flag word vLLM's parser refuses: ambiguous, or left over with its value."""
+    if reading.matches:
+        raw.ambiguous.append((reading.typed, reading.matches))
+        return
+    raw.unknown_flags.append(given)
+    raw.unrecognized.append(given)
+    if nargs != 0 and isinstance(value, str) and "=" not in given:
+        raw.unrecognized.append(value)
 
 
 def _positional(raw: RawCommand, word: str) -> None:
     if raw.model is None:
         raw.model = word
     else:
-        raw.notes.append(ServeNote("info", "AS103", word,
-                                   f"extra positional argument {word!r} passed over"))
+        raw.unrecognized.append(word)  # vllm serve takes one positional, model_tag
 
 
 def _flag(raw: RawCommand, flag: str, value: Any, nargs: _Nargs) -> None:

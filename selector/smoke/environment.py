@@ -37,20 +37,21 @@ def package_version(*distributions: str) -> str:
     return "unknown"
 
 
-def import_torch_cuda() -> Any:
-    """torch, with a CUDA device available; else :class:`CannotRunHereError`."""
+def import_torch_cuda(what: str = "the smoke check") -> Any:
+    """torch, with a CUDA device available; else :class:`CannotRunHereError` (``what``
+    names the run that needs it)."""
     try:
         torch = importlib.import_module("torch")
     except ImportError as error:
         raise CannotRunHereError(
-            f"the smoke check needs PyTorch, which is not installed ({error}); "
+            f"{what} needs PyTorch, which is not installed ({error}); "
             f"install the GPU extra: {INSTALL_HINT}") from None
     if not torch.cuda.is_available():
         fix = (f"this torch is a CPU-only build; install a CUDA build ({INSTALL_HINT})"
                if torch.version.cuda is None else
                "check the NVIDIA driver and CUDA_VISIBLE_DEVICES")
         raise CannotRunHereError(
-            f"the smoke check needs a CUDA GPU, and torch {torch.__version__} sees none "
+            f"{what} needs a CUDA GPU, and torch {torch.__version__} sees none "
             f"(torch.cuda.is_available() is False): {fix}")
     return torch
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from selector.errors import AttnSelectError, ExitCode, SmokeFailedError
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["CheckResult", "GroupReport", "SmokeChecksFailed", "SmokeReport", "SmokeSubstituted",
-           "TimingResult"]
+__all__ = ["CANNOT_RUN", "CheckResult", "GroupReport", "SmokeChecksFailed", "SmokeReport",
+           "SmokeSubstituted", "TimingResult", "cannot_run_json"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,19 @@ class SmokeReport:
                 "elapsed_s": self.elapsed_s,
                 "stages": [{"stage": name, "seconds": seconds} for name, seconds in self.stages],
                 "groups": [g.to_json() for g in self.groups]}
+
+
+CANNOT_RUN = "CANNOT-RUN"
+"""The status of a run this machine cannot do (no torch, no GPU; exit 4), as a fleet row
+names it."""
+
+
+def cannot_run_json(reason: str, plans: Sequence[str]) -> dict[str, Any]:
+    """The JSON document of a smoke (or shard) run that cannot run here: the report's
+    keys, no group run, the reason and the plans that would have run."""
+    return {"device": None, "software": {}, "passed": False, "status": CANNOT_RUN,
+            "exit_code": int(ExitCode.CANNOT_RUN), "reason": reason, "elapsed_s": 0.0,
+            "stages": [], "groups": [], "plans": list(plans)}
 
 
 class SmokeSubstituted(AttnSelectError):

@@ -148,13 +148,16 @@ def test_sarif_matches_the_schema_and_locates_findings(downgrade: str) -> None:
     assert by_rule["SE002"]["level"] == "error" and by_rule["AS002"]["level"] == "warning"
 
 
-def test_sarif_of_a_command_line_has_no_file_locations() -> None:
+def test_sarif_of_a_command_line_locates_every_result_at_the_command() -> None:
+    # GitHub rejects a result without a location; tests/unit/test_sarif_ingestion.py has more
     _, out, _ = run_cli(["check", "--device", "H100", "--format", "sarif", "--",
                          "VLLM_ATTENTION_BACKEND=X", "vllm", "serve", "llama-3.1-8b"])
     log = json.loads(out)
     jsonschema.validate(log, json.loads(
         (FIXTURES / "sarif-2.1.0-subset.schema.json").read_text("utf-8")))
-    assert all("locations" not in r for r in log["runs"][0]["results"])
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in log["runs"][0]["results"]}
+    assert uris == {"VLLM_ATTENTION_BACKEND%3DX%20vllm%20serve%20llama-3.1-8b"}
 
 
 _JUNIT_SUITE_ATTRS = {"name", "tests", "failures", "errors", "skipped", "time", "timestamp",

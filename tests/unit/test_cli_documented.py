@@ -84,13 +84,12 @@ def test_diff_file_all_as_the_readme_shows() -> None:
     assert "TRITON_ATTN" in out  # unchanged backends are listed too
 
 
-def test_diff_of_a_model_deployment_says_what_to_run_instead() -> None:
-    # once "missing head_size ... or a `model:`" for a file that has a `model:`
+def test_diff_of_a_model_deployment_compares_checks_verdict_and_each_layer_group() -> None:
+    # once exit 2: "diff compares single-layer deployments"
     model = str(ROOT / "tests" / "fixtures" / "models" / "llama-3.1-8b@h100.yaml")
-    code, _, err = run_cli(["diff", model])
-    assert code == 2
-    assert f"{model}:3: field 'model': diff compares single-layer deployments" in err
-    assert "--engine vllm==A" in err
+    code, out, err = run_cli(["diff", model, "--from", "vllm==0.25.1", "--to", "vllm==0.33.0"])
+    assert code in (0, 1), err
+    assert "check: valid" in out and "full_attention" in out
 
 
 def test_explain_defaults_to_the_first_attention_layer(tmp_path: Path) -> None:

@@ -32,7 +32,10 @@ def test_only_the_base_profile_states_the_whole_table() -> None:
     for name in catalog.engine_names[1:]:
         path = catalog.engine_dirs[name] / SERVE_FLAGS_FILE
         if path.is_file():
-            assert set(yaml.safe_load(path.read_text())) == {"engine_flags"}, path
+            # what a release's own parser says (tools/serve_flags.py), and short spellings
+            assert set(yaml.safe_load(path.read_text())) <= {
+                "engine_flags", "frontend_flags", "speculative_methods", "config_fields",
+                "aliases"}, path
     assert serve_flags(catalog, base).flags == serve_flags(catalog).flags
 
 
@@ -65,23 +68,25 @@ def test_flags_take_the_words_their_arity_says() -> None:
     raw = _raw("vllm serve --trust-remote-code llama-3.1-8b --frobnicate 3 --new-switch "
                "--served-model-name a b --max_num_seqs=8 -tp 2 -O3 -cc.mode=0")
     assert raw.model == "llama-3.1-8b"
-    assert raw.values == {"--trust-remote-code": "", "--frobnicate": "3", "--new-switch": "",
-                          "--max-num-seqs": "8", "--tensor-parallel-size": "2",
-                          "--optimization-level": "3"}
+    assert raw.values == {"--trust-remote-code": "", "--max-num-seqs": "8",
+                          "--tensor-parallel-size": "2", "--optimization-level": "3"}
     assert raw.dotted == {"--compilation-config": {"mode": 0}}
     assert "--served-model-name" in raw.order and not raw.notes
+    # the release's parser has neither: vLLM leaves them over, with the word a flag takes
+    assert raw.unrecognized == ["--frobnicate", "3", "--new-switch"]
+    assert raw.unknown_flags == ["--frobnicate", "--new-switch"]
 
 
 def test_words_after_double_dash_are_positional_as_in_argparse() -> None:
     raw = _raw("vllm serve llama-3.1-8b -- --block-size 16")
     assert raw.model == "llama-3.1-8b" and "--block-size" not in raw.values
-    assert [n.flag for n in raw.notes] == ["--block-size", "16"]
+    assert raw.unrecognized == ["--block-size", "16"] and not raw.unknown_flags
 
 
 def test_negative_numbers_are_values_and_a_lone_dash_is_a_word() -> None:
     raw = _raw("vllm serve llama-3.1-8b --max-model-len -1 -")
     assert raw.values["--max-model-len"] == "-1"
-    assert [n.flag for n in raw.notes] == ["-"]
+    assert raw.unrecognized == ["-"]
 
 
 @pytest.mark.parametrize("line", ["vllm serve llama-3.1-8b --block-size",
@@ -130,3 +135,21 @@ def test_every_api_key_is_hidden_in_the_shown_command_line() -> None:
     assert command.command_line == ("'HF_TOKEN=***' vllm serve llama-3.1-8b --port 8000 "
                                     "--api-key '***' '***' --hf-token '***' --block-size 16")
     assert command.deployment.block_size == 16
+
+
+def test_a_release_without_recorded_frontend_flags_borrows_the_nearest_newer_ones() -> None:
+    """0.25.1-0.32.0 record their engine flags only: the frontend's flags of the nearest newer
+    release that records them stand in, so a frontend flag is never refused as unknown."""
+    catalog = load_catalog()
+    recorded = [n for n in catalog.engine_names if serve_flags(catalog, n).parser_recorded]
+    assert recorded, "no release records its whole parser"
+    newest = serve_flags(catalog, recorded[0])
+    for name in catalog.engine_names:
+        table = serve_flags(catalog, name)
+        if not table.parser_recorded and catalog.engine_names.index(name) < \
+                catalog.engine_names.index(recorded[0]):
+            assert set(newest.frontend_flags) <= table.parser_flags, name
+    command = parse_serve_command(
+        ["vllm", "serve", "llama-3.1-8b", "--tool-parser-plugin", "x"], device="H100",
+        catalog=catalog, engine=catalog.engine_names[0])
+    assert not [n for n in command.notes if n.code in ("SE005", "SE006")]

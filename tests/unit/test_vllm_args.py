@@ -291,13 +291,17 @@ def test_hf_overrides_change_the_model_facts() -> None:
     assert not any(layer.sliding_window for layer in no_window.model_facts.layers)
 
 
-def test_unknown_and_ignored_flags_are_notes_not_errors() -> None:
+def test_unknown_flags_are_vllms_refusal_and_flags_not_modelled_are_named() -> None:
     command = parse("vllm serve --trust-remote-code llama-3.1-8b --frobnicate 3 --new-switch "
-                    "--max-num-seqs 8")
+                    "--max-num-seqs 8 --cpu-offload-gb 10")
     assert command.model_source == "llama-3.1-8b"
-    unknown = codes(command).get("AS103", [])
-    assert "--frobnicate" in unknown and "--new-switch" in unknown
-    assert "--max-num-seqs" not in unknown
+    refused = [n for n in command.notes if n.code == "SE005"]
+    assert [(n.level, n.message) for n in refused] == [
+        ("error", "unrecognized arguments: --frobnicate 3 --new-switch")]
+    assert "AS103" not in codes(command)
+    named = [n.message for n in command.notes if n.code == "AS104"]
+    assert any("--trust-remote-code" in m and "--cpu-offload-gb" in m for m in named), named
+    assert not any("--max-num-seqs" in m for m in named)
 
 
 def test_environment_variables_from_the_process_count_too() -> None:

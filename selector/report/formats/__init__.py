@@ -2,7 +2,9 @@
 
 Every module of this package is a format: its name is the ``--format`` value, and it
 holds ``SUMMARY`` (one line for the docs), ``render(report, console)`` and, for a
-reporter that prints to a rich console rather than returning text, ``PRINTS = True``.
+reporter that prints to a rich console rather than returning text, ``PRINTS = True``; a
+reporter whose output names the files that cannot be read (so the CLI writes no second
+copy of the error to stderr) sets ``REPORTS_INPUT_ERRORS = True``.
 Adding a format is adding one module here.  The CLI's ``--format`` choices and the docs
 are read from :data:`REPORTERS`; a reporter's module is imported only when its format
 is used (listing the names imports nothing).
@@ -54,6 +56,12 @@ class Reporter:
         """Prints to a rich console (the terminal, or a file with ``--output``) rather than
         returning text (the module's ``PRINTS``)."""
         return bool(getattr(self._imported(), "PRINTS", False))
+
+    @property
+    def reports_input_errors(self) -> bool:
+        """Its output names every file that cannot be read, with the error (the module's
+        ``REPORTS_INPUT_ERRORS``): the CLI then writes no second copy to stderr."""
+        return bool(getattr(self._imported(), "REPORTS_INPUT_ERRORS", False))
 
     def load(self) -> Render:
         render: Render = self._imported().render

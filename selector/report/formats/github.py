@@ -23,16 +23,20 @@ def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(records: Sequence[CheckRecord]) -> str:
-    """One workflow command per finding, then a one-line summary per record."""
+def render_github(records: Sequence[CheckRecord], *, command_file: str | None = None,
+                  command_line: int | None = None) -> str:
+    """One workflow command per finding, then a one-line summary per record; a finding
+    about a command line points at ``command_file`` (its ``command_line``) when given."""
     lines: list[str] = []
     for record in records:
         for finding in record.findings:
             properties = []
-            if record.artifact:
-                properties.append(f"file={_property(record.artifact)}")
-                if finding.line:
-                    properties.append(f"line={finding.line}")
+            file, line = ((record.artifact, finding.line) if record.artifact
+                          else (command_file, command_line))
+            if file:
+                properties.append(f"file={_property(file)}")
+                if line:
+                    properties.append(f"line={line}")
             where = record.device + (f", {record.group}" if record.group else "")
             properties.append(f"title={_property(f'attn-select {finding.code} ({where})')}")
             message = finding.message + (f" ({finding.hint})" if finding.hint else "")
@@ -54,4 +58,5 @@ def render_github(records: Sequence[CheckRecord]) -> str:
 
 def render(report: CheckReport, console: Any = None) -> str:
     """The ``--format github`` reporter (:mod:`selector.report.formats`)."""
-    return render_github(report.records)
+    return render_github(report.records, command_file=report.command_file,
+                         command_line=report.command_line)

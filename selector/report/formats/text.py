@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from selector.catalog import load_catalog
-from selector.records import CheckReport
+from selector.records import CheckReport, Finding
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
 
@@ -23,10 +23,19 @@ def render(report: CheckReport, console: Any) -> None:
     records, command, verbose, fleet = report.records, report.command, report.verbose, report.fleet
     catalog = load_catalog()
     if command is not None:
-        notes = list(dict.fromkeys(f for r in records for f in r.findings
-                                   if f.code in catalog.argument_codes))
-        if notes:
-            console.print(render_notes(notes))
+        # each note once, naming the devices it holds on when several were checked
+        holds_on: dict[Finding, list[str]] = {}
+        for r in records:
+            for f in r.findings:
+                if f.code in catalog.argument_codes:
+                    holds_on.setdefault(f, []).append(r.device)
+        checked = list(dict.fromkeys(r.device for r in records))
+        if holds_on:
+            where = None
+            if len(checked) > 1:
+                where = ["every device" if len(set(on)) == len(checked) else ", ".join(on)
+                         for on in holds_on.values()]
+            console.print(render_notes(list(holds_on), where))
     for record in records:
         if fleet and not verbose:
             continue
@@ -42,7 +51,10 @@ def render(report: CheckReport, console: Any) -> None:
             unchecked = [f for f in record.findings if f.code == "AS136"]  # no memory section
             if unchecked:
                 console.print(render_notes(unchecked))
-            shown = {issue.code for issue in record.model.startup}
+            # said by the model report already: the start-up refusals and each failing
+            # layer group's error (vLLM's words, with its backends and suggestions)
+            shown = {issue.code for issue in record.model.startup} | {
+                s.result.error.code for s in record.model.selections if s.result.error}
             others = [f for f in record.findings if f.code.startswith("AS0") or (
                 f.level != "note" and f.code not in shown and not f.code.startswith("AS1"))]
             if others:
