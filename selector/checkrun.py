@@ -384,8 +384,8 @@ def _memory_unchecked(checked: ModelCheckResult, loaded: LoadedDeployment) -> li
                          ("device",), loaded)]
     return [_finding("note", "AS136", name,
                      "the memory fit was not checked: the memory budget does not model how "
-                     "pipeline parallelism or expert parallelism over data-parallel ranks "
-                     "place the weights and the KV cache", "", None, loaded)]
+                     "expert parallelism over data-parallel ranks places the experts", "", None,
+                     loaded)]
 
 
 def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,

@@ -423,7 +423,8 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
     device, _, _ = resolve_device(d, catalog)
     memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
     max_model_len = d.max_model_len
-    if max_model_len is None:  # the length vLLM runs with, from the model's config
+    if max_model_len is None or max_model_len == "auto":  # the model's length (auto-fit
+        # shortens it to the memory at start-up: selector/memory/startup.py)
         max_model_len = default_max_model_len(raw_config(model),
                                               startup_profile(catalog, engine.engine))
     options = kv.KVOptions(

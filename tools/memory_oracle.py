@@ -10,15 +10,20 @@ For every preset it plans the KV cache (as tools/kv_oracle.py does), then for a 
 available-memory figures around what one ``max_model_len`` request needs it asks vLLM's
 unmodified ``vllm.v1.core.kv_cache_planning.check_enough_kv_cache_memory`` whether it
 raises and with which message, and compares that with attn-select's answer, word for word.
+For the same figures it asks vLLM's ``_auto_fit_max_model_len`` (what ``--max-model-len
+auto`` / -1 runs before that check, on the memory less the null block, as
+``get_kv_cache_configs`` passes it: kv_cache_planning.py:1533-1548) for the length it
+chooses, or its refusal, and the line it logs.
 Exit status 0 when everything agrees. ``--write`` saves vLLM's answers (preset,
-max_model_len, available bytes, vLLM's message or null) for tests/golden/test_memory_oracle.py,
-which checks them in CI without vLLM.
+max_model_len, available bytes, vLLM's message or null, the auto-fit length or refusal
+and log line) for tests/golden/test_memory_oracle.py, which checks them in CI without vLLM.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import logging
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -56,6 +61,50 @@ def ours(catalog, profile, specs, available: int, block_bytes: int, max_len: int
     return None
 
 
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def auto_fit(cfg, vspecs, available: int, max_len: int) -> tuple[object, str | None]:
+    """vLLM's auto-fit for ``available`` bytes: (the length it sets or its error, its log)."""
+    from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
+
+    cfg.device_config = SimpleNamespace(device_type="cuda")
+    cfg.attention_config.hisparse_config = None
+    cfg.cache_config.prefix_cache_retention_interval = None
+    cfg.cache_config.num_gpu_blocks_override = None
+    groups = planning.get_kv_cache_groups(cfg, dict(vspecs))
+    builder = get_kv_cache_config_builder(cfg)
+    check = available - planning._pool_bytes_per_block_from_builder(builder, cfg, groups)
+    handler = _Lines()
+    log = logging.getLogger(planning.__name__)
+    log.addHandler(handler)
+    level = log.level
+    log.setLevel(logging.INFO)  # the harness quiets vLLM's INFO lines; these are answers
+    # info_once logs only on the first local rank of an initialised process group and
+    # once per message: here every answer logs its own line
+    once = planning.logger.info_once
+    planning.logger.info_once = lambda msg, *args, **_: planning.logger.info(msg, *args)
+    cfg.model_config.max_model_len = max_len
+    try:
+        planning._auto_fit_max_model_len(builder, cfg, [groups], [check])
+        answer: object = cfg.model_config.max_model_len
+    except ValueError as exc:
+        answer = str(exc)
+    finally:
+        cfg.model_config.max_model_len = max_len
+        log.removeHandler(handler)
+        log.setLevel(level)
+        planning.logger.info_once = once
+    fitted = [line for line in handler.lines if line.startswith("Auto-fit")]
+    return answer, fitted[-1] if fitted else None
+
+
 def main() -> int:
     verbose = "-v" in sys.argv
     KVCacheSpecRegistry._ensure_registered(SimpleNamespace())
@@ -87,8 +136,10 @@ def main() -> int:
                 mine = ours(catalog, profile, [e.spec for e in cached], available,
                             plan.capacity.bytes_per_block, max_len,
                             options.max_in_flight_tokens)
+                fitted, line = auto_fit(cfg, vspecs, available, max_len)
                 answers.append({"preset": preset, "max_model_len": max_len,
-                                "available": available, "vllm": theirs})
+                                "available": available, "vllm": theirs,
+                                "auto_fit": fitted, "auto_fit_log": line})
                 if mine == theirs:
                     agree += 1
                 else:

@@ -103,6 +103,15 @@ STEPS: tuple[Step, ...] = (
          note="derived and refused max_model_len (tests/golden/test_startup_facts.py)"),
     Step("weights", "weights_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/weights.jsonl.gz",),
          note="model-class parameters on the meta device (tests/golden/test_startup_facts.py)"),
+    Step("quant-weights", "quant_oracle.py", ("--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/quant-weights.jsonl.gz",),
+         note="quantized models' parameters on the meta device (tests/golden/test_quant_weights.py); "
+              "needs compressed-tensors in the oracle environment (ORACLE_EXTRA_PATH)"),
+    Step("pp-stages", "pp_oracle.py",
+         ("--indices", f"{{root}}/{ORACLE_GOLDEN}/pp-indices.json", "--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/pp-weights.jsonl.gz", f"{ORACLE_GOLDEN}/pp-indices.json"),
+         note="pipeline stages: get_pp_indices and each stage's parameters "
+              "(tests/golden/test_pp_stages.py)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",

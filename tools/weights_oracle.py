@@ -52,12 +52,15 @@ def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
     try:
         vllm_config = EngineArgs(model=str(target), skip_tokenizer_init=True,
                                  dtype="bfloat16", max_model_len=2048,
-                                 enforce_eager=True).create_engine_config()
+                                 enforce_eager=True,
+                                 **row.get("engine_args", {})).create_engine_config()
         model_config = vllm_config.model_config
         stage = "model class"
         model_cls, arch = get_model_architecture(model_config)
         out["architecture"] = arch
         out["model_class"] = f"{model_cls.__module__}.{model_cls.__qualname__}"
+        if vllm_config.quant_config is not None:
+            out["quant_config"] = type(vllm_config.quant_config).__name__
         stage = "model construction"
         with (
             set_current_vllm_config(vllm_config),

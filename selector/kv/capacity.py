@@ -24,6 +24,7 @@ __all__ = [
     "blocks_per_request",
     "bytes_per_block",
     "capacity",
+    "group_pages_per_request",
     "layer_block_stride",
     "max_memory_usage_bytes",
 ]
@@ -95,6 +96,15 @@ def max_memory_usage_bytes(spec: AnySpec, max_model_len: int, in_flight: int) ->
     """vLLM's ``KVCacheSpec.max_memory_usage_bytes``: the pages one ``max_model_len``
     request takes from this layer, in bytes."""
     return _pages_needed(spec, max_model_len, in_flight) * spec.page_size_bytes
+
+
+def group_pages_per_request(spec: AnySpec | None, layer_specs: Sequence[AnySpec],
+                            max_model_len: int, in_flight: int) -> int:
+    """Blocks one ``max_model_len`` request takes from a group: its merged spec's, or the
+    most any of its layers takes (``UniformTypeKVCacheSpecs.max_memory_usage_pages``)."""
+    if spec is not None:
+        return _pages_needed(spec, max_model_len, in_flight)
+    return max((_pages_needed(s, max_model_len, in_flight) for s in layer_specs), default=0)
 
 
 def blocks_per_request(group: KVGroup, max_model_len: int, in_flight: int) -> int:

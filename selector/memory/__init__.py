@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from selector.memory.profile import StartupProfile, startup_profile
     from selector.memory.startup import (
         MemoryReport,
+        auto_fit_length,
         default_max_model_len,
         derived_max_model_len,
         device_total_memory,
@@ -36,6 +37,7 @@ __all__ = [
     "StartupProfile",
     "WeightEstimate",
     "WeightPart",
+    "auto_fit_length",
     "dcp_issue",
     "default_max_model_len",
     "derived_max_model_len",
@@ -69,6 +71,7 @@ _LAZY = {
     "dcp_issue": "selector.memory.issues",
     "kv_heads_issue": "selector.memory.issues",
     "MemoryReport": "selector.memory.startup",
+    "auto_fit_length": "selector.memory.startup",
     "default_max_model_len": "selector.memory.startup",
     "derived_max_model_len": "selector.memory.startup",
     "device_total_memory": "selector.memory.startup",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import WeightEstimate, config_int, text_config
 
-__all__ = ["BudgetInputs", "MemoryBudget", "MemoryLine", "memory_budget"]
+__all__ = ["BudgetInputs", "MemoryBudget", "MemoryLine", "memory_budget", "offloaded_weight_bytes"]
 
 GIB = 1024**3
 
@@ -56,6 +56,8 @@ class BudgetInputs(BaseModel):
     cudagraphs: bool
     kv_cache_memory_bytes: int | None = None
     reserved_bytes: int | None = None
+    cpu_offload_bytes: int = 0
+    """``--cpu-offload-gb`` in bytes: decoder-layer weights vLLM keeps in CPU memory."""
 
 
 class MemoryBudget(BaseModel):
@@ -105,12 +107,31 @@ def _activation_bytes(raw: Mapping[str, Any], profile: StartupProfile, weights: 
     return int(max(forward, sampler)), detail
 
 
+_NOT_OFFLOADED = ("embedding", "lm_head", "vision tower")
+"""Only the decoder layers pass through vLLM's offloader (``make_layers``:
+vllm/model_executor/models/utils.py:905-917 in 0.33.0)."""
+
+
+def offloaded_weight_bytes(weights: WeightEstimate, cpu_offload_bytes: int) -> int:
+    """The weight bytes ``--cpu-offload-gb`` moves to CPU memory: vLLM's UVA offloader
+    moves whole decoder-layer parameters, in layer order, until the GiB asked for are
+    reached (vllm/model_executor/offloader/uva.py:75-124), so at most the decoder layers'
+    weights; the last parameter may take it a little past the figure asked for, which
+    is not counted here."""
+    if cpu_offload_bytes <= 0:
+        return 0
+    layers = sum(part.bytes for part in weights.parts
+                 if part.name.removesuffix(" (not quantized)") not in _NOT_OFFLOADED)
+    return min(cpu_offload_bytes, layers)
+
+
 def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: StartupProfile, *,
                   device: str, total_memory_bytes: int, total_memory_source: str,
                   gpu_memory_utilization: float | None, num_layers: int, dtype_bytes: int,
                   cudagraphs: bool, max_num_batched_tokens: int | None = None,
                   max_num_seqs: int | None = None, kv_cache_memory_bytes: int | None = None,
-                  reserved_bytes: int | None = None, include_sampler: bool = True) -> MemoryBudget:
+                  reserved_bytes: int | None = None, include_sampler: bool = True,
+                  cpu_offload_bytes: int = 0) -> MemoryBudget:
     """The budget of one GPU (``weights`` already per GPU). ``include_sampler`` is False
     only to read logs of vLLM's old V0 engine, whose non-driver ranks ran no sampler."""
     mem = profile.memory
@@ -125,7 +146,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
         total_memory_source=total_memory_source, gpu_memory_utilization=util,
         utilization_default=gpu_memory_utilization is None, tensor_parallel_size=tp,
         max_num_batched_tokens=tokens, max_num_seqs=seqs, cudagraphs=cudagraphs,
-        kv_cache_memory_bytes=kv_cache_memory_bytes, reserved_bytes=reserved_bytes)
+        kv_cache_memory_bytes=kv_cache_memory_bytes, reserved_bytes=reserved_bytes,
+        cpu_offload_bytes=cpu_offload_bytes)
     requested = math.ceil(total_memory_bytes * util)
     lines: list[MemoryLine] = []
     if reserved_bytes:
@@ -139,8 +161,11 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
             detail += f" ({weights.moe_backend} MoE padding)"
         if tp > 1:
             detail += f", 1/{tp} per GPU"
-        lines.append(MemoryLine(name="weights", bytes=weights.bytes_per_gpu, basis="estimate",
-                                detail=detail))
+        offloaded = offloaded_weight_bytes(weights, cpu_offload_bytes)
+        if offloaded:
+            detail += f", {offloaded / GIB:.2f} GiB of it in CPU memory (--cpu-offload-gb)"
+        lines.append(MemoryLine(name="weights", bytes=weights.bytes_per_gpu - offloaded,
+                                basis="estimate", detail=detail))
         activation, how = _activation_bytes(raw, profile, weights, tokens, seqs, dtype_bytes,
                                            include_sampler)
         lines.append(MemoryLine(name="activation peak (profile run)", bytes=activation,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 import yaml
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.cache import cached_file
@@ -14,13 +15,16 @@ from selector.catalog import Catalog, CatalogError
 from selector.memory.dcp import DcpCheck
 
 __all__ = [
+    "AutoFit",
     "CheckSpec",
+    "CompressedTensorsMatch",
     "DcpChecks",
     "Estimates",
     "MaxLenCheck",
     "MemorySpec",
     "Mxfp4Backend",
     "QuantScheme",
+    "QuantizedModules",
     "SchedulerDefault",
     "StartupChecks",
     "StartupProfile",
@@ -56,8 +60,17 @@ class Estimates(_Strict):
     cudagraph_per_layer_gib: float
 
 
+class CompressedTensorsMatch(_Strict):
+    """The compressed-tensors weights a scheme row stands for (``config_groups.*.weights``)."""
+
+    type: Literal["int", "float"]
+    num_bits: int = 0
+    """0: any (read from the config)."""
+
+
 class QuantScheme(_Strict):
-    """How a checkpoint's ``quantization_config`` stores its weights."""
+    """How a checkpoint's ``quantization_config`` (or a ``--quantization`` value) stores
+    its weights: the tensors vLLM's quant method creates (selector/memory/quant.py)."""
 
     name: str
     methods: tuple[str, ...]
@@ -65,12 +78,43 @@ class QuantScheme(_Strict):
     value_bits: int
     group_size: int
     scale_bits: int
+    """Bits of the scale each group of ``group_size`` input values carries."""
     layers: Literal["linear", "experts"]
     source: str
+    zero_points: bool = False
+    """Each group also carries a packed zero point of ``value_bits`` (AWQ, GPTQ ``qzeros``)."""
+    bits_key: str | None = None
+    """The config key that overrides ``value_bits`` (``bits``, compressed-tensors ``num_bits``)."""
+    group_size_key: str | None = None
+    """The config key that overrides ``group_size``."""
+    block_key: str | None = None
+    """The config key of a 2-D block size (one scale of ``block_scale_bits`` per block)."""
+    block_scale_bits: int = 32
+    ignore_keys: tuple[str, ...] = ()
+    """The config keys listing the modules vLLM leaves unquantized."""
+    ignore_match: Literal["exact", "substring", "suffix", "regex", "fnmatch"] = "exact"
+    """How vLLM matches a module name against that list."""
+    compressed_tensors: CompressedTensorsMatch | None = None
+    online: bool = False
+    """A ``--quantization`` value vLLM applies to an unquantized checkpoint after loading."""
+    online_block: tuple[int, int] | None = None
 
     @property
     def bits_per_weight(self) -> float:
         return self.value_bits + (self.scale_bits / self.group_size if self.group_size else 0.0)
+
+
+class QuantizedModules(_Strict):
+    """Which modules of each weight part vLLM builds with the quant method, by name."""
+
+    layer_prefixes: tuple[str, ...]
+    """A decoder layer's module prefix, ``{i}`` its index (text and multimodal layouts)."""
+    parts: dict[str, tuple[str, ...]]
+    """Weight part -> its modules in one decoder layer (HF shard names for fused layers);
+    a part not listed keeps the checkpoint dtype."""
+    router_quantized_types: tuple[str, ...] = ()
+    """Model types whose router (``mlp.gate``) vLLM builds with the quant method."""
+    source: str
 
 
 class Mxfp4Backend(_Strict):
@@ -92,6 +136,22 @@ class WeightShapes(_Strict):
     """A shared expert of ``intermediate_size`` per MoE layer when the config names none."""
     expert_bias_types: tuple[str, ...]
     """The experts carry biases (``w13_bias``, ``w2_bias``)."""
+    pp_vocab_every_stage_types: tuple[str, ...] = ()
+    """With pipeline parallelism every stage builds the embedding and the lm_head (the
+    others: the first stage the embedding, the last the lm_head, or the embedding again
+    when tied)."""
+
+
+class AutoFit(_Strict):
+    """``--max-model-len auto`` / -1 in one range of releases: vLLM's log lines and the
+    code of its refusal when not one token fits."""
+
+    since: str
+    """The first release of these words (the newest row not above the engine wins)."""
+    code: str
+    full: str
+    reduced: str
+    source: str
 
 
 class MemorySpec(_Strict):
@@ -106,9 +166,15 @@ class MemorySpec(_Strict):
     oom_code: str
     too_long_code: str
     estimated_max_len: str
+    auto_fit: tuple[AutoFit, ...] = ()
+    pp_partition_codes: dict[str, str] = Field(default_factory=dict)
+    """``VLLM_PP_LAYER_PARTITION`` refusals (selector/memory/pp.py: invalid, count, sum)
+    -> their codes."""
     estimates: Estimates
     weights: WeightShapes
     quantization: tuple[QuantScheme, ...]
+    quantized_modules: QuantizedModules | None = None
+    """None: every linear part is quantized, no ignore list is applied."""
     mxfp4_backends: tuple[Mxfp4Backend, ...]
 
 
@@ -196,6 +262,12 @@ class StartupProfile(_Strict):
                 return scheme
         return None
 
+    def auto_fit(self) -> AutoFit | None:
+        """This release's auto-fit row (the newest ``since`` not above its version)."""
+        version = Version(self.engine.split("==", 1)[-1])
+        rows = [row for row in self.memory.auto_fit if Version(row.since) <= version]
+        return max(rows, key=lambda row: Version(row.since), default=None)
+
     def mxfp4_backend(self, cc: int, requested: str | None = None) -> Mxfp4Backend:
         """The MXFP4 MoE backend vLLM picks on ``cc`` (or the one ``--moe-backend`` forces)."""
         for row in self.memory.mxfp4_backends:
@@ -229,6 +301,8 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
     profile = _load(path)
     for code in (profile.memory.no_memory_code, profile.memory.too_long_code,
                  profile.memory.oom_code,
+                 *(row.code for row in profile.memory.auto_fit),
+                 *profile.memory.pp_partition_codes.values(),
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
                  profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
                  profile.checks.tensor_parallel_vocab.code,

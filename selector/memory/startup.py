@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from selector.catalog import Catalog
 from selector.errors import InputError
-from selector.kv.capacity import Capacity
+from selector.kv.capacity import Capacity, group_pages_per_request
 from selector.kv.plan_types import ModelPlan
-from selector.memory.budget import MemoryBudget, memory_budget
+from selector.memory.budget import MemoryBudget, memory_budget, offloaded_weight_bytes
 from selector.memory.dcp import DCP_MODEL_CHECKS, DCP_PARALLEL_CHECKS
 from selector.memory.fit import KVFit, format_gib, kv_fit
 from selector.memory.issues import (
@@ -35,6 +35,9 @@ from selector.models.presets import preset_dir
 __all__ = [
     "MemoryReport",
     "StartupIssue",
+    "auto_fit_length",
+    "auto_fit_log",
+    "auto_fit_tokens",
     "derived_max_model_len",
     "device_total_memory",
     "dtype_issue",
@@ -60,6 +63,9 @@ class MemoryReport(BaseModel):
     log: tuple[str, ...] = ()
     """vLLM's own start-up log lines for these figures."""
     issue: StartupIssue | None = None
+    pp_stage: str | None = None
+    """With pipeline parallelism: the stage these figures are of (the one vLLM refuses
+    first, else the one with the fewest KV blocks, which sizes every stage's pool)."""
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
@@ -72,6 +78,18 @@ def raw_config(model: ModelFacts) -> Mapping[str, Any]:
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the model config: {exc}", file=str(path),
                          field="model") from None
+    if isinstance(data, dict) and "quantization_config" not in data:
+        # ModelOpt up to 0.29 keeps the quantization in hf_quant_config.json beside
+        # config.json, which vLLM reads as the quantization_config
+        # (vllm/transformers_utils/config.py:951-965 in 0.33.0)
+        sidecar = path.parent / "hf_quant_config.json"
+        try:
+            extra = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read the model's quantization config: {exc}",
+                             file=str(sidecar), field="model") from None
+        if isinstance(extra, dict):
+            data = {**data, "quantization_config": extra}
     return data if isinstance(data, dict) else {}
 
 
@@ -101,7 +119,10 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 nominal_gib: float | None, dtype: str, cudagraphs: bool,
                 gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
                 max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
-                reserved_bytes: int | None, moe_backend: str | None = None) -> MemoryBudget | None:
+                reserved_bytes: int | None, moe_backend: str | None = None,
+                quantization: str | None = None,
+                cpu_offload_gib: float = 0.0,
+                stage: tuple[int, int] | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
     total = device_total_memory(device, nominal_gib)
     if total is None:
@@ -110,20 +131,78 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
                                tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
-                               moe_backend=moe_backend)
+                               moe_backend=moe_backend, quantization=quantization, stage=stage)
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,
-                         num_layers=len(model.layers), dtype_bytes=dtype_bytes,
+                         num_layers=stage[1] - stage[0] if stage else len(model.layers),
+                         dtype_bytes=dtype_bytes,
                          cudagraphs=cudagraphs, max_num_batched_tokens=max_num_batched_tokens,
                          max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
-                         reserved_bytes=reserved_bytes)
+                         reserved_bytes=reserved_bytes,
+                         cpu_offload_bytes=int(cpu_offload_gib * _GIB))
+
+
+def auto_fit_length(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile, *,
+                    in_flight_tokens: int) -> int | None:
+    """``--max-model-len auto``: the largest length whose KV cache fits the memory vLLM's
+    fit check uses (its ``_auto_fit_max_model_len``: the derived length when it fits, else
+    the binary search of ``estimate_max_model_len``); 0 when not one token fits; None when
+    the plan has no KV cache (an attention-free model keeps the derived length)."""
+    if plan is None or plan.capacity is None or not plan.entries:
+        return None
+    cap = plan.capacity
+    check = budget.available_kv_bytes - (cap.bytes_per_block if profile.memory.reserve_null_block
+                                         else 0)
+    return auto_fit_tokens(plan, check, cap.max_model_len, in_flight_tokens)
+
+
+def auto_fit_tokens(plan: ModelPlan, check_bytes: int, original: int, in_flight_tokens: int) -> int:
+    """vLLM's ``_estimate_max_model_len_from_groups``: the largest length in 1..original
+    whose blocks (every group's blocks for one request, times the pool's bytes per block:
+    ``_max_memory_usage_bytes_from_groups``, vllm/v1/core/kv_cache_planning.py:1253-1335 in
+    0.33.0) fit ``check_bytes``; 0 when not one token does. By groups, so a hybrid
+    model's padded groups count, which the fit check's per-layer sum does not."""
+    cap = plan.capacity
+    if cap is None:
+        return 0
+    groups = [(group.spec, group.layer_specs) for group in plan.groups]
+
+    def fits(length: int) -> bool:
+        pages = sum(group_pages_per_request(spec, layers, length, in_flight_tokens)
+                    for spec, layers in groups)
+        return cap.bytes_per_block * pages <= check_bytes
+
+    if not fits(1):
+        return 0
+    left, right, best = 1, original, 1
+    while left <= right:
+        mid = (left + right) // 2
+        if fits(mid):
+            best, left = mid, mid + 1
+        else:
+            right = mid - 1
+    return best
+
+
+def auto_fit_log(profile: StartupProfile, *, original: int, fitted: int,
+                 check_bytes: int) -> str:
+    """vLLM's auto-fit log line: the whole derived length fits, or it was shortened."""
+    auto = profile.auto_fit()
+    if auto is None:
+        return ""
+    words = auto.full if fitted >= original else auto.reduced
+    return words.format(original=original, fitted=fitted, gib=format_gib(check_bytes))
 
 
 def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile,
-                  catalog: Catalog, *, in_flight_tokens: int) -> MemoryReport:
-    """The budget, vLLM's fit check on the plan, and the capacity vLLM logs."""
-    weights = budget.weights.bytes_per_gpu
+                  catalog: Catalog, *, in_flight_tokens: int,
+                  auto_fit_from: int | None = None) -> MemoryReport:
+    """The budget, vLLM's fit check on the plan, and the capacity vLLM logs.
+    ``auto_fit_from``: ``--max-model-len auto``'s derived length (the plan is then
+    planned at the length auto-fit chose: :func:`auto_fit_length`)."""
+    weights = budget.weights.bytes_per_gpu - offloaded_weight_bytes(
+        budget.weights, budget.inputs.cpu_offload_bytes)
     if weights > budget.inputs.total_memory_bytes and budget.inputs.reserved_bytes is None:
         issue = startup_issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
                        weights_gib=format_gib(weights),
@@ -139,6 +218,14 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
                  max_model_len=cap.max_model_len,
                  in_flight_tokens=in_flight_tokens)
     mem = profile.memory
+    auto = profile.auto_fit() if auto_fit_from is not None else None
+    if auto is not None and auto_fit_from is not None:
+        fitted = auto_fit_tokens(plan, fit.check_bytes, cap.max_model_len, in_flight_tokens)
+        if fitted < 1:
+            issue = startup_issue(catalog, auto.code, ("max_model_len",))
+            return MemoryReport(budget=budget, fit=fit, log=tuple(log), issue=issue)
+        log.append(auto_fit_log(profile, original=auto_fit_from, fitted=fitted,
+                                check_bytes=fit.check_bytes))
     if fit.outcome == "no_memory":
         issue = startup_issue(catalog, mem.no_memory_code, ("gpu_memory_utilization",))
         return MemoryReport(budget=budget, fit=fit, log=tuple(log), issue=issue)

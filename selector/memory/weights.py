@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from selector.memory.profile import QuantScheme, StartupProfile
+from selector.memory.quant import QuantPlan, part_shares, quant_plan
 
 __all__ = [
     "WeightEstimate",
@@ -168,34 +169,47 @@ def _vision_params(raw: Mapping[str, Any]) -> int:
     return layers * (4 * hidden * hidden + 2 * hidden * inter)
 
 
-def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile) -> tuple[QuantScheme | None, str | None]:
-    """The checkpoint's quantization scheme, or (None, method) for one not modelled."""
-    qc = raw.get("quantization_config")
-    if not isinstance(qc, Mapping):
-        text = raw.get("text_config")
-        qc = text.get("quantization_config") if isinstance(text, Mapping) else None
-    if not isinstance(qc, Mapping):
-        return None, None
-    method = str(qc.get("quant_method", "")).lower()
-    algo = qc.get("quant_algo")
-    if algo is None and isinstance(qc.get("quantization"), Mapping):
-        algo = qc["quantization"].get("quant_algo")
-    if method == "compressed-tensors":
-        groups = qc.get("config_groups")
-        first: Any = next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
-        weights = first.get("weights", {}) if isinstance(first, Mapping) else {}
-        if isinstance(weights, Mapping) and weights.get("num_bits") == 4:
-            kind = "nvfp4" if weights.get("type") == "float" else "int4-gptq"
-            return next((s for s in profile.memory.quantization if s.name == kind), None), method
-    scheme = profile.quant_scheme(method, str(algo) if algo else None)
-    return scheme, method
+def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile,
+                    quantization: str | None = None) -> tuple[QuantScheme | None, str | None]:
+    """The checkpoint's quantization scheme (or the ``--quantization`` one), or (None,
+    method) for one not modelled (selector/memory/quant.py)."""
+    plan, method = quant_plan(raw, profile, quantization)
+    return (plan.scheme if plan else None), method
+
+
+def _quantize_parts(parts: list[WeightPart], plan: QuantPlan | None, profile: StartupProfile, *,
+                    model_type: str, num_layers: int) -> list[WeightPart]:
+    """Each part in the storage vLLM's quant method gives it; a part the ignore list
+    leaves partly unquantized splits into its quantized share and ``NAME (not quantized)``."""
+    if plan is None:
+        return parts
+    out: list[WeightPart] = []
+    for part in parts:
+        share = part_shares(plan, profile, part.name, model_type=model_type,
+                            num_layers=num_layers)
+        quantized = round(part.params * share)
+        if quantized:
+            out.append(part.model_copy(update={"params": quantized,
+                                               "bits": plan.bits_per_weight}))
+        if part.params - quantized:
+            name = part.name if not quantized else f"{part.name} (not quantized)"
+            out.append(part.model_copy(update={"name": name,
+                                               "params": part.params - quantized}))
+    return out
 
 
 def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp: int,
                      dtype_bytes: int, cc: int, profile: StartupProfile,
-                     moe_backend: str | None = None) -> WeightEstimate:
+                     moe_backend: str | None = None,
+                     quantization: str | None = None,
+                     stage: tuple[int, int] | None = None) -> WeightEstimate:
     """The weights one of ``tp`` GPUs holds. ``layer_kinds``: each decoder layer's token
-    mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts."""
+    mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts;
+    ``quantization``: the ``--quantization`` value, if any; ``stage``: the decoder layers
+    [start, end) of one pipeline-parallel stage (selector/memory/pp.py), which holds the
+    embedding when it starts at layer 0 (or ends at the last layer with tied embeddings)
+    and the lm_head when it ends at the last layer (vLLM's model classes: checked by
+    tests/golden/test_pp_stages.py)."""
     cfg = text_config(raw)
     hidden = config_int(cfg, "hidden_size")
     vocab = config_int(cfg, "vocab_size", default=32000)
@@ -209,10 +223,10 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     shapes = profile.memory.weights
     if not shared_inter and cfg.get("model_type") in shapes.shared_expert_intermediate_types:
         shared_inter = config_int(cfg, "intermediate_size")
-    scheme, _ = quant_scheme_of(raw, profile)
+    plan, _ = quant_plan(raw, profile, quantization)
+    scheme = plan.scheme if plan else None
     base_bits = 8.0 * dtype_bytes
-    linear_bits = scheme.bits_per_weight if scheme and scheme.layers == "linear" else base_bits
-    expert_bits = scheme.bits_per_weight if scheme else base_bits
+    linear_bits = expert_bits = base_bits  # quantize_parts sets each part's storage
 
     chosen_backend = None
     e_hidden, e_inter = hidden, expert_inter
@@ -225,36 +239,41 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     attn_sharded = attn_replicated = dense = experts = expert_bias = shared = router = ssm = 0
     total_attn = total_mlp = 0
     moe = _moe_layers(cfg, num_layers)
+    first, last = (stage or (0, num_layers))
     for index, kind in enumerate(layer_kinds):
+        here = 1 if first <= index < last else 0  # this GPU's stage holds the layer
         if kind in ("mamba", "gdn"):
             params = _ssm_params(cfg, kind)
-            ssm += params // tp
+            ssm += here * params // tp
             total_attn += params
         elif kind == "none":
             pass  # an MLP/MoE-only block or a no-op attention: no mixer weights
         else:
             sharded, replicated = _attention_params(cfg, tp)
-            attn_sharded += sharded
-            attn_replicated += replicated
+            attn_sharded += here * sharded
+            attn_replicated += here * replicated
             whole, rep = _attention_params(cfg, 1)
             total_attn += whole + rep
         if moe[index]:
-            experts += num_experts * 3 * e_hidden * e_inter // tp
+            experts += here * num_experts * 3 * e_hidden * e_inter // tp
             if cfg.get("model_type") in shapes.expert_bias_types:
-                expert_bias += num_experts * (2 * e_inter + e_hidden) // tp
-            shared += 3 * hidden * shared_inter // tp
-            router += hidden * num_experts
+                expert_bias += here * num_experts * (2 * e_inter + e_hidden) // tp
+            shared += here * 3 * hidden * shared_inter // tp
+            router += here * hidden * num_experts
             total_mlp += num_experts * 3 * hidden * expert_inter + 3 * hidden * shared_inter \
                 + hidden * num_experts
         else:
-            dense += 3 * hidden * dense_inter // tp
+            dense += here * 3 * hidden * dense_inter // tp
             total_mlp += 3 * hidden * dense_inter
     padded_vocab = _round_up(vocab, 64) // tp
     tied = bool(cfg.get("tie_word_embeddings", False))
+    everywhere = cfg.get("model_type") in shapes.pp_vocab_every_stage_types
+    holds_embedding = everywhere or first == 0 or (tied and last == num_layers)
+    holds_lm_head = (everywhere or last == num_layers) and not tied
     vision = _vision_params(raw)
     parts = [
-        WeightPart(name="embedding", params=padded_vocab * hidden, bits=base_bits),
-        WeightPart(name="lm_head", params=0 if tied else padded_vocab * hidden, bits=base_bits),
+        WeightPart(name="embedding", params=padded_vocab * hidden if holds_embedding else 0, bits=base_bits),
+        WeightPart(name="lm_head", params=padded_vocab * hidden if holds_lm_head else 0, bits=base_bits),
         WeightPart(name="attention", params=attn_sharded + attn_replicated, bits=linear_bits),
         WeightPart(name="ssm mixers", params=ssm, bits=linear_bits),
         WeightPart(name="dense MLP", params=dense, bits=linear_bits),
@@ -262,9 +281,11 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         WeightPart(name="expert biases", params=expert_bias, bits=base_bits),
         WeightPart(name="shared experts", params=shared, bits=linear_bits),
         WeightPart(name="router", params=router, bits=base_bits),
-        WeightPart(name="vision tower", params=vision // tp, bits=base_bits),
+        WeightPart(name="vision tower", params=vision // tp if first == 0 else 0, bits=base_bits),
     ]
     total = vocab * hidden * (1 if tied else 2) + total_attn + total_mlp + vision
+    parts = _quantize_parts(parts, plan, profile, model_type=str(cfg.get("model_type", "")),
+                            num_layers=num_layers)
     return WeightEstimate(parts=tuple(p for p in parts if p.params), total_params=total,
                           quantization=scheme.name if scheme else None, moe_backend=chosen_backend,
                           tensor_parallel_size=tp)

@@ -9,9 +9,16 @@ from selector.errors import InputError
 from selector.models.facts import ModelFacts
 from selector.models.hf_config import parse_config
 from selector.models.json_lines import field_line
-from selector.models.presets import list_presets, match_preset, preset_path
+from selector.models.presets import (
+    fetch_config_hint,
+    list_presets,
+    match_preset,
+    precision_conflict,
+    preset_path,
+    recorded_checkpoint,
+)
 
-__all__ = ["load_config_file", "load_model"]
+__all__ = ["load_config_file", "load_model", "precision_message"]
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
@@ -57,6 +64,14 @@ def load_config_file(path: Path, *, name: str | None = None) -> ModelFacts:
         raise
 
 
+def precision_message(name: str, conflict: tuple[str, str, str]) -> str:
+    """Why a quantized (or re-released) id does not resolve to its architecture's preset."""
+    wanted, preset, stored = conflict
+    return (f"{name!r} names a checkpoint stored in {wanted} and no config.json of it is "
+            f"here: the shipped preset {preset!r} of its architecture is stored in {stored}, "
+            "whose weights are not this checkpoint's")
+
+
 def load_model(name_or_path: str | Path) -> ModelFacts:
     """Load a model's facts from a preset name (case-insensitive) or a path to
     a config.json / a directory holding one. Errors are :class:`InputError`."""
@@ -68,11 +83,18 @@ def load_model(name_or_path: str | Path) -> ModelFacts:
     candidate = Path(name).expanduser()
     if candidate.exists():
         return load_config_file(candidate)
+    recorded = recorded_checkpoint(name)
+    if recorded is not None:  # a quantized id whose config.json is recorded
+        return load_config_file(recorded, name=name)
     preset = None if _is_explicit_path(name) else match_preset(name)
     if preset is not None:  # a Hugging Face id: org/Name, as on the vllm serve line
         return load_config_file(preset_path(preset), name=preset)
     if _is_explicit_path(name):
         return load_config_file(candidate)
+    conflict = precision_conflict(name)
+    if conflict is not None:
+        raise InputError(precision_message(name, conflict), field="model",
+                         hint=fetch_config_hint(name))
     if _looks_like_path(name):
         raise InputError(
             f"cannot resolve {name!r} to a model: no local config.json and no shipped preset "

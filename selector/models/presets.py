@@ -10,8 +10,20 @@ from pathlib import Path
 
 from selector.errors import InputError
 
-__all__ = ["list_presets", "match_preset", "preset_aliases", "preset_architecture", "preset_dir",
-           "preset_origin", "preset_path"]
+__all__ = [
+    "fetch_config_hint",
+    "id_precision",
+    "list_presets",
+    "match_preset",
+    "precision_conflict",
+    "preset_aliases",
+    "preset_architecture",
+    "preset_dir",
+    "preset_origin",
+    "preset_path",
+    "preset_precision",
+    "recorded_checkpoint",
+]
 
 
 def preset_dir() -> Path:
@@ -121,9 +133,45 @@ def preset_aliases() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def match_preset(name: str) -> str | None:
-    """A Hugging Face id (or a directory name) -> the shipped preset of the same
-    architecture, by the rules of ``aliases.yaml``; None when none matches."""
+@lru_cache(maxsize=1)
+def _precision_tokens() -> dict[str, str]:
+    import yaml
+
+    path = preset_dir() / _ALIASES_FILE
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    tokens = (data or {}).get("precision_tokens") or {}
+    return {str(k).lower(): str(v) for k, v in tokens.items()}
+
+
+def id_precision(name: str) -> str | None:
+    """The precision an id's name states (``fp8``, ``int4``, ``mxfp4``, ``16-bit``...;
+    the last such part wins), or None when it states none."""
+    tokens = _precision_tokens()
+    base = name.strip().rstrip("/").rsplit("/", 1)[-1].lower()
+    found = [tokens[part] for part in re.split(r"[-_.]", base) if part in tokens]
+    return found[-1] if found else None
+
+
+_METHOD_PRECISION = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "mxfp4", "awq": "int4",
+                     "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4",
+                     "modelopt_fp4": "nvfp4"}
+
+
+def preset_precision(preset: str) -> str:
+    """The precision a preset's config stores its weights in (``16-bit`` when it has
+    no ``quantization_config``)."""
+    try:
+        data = json.loads((preset_dir() / f"{preset}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "16-bit"
+    qc = data.get("quantization_config") if isinstance(data, dict) else None
+    if not isinstance(qc, dict):
+        return "16-bit"
+    method = str(qc.get("quant_method", "")).lower()
+    return _METHOD_PRECISION.get(method, method or "16-bit")
+
+
+def _match_architecture(name: str) -> str | None:
     aliases = preset_aliases()
     text = name.strip().rstrip("/").lower()
     exact = {alias.lower(): preset for preset, names in aliases.items() for alias in names}
@@ -135,3 +183,56 @@ def match_preset(name: str) -> str | None:
         for alias in names:
             normalised.setdefault(_normalise(alias), preset)
     return normalised.get(wanted)
+
+
+def precision_conflict(name: str) -> tuple[str, str, str] | None:
+    """(the id's precision, the preset of its architecture, that preset's precision) when
+    the id names a precision the preset is not stored in; None otherwise."""
+    preset = _match_architecture(name)
+    wanted = id_precision(name)
+    if preset is None or wanted is None or name.strip().lower() == preset.lower():
+        return None
+    stored = preset_precision(preset)
+    return None if wanted == stored else (wanted, preset, stored)
+
+
+def fetch_config_hint(name: str) -> str:
+    """The one command that fetches an id's config.json, and how to pass it."""
+    folder = name.strip().rstrip("/").rsplit("/", 1)[-1]
+    return (f"fetch its config.json: huggingface-cli download {name.strip()} config.json "
+            f"--local-dir ./{folder} (or: hf download {name.strip()} config.json --local-dir "
+            f"./{folder}), then pass ./{folder} as the model")
+
+
+_CHECKPOINTS = "checkpoints"
+
+
+@lru_cache(maxsize=1)
+def _checkpoints() -> dict[str, Path]:
+    """Recorded checkpoint id (lower case) -> its folder (``schemas/models/checkpoints/``)."""
+    directory = preset_dir() / _CHECKPOINTS
+    if not directory.is_dir():
+        return {}
+    return {folder.name.replace("--", "/", 1).lower(): folder
+            for folder in sorted(directory.iterdir()) if (folder / "config.json").is_file()}
+
+
+def recorded_checkpoint(name: str) -> Path | None:
+    """The folder of the recorded config.json of Hugging Face id ``name`` (or of a
+    directory named as the id's repository, when one recorded id has that name)."""
+    recorded = _checkpoints()
+    text = name.strip().rstrip("/").lower()
+    if text in recorded:
+        return recorded[text]
+    base = text.rsplit("/", 1)[-1]
+    named = [folder for key, folder in recorded.items() if key.rsplit("/", 1)[-1] == base]
+    return named[0] if len(named) == 1 else None
+
+
+def match_preset(name: str) -> str | None:
+    """A Hugging Face id (or a directory name) -> the shipped preset of the same
+    architecture and precision, by the rules of ``aliases.yaml``; None when none matches
+    (an id naming another precision than the preset's, too: :func:`precision_conflict`)."""
+    if precision_conflict(name) is not None:
+        return None
+    return _match_architecture(name)

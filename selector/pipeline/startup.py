@@ -6,16 +6,21 @@ Model facts + deployment in, a :class:`~selector.modelcheck.ModelCheckResult` ou
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, resolve_device
 from selector.errors import InputError
 from selector.kv import KVOptions
+from selector.kv.plan_types import ModelPlan
 from selector.memory import (
+    MemoryBudget,
+    MemoryReport,
     StartupIssue,
+    auto_fit_length,
     dtype_issue,
     max_model_len_issue,
     memory_report,
@@ -24,6 +29,8 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
+from selector.memory.issues import startup_issue
+from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
 from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts
 from selector.pipeline.model import check_model
@@ -69,14 +76,13 @@ def tensor_parallel_record(loaded: LoadedDeployment, catalog: Catalog, engine: s
 
 
 def _memory_not_modelled(settings: Mapping[str, object] | None) -> bool:
-    """Pipeline parallelism (layers split across GPUs) and expert parallelism over data
-    parallel ranks place weights and KV layers in ways the budget does not model."""
+    """Expert parallelism over data-parallel ranks places the experts in a way the budget
+    does not model."""
     if not settings:
         return False
-    pp = settings.get("pipeline_parallel_size") or 1
     dp = settings.get("data_parallel_size") or 1
     ep = bool(settings.get("enable_expert_parallel"))
-    return (isinstance(pp, int) and pp > 1) or (ep and isinstance(dp, int) and dp > 1)
+    return ep and isinstance(dp, int) and dp > 1
 
 
 def _explicit_dtype(loaded: LoadedDeployment, settings: Mapping[str, object] | None) -> bool:
@@ -85,41 +91,130 @@ def _explicit_dtype(loaded: LoadedDeployment, settings: Mapping[str, object] | N
     return "dtype" in loaded.deployment.model_fields_set
 
 
+def _pp_size(loaded: LoadedDeployment, settings: Mapping[str, object] | None) -> int:
+    size = settings.get("pipeline_parallel_size") if settings else None
+    return size if isinstance(size, int) and size > 1 else \
+        loaded.deployment.parallel.pipeline_parallel_size
+
+
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                   loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
                   settings: Mapping[str, object] | None = None,
                   environ: Mapping[str, str] | None = None) -> ModelCheckResult:
-    """Budget -> KV plan (with the memory left for the KV cache) -> start-up refusals."""
+    """Budget -> KV plan (with the memory left for the KV cache) -> start-up refusals;
+    with pipeline parallelism one budget and KV plan per stage, each of its own layers."""
     d = loaded.deployment
     engine_name = engine or d.engine
     profile = startup_profile(catalog, engine_name)
     device, cc, device_name = resolve_device(d, catalog)
     nominal = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
-    budget = None if _memory_not_modelled(settings) else plan_budget(
-        model, profile, device=device_name, cc=cc, nominal_gib=nominal, dtype=d.dtype,
-        cudagraphs=d.cudagraph_mode != "NONE", gpu_memory_utilization=d.gpu_memory_utilization,
+    budget_of = partial(
+        plan_budget, model, profile, device=device_name, cc=cc, nominal_gib=nominal,
+        dtype=d.dtype, cudagraphs=d.cudagraph_mode != "NONE",
+        gpu_memory_utilization=d.gpu_memory_utilization,
         max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=d.max_num_seqs,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
-        reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend)
-    if budget is not None:
-        kv = kv.model_copy(update={"available_kv_bytes": budget.available_kv_bytes})
-    checked = check_model(
-        model, base, engine=engine_name, attention_backend=d.attention_backend,
-        backend_per_kind=d.attention_config.backend_per_kind,
-        cudagraph_mode=d.cudagraph_mode, options=kv, catalog=catalog)
+        reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
+        quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb)
+    def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
+        return check_model(facts, base, engine=engine_name, attention_backend=d.attention_backend,
+                           backend_per_kind=d.attention_config.backend_per_kind,
+                           cudagraph_mode=d.cudagraph_mode, options=options, catalog=catalog)
+
     issues: list[StartupIssue] = []
+    pp = _pp_size(loaded, settings)
+    split = pp_stages(len(model.layers), pp, (environ or {}).get(PARTITION_ENV)) if pp > 1 \
+        else ((0, len(model.layers)),)
+    if isinstance(split, PartitionRefusal):
+        issues.append(startup_issue(catalog, profile.memory.pp_partition_codes[split.check],
+                                    ("parallel", "pipeline_parallel_size"), **split.values))
+        split = ()
+    modelled = not _memory_not_modelled(settings) and bool(split)
+    stages = [_Stage(model if pp == 1 else _stage_model(model, start, end), budget,
+                     None if pp == 1 else (start, end, pp))
+              for start, end in split
+              for budget in [budget_of(stage=None if pp == 1 else (start, end)) if modelled
+                             else None]]
+    whole = stages[0].budget if pp == 1 and stages else None
+    if whole is not None:
+        kv = kv.model_copy(update={"available_kv_bytes": whole.available_kv_bytes})
+    checked = solve(model, options=kv)
+    auto = d.max_model_len == "auto" and modelled
+    auto_from = kv.max_model_len if auto else None
+    plans = [checked.plan if pp == 1 else _stage_plan(solve, stage, kv) for stage in stages]
+    if auto and auto_from is not None:  # vLLM's auto-fit, before the fit check: the
+        # length every stage fits (the smallest of the workers'), kv_cache_planning.py:1337-1410
+        fits = [auto_fit_length(stage.budget, plan, profile,
+                                in_flight_tokens=kv.max_in_flight_tokens)
+                for stage, plan in zip(stages, plans, strict=True) if stage.budget is not None]
+        fitted = min((f for f in fits if f is not None), default=None)
+        if fitted and fitted < auto_from:
+            kv = kv.model_copy(update={"max_model_len": fitted})
+            checked = solve(model, options=kv.model_copy(update={
+                "available_kv_bytes": whole.available_kv_bytes if whole else None}))
+            plans = [checked.plan if pp == 1 else _stage_plan(solve, stage, kv)
+                     for stage in stages]
     found = dtype_issue(catalog, profile, dtype=d.dtype, explicit=_explicit_dtype(loaded, settings),
                         cc=cc, device=device_name)
     if found is not None:
         issues.append(found)
     found = max_model_len_issue(catalog, profile, raw_config(model),
-                                max_model_len=d.max_model_len, environment=environ or {})
+                                max_model_len=None if d.max_model_len == "auto" else d.max_model_len,
+                                environment=environ or {})
     if found is not None:
         issues.append(found)
-    report = None
-    if budget is not None:
-        report = memory_report(budget, checked.plan if not issues else None, profile, catalog,
-                               in_flight_tokens=kv.max_in_flight_tokens)
-        if report.issue is not None:
-            issues.append(report.issue)
+    reports = [(memory_report(stage.budget, plan if not issues else None, profile, catalog,
+                              in_flight_tokens=kv.max_in_flight_tokens, auto_fit_from=auto_from),
+                stage.label)
+               for stage, plan in zip(stages, plans, strict=True) if stage.budget is not None]
+    report = _worst(reports)
+    if report is not None and report.issue is not None:
+        issues.append(report.issue)
+    if pp > 1 and checked.plan is not None:  # every stage's pool holds the reported one's blocks
+        checked = replace(checked, plan=checked.plan.model_copy(
+            update={"capacity": report.capacity if report is not None else None}))
     return replace(checked, memory=report, startup=tuple(issues))
+
+
+@dataclass(frozen=True)
+class _Stage:
+    model: ModelFacts
+    budget: MemoryBudget | None
+    split: tuple[int, int, int] | None
+    """(first layer, end, pipeline size); None without pipeline parallelism."""
+
+    @property
+    def label(self) -> str | None:
+        if self.split is None:
+            return None
+        start, end, size = self.split
+        return (f"pipeline stage holding layers {start}-{end - 1} of {size} stages"
+                if end > start else f"pipeline stage with no layers of {size} stages")
+
+
+def _stage_model(model: ModelFacts, start: int, end: int) -> ModelFacts:
+    return model.model_copy(update={"layers": model.layers[start:end]})
+
+
+def _stage_plan(solve: Callable[..., ModelCheckResult], stage: _Stage,
+                kv: KVOptions) -> ModelPlan | None:
+    """The KV plan of one stage's own layers with its own memory."""
+    if stage.budget is None or not stage.model.layers:
+        return None
+    options = kv.model_copy(update={"available_kv_bytes": stage.budget.available_kv_bytes})
+    return solve(stage.model, options=options).plan
+
+
+def _worst(reports: list[tuple[MemoryReport, str | None]]) -> MemoryReport | None:
+    """The stage vLLM refuses first, else the one with the fewest KV blocks (vLLM sizes
+    every worker's pool to the smallest: kv_cache_planning.py, get_kv_cache_configs)."""
+    if not reports:
+        return None
+    refused = [(report, label) for report, label in reports if report.issue is not None]
+
+    def blocks(item: tuple[MemoryReport, str | None]) -> int:
+        cap = item[0].capacity
+        return cap.num_blocks if cap is not None and cap.num_blocks is not None else 1 << 62
+
+    report, label = refused[0] if refused else min(reports, key=blocks)
+    return report if label is None else report.model_copy(update={"pp_stage": label})

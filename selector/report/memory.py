@@ -42,6 +42,8 @@ def memory_table(report: MemoryReport) -> PlainTable:
     for column in ("item", "GiB", "how it is known"):
         table.add_column(column)
     util = f"{inputs.gpu_memory_utilization:g}" + (" (vLLM's default)" if inputs.utilization_default else "")
+    if report.pp_stage:
+        table.add_row("pipeline parallelism", "", Text(report.pp_stage))
     table.add_row("GPU memory", _gib(inputs.total_memory_bytes),
                   Text(inputs.total_memory_source))
     table.add_row(Text(f"requested = ceil(total x {util})"),
@@ -89,6 +91,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
     fit = report.fit
     return {
         "engine": budget.engine,
+        "pp_stage": report.pp_stage,
         "estimated": budget.estimated,
         "inputs": budget.inputs.model_dump(mode="json"),
         "requested_bytes": budget.requested_bytes,
@@ -127,6 +130,7 @@ def memory_markdown(report: MemoryReport) -> list[str]:
     budget = report.budget
     inputs = budget.inputs
     lines = ["| Memory per GPU | GiB | How it is known |", "|---|---|---|",
+             *([f"| pipeline parallelism | | {report.pp_stage} |"] if report.pp_stage else []),
              f"| GPU memory | {_gib(inputs.total_memory_bytes)} | "
              f"{inputs.total_memory_source.replace('|', '/')} |",
              f"| requested = ceil(total x {inputs.gpu_memory_utilization:g}) | "

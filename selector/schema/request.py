@@ -101,6 +101,9 @@ class AttentionConfig(StrictModel):
 
 class Parallel(StrictModel):
     tensor_parallel_size: int = Field(default=1, ge=1, le=1024)
+    pipeline_parallel_size: int = Field(default=1, ge=1, le=1024)
+    """``--pipeline-parallel-size``: the decoder layers split over stages
+    (``VLLM_PP_LAYER_PARTITION`` or vLLM's even split); the memory check is per stage."""
     decode_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     prefill_context_parallel_size: int = Field(default=1, ge=1, le=1024)
     cp_kv_cache_interleave_size: int = Field(default=1, ge=1)
@@ -126,8 +129,12 @@ class Deployment(StrictModel):
     Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
     every layer is checked with its own facts and the KV cache is negotiated; without
     one, ``layer`` describes a single (uniform) attention layer."""
-    max_model_len: MaxModelLen | None = None
-    """``--max-model-len``: tokens, ``32768`` or ``32k`` / ``32K`` as on the command line."""
+    max_model_len: MaxModelLen | Literal["auto"] | None = None
+    """``--max-model-len``: tokens, ``32768`` or ``32k`` / ``32K`` as on the command line;
+    ``auto`` (or -1): the largest length whose KV cache fits the memory left (vLLM's
+    auto-fit); null: the length the model's config derives."""
+    cpu_offload_gb: float = Field(default=0, ge=0)
+    """``--cpu-offload-gb``: GiB of decoder-layer weights per GPU vLLM keeps in CPU memory."""
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     """``--gpu-memory-utilization``; null: the engine's default (0.92 in vLLM 0.33.0)."""
     kv_cache_memory_bytes: ByteCount | None = None
@@ -138,6 +145,10 @@ class Deployment(StrictModel):
     """``--max-num-seqs`` (null: vLLM's default for the GPU); sizes the sampler's profile run."""
     moe_backend: str | None = None
     """``--moe-backend`` (null: auto); for MXFP4 experts it decides their padding."""
+    quantization: str | None = None
+    """``--quantization``: on an unquantized checkpoint, vLLM's online quantization
+    (``fp8`` = ``fp8_per_tensor``, ``fp8_per_block``, ``fp8_per_channel``); the checkpoint's
+    own ``quantization_config`` decides otherwise."""
     reserved_memory_gib: float = Field(default=0.0, ge=0)
     """Memory that is not KV cache (weights, activations, CUDA graphs) per GPU, for the
     capacity estimate."""
@@ -173,6 +184,17 @@ class Deployment(StrictModel):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             raise ValueError(f"a device is a catalog name (device: H100) or a capability "
                              f'string (device: {{capability: "{value}"}}), not the number {value}')
+        return value
+
+    @field_validator("max_model_len", mode="before")
+    @classmethod
+    def _max_model_len(cls, value: object) -> object:
+        """vLLM's ``human_readable_int_or_auto``: -1 and ``auto`` mean auto-fit
+        (vllm/utils/argparse_utils.py:77-95 in 0.33.0); any other length is positive."""
+        if value == -1 or (isinstance(value, str) and value.strip().lower() in ("auto", "-1")):
+            return "auto"
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            raise ValueError("max_model_len must be a positive token count, -1 or auto")
         return value
 
     @field_validator("attention_backend")

@@ -76,10 +76,8 @@ def _count(value: object, what: str = "a whole number") -> object:
 
 
 def _length(value: object) -> object:
-    """:func:`_count` for ``max_model_len``, whose flag also takes ``-1`` / ``auto``."""
-    if isinstance(value, str) and value.strip().lower() in ("-1", "auto"):
-        raise ValueError("auto-fit (-1 or 'auto') is not modelled in a deployment file: "
-                         "leave the key out for the model's own length")
+    """:func:`_count` for ``max_model_len`` (whose ``-1`` / ``auto``, vLLM's auto-fit, the
+    field reads before this)."""
     return _count(value, "a token count")
 
 

@@ -104,6 +104,10 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
     if "--moe-backend" in values:
         backend = values["--moe-backend"].strip().lower().replace("-", "_")
         s.moe_backend = None if backend == "auto" else backend
+    if "--cpu-offload-gb" in values:
+        s.cpu_offload_gb = parse_offload_gib("--cpu-offload-gb", values["--cpu-offload-gb"])
+    if "--quantization" in values:
+        s.quantization = values["--quantization"].strip().lower() or None
     if "--max-num-seqs" in values:
         s.max_num_seqs = parse_int("--max-num-seqs", values["--max-num-seqs"])
     if "--kv-cache-memory-bytes" in values:
@@ -114,3 +118,14 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
     if "--disable-sliding-window" in raw.order:
         s.disable_sliding_window = True
     return s
+
+
+def parse_offload_gib(flag: str, value: str) -> float:
+    """``--cpu-offload-gb``: a float of GiB, at least 0 (UVAOffloadConfig, vllm/config/offload.py:23)."""
+    try:
+        gib = float(value)
+    except ValueError:
+        raise bad_value(flag, f"expected GiB as a number, got {value!r}") from None
+    if not gib >= 0 or gib == float("inf"):
+        raise bad_value(flag, f"{value!r} is not a size of 0 GiB or more")
+    return gib

@@ -53,12 +53,14 @@ def _deployment(model: ModelFacts, model_ref: str, s: Settings, engine: str | No
             engine=engine, model=model_ref, device=device, dtype=dtype,
             kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
             attention_backend=s.attention_backend, cudagraph_mode=s.cudagraph_mode,
-            max_model_len=s.max_model_len if s.max_model_len and s.max_model_len > 0 else None,
+            max_model_len="auto" if s.max_model_len == -1 else s.max_model_len or None,
+            cpu_offload_gb=s.cpu_offload_gb,
             gpu_memory_utilization=s.gpu_memory_utilization,
             kv_cache_memory_bytes=s.kv_cache_memory_bytes,
             max_num_batched_tokens=s.kv_options.get("max_num_batched_tokens"),
             max_num_seqs=s.max_num_seqs,
             moe_backend=s.moe_backend,
+            quantization=s.quantization,
             enable_prefix_caching=True if s.enable_prefix_caching is None
             else s.enable_prefix_caching,
             attention_config=AttentionConfig(
@@ -67,6 +69,7 @@ def _deployment(model: ModelFacts, model_ref: str, s: Settings, engine: str | No
                 use_trtllm_attention=s.use_trtllm_attention,
                 use_non_causal=s.use_non_causal),
             parallel=Parallel(tensor_parallel_size=s.tp, decode_context_parallel_size=s.dcp,
+                              pipeline_parallel_size=s.pipeline_parallel_size,
                               prefill_context_parallel_size=s.pcp,
                               cp_kv_cache_interleave_size=s.cp_interleave),
             speculative=Speculative(num_speculative_tokens=s.num_speculative_tokens),

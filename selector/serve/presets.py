@@ -9,7 +9,14 @@ from typing import Any
 
 from selector.errors import InputError
 from selector.models import list_presets, preset_dir
-from selector.models.presets import match_preset, preset_origin
+from selector.models.loader import precision_message
+from selector.models.presets import (
+    fetch_config_hint,
+    match_preset,
+    precision_conflict,
+    preset_origin,
+    recorded_checkpoint,
+)
 from selector.serve.values import SOURCE
 
 __all__ = ["is_shipped_preset", "load_model_config"]
@@ -21,15 +28,25 @@ def load_model_config(model: str, override: str | None) -> tuple[dict[str, Any],
     path = Path(target).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"
+    recorded = None if path.is_file() else recorded_checkpoint(target)
     if path.is_file():
         file = str(path)
         how = f"read {file}"
+    elif recorded is not None:
+        file = str(recorded / "config.json")
+        how = (f"the recorded config.json of {recorded.name.replace('--', '/', 1)} "
+               "(schemas/models/checkpoints)")
     else:
         presets = list_presets()
         preset = match_preset(target)
         if preset is None:
             lowered = {p.lower(): p for p in presets}
             preset = lowered.get(target.strip().lower())
+        conflict = precision_conflict(target)
+        if preset is None and conflict is not None:
+            raise InputError(precision_message(target, conflict), file=SOURCE,
+                             field="--model" if override else "MODEL",
+                             hint=fetch_config_hint(target))
         if preset is None:
             flag = "--model" if override else "MODEL"
             raise InputError(

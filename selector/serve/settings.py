@@ -40,10 +40,12 @@ class Settings:
     kv_connector: str | None = None
     enable_prefix_caching: bool | None = None
     max_model_len: int | None = None
+    cpu_offload_gb: float = 0.0
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     max_num_seqs: int | None = None
     moe_backend: str | None = None
+    quantization: str | None = None
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
     enable_expert_parallel: bool = False

@@ -95,7 +95,8 @@ def parse_scalar(value: str) -> Any:
 
 def parse_max_model_len(flag: str, value: str) -> int:
     """vLLM's ``human_readable_int_or_auto``: ``32768``, ``32k`` (x1000), ``32K`` (x1024),
-    ``1m``/``1M``, and ``-1`` or ``auto`` (vllm/utils/argparse_utils.py:77-94)."""
+    ``1m``/``1M``, and ``-1`` or ``auto`` (auto-fit, returned as -1:
+    vllm/utils/argparse_utils.py:77-95)."""
     try:
         total = human_readable_int_or_auto(value)
     except ValueError as exc:

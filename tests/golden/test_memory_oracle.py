@@ -54,3 +54,39 @@ def test_fit_check_matches_vllm() -> None:
                 max_model_len=key[1], needed_gib=format_gib(fit.needed_bytes),
                 available_gib=format_gib(fit.check_bytes), estimated_msg=estimated)
         assert mine == answer["vllm"], (key, answer["available"])
+
+
+def test_auto_fit_matches_vllm() -> None:
+    """``--max-model-len auto`` / -1: the length vLLM 0.33.0's ``_auto_fit_max_model_len``
+    sets for each available-memory figure (the fit check's estimate on the memory less
+    the null block), its log line word for word, or its refusal (MM006)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from kv_oracle_backends import SET
+
+    from selector.memory.startup import auto_fit_log, auto_fit_tokens
+
+    catalog = load_catalog()
+    profile = startup_profile(catalog, "vllm==0.33.0")
+    auto = profile.auto_fit()
+    assert auto is not None
+    refusal = catalog.code(auto.code).message
+    plans: dict[tuple[str, int], Any] = {}
+    for answer in _answers():
+        key = (answer["preset"], answer["max_model_len"])
+        if key not in plans:
+            options = KVOptions(max_model_len=key[1])
+            plans[key] = (plan_model(load_model(key[0]), SET, options), options)
+        plan, options = plans[key]
+        specs = [e.spec for e in plan.entries if e.spec.kind != "encoder_only_attention"]
+        fit = kv_fit(specs, available_bytes=answer["available"],
+                     pool_block_bytes=plan.capacity.bytes_per_block,
+                     max_model_len=key[1], in_flight_tokens=options.max_in_flight_tokens)
+        fitted = auto_fit_tokens(plan, fit.check_bytes, key[1], options.max_in_flight_tokens)
+        if not fitted:
+            assert answer["auto_fit"] == refusal, (key, answer["available"])
+            continue
+        assert answer["auto_fit"] == fitted, (key, answer["available"])
+        assert auto_fit_log(profile, original=key[1], fitted=fitted,
+                            check_bytes=fit.check_bytes) == answer["auto_fit_log"]

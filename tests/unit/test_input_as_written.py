@@ -105,11 +105,22 @@ def test_size_suffixes_read_as_the_command_line_reads_them(tmp_path: Path) -> No
     assert json.loads(out)["memory"] == _json_report(suffixed)["memory"]
 
 
+def test_auto_fit_reads_as_the_command_line_reads_it(tmp_path: Path) -> None:
+    reports = []
+    for value in ("auto", "-1", "'-1'"):
+        path = tmp_path / "auto.yaml"
+        path.write_text(f"device: H100\nmodel: llama-3.1-8b\nmax_model_len: {value}\n")
+        reports.append(_json_report(path)["memory"])
+    code, out, err = run_cli(["check", "--format", "json", "--device", "H100", "--", "vllm",
+                              "serve", "llama-3.1-8b", "--max-model-len", "auto"])
+    assert code in (0, 1), err
+    assert reports == [json.loads(out)["memory"]] * 3
+
+
 @pytest.mark.parametrize(("value", "words"), [
     ("lots", "expected a token count, got the string 'lots'"),
     ("'32768'", "expected a token count, got the string '32768' (write a number without quotes"),
     ("1.5K", "Decimals are not allowed with binary suffixes like K"),
-    ("auto", "auto-fit (-1 or 'auto') is not modelled"),
 ])
 def test_a_bad_size_names_the_field_and_line(tmp_path: Path, value: str, words: str) -> None:
     path = tmp_path / "len.yaml"
@@ -291,7 +302,8 @@ def test_a_model_whose_memory_is_not_known_says_the_fit_was_not_checked(
 
 def test_a_layout_the_budget_does_not_model_says_the_fit_was_not_checked() -> None:
     code, out, err = run_cli(["check", "--format", "json", "--device", "H100", "--", "vllm",
-                              "serve", "llama-3.1-8b", "--pipeline-parallel-size", "2"])
+                              "serve", "gpt-oss-20b", "--enable-expert-parallel",
+                              "--data-parallel-size", "2"])
     assert code in (0, 1), err
     report = json.loads(out)
     assert report["memory"] is None

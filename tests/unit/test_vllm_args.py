@@ -11,6 +11,7 @@ import pytest
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
+from selector.models.presets import preset_dir
 from selector.schema.request import DeviceRef
 from selector.serve import ServeCommand, device_ref, is_serve_command, parse_serve_command
 
@@ -49,17 +50,6 @@ REAL: list[dict[str, Any]] = [
         "model": "qwen3-next-80b-a3b",
         "expect": {"tp": 4, "enable_prefix_caching": True},
     },
-    {   # https://docs.vllm.ai/projects/recipes/en/latest/Qwen/Qwen3-Next.html (FP8 on SM100)
-        "id": "vllm-recipe-qwen3-next-fp8-sm100-env",
-        "line": "VLLM_USE_FLASHINFER_MOE_FP8=1 VLLM_FLASHINFER_MOE_BACKEND=latency "
-                "VLLM_USE_DEEP_GEMM=0 VLLM_USE_TRTLLM_ATTENTION=0 VLLM_ATTENTION_BACKEND=FLASH_ATTN "
-                "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --tensor-parallel-size 4",
-        "model": "qwen3-next-80b-a3b",
-        "expect": {"tp": 4, "attention_backend": None, "use_trtllm_attention": None},
-        "warnings": {"AS101": ["VLLM_USE_TRTLLM_ATTENTION", "VLLM_ATTENTION_BACKEND"]},
-        "hints": ["use --attention-backend FLASH_ATTN",
-                  "use --attention-config.use_trtllm_attention=false"],
-    },
     {   # https://github.com/vllm-project/vllm/pull/33884 (Test Plan)
         "id": "vllm-pr-33884-dsv32-nixl",
         "line": "vllm serve --port=35496 --gpu-memory-utilization=0.85 --kv-cache-dtype=fp8 "
@@ -67,7 +57,9 @@ REAL: list[dict[str, Any]] = [
                 "--model /root/workspaces/models/DeepSeek-V3.2-NVFP4 --kv-transfer-config "
                 "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\","
                 "\"kv_buffer_device\":\"cuda\"}' -tp 2 -dp 2 -dpl 2 -dpa 10.0.8.12 -dpr 0",
-        "model": "deepseek-v3.2",
+        # a DeepSeek-V3.2-NVFP4 folder: the recorded config.json of nvidia/DeepSeek-V3.2-NVFP4
+        # (schemas/models/checkpoints), not the FP8 deepseek-v3.2 preset
+        "model": str(preset_dir() / "checkpoints" / "nvidia--DeepSeek-V3.2-NVFP4"),
         "expect": {"kv_cache_dtype": "fp8", "tp": 2, "gpu_memory_utilization": 0.85,
                    "kv_connector": "NixlConnector"},
     },
