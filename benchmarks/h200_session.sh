@@ -6,7 +6,11 @@
 #   ../shared/gpu/fetch-wheels .gpuwheels && ../shared/gpu/fetch-vllm-kernels .gpuwheels
 #   benchmarks/stage_gpu_carry.sh          # fills .gpucarry/ (~37 MB, git-ignored)
 # Then one device call, from the repo root, carrying .gpucarry:
-#   bash benchmarks/h200_session.sh [smoke|tests|bench|all]
+#   bash benchmarks/h200_session.sh [smoke|tests|bench|all|cold]
+# cold (first on a fresh machine, no .gpucache): the wall time of each verdict
+# (`attn-select smoke`), first and warm, for an FA3 deployment (llama-h200, parity off by
+# default) and a FlashInfer one (gqa16-tp2-h200: its decode and prefill modules compile),
+# then the FA3 one with --parity; the table lands in $OUT/cold.txt.
 # FlashInfer's JIT cache comes back as $OUT/flashinfer-cache.tar.xz.* (<= 16 MB parts);
 # put them in .gpucache/ and carry it in a later call to skip the compiles.
 set -u
@@ -15,6 +19,29 @@ OUT=${OUT:-/tmp/h200-out}
 BUDGET=${BUDGET:-560}
 mkdir -p "$OUT/smokes"
 . benchmarks/gpu_setup.sh
+verdict() {  # verdict LABEL NAME [FLAGS]: one smoke's wall time (a fresh process)
+  local label=$1 name=$2; shift 2
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  timeout "$(left 300)" python3 -m selector smoke "tests/fixtures/smoke/$name.yaml" "$@" \
+    > "$OUT/smokes/cold-$label.txt" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  printf '%-22s %-16s %-10s %7.1f s  exit %s\n' "$label" "$name" "${*:-default}" \
+    "$(awk "BEGIN{print $t1 - $t0}")" "$rc" | tee -a "$OUT/cold.txt"
+}
+if [ "$MODE" = cold ]; then
+  log "cold verdicts (fresh machine: no FlashInfer JIT cache, nothing imported yet)"
+  ls "$HOME/.cache/flashinfer" 2>/dev/null | head -3
+  verdict fa3-first llama-h200
+  verdict fa3-warm llama-h200
+  verdict flashinfer-first gqa16-tp2-h200
+  verdict flashinfer-warm gqa16-tp2-h200
+  verdict fa3-parity-warm llama-h200 --parity
+  grep -h -A12 -i "time to verdict" "$OUT"/smokes/cold-*.txt | head -80
+  log "CPU pipeline tests (torch stand-ins)"
+  timeout "$(left 120)" python3 -m pytest tests/smoke/test_smoke_pipeline_cpu.py -q -p no:cacheprovider 2>&1 | tail -4
+fi
 python3 -c "import torch, flashinfer; print('torch', torch.__version__, '| flashinfer', flashinfer.__version__, '|', torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader
 
@@ -43,7 +70,7 @@ if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
 fi
 tar -C "$OUT" -cf "$OUT/smokes.tar" smokes && rm -rf "$OUT/smokes"  # at most 8 files come back
 log "save FlashInfer's JIT cache"
-if [ -d "$HOME/.cache/flashinfer" ] && [ -z "${NO_CACHE_SAVE:-}" ]; then
+if [ -d "$HOME/.cache/flashinfer" ] && [ -z "${NO_CACHE_SAVE:-}" ] && [ "$MODE" != cold ]; then
   tar -C "$HOME" -cf - .cache/flashinfer | xz -T16 -3 | split -b 15m - "$OUT/flashinfer-cache.tar.xz."
   ls -la "$OUT"/flashinfer-cache.tar.xz.*
 fi

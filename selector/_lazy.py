@@ -40,6 +40,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                           "selector.cli.console", "selector.diff", "selector.pipeline.diff",
                           "selector.report.diff"),
     "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
+    "selector.cli.verify": ("selector.pipeline.verify", "selector.report.verify"),
     "selector.cli.fleet": ("selector.bench.measurements", "selector.bench.outputs",
                            "selector.bench.policy", "selector.bench.render",
                            "selector.bench.workload", "selector.fleet.render", "selector.fleet.run",
@@ -60,8 +61,6 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
     "selector.checkrun": ("selector.models.arch_registry",),
     "selector.config": ("selector.memory", "selector.mla_prefill", "selector.models"),
-    "selector.pipeline.deployment": ("selector.models.tensor_parallel",),
-    "selector.pipeline.startup": ("selector.models",),
     "selector.report.formats.json": ("selector.report.model",),
     "selector.solver": ("selector.mla_prefill",),
     "selector.report.formats.text": ("selector.report.model",),

@@ -27,6 +27,7 @@ from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
+from selector.schema.defaults import EngineDefaults
 from selector.schema.device import Device, DeviceCatalog, OtherPlatform
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.layouts import KVLayouts
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # packaging's requirement parser loads only for a range or an
     from packaging.requirements import Requirement
 
 __all__ = [
+    "DEFAULTS_FILE",
     "DEFAULT_ENGINE_ENV",
     "INSTALLED_VLLM_ENV",
     "MLA_PREFILL_FILE",
@@ -64,6 +66,10 @@ class CatalogError(AttnSelectError):
 
     exit_code = ExitCode.INTERNAL
 
+
+DEFAULTS_FILE = "defaults.yaml"
+"""vLLM's defaults of one release (:class:`~selector.schema.defaults.EngineDefaults`),
+inherited whole."""
 
 INSTALLED_VLLM_ENV = "ATTN_SELECT_INSTALLED_VLLM"
 """Overrides the detection of the installed vLLM: a version, or ``none`` for "not installed"."""
@@ -340,6 +346,15 @@ class Catalog:
             name = self.engine(name).profile.extends
         return None
 
+    def engine_defaults(self, requested: str | None = None) -> EngineDefaults:
+        """vLLM's defaults of the engine's release (``defaults.yaml``, inherited whole):
+        every default a report uses that the user did not give."""
+        path = self.engine_file(requested, DEFAULTS_FILE)
+        if path is None:
+            raise CatalogError(f"{self._resolve(requested)}: no {DEFAULTS_FILE} in its profile "
+                               "folder or a profile it extends")
+        return _engine_defaults(path)
+
     def device(self, name: str) -> Device:
         """A device by name, alias or ``nvidia-smi`` name (case and punctuation do not
         matter); otherwise the device whose name's words all appear as whole words in
@@ -441,6 +456,16 @@ _PINNED = re.compile(r"([A-Za-z](?:[A-Za-z0-9_-]*[A-Za-z0-9])?)==([0-9][0-9A-Za-
 
 
 @functools.cache
+@functools.lru_cache(maxsize=16)
+def _engine_defaults(path: Path) -> EngineDefaults:
+    try:
+        return EngineDefaults.model_validate(read_yaml(path))
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path}: {exc}") from None
+    except ValidationError as exc:
+        raise CatalogError(validation_message(path, exc)) from None
+
+
 def _pinned(engine: str) -> tuple[str, Version]:
     """A profile's engine (``vllm==0.33.0``, a pinned PEP 508 requirement) -> (family,
     version)."""

@@ -18,18 +18,30 @@ import yaml
 from pydantic import ValidationError
 
 from selector import kv  # KV options only for a model deployment: loaded on first use
-from selector.catalog import Catalog, close_matches
+from selector.catalog import DEFAULT_ENGINE_ENV, Catalog, EngineData, close_matches
 from selector.errors import InputError
 from selector.inputfile import check_duplicate_keys, parse_json_text
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
+from selector.schema.types import CudaGraphMode
 
 if TYPE_CHECKING:
     from selector.kv import KVOptions
     from selector.models import ModelFacts
 
-__all__ = ["LoadedDeployment", "deployment_facts", "load_deployment", "parse_deployment"]
+__all__ = [
+    "LoadedDeployment",
+    "ServeDefaults",
+    "Target",
+    "deployment_facts",
+    "deployment_model",
+    "deployment_whole_model",
+    "device_names",
+    "load_deployment",
+    "parse_deployment",
+    "resolve_target",
+]
 
 _MAX_BYTES = 1 << 20
 
@@ -317,26 +329,88 @@ def resolve_device(deployment: Deployment, catalog: Catalog) -> tuple[Device | N
     return entry, entry.capability_int, entry.name
 
 
-def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tuple[Any, int]:
+def device_names(device: Device) -> tuple[str, ...]:
+    """The names a catalog device goes by (its name and aliases, the ``nvidia-smi`` name
+    among them): what vLLM's device-name tests read."""
+    return (device.name, *device.aliases)
+
+
+@dataclass(frozen=True)
+class ServeDefaults:
+    """The batch limits and memory fraction ``vllm serve`` runs a model deployment with:
+    the deployment's own values, else the engine's defaults for this device
+    (``defaults.yaml``, :meth:`~selector.catalog.Catalog.engine_defaults`)."""
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    gpu_memory_utilization: float
+    utilization_default: bool
+    """``gpu_memory_utilization`` is the engine's default (the deployment gives none)."""
+    cudagraph_capture_sizes: tuple[int, ...]
+    """The CUDA-graph capture sizes vLLM computes from these limits (none without graphs)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one deployment runs on, resolved once and read by every later stage: the
+    engine release (``--engine`` > the file's ``engine:`` > ``$ATTN_SELECT_ENGINE`` >
+    the installed vLLM > the newest profile), the device with its memory basis, and the
+    engine's defaults the deployment does not override."""
+
+    engine: EngineData
+    device: Device | None
+    """The catalog device (None: a device given by capability)."""
+    cc: int
+    device_name: str
+    memory_bytes: int | None
+    """The total memory vLLM sees on one GPU (what CUDA reports where known, else the
+    nominal figure: :func:`selector.memory.device_total_memory`); None: unknown."""
+    memory_source: str
+    cudagraph_mode: CudaGraphMode
+    """The deployment's, else the engine's default."""
+    serve: ServeDefaults | None = None
+    """A model deployment's batch limits (None for a single layer: no memory stage)."""
+
+
+def _engine_of(loaded: LoadedDeployment, catalog: Catalog, engine: str | None) -> EngineData:
+    """The engine the deployment is checked with: ``engine`` (the command line's flag),
+    else the file's ``engine:``, else the default (``$ATTN_SELECT_ENGINE`` ...), each
+    error located where the engine was given."""
+    d = loaded.deployment
+    if engine:
+        try:
+            return catalog.engine(engine)
+        except InputError as exc:
+            raise InputError(exc.message, field="--engine", hint=exc.hint) from None
+    if d.engine:
+        try:
+            return catalog.engine(d.engine)
+        except InputError as exc:
+            raise InputError(exc.message, file=loaded.path, field="engine", hint=exc.hint,
+                             line=loaded.line_of(("engine",))) from None
+    try:
+        return catalog.engine(None)
+    except InputError as exc:  # only $ATTN_SELECT_ENGINE can name no profile here
+        raise InputError(exc.message.removeprefix(f"{DEFAULT_ENGINE_ENV}: "), file="environment",
+                         field=DEFAULT_ENGINE_ENV,
+                         hint=f"{exc.hint}; or give --engine, which wins over the environment"
+                         if exc.hint else "give --engine, which wins over the environment"
+                         ) from None
+
+
+def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: EngineData) -> None:
+    """The names the deployment gives (backends, the MLA prefill backend, environment
+    facts) are the engine's; an error names the file, line and the engine."""
     d = loaded.deployment
     path = loaded.path
-    try:
-        engine = catalog.engine(d.engine)
-    except InputError as exc:
-        raise InputError(exc.message, file=path, field="engine", hint=exc.hint,
-                         line=loaded.line_of(("engine",))) from None
-    try:
-        _, cc, _ = resolve_device(d, catalog)
-    except InputError as exc:
-        raise InputError(exc.message, file=path, field="device", hint=exc.hint,
-                         line=loaded.line_of(("device",))) from None
     names = [d.attention_backend, *d.attention_config.backend_per_kind.values()]
     for name in names:
         if name is not None and name.upper() not in engine.backends:
+            others = close_matches(name.upper(), sorted(engine.backends))
             raise InputError(
-                f"unknown attention backend {name!r}", file=path,
+                f"unknown attention backend {name!r} in {engine.engine}", file=path,
                 field="attention_backend", line=loaded.line_of(("attention_backend",)),
-                hint=close_matches(name.upper(), sorted(engine.backends)),
+                hint=others or f"{engine.engine} has no such backend",
             )
     if d.attention_config.mla_prefill_backend is not None:
         from selector.mla_prefill import prefill_backend_name  # lazy: only a pinned prefill
@@ -354,14 +428,52 @@ def _resolve_engine_and_device(loaded: LoadedDeployment, catalog: Catalog) -> tu
                          field=f"environment.{unknown_env[0]}",
                          line=loaded.line_of(("environment", unknown_env[0])),
                          hint=close_matches(unknown_env[0], options))
-    return engine, cc
 
 
-def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> RequestFacts:
-    """The request facts the solver reads, derived from one single-layer deployment."""
+def resolve_target(loaded: LoadedDeployment, catalog: Catalog, engine: str | None = None
+                   ) -> Target:
+    """The deployment's :class:`Target`, validated against its engine (``engine``: the
+    command line's ``--engine``, which wins over the file and the environment)."""
+    d = loaded.deployment
+    engine_data = _engine_of(loaded, catalog, engine)
+    try:
+        device, cc, device_name = resolve_device(d, catalog)
+    except InputError as exc:
+        raise InputError(exc.message, file=loaded.path, field="device", hint=exc.hint,
+                         line=loaded.line_of(("device",))) from None
+    _check_against_engine(loaded, catalog, engine_data)
+    defaults = catalog.engine_defaults(engine_data.engine)
+    mode: CudaGraphMode = d.cudagraph_mode or defaults.cudagraph_mode.value
+    if d.model is None:
+        return Target(engine=engine_data, device=device, cc=cc, device_name=device_name,
+                      memory_bytes=None, memory_source="", cudagraph_mode=mode)
+    from selector.memory import device_total_memory  # lazy: a model deployment only
+
+    nominal = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
+    total = device_total_memory(device_name, nominal)
+    memory_bytes, memory_source = total if total is not None else (None, "")
+    names = device_names(device) if device is not None else (device_name,)
+    tokens, seqs = defaults.batch_defaults(names, memory_bytes, f"{cc // 10}.{cc % 10}")
+    tokens = d.max_num_batched_tokens or tokens
+    seqs = d.max_num_seqs or seqs
+    sizes = defaults.cudagraph_capture.sizes(seqs, tokens, cc) if mode != "NONE" else ()
+    serve = ServeDefaults(
+        max_num_batched_tokens=tokens, max_num_seqs=seqs,
+        gpu_memory_utilization=d.gpu_memory_utilization or defaults.gpu_memory_utilization.value,
+        utilization_default=d.gpu_memory_utilization is None, cudagraph_capture_sizes=sizes)
+    return Target(engine=engine_data, device=device, cc=cc, device_name=device_name,
+                  memory_bytes=memory_bytes, memory_source=memory_source, cudagraph_mode=mode,
+                  serve=serve)
+
+
+def deployment_facts(loaded: LoadedDeployment, catalog: Catalog,
+                     target: Target | None = None) -> RequestFacts:
+    """The request facts the solver reads, derived from one single-layer deployment
+    (``target``: its resolved :class:`Target`; resolved here when not given)."""
     d = loaded.deployment
     path = loaded.path
-    engine, cc = _resolve_engine_and_device(loaded, catalog)
+    target = target or resolve_target(loaded, catalog)
+    engine, cc = target.engine, target.cc
     layer = d.layer
     tp = d.parallel.tensor_parallel_size
     if layer.num_heads % tp:
@@ -398,30 +510,44 @@ def deployment_facts(loaded: LoadedDeployment, catalog: Catalog) -> RequestFacts
                                 vocabulary=known)
 
 
-def deployment_model(loaded: LoadedDeployment, catalog: Catalog
-                     ) -> tuple[ModelFacts, RequestFacts, KVOptions]:
-    """(model facts sharded per rank, deployment-level facts, KV options) of a deployment
-    that names a ``model``."""
-    from selector.memory import default_max_model_len, raw_config, startup_profile
-    from selector.models import load_model, shard_model
+def deployment_whole_model(loaded: LoadedDeployment) -> ModelFacts:
+    """The whole model (before tensor parallelism) a deployment's ``model:`` names, read
+    once; an error names the config.json's line or the deployment's ``model:`` line."""
+    from selector.models import load_model
 
     d = loaded.deployment
     path = loaded.path
     assert d.model is not None
-    engine, cc = _resolve_engine_and_device(loaded, catalog)
     reference = d.model
     candidate = Path(path).parent / reference
     if ("/" in reference or reference.endswith(".json")) and candidate.exists():
         reference = str(candidate)
     try:
-        model = shard_model(load_model(reference), d.parallel.tensor_parallel_size)
+        return load_model(reference)
     except InputError as exc:
         in_config = exc.file is not None and exc.file != path
         raise InputError(exc.message, file=exc.file or path, field=exc.field or "model",
                          hint=exc.hint,
                          line=exc.line if in_config else loaded.line_of(("model",))) from None
-    device, _, _ = resolve_device(d, catalog)
-    memory_gib = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
+
+
+def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target | None = None,
+                     model: ModelFacts | None = None
+                     ) -> tuple[ModelFacts, RequestFacts, KVOptions]:
+    """(model facts sharded per rank, deployment-level facts, KV options) of a deployment
+    that names a ``model``. ``target``: its resolved :class:`Target` (resolved here when
+    not given); ``model``: the whole model already read (e.g. with ``--hf-overrides``
+    applied; read from ``model:`` when not given). The KV options carry the target's
+    batch limits and memory fraction: the same figures the memory budget uses."""
+    from selector.memory import default_max_model_len, raw_config, startup_profile
+    from selector.models import shard_model
+
+    d = loaded.deployment
+    assert d.model is not None
+    target = target or resolve_target(loaded, catalog)
+    assert target.serve is not None
+    engine, cc, serve = target.engine, target.cc, target.serve
+    model = shard_model(model or deployment_whole_model(loaded), d.parallel.tensor_parallel_size)
     max_model_len = d.max_model_len
     if max_model_len is None or max_model_len == "auto":  # the model's length (auto-fit
         # shortens it to the memory at start-up: selector/memory/startup.py)
@@ -432,15 +558,14 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog
         block_size=d.block_size,
         enable_prefix_caching=d.enable_prefix_caching,
         num_speculative_tokens=d.speculative.num_speculative_tokens,
-        cudagraph_mode=d.cudagraph_mode,
+        cudagraph_mode=target.cudagraph_mode,
         connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
         max_model_len=max_model_len,
-        gpu_memory_utilization=d.gpu_memory_utilization or 0.9,
-        device_memory_bytes=int(memory_gib * 1024**3) if memory_gib else None,
+        gpu_memory_utilization=serve.gpu_memory_utilization,
+        device_memory_bytes=target.memory_bytes,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3),
-        **({"max_num_batched_tokens": d.max_num_batched_tokens}
-           if d.max_num_batched_tokens else {}),
-        **({"max_num_seqs": d.max_num_seqs} if d.max_num_seqs else {}),
+        max_num_batched_tokens=serve.max_num_batched_tokens,
+        max_num_seqs=serve.max_num_seqs,
     )
     known = set(engine.profile.inputs) | set(engine.profile.environment)
     return model, deployment_request(d, cc, vocabulary=known, dtype=model.runtime_dtype), options

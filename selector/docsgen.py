@@ -27,6 +27,7 @@ import selector.schema as schema_package
 from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
 from selector.config import LoadedDeployment
+from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
 from selector.records import CLI_CODES
 from selector.release_history import release_history_page
@@ -681,6 +682,55 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+_WEIGHTS_ANSWERS = "tests/golden/oracle/{engine}/weights-configs.jsonl.gz"
+"""The per-config weight answers of one release (``tools/weights_oracle.py --real``)."""
+
+
+def _gib(value: int) -> str:
+    return f"{value / 1024**3:.2f}"
+
+
+def _memory_page(answers_path: Path, catalog: Catalog, shown_path: Path, engine: str) -> str:
+    """The weights table: every recorded config at every tensor-parallel size, vLLM's bytes
+    per GPU (its model class built on the meta device), the tool's, the error."""
+    answers = load_answers(answers_path)
+    rows = list(comparisons(catalog, engine, answers))
+    version = engine.split("==", 1)[-1]
+    refused = [a for a in answers if a["status"] != "ok"]
+    lines = [_MD_BANNER, "", "# Weights per GPU: the tool against vLLM", "",
+             f"vLLM {version} builds each config's model class on the "
+             "meta device (`tools/weights_oracle.py --real`, answers in "
+             f"`{shown_path.as_posix()}`); its bytes per GPU are the parameters of tensor-parallel "
+             "rank 0, bf16 (a checkpoint's quantization removed). The tool's figure is "
+             "`selector/memory/weights.py`; `tests/golden/test_weights_configs.py` compares them "
+             "part by part and lists every config over 1 % with its reason. \"unknown\": the "
+             "tool cannot count a part vLLM builds, and the fit check is not made.", "",
+             "| config | architecture | TP | vLLM GiB/GPU | tool GiB/GPU | error |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        error = row.error
+        if row.tool_bytes is None:
+            shown = "unknown: " + ", ".join(row.unknown or (row.note,))
+            tool = "unknown"
+        else:
+            shown = f"{error * 100:+.2f} %" if error is not None else ""
+            tool = _gib(row.tool_bytes)
+        lines.append(f"| {row.id} | {row.architecture} | {row.tp} | {_gib(row.vllm_bytes)} | "
+                     f"{tool} | {shown.replace('|', '/')} |")
+    if refused:
+        lines += ["", "vLLM refuses to build these (no weights to compare):", ""]
+        for answer in refused:
+            said = str(answer.get("error", "")).splitlines()
+            reason = next((line.strip() for line in said if "Value error" in line),
+                          said[0] if said else "")
+            lines.append(f"- `{answer['id']}`: {reason[:160].replace('|', '/')}")
+    lines += ["", "Regenerate the answers with the oracle interpreter, then the page:", "",
+              "```", "ORACLE_DIR=/path/to/oracle ORACLE_EXTRA_PATH=/path/to/extra \\",
+              f"    /path/to/oracle-{version}/bin/python tools/weights_oracle.py --real \\",
+              f"    --out {shown_path.as_posix()}", "attn-select docs", "```", ""]
+    return "\n".join(lines)
+
+
 def generate(catalog: Catalog) -> list[GeneratedFile]:
     """Every generated file, from the data alone."""
     schemas = json_schemas()
@@ -692,6 +742,13 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
                       release_history_page(catalog, _MD_BANNER, release_flags(catalog))),
         GeneratedFile("docs/glossary.md", _glossary_page(schemas_dir())),
     ]
+    # a source checkout: the newest release's recorded answers are beside the data
+    for engine in sorted(catalog.engines.values(), key=lambda e: e.version, reverse=True):
+        shown = Path(_WEIGHTS_ANSWERS.format(engine=engine.engine.replace("==", "-")))
+        if (schemas_dir().parent / shown).is_file():
+            files.append(GeneratedFile("docs/memory.md", _memory_page(
+                schemas_dir().parent / shown, catalog, shown, engine.engine)))
+            break
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):
         files.append(GeneratedFile(f"docs/engines/{_engine_slug(engine.engine)}.md",
                                    _engine_page(engine, catalog)))

@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
+from kv_oracle_backends import SCENARIO  # noqa: E402
 from vllm.config.compilation import (  # noqa: E402
     CompilationConfig,
     CompilationMode,
@@ -636,7 +637,7 @@ def run(verbose: bool) -> Report:
         for set_name, backends in BACKEND_SETS.items():
             for opt_name, extra in OPTION_SETS.items():
                 name = f"{preset} | {set_name} | {opt_name}"
-                options = KVOptions(max_model_len=32768, **extra)
+                options = KVOptions(**{**SCENARIO, "max_model_len": 32768, **extra})
                 model = load_model(preset)
                 plan = plan_model(model, chooser(backends), options)
                 entry_backends = [vllm_backend(e.backend) for e in plan.entries]

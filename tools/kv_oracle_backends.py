@@ -9,7 +9,13 @@ from collections.abc import Callable
 from selector.kv import BackendKVFacts, MultipleOf
 from selector.models import LayerFacts
 
-__all__ = ["SET", "choose"]
+__all__ = ["SCENARIO", "SET", "choose"]
+
+SCENARIO: dict[str, object] = {"cudagraph_mode": "FULL_AND_PIECEWISE", "max_num_batched_tokens": 8192,
+                               "max_num_seqs": 256, "gpu_memory_utilization": 0.9}
+"""The scheduler settings the KV and memory-fit oracles ran vLLM's planner with (the
+recorded answers, e.g. tests/golden/oracle/vllm-0.33.0/memory-fit.jsonl.gz, hold for
+these): stated here, since the planner has no defaults of its own."""
 
 _FA3 = BackendKVFacts(name="FLASH_ATTN", class_name="FlashAttentionBackend",
                       kernel_block_sizes=(MultipleOf(multiple_of=16),), cudagraph_support="ALWAYS")

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import kv_oracle as kvo  # noqa: E402
-from kv_oracle_backends import SET  # noqa: E402
+from kv_oracle_backends import SCENARIO, SET  # noqa: E402
 from vllm.v1.core import kv_cache_planning as planning  # noqa: E402
 from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry  # noqa: E402
 
@@ -114,7 +114,7 @@ def main() -> int:
     answers: list[dict[str, object]] = []
     for preset in list_presets():
         for max_len in (4096, 32768):
-            options = KVOptions(max_model_len=max_len)
+            options = KVOptions(**{**SCENARIO, "max_model_len": max_len})
             model = load_model(preset)
             plan = plan_model(model, SET, options)
             if not plan.ok or plan.capacity is None or not plan.entries:

@@ -101,6 +101,10 @@ STEPS: tuple[Step, ...] = (
     Step("max-model-len", "max_len_oracle.py", ("--out", "{out}"),
          (f"{ORACLE_GOLDEN}/max-model-len.jsonl.gz",),
          note="derived and refused max_model_len (tests/golden/test_startup_facts.py)"),
+    Step("defaults", "defaults_oracle.py", ("--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/defaults.jsonl.gz",),
+         note="vLLM's defaults on emulated GPUs: batch limits by device, gpu_memory_utilization, "
+              "cudagraph_mode, capture sizes (tests/golden/test_engine_defaults.py)"),
     Step("weights", "weights_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/weights.jsonl.gz",),
          note="model-class parameters on the meta device (tests/golden/test_startup_facts.py)"),
     Step("quant-weights", "quant_oracle.py", ("--out", "{out}"),
@@ -112,6 +116,10 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/pp-weights.jsonl.gz", f"{ORACLE_GOLDEN}/pp-indices.json"),
          note="pipeline stages: get_pp_indices and each stage's parameters "
               "(tests/golden/test_pp_stages.py)"),
+    Step("weights-configs", "weights_oracle.py", ("--real", "--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/weights-configs.jsonl.gz",),
+         note="per-rank parameters of every real config and preset at TP 1 / 2 (4 / 8) "
+              "(tests/golden/test_weights_configs.py, docs/memory.md)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",

@@ -54,8 +54,8 @@ Patches beyond the shared oracle's (all CPU-only necessities):
   lack these patches);
 * ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on
   the GPU explicitly go to ``meta``;
-* DeciLM's remote config class is replaced by a stand-in that keeps every key
-  (``_register_remote_configs``);
+* DeciLM's and QWen's remote config classes are replaced by a stand-in that keeps
+  every key (``_register_remote_configs``);
 * a one-process gloo "distributed" group of world size 1 (port 29533, or
   ``ORACLE_DIST_PORT`` when several oracles run at once).
 """
@@ -159,6 +159,11 @@ def _device_tensors_on_meta() -> Any:
     created on ``meta`` like every other parameter, and the current device is 0."""
     import torch
 
+    # torch.device("meta") moves a factory call only if the function is in torch's
+    # _device_constructors() cache, filled on first use: fill it with the real factories
+    # before they are wrapped, or it holds the wrappers and every parameter lands in CPU
+    # memory
+    torch.utils._device._device_constructors()
     saved = {name: getattr(torch, name) for name in _FACTORIES}
     saved_current = torch.cuda.current_device
 
@@ -228,9 +233,10 @@ def _register_remote_configs() -> None:
         AutoConfig.register(model_type, StandInConfig)
 
 
-_STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3"})
-"""Model types whose config class is remote code: DeciLM (Nemotron NAS) and
-MiniCPM3 (transformers has its class: only ``auto_map`` is dropped). The
+_STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen"})
+"""Model types whose config class is remote code: DeciLM (Nemotron NAS),
+MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
+(v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
 stand-in keeps every key of the config.json as an attribute. MiMo is not
 stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``."""
 

@@ -50,6 +50,7 @@ _SUBCOMMANDS: dict[str, str] = {
     "check": "selector.cli.check",
     "explain": "selector.cli.catalog_commands",
     "diff": "selector.cli.diff",
+    "verify": "selector.cli.verify",
     "list": "selector.cli.catalog_commands",
     "sweep": "selector.cli.catalog_commands",
     "smoke": "selector.cli.smoke",

@@ -140,8 +140,12 @@ def check(
     if not REPORTERS[output_format.value].reports_input_errors:
         for error in errors:
             _stderr(error)
-    choice = catalog.choose(engine)
-    if output_format is _TEXT and output is None and (choice.from_installed or verbose):
+    try:
+        choice = catalog.choose(engine)
+    except InputError:  # a bad $ATTN_SELECT_ENGINE: each deployment's error above names it
+        choice = None
+    if choice is not None and output_format is _TEXT and output is None \
+            and (choice.from_installed or verbose):
         _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
                          else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
     text = _render(records, command, output_format, verbose=verbose,

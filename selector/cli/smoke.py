@@ -140,12 +140,18 @@ def smoke_plan_command(
     run_plans(plans_file.plans, options, output_format=output_format)
 
 
-def _deployment_plans(config: Path) -> list[SmokePlan]:
+def _deployment_plans(config: Path, parity: bool | None = None) -> list[SmokePlan]:
     """The smoke plans of a deployment file, through the solver (and the KV planner)."""
-    from selector.config import load_deployment
-    from selector.pipeline.smoke import deployment_plans
+    return _deployment_smoke(config, parity)[0]
 
-    return deployment_plans(load_deployment(str(config)))
+
+def _deployment_smoke(config: Path, parity: bool | None = None
+                      ) -> tuple[list[SmokePlan], list[str]]:
+    """The smoke plans of a deployment file and the parity backends left out."""
+    from selector.config import load_deployment
+    from selector.pipeline.smoke import deployment_smoke
+
+    return deployment_smoke(load_deployment(str(config)), parity=parity)
 
 
 _RAY_HELP = ("Run on a Ray cluster, once per GPU type (the fleet smoke): auto (RAY_ADDRESS "
@@ -188,6 +194,13 @@ def smoke_command(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print every kernel call the run would make (backend, providers, "
         "entry points, arguments) without a GPU or torch.")] = False,
+    parity: Annotated[bool | None, typer.Option(
+        "--parity/--no-parity", show_default=False,
+        help="Also run the other valid backend of a single-layer deployment (FlashAttention "
+             "next to FlashInfer) on the same data and compare their outputs. Default: only "
+             "when its kernels need no compile (FlashInfer JIT-compiles each variant on first "
+             "use, 20-110 s on a fresh machine, so an FA3 deployment's FlashInfer parity runs "
+             "with --parity only; a FlashInfer deployment's FA3 parity runs).")] = None,
     ray: Annotated[str | None, typer.Option(
         "--ray", metavar="auto|local|ADDRESS", help=_RAY_HELP)] = None,
     device: RayDevices = None,
@@ -227,7 +240,8 @@ def smoke_command(
     local_only = [name for name, given in (
         ("--dry-run", dry_run), ("--shards", shards is not ShardMode.auto),
         ("--gpus", gpus is not None), ("--kernels", kernels is not KernelSource.native),
-        ("--merge-lse-base", merge_lse_base is not None)) if given]
+        ("--merge-lse-base", merge_lse_base is not None),
+        ("--parity/--no-parity", parity is not None)) if given]
     if ray is not None and not local_only:
         raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
                               timeout_s=timeout, options=options.model_dump(mode="json"),
@@ -247,7 +261,7 @@ def smoke_command(
         raise typer.Exit(int(ExitCode.USAGE))
     config, local_format = configs[0], ReportFormat(output_format.value)
     try:
-        plans = _deployment_plans(config)
+        plans, parity_left_out = _deployment_smoke(config, parity)
         shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
             else ([], [])
         if shards is ShardMode.auto:
@@ -274,6 +288,10 @@ def smoke_command(
         raise typer.Exit(int(error.exit_code)) from None
     standard = shards in (ShardMode.off, ShardMode.with_smoke) or (
         shards is ShardMode.auto and not shard_list)
+    if parity_left_out and parity is None and not dry_run:
+        Console(stderr=True, soft_wrap=True).print(
+            f"note: parity with {', '.join(parity_left_out)} left out (its kernels JIT-compile "
+            "on first use); --parity runs it", markup=False, highlight=False)
     for name in skipped:
         Console(stderr=True, soft_wrap=True).print(
             f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from selector.kv.backend_facts import CG_LEVEL, CGSupport
+from selector.schema.types import CudaGraphMode
 
 __all__ = [
     "CudaGraphMode",
@@ -20,7 +21,6 @@ __all__ = [
     "resolve_cudagraph_mode",
 ]
 
-CudaGraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 GraphKind = Literal["full", "piecewise", "eager"]
 
 _HALVES: dict[str, tuple[str, str]] = {

@@ -13,7 +13,10 @@ __all__ = ["KVOptions"]
 
 
 class KVOptions(BaseModel):
-    """Inputs besides the model and the per-layer backends. Defaults are vLLM's."""
+    """Inputs besides the model and the per-layer backends. The values vLLM defaults by
+    release and device (the CUDA-graph mode, the batch limits, the memory fraction) have
+    no default here: the caller states them (a deployment: from its resolved target,
+    :func:`selector.config.resolve_target`, which reads the engine's ``defaults.yaml``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -29,7 +32,8 @@ class KVOptions(BaseModel):
     """LCM of the Mamba layers' prefill checkpoint alignments in align mode (GDN
     with the FlashInfer prefill kernel declares one); None: none declared."""
     num_speculative_tokens: int = Field(default=0, ge=0)
-    cudagraph_mode: CudaGraphMode | None = "FULL_AND_PIECEWISE"
+    cudagraph_mode: CudaGraphMode | None
+    """None or ``NONE``: no CUDA graphs."""
     vllm_compile: bool = True
     """Compilation mode is ``VLLM_COMPILE`` (the default)."""
     attention_in_splitting_ops: bool = True
@@ -42,10 +46,10 @@ class KVOptions(BaseModel):
     """A KV connector's preferred layout, if one is configured."""
     max_model_len: int | None = Field(default=None, gt=0)
     """None: the model's ``max_position_embeddings``."""
-    max_num_batched_tokens: int = Field(default=8192, gt=0)
+    max_num_batched_tokens: int = Field(gt=0)
     max_concurrent_batches: int = Field(default=1, gt=0)
-    max_num_seqs: int = Field(default=256, gt=0)
-    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    max_num_seqs: int = Field(gt=0)
+    gpu_memory_utilization: float = Field(gt=0, le=1)
     device_memory_bytes: int | None = Field(default=None, gt=0)
     """Total device memory; None skips the token capacity."""
     reserved_bytes: int = Field(default=0, ge=0)

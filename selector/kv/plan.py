@@ -255,12 +255,11 @@ def _available_bytes(options: KVOptions) -> int | None:
 
 
 def plan_model(
-    model: ModelFacts, backend_for_layer: BackendChooser, options: KVOptions | None = None
+    model: ModelFacts, backend_for_layer: BackendChooser, options: KVOptions
 ) -> ModelPlan:
     """Plan the KV cache of ``model`` (already sharded with ``shard_model``) given each
     attention layer's backend. Pure and deterministic; user-input problems raise
     :class:`InputError`, engine refusals are returned in ``ModelPlan.errors``."""
-    options = options or KVOptions()
     max_model_len = _max_model_len(model, options)
     part = _Partial(model=model, options=options)
     modules = _modules(model, backend_for_layer, options)

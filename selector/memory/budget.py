@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import WeightEstimate, config_int, text_config
+from selector.schema.defaults import EngineDefaults
 
 __all__ = ["BudgetInputs", "MemoryBudget", "MemoryLine", "memory_budget", "offloaded_weight_bytes"]
 
@@ -127,24 +128,26 @@ def offloaded_weight_bytes(weights: WeightEstimate, cpu_offload_bytes: int) -> i
 
 def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: StartupProfile, *,
                   device: str, total_memory_bytes: int, total_memory_source: str,
-                  gpu_memory_utilization: float | None, num_layers: int, dtype_bytes: int,
-                  cudagraphs: bool, max_num_batched_tokens: int | None = None,
-                  max_num_seqs: int | None = None, kv_cache_memory_bytes: int | None = None,
+                  gpu_memory_utilization: float, num_layers: int, dtype_bytes: int,
+                  cudagraphs: bool, max_num_batched_tokens: int, max_num_seqs: int,
+                  utilization_default: bool = False, kv_cache_memory_bytes: int | None = None,
                   reserved_bytes: int | None = None, include_sampler: bool = True,
                   cpu_offload_bytes: int = 0) -> MemoryBudget:
-    """The budget of one GPU (``weights`` already per GPU). ``include_sampler`` is False
-    only to read logs of vLLM's old V0 engine, whose non-driver ranks ran no sampler."""
+    """The budget of one GPU (``weights`` already per GPU). The batch limits and the
+    memory fraction are the deployment's resolved values (its own, else the engine's
+    ``defaults.yaml`` for the device: :func:`selector.config.resolve_target`), the ones the
+    KV plan uses too; ``utilization_default``: the fraction is the engine's default.
+    ``include_sampler`` is False only to read logs of vLLM's old V0 engine, whose
+    non-driver ranks ran no sampler."""
     mem = profile.memory
     est = mem.estimates
     tp = weights.tensor_parallel_size
-    util = gpu_memory_utilization or mem.default_gpu_memory_utilization
-    defaults = profile.scheduler_default(device, total_memory_bytes / GIB)
-    tokens = max_num_batched_tokens or defaults.max_num_batched_tokens
-    seqs = max_num_seqs or defaults.max_num_seqs
+    util = gpu_memory_utilization
+    tokens, seqs = max_num_batched_tokens, max_num_seqs
     inputs = BudgetInputs(
         device=device, total_memory_bytes=total_memory_bytes,
         total_memory_source=total_memory_source, gpu_memory_utilization=util,
-        utilization_default=gpu_memory_utilization is None, tensor_parallel_size=tp,
+        utilization_default=utilization_default, tensor_parallel_size=tp,
         max_num_batched_tokens=tokens, max_num_seqs=seqs, cudagraphs=cudagraphs,
         kv_cache_memory_bytes=kv_cache_memory_bytes, reserved_bytes=reserved_bytes,
         cpu_offload_bytes=cpu_offload_bytes)
@@ -159,6 +162,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
             detail += f", {weights.quantization}"
         if weights.moe_backend:
             detail += f" ({weights.moe_backend} MoE padding)"
+        if weights.unknown:
+            detail += f"; not counted: {', '.join(weights.unknown)} (a lower bound)"
         if tp > 1:
             detail += f", 1/{tp} per GPU"
         offloaded = offloaded_weight_bytes(weights, cpu_offload_bytes)
@@ -166,8 +171,9 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
             detail += f", {offloaded / GIB:.2f} GiB of it in CPU memory (--cpu-offload-gb)"
         lines.append(MemoryLine(name="weights", bytes=weights.bytes_per_gpu - offloaded,
                                 basis="estimate", detail=detail))
-        activation, how = _activation_bytes(raw, profile, weights, tokens, seqs, dtype_bytes,
-                                           include_sampler)
+        activation, how = _activation_bytes(raw, profile, weights, tokens,
+                                           EngineDefaults.profile_run_seqs(tokens, seqs),
+                                           dtype_bytes, include_sampler)
         lines.append(MemoryLine(name="activation peak (profile run)", bytes=activation,
                                 basis="estimate", detail=how))
         non_torch = est.non_torch_gib + (est.non_torch_tp_gib if tp > 1 else 0.0)

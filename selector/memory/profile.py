@@ -25,7 +25,6 @@ __all__ = [
     "Mxfp4Backend",
     "QuantScheme",
     "QuantizedModules",
-    "SchedulerDefault",
     "StartupChecks",
     "StartupProfile",
     "VocabCheck",
@@ -37,15 +36,6 @@ __all__ = [
 class _Strict(BaseModel):
     # validators built on first use: the profile is usually read back from the cache
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class SchedulerDefault(_Strict):
-    """One row of vLLM's default ``max_num_batched_tokens`` / ``max_num_seqs`` table."""
-
-    min_memory_gib: float
-    exclude_names: tuple[str, ...] = ()
-    max_num_batched_tokens: int
-    max_num_seqs: int
 
 
 class Estimates(_Strict):
@@ -155,10 +145,8 @@ class AutoFit(_Strict):
 
 
 class MemorySpec(_Strict):
-    default_gpu_memory_utilization: float = Field(gt=0, le=1)
     source: str
     cudagraph_estimate_applied: bool
-    scheduler_defaults: tuple[SchedulerDefault, ...]
     log: dict[str, str]
     reserve_null_block: bool
     """The fit check plans against available memory less one pool block (the null block)."""
@@ -248,13 +236,6 @@ class StartupProfile(_Strict):
     engine: str
     memory: MemorySpec
     checks: StartupChecks
-
-    def scheduler_default(self, device_name: str | None, memory_gib: float) -> SchedulerDefault:
-        """vLLM's default batch limits for a device (the first matching row)."""
-        for row in self.memory.scheduler_defaults:
-            if memory_gib >= row.min_memory_gib and device_name not in row.exclude_names:
-                return row
-        return self.memory.scheduler_defaults[-1]
 
     def quant_scheme(self, method: str, algo: str | None) -> QuantScheme | None:
         for scheme in self.memory.quantization:

@@ -30,6 +30,7 @@ from selector.memory.issues import (
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
+from selector.models.loader import with_quantization_sidecar
 from selector.models.presets import preset_dir
 
 __all__ = [
@@ -66,10 +67,15 @@ class MemoryReport(BaseModel):
     pp_stage: str | None = None
     """With pipeline parallelism: the stage these figures are of (the one vLLM refuses
     first, else the one with the fewest KV blocks, which sizes every stage's pool)."""
+    not_checked: str | None = None
+    """Why vLLM's fit check was not made (weights the estimate cannot count)."""
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
-    """The config.json the facts were read from (a preset or a local file)."""
+    """The config.json the facts were read from (a preset or a local file), as parsed
+    with ``--hf-overrides`` applied (read from the file only for facts built without it)."""
+    if model.config is not None:
+        return model.config
     path = Path(model.source)
     if path.is_dir():
         path = path / "config.json"
@@ -78,18 +84,7 @@ def raw_config(model: ModelFacts) -> Mapping[str, Any]:
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the model config: {exc}", file=str(path),
                          field="model") from None
-    if isinstance(data, dict) and "quantization_config" not in data:
-        # ModelOpt up to 0.29 keeps the quantization in hf_quant_config.json beside
-        # config.json, which vLLM reads as the quantization_config
-        # (vllm/transformers_utils/config.py:951-965 in 0.33.0)
-        sidecar = path.parent / "hf_quant_config.json"
-        try:
-            extra = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read the model's quantization config: {exc}",
-                             file=str(sidecar), field="model") from None
-        if isinstance(extra, dict):
-            data = {**data, "quantization_config": extra}
+    data = with_quantization_sidecar(data, path)
     return data if isinstance(data, dict) else {}
 
 
@@ -116,25 +111,28 @@ def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str]
 
 
 def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: int,
-                nominal_gib: float | None, dtype: str, cudagraphs: bool,
-                gpu_memory_utilization: float | None, max_num_batched_tokens: int | None,
-                max_num_seqs: int | None, kv_cache_memory_bytes: int | None,
+                total: tuple[int, str] | None, dtype: str, cudagraphs: bool,
+                gpu_memory_utilization: float, utilization_default: bool,
+                max_num_batched_tokens: int, max_num_seqs: int, kv_cache_memory_bytes: int | None,
                 reserved_bytes: int | None, moe_backend: str | None = None,
-                quantization: str | None = None,
-                cpu_offload_gib: float = 0.0,
+                quantization: str | None = None, cpu_offload_gib: float = 0.0,
                 stage: tuple[int, int] | None = None) -> MemoryBudget | None:
-    """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``)."""
-    total = device_total_memory(device, nominal_gib)
+    """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
+    ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
+    batch limits and memory fraction resolved once for the whole report; ``stage``: the
+    layers of one pipeline stage)."""
     if total is None:
         return None
     raw = raw_config(model)
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
                                tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
-                               moe_backend=moe_backend, quantization=quantization, stage=stage)
+                               moe_backend=moe_backend, quantization=quantization, stage=stage,
+                               model=model)
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,
+                         utilization_default=utilization_default,
                          num_layers=stage[1] - stage[0] if stage else len(model.layers),
                          dtype_bytes=dtype_bytes,
                          cudagraphs=cudagraphs, max_num_batched_tokens=max_num_batched_tokens,
@@ -203,6 +201,10 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
     planned at the length auto-fit chose: :func:`auto_fit_length`)."""
     weights = budget.weights.bytes_per_gpu - offloaded_weight_bytes(
         budget.weights, budget.inputs.cpu_offload_bytes)
+    if budget.weights.unknown:
+        return MemoryReport(budget=budget, not_checked=(
+            f"the weights of {', '.join(budget.weights.unknown)} are not counted, so the "
+            "memory left for the KV cache is unknown"))
     if weights > budget.inputs.total_memory_bytes and budget.inputs.reserved_bytes is None:
         issue = startup_issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
                        weights_gib=format_gib(weights),

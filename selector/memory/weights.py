@@ -14,8 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from selector.errors import InputError
 from selector.memory.profile import QuantScheme, StartupProfile
 from selector.memory.quant import QuantPlan, part_shares, quant_plan
+from selector.models import ModelFacts, parse_config
+from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, SSMDims
+from selector.models.families import GENERIC, Family, WeightRules, families
+from selector.models.hf_config import resolve_family
 
 __all__ = [
     "WeightEstimate",
@@ -58,6 +63,9 @@ class WeightEstimate(BaseModel):
     moe_backend: str | None = None
     """The MXFP4 MoE backend whose padding was applied, if any."""
     tensor_parallel_size: int = 1
+    unknown: tuple[str, ...] = ()
+    """Parts vLLM builds that the estimate cannot count: the weights are then unknown
+    (``bytes_per_gpu`` is a lower bound) and the fit check is not made."""
 
     @property
     def bytes_per_gpu(self) -> int:
@@ -87,9 +95,13 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 def _moe_layers(cfg: Mapping[str, Any], num_layers: int) -> list[bool]:
-    """Which decoder layers have routed experts."""
+    """Which decoder layers have routed experts (``moe_layer_freq`` may be a per-layer
+    list of 0/1, MiMo-V2's spelling)."""
     if not config_int(cfg, *_EXPERT_KEYS):
         return [False] * num_layers
+    listed_freq = cfg.get("moe_layer_freq")
+    if isinstance(listed_freq, list) and len(listed_freq) == num_layers:
+        return [bool(flag) for flag in listed_freq]
     first_dense = config_int(cfg, "first_k_dense_replace")
     freq = max(1, config_int(cfg, "moe_layer_freq", "decoder_sparse_step",
                        "interleave_moe_layer_step", default=1))
@@ -108,14 +120,59 @@ def _moe_layers(cfg: Mapping[str, Any], num_layers: int) -> list[bool]:
     return out
 
 
+def _round_multiple(value: int, multiple: int) -> int:
+    """DeciLM's ``_find_multiple`` (vllm/model_executor/models/nemotron_nas.py:66-70)."""
+    return value if value % multiple == 0 else value + multiple - value % multiple
+
+
+def _ffn_layers(cfg: Mapping[str, Any], rules: WeightRules, num_layers: int,
+                dense_inter: int, hidden: int) -> list[tuple[str, int]]:
+    """Each layer's feed-forward block: (``dense`` | ``moe`` | ``none`` | ``linear``, the
+    dense width)."""
+    moe = _moe_layers(cfg, num_layers)
+    if rules.ffn == "char_pattern" and rules.ffn_field:
+        pattern = cfg.get(rules.ffn_field)
+        if isinstance(pattern, str) and len(pattern) == num_layers:
+            return [(rules.ffn_chars.get(char, "none"), dense_inter) for char in pattern]
+    if rules.ffn == "block_configs":
+        blocks = cfg.get("block_configs")
+        if isinstance(blocks, list) and len(blocks) == num_layers:
+            out: list[tuple[str, int]] = []
+            for block in blocks:
+                ffn = block.get("ffn", {}) if isinstance(block, Mapping) else {}
+                if ffn.get("no_op"):
+                    out.append(("none", 0))
+                elif ffn.get("replace_with_linear"):
+                    out.append(("linear", 0))
+                else:
+                    # vllm/model_executor/models/nemotron_nas.py:60-63
+                    mult = float(ffn.get("ffn_mult") or 0)
+                    width = _round_multiple(int(2 * mult * hidden / 3), 256) if mult else dense_inter
+                    out.append(("dense", width))
+            return out
+    return [("moe" if is_moe else "dense", dense_inter) for is_moe in moe]
+
+
+def _layer_attention(layer: LayerFacts, hidden: int, tp: int, q_gate: bool = False) -> int:
+    """Parameters of one (non-MLA) attention layer on one rank: the fused QKV projection
+    (QKVParallelLinear: KV heads split, or replicated when fewer than ``tp``) and the
+    output projection (RowParallelLinear), from the KV plan's layer facts."""
+    q = layer.total_q_heads
+    kv_per_rank = max(1, layer.total_kv_heads // tp)
+    head, head_v = layer.head_size, layer.head_size_v or layer.head_size
+    q_width = q * head * (2 if q_gate else 1) // tp
+    return hidden * (q_width + kv_per_rank * (head + head_v)) + q * head_v * hidden // tp
+
+
 def _attention_params(cfg: Mapping[str, Any], tp: int) -> tuple[int, int]:
-    """(sharded-and-divided, replicated) parameters of one attention layer on one GPU."""
+    """(sharded-and-divided, replicated) parameters of one MLA attention layer on one GPU
+    (or one plain attention layer from the config, where no layer facts are given)."""
     hidden = config_int(cfg, "hidden_size")
     heads = config_int(cfg, "num_attention_heads", default=1)
     if cfg.get("kv_lora_rank"):
         nope = config_int(cfg, "qk_nope_head_dim")
         rope = config_int(cfg, "qk_rope_head_dim")
-        v_dim = config_int(cfg, "v_head_dim")
+        v_dim = config_int(cfg, "v_head_dim", default=nope)
         kv_lora = config_int(cfg, "kv_lora_rank")
         q_lora = config_int(cfg, "q_lora_rank")
         replicated = hidden * (kv_lora + rope)
@@ -138,35 +195,105 @@ def _attention_params(cfg: Mapping[str, Any], tp: int) -> tuple[int, int]:
     return q_and_o + 2 * hidden * kv_per_rank * head_dim, 0
 
 
-def _ssm_params(cfg: Mapping[str, Any], kind: str) -> int:
-    """Parameters of one Mamba-1 or Gated DeltaNet mixer (whole layer, before TP)."""
+def _compressed_attention(cfg: Mapping[str, Any], index: int, tp: int) -> tuple[int, int]:
+    """(split over ranks and divided, replicated) parameters of one DeepSeek-V4 attention
+    layer (vllm/models/deepseek_v4/attention.py:290-400, compressor.py:159-283): the fused
+    ``wq_a`` / ``wkv`` down projection, ``wq_b``, the grouped output ``wo_a`` / ``wo_b``; a
+    compressor (``fused_wkv_wgate`` of 2 * coff * head_dim, coff = 2 at ratio 4) where the
+    layer's compress ratio is above 1, and an indexer (its own compressor of the index head
+    size, ``wq_b``, ``weights_proj``) where it is 4."""
     hidden = config_int(cfg, "hidden_size")
-    if kind == "gdn":
+    heads = config_int(cfg, "num_attention_heads")
+    head = config_int(cfg, "head_dim")
+    q_lora = config_int(cfg, "q_lora_rank")
+    groups = config_int(cfg, "o_groups", default=1)
+    o_lora = config_int(cfg, "o_lora_rank")
+    replicated = hidden * (q_lora + head)
+    sharded = q_lora * heads * head // tp + groups * o_lora // tp * (heads * head // groups) \
+        + hidden * (groups * o_lora // tp)
+    ratios = cfg.get("compress_ratios")
+    ratio = ratios[index] if isinstance(ratios, list) and index < len(ratios) else 0
+    if isinstance(ratio, int) and ratio > 1:
+        coff = 2 if ratio == 4 else 1
+        replicated += 2 * coff * head * hidden
+        if ratio == 4:
+            index_heads = config_int(cfg, "index_n_heads", default=64)
+            index_dim = config_int(cfg, "index_head_dim", default=128)
+            replicated += 2 * 2 * index_dim * hidden + index_heads * index_dim * q_lora \
+                + index_heads * hidden
+    return sharded, replicated
+
+
+def _ssm_params(cfg: Mapping[str, Any], ssm: SSMDims | None, tp: int) -> int:
+    """Parameters of one Mamba-1, Mamba-2 or Gated DeltaNet mixer on one rank."""
+    hidden = config_int(cfg, "hidden_size")
+    if isinstance(ssm, Mamba2Dims):
+        # vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2: in_proj (z, x, B,
+        # C, dt), conv1d over x, B, C, A / D / dt_bias per head, the gated norm, out_proj;
+        # groups are repeated up to tp when they do not divide it
+        inner, heads, state = ssm.intermediate_size, ssm.num_heads, ssm.state_size
+        groups = ssm.n_groups if ssm.n_groups % tp == 0 else tp * -(-ssm.n_groups // tp)
+        conv_dim = inner // tp + groups // tp * 2 * state
+        return hidden * (inner // tp + conv_dim + heads // tp) + conv_dim * (ssm.conv_kernel + 1) \
+            + 3 * heads // tp + inner // tp + inner // tp * hidden
+    if isinstance(ssm, GDNDims) or cfg.get("linear_num_key_heads"):
         nk = config_int(cfg, "linear_num_key_heads")
         nv = config_int(cfg, "linear_num_value_heads")
         dk = config_int(cfg, "linear_key_head_dim")
         dv = config_int(cfg, "linear_value_head_dim")
         kernel = config_int(cfg, "linear_conv_kernel_dim", default=4)
         conv_dim = 2 * nk * dk + nv * dv
-        return hidden * (2 * nk * dk + 2 * nv * dv) + hidden * 2 * nv + conv_dim * kernel \
-            + nv * dv * hidden
+        return (hidden * (2 * nk * dk + 2 * nv * dv) + hidden * 2 * nv + conv_dim * kernel
+                + nv * dv * hidden) // tp
     expand = config_int(cfg, "mamba_expand", default=2)
     inner = expand * hidden
     state = config_int(cfg, "mamba_d_state", default=16)
     conv = config_int(cfg, "mamba_d_conv", default=4)
     dt_rank = config_int(cfg, "mamba_dt_rank", default=-(-hidden // 16))
-    return hidden * 2 * inner + inner * conv + inner * (dt_rank + 2 * state) \
-        + dt_rank * inner + inner * state + inner * hidden
+    return (hidden * 2 * inner + inner * conv + inner * (dt_rank + 2 * state)
+            + dt_rank * inner + inner * state + inner * hidden) // tp
 
 
-def _vision_params(raw: Mapping[str, Any]) -> int:
+def _vision_params(raw: Mapping[str, Any], rules: WeightRules, text_hidden: int,
+                   tp: int) -> tuple[int, int]:
+    """(parameters on one rank, parameters of the whole tower) of the vision tower."""
     vision = raw.get("vision_config")
     if not isinstance(vision, Mapping):
-        return 0
-    hidden = config_int(vision, "hidden_size")
-    inter = config_int(vision, "intermediate_size", default=4 * hidden)
-    layers = config_int(vision, "num_hidden_layers", "depth")
-    return layers * (4 * hidden * hidden + 2 * hidden * inter)
+        return 0, 0
+    tower = rules.vision_towers.get(str(raw.get("model_type", "")))
+    if tower is None:
+        hidden = config_int(vision, "hidden_size")
+        inter = config_int(vision, "intermediate_size", default=4 * hidden)
+        layers = config_int(vision, "num_hidden_layers", "depth")
+        whole = layers * (4 * hidden * hidden + 2 * hidden * inter)
+        return whole // tp, whole
+    width = config_int(vision, tower.width_field)
+    ratio = vision.get(tower.mlp_ratio_field) if tower.mlp_ratio_field else None
+    inter = config_int(vision, *(f for f in (tower.intermediate_field,) if f),
+                       default=int(width * ratio) if isinstance(ratio, int | float) else 4 * width)
+    layers = config_int(vision, *tower.layers_fields)
+    blocks = layers * (4 * width * width + tower.mlp_matrices * width * inter)
+    patch = config_int(vision, "in_channels", "in_chans", default=3) \
+        * config_int(vision, "temporal_patch_size", default=1) \
+        * config_int(vision, "patch_size", default=14) ** 2 * width
+    merger = 0
+    if tower.merger:
+        merged = width * config_int(vision, "spatial_merge_size", default=2) ** 2
+        out = config_int(vision, "out_hidden_size", default=text_hidden)
+        copies = vision.get(tower.merger_copies_field) if tower.merger_copies_field else None
+        merger = (1 + (len(copies) if isinstance(copies, list) else 0)) \
+            * (merged * merged + merged * out)
+    positions = (config_int(vision, tower.position_field) * width * tower.position_tables
+                 if tower.position_field else 0)
+    if tower.position_grid:
+        side = config_int(vision, "image_size") // max(1, config_int(vision, "patch_size", default=14))
+        positions += side * side * width
+    projection = width * text_hidden if tower.projection else 0
+    split = blocks + merger
+    whole = split + patch + positions + projection
+    if tower.replicated:
+        return whole, whole
+    return split // tp + patch + positions + projection, whole
 
 
 def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile,
@@ -198,26 +325,62 @@ def _quantize_parts(parts: list[WeightPart], plan: QuantPlan | None, profile: St
     return out
 
 
+def _family_config(raw: Mapping[str, Any], family: Family) -> dict[str, Any]:
+    """The language model's config with the family's defaults (the transformers config
+    class's) and canonical names for its aliases (GPTBigCode's ``n_embd`` ...)."""
+    cfg = {**family.defaults, **text_config(raw)}
+    generic = families()[GENERIC].aliases
+    for canonical, others in [*family.aliases.items(), *generic.items()]:
+        if canonical not in cfg:
+            found = next((cfg[name] for name in others if name in cfg), None)
+            if found is not None:
+                cfg[canonical] = found
+    return cfg
+
+
+def _facts(raw: Mapping[str, Any], model: ModelFacts | None) -> ModelFacts | None:
+    if model is not None:
+        return model
+    try:
+        return parse_config(raw, file="config.json")
+    except InputError:
+        return None
+
+
 def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp: int,
                      dtype_bytes: int, cc: int, profile: StartupProfile,
                      moe_backend: str | None = None,
                      quantization: str | None = None,
-                     stage: tuple[int, int] | None = None) -> WeightEstimate:
+                     stage: tuple[int, int] | None = None,
+                     model: ModelFacts | None = None) -> WeightEstimate:
     """The weights one of ``tp`` GPUs holds. ``layer_kinds``: each decoder layer's token
-    mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts;
-    ``quantization``: the ``--quantization`` value, if any; ``stage``: the decoder layers
-    [start, end) of one pipeline-parallel stage (selector/memory/pp.py), which holds the
-    embedding when it starts at layer 0 (or ends at the last layer with tied embeddings)
-    and the lm_head when it ends at the last layer (vLLM's model classes: checked by
+    mixer (``attention``, ``mla``, ``mamba``, ``gdn``...) from the model facts; ``model``:
+    those facts (read from ``raw`` when not given), whose per-layer heads, head sizes and
+    state mixers the count uses, and whose family's ``weights`` rules
+    (schemas/models/families.yaml) place the feed-forward blocks; ``quantization``: the
+    ``--quantization`` value, if any; ``stage``: the decoder layers [start, end) of one
+    pipeline-parallel stage (selector/memory/pp.py), which holds the embedding when it
+    starts at layer 0 (or ends at the last layer with tied embeddings) and the lm_head when
+    it ends at the last layer (vLLM's model classes: checked by
     tests/golden/test_pp_stages.py)."""
-    cfg = text_config(raw)
+    facts = _facts(raw, model)
+    family = resolve_family(facts.architecture)[0] if facts is not None else None
+    rules = family.weights if family is not None else WeightRules()
+    cfg = _family_config(raw, family) if family is not None else dict(text_config(raw))
     hidden = config_int(cfg, "hidden_size")
-    vocab = config_int(cfg, "vocab_size", default=32000)
+    vocab = config_int(cfg, *rules.vocab_fields, "vocab_size", default=rules.vocab_default or 32000)
+    layers = facts.layers if facts is not None and len(facts.layers) == len(layer_kinds) else None
     num_layers = len(layer_kinds)
-    dense_inter = config_int(cfg, "intermediate_size_mlp", "intermediate_size", default=4 * hidden)
+    dense_inter = config_int(cfg, *rules.intermediate_fields, "intermediate_size_mlp",
+                             "intermediate_size", default=4 * hidden)
+    if isinstance(cfg.get("intermediate_size"), list) and not rules.intermediate_fields:
+        widths = [w for w in cfg["intermediate_size"] if isinstance(w, int)]
+        dense_inter = widths[0] if widths else 4 * hidden
+    dense_inter //= rules.intermediate_divisor
     num_experts = config_int(cfg, *_EXPERT_KEYS)
     expert_inter = config_int(cfg, "moe_intermediate_size", default=config_int(cfg, "intermediate_size"))
-    shared_inter = config_int(cfg, "shared_expert_intermediate_size")
+    shared_inter = config_int(cfg, *(f for f in (rules.shared_expert_field,) if f),
+                              "shared_expert_intermediate_size")
     if not shared_inter and config_int(cfg, "n_shared_experts"):
         shared_inter = config_int(cfg, "n_shared_experts") * expert_inter
     shapes = profile.memory.weights
@@ -229,7 +392,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     linear_bits = expert_bits = base_bits  # quantize_parts sets each part's storage
 
     chosen_backend = None
-    e_hidden, e_inter = hidden, expert_inter
+    latent = config_int(cfg, rules.expert_hidden_field) if rules.expert_hidden_field else 0
+    e_hidden, e_inter = latent or hidden, expert_inter
     if scheme is not None and scheme.name == "mxfp4" and num_experts:
         row = profile.mxfp4_backend(cc, moe_backend)
         chosen_backend = row.backend
@@ -238,42 +402,68 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
 
     attn_sharded = attn_replicated = dense = experts = expert_bias = shared = router = ssm = 0
     total_attn = total_mlp = 0
-    moe = _moe_layers(cfg, num_layers)
+    ffn = _ffn_layers(cfg, rules, num_layers, dense_inter, hidden)
+    e_matrices, mlp_matrices = rules.expert_matrices, rules.mlp_matrices
     first, last = (stage or (0, num_layers))
     for index, kind in enumerate(layer_kinds):
         here = 1 if first <= index < last else 0  # this GPU's stage holds the layer
+        layer = layers[index] if layers is not None else None
+        state = layer.ssm if layer is not None else None
+        if kind in ("mamba", "gdn") or (layer is not None and layer.has_parallel_state):
+            ssm += here * _ssm_params(cfg, state, tp)
+            total_attn += _ssm_params(cfg, state, 1)
         if kind in ("mamba", "gdn"):
-            params = _ssm_params(cfg, kind)
-            ssm += here * params // tp
-            total_attn += params
-        elif kind == "none":
+            pass
+        elif kind == "none" and (layer is None or layer.kv_sharing_target is None):
             pass  # an MLP/MoE-only block or a no-op attention: no mixer weights
-        else:
+        elif rules.compressed_attention_field and cfg.get(rules.compressed_attention_field):
+            sharded, replicated = _compressed_attention(cfg, index, tp)
+            attn_sharded += here * sharded
+            attn_replicated += here * replicated
+            whole, rep = _compressed_attention(cfg, index, 1)
+            total_attn += whole + rep
+        elif kind == "mla" or cfg.get("kv_lora_rank") or layer is None or not layer.total_q_heads:
             sharded, replicated = _attention_params(cfg, tp)
             attn_sharded += here * sharded
             attn_replicated += here * replicated
             whole, rep = _attention_params(cfg, 1)
             total_attn += whole + rep
-        if moe[index]:
-            experts += here * num_experts * 3 * e_hidden * e_inter // tp
+        else:
+            q_gate = bool(rules.q_gate_field
+                          and cfg.get(rules.q_gate_field, rules.q_gate_default))
+            attn_sharded += here * _layer_attention(layer, hidden, tp, q_gate)
+            total_attn += _layer_attention(layer, hidden, 1, q_gate)
+        block, width = ffn[index]
+        if block == "moe":
+            experts += here * num_experts * e_matrices * e_hidden * e_inter // tp
             if cfg.get("model_type") in shapes.expert_bias_types:
                 expert_bias += here * num_experts * (2 * e_inter + e_hidden) // tp
-            shared += here * 3 * hidden * shared_inter // tp
-            router += here * hidden * num_experts
-            total_mlp += num_experts * 3 * hidden * expert_inter + 3 * hidden * shared_inter \
-                + hidden * num_experts
-        else:
-            dense += here * 3 * hidden * dense_inter // tp
-            total_mlp += 3 * hidden * dense_inter
+            shared += here * e_matrices * hidden * shared_inter // tp
+            router += here * (hidden * num_experts + (2 * hidden * latent if latent else 0))
+            total_mlp += num_experts * e_matrices * (latent or hidden) * expert_inter \
+                + e_matrices * hidden * shared_inter + hidden * num_experts + 2 * hidden * latent
+        if block == "dense" or (block == "moe" and rules.moe_keeps_dense):
+            dense += here * mlp_matrices * hidden * width // (1 if rules.replicated_mlp else tp)
+            total_mlp += mlp_matrices * hidden * width
+        elif block == "linear":
+            dense += here * hidden * hidden // tp
+            total_mlp += hidden * hidden
     padded_vocab = _round_up(vocab, 64) // tp
-    tied = bool(cfg.get("tie_word_embeddings", False))
+    tied = bool(cfg.get("tie_word_embeddings", rules.tie_word_embeddings))
     everywhere = cfg.get("model_type") in shapes.pp_vocab_every_stage_types
     holds_embedding = everywhere or first == 0 or (tied and last == num_layers)
     holds_lm_head = (everywhere or last == num_layers) and not tied
-    vision = _vision_params(raw)
+    positions = 0
+    if rules.position_embedding_offset is not None:
+        positions = (config_int(cfg, "max_position_embeddings")
+                     + rules.position_embedding_offset) * hidden
+    vision, total_vision = _vision_params(raw, rules, hidden, tp)
     parts = [
-        WeightPart(name="embedding", params=padded_vocab * hidden if holds_embedding else 0, bits=base_bits),
-        WeightPart(name="lm_head", params=padded_vocab * hidden if holds_lm_head else 0, bits=base_bits),
+        WeightPart(name="embedding",
+                   params=padded_vocab * hidden + positions if holds_embedding else 0,
+                   bits=base_bits),
+        WeightPart(name="lm_head", params=padded_vocab * hidden if holds_lm_head else 0,
+                   bits=base_bits),
         WeightPart(name="attention", params=attn_sharded + attn_replicated, bits=linear_bits),
         WeightPart(name="ssm mixers", params=ssm, bits=linear_bits),
         WeightPart(name="dense MLP", params=dense, bits=linear_bits),
@@ -281,11 +471,15 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         WeightPart(name="expert biases", params=expert_bias, bits=base_bits),
         WeightPart(name="shared experts", params=shared, bits=linear_bits),
         WeightPart(name="router", params=router, bits=base_bits),
-        WeightPart(name="vision tower", params=vision // tp if first == 0 else 0, bits=base_bits),
+        WeightPart(name="vision tower", params=vision if first == 0 else 0, bits=base_bits),
     ]
-    total = vocab * hidden * (1 if tied else 2) + total_attn + total_mlp + vision
+    total = vocab * hidden * (1 if tied else 2) + positions + total_attn + total_mlp + total_vision
     parts = _quantize_parts(parts, plan, profile, model_type=str(cfg.get("model_type", "")),
                             num_layers=num_layers)
+    unknown = tuple(part for field, part in rules.unknown_when.items()
+                    if cfg.get(field) or raw.get(field))
+    if not (hidden and num_layers):
+        unknown += ("the language model's shapes",)
     return WeightEstimate(parts=tuple(p for p in parts if p.params), total_params=total,
                           quantization=scheme.name if scheme else None, moe_backend=chosen_backend,
-                          tensor_parallel_size=tp)
+                          tensor_parallel_size=tp, unknown=unknown)

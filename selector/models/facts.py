@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from selector.errors import InputError
 
@@ -223,6 +224,20 @@ class ModelFacts(_Frozen):
     when no family maps the architecture (read with the generic rules)."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
+    _config: Mapping[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def config(self) -> Mapping[str, Any] | None:
+        """The config.json mapping the facts were read from, as parsed (with
+        ``--hf-overrides`` applied); None for facts built another way. Every later stage
+        reads this mapping, never the file again."""
+        return getattr(self, "_config", None)
+
+    def with_config(self, config: Mapping[str, Any]) -> ModelFacts:
+        """These facts with the config mapping they were read from."""
+        copy = self.model_copy()
+        copy._config = config
+        return copy
 
     @property
     def runtime_dtype(self) -> ModelDType:

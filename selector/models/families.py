@@ -20,6 +20,8 @@ __all__ = [
     "Family",
     "MixerRules",
     "SSMRules",
+    "VisionRules",
+    "WeightRules",
     "families",
     "family_for",
     "kv_heads_fields",
@@ -106,6 +108,94 @@ class SSMRules(_Strict):
     fixes when ``--mamba-ssm-cache-dtype`` is auto."""
 
 
+FFNKind = Literal["dense", "moe", "none"]
+
+
+class VisionRules(_Strict):
+    """One vision tower's shapes from its ``vision_config`` (read by
+    selector/memory/weights.py): encoder blocks of fused QKV, output projection and an MLP,
+    a patch embedding, and optional spatial mergers, position table and projection."""
+
+    source: str
+    width_field: str = "hidden_size"
+    layers_fields: list[str] = Field(default_factory=lambda: ["depth", "num_hidden_layers"])
+    intermediate_field: str | None = "intermediate_size"
+    mlp_ratio_field: str | None = None
+    """The MLP width is this multiple of the width (when the intermediate field is absent)."""
+    mlp_matrices: Literal[2, 3] = 2
+    merger: bool = False
+    """A spatial merger: ``(width * m^2)^2 + width * m^2 * out`` with m =
+    ``spatial_merge_size`` and out = ``out_hidden_size`` (default the text hidden size)."""
+    merger_copies_field: str | None = None
+    """A list field whose length counts further mergers (Qwen3-VL's deepstack)."""
+    position_field: str | None = None
+    """Rows of a learned position table of the width."""
+    position_tables: int = 1
+    position_grid: bool = False
+    """A learned position table of ``(image_size / patch_size)^2`` rows (SigLIP)."""
+    projection: bool = False
+    """A projection from the width to the text hidden size."""
+    replicated: bool = False
+    """Every rank holds the whole tower (ReplicatedLinear)."""
+
+
+
+
+class WeightRules(_Strict):
+    """How the family's model class lays out its weights beyond the token mixers (the
+    ``weights`` column of families.yaml; read by selector/memory/weights.py)."""
+
+    mlp_matrices: Literal[2, 3] = 3
+    """Matrices of a dense MLP: 3 (gated: gate, up, down) or 2 (fc1 / fc2, relu^2 up / down)."""
+    expert_matrices: Literal[2, 3] = 3
+    """Matrices of one routed or shared expert."""
+    ffn: Literal["every_layer", "char_pattern", "block_configs"] = "every_layer"
+    """Which layers have a feed-forward block: every layer (the MoE fields decide dense or
+    MoE), one character per layer of ``ffn_field`` mapped by ``ffn_chars``, or DeciLM's
+    ``block_configs[i].ffn`` (``no_op``, ``ffn_mult``)."""
+    ffn_field: str | None = None
+    ffn_chars: dict[str, FFNKind] = Field(default_factory=dict)
+    intermediate_fields: list[str] = Field(default_factory=list)
+    """Config fields giving the dense MLP width, first present wins (before the usual
+    ``intermediate_size``)."""
+    intermediate_divisor: int = 1
+    """The width field is this multiple of the MLP width (QWen's ``ffn_hidden_size``)."""
+    vocab_fields: list[str] = Field(default_factory=list)
+    """Config fields giving the embedding rows, first present wins (before ``vocab_size``)."""
+    tie_word_embeddings: bool = False
+    """The config class's default when config.json omits ``tie_word_embeddings``."""
+    expert_hidden_field: str | None = None
+    """Experts work in a latent of this width, with a down and an up projection to the
+    hidden size beside them (Nemotron-3 Super's ``moe_latent_size``)."""
+    shared_expert_field: str | None = None
+    """The config field giving the shared expert's width."""
+    position_embedding_offset: int | None = None
+    """Learned absolute position embeddings of ``max_position_embeddings`` plus this many
+    rows (GPT-2 / GPTBigCode ``wpe``: 0; OPT's ``embed_positions``: 2), replicated on
+    every rank; None: the family has none."""
+    vocab_default: int | None = None
+    """The config class's ``vocab_size`` when config.json omits it."""
+    moe_keeps_dense: bool = False
+    """An MoE layer keeps its dense MLP (``intermediate_size``) beside the experts."""
+    q_gate_field: str | None = None
+    """A boolean config field: the q projection also yields an output gate (twice the
+    query width)."""
+    q_gate_default: bool = False
+    """``q_gate_field``'s value when the config omits it (the model class's default)."""
+    compressed_attention_field: str | None = None
+    """A config field whose presence makes every layer DeepSeek-V4 attention (a shared
+    q / kv down projection, ``wq_b``, a grouped ``wo_a`` / ``wo_b`` output, a KV compressor
+    where ``compress_ratios[i] > 1`` and an indexer where it is 4), not MLA."""
+    unknown_when: dict[str, str] = Field(default_factory=dict)
+    """{config field: the part}: when the config sets the field, vLLM builds a part the
+    estimate cannot count, and the weights are unknown."""
+    replicated_mlp: bool = False
+    """The dense MLP is not split over ranks (ReplicatedLinear)."""
+    vision_towers: dict[str, VisionRules] = Field(default_factory=dict)
+    """{top-level model_type: its vision tower}; another type's tower is counted by the
+    generic formula (weights.py ``_vision_params``)."""
+
+
 class Family(_Strict):
     name: str = ""
     source: str
@@ -114,6 +204,7 @@ class Family(_Strict):
     mixers: MixerRules = MixerRules(rule="uniform")
     attention: AttentionRules = AttentionRules()
     ssm: SSMRules | None = None
+    weights: WeightRules = WeightRules()
     aliases: dict[str, list[str]] = Field(default_factory=dict)
     defaults: dict[str, Any] = Field(default_factory=dict)
     mm_prefix_lm: bool = False

@@ -329,6 +329,6 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             family=family.name if mapped else None,
             refusals=parser.refusals(),
             layers=parser.layers(),
-        )
+        ).with_config(raw)
     except ValidationError as exc:  # defensive: the reader validates first
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc

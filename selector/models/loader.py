@@ -18,7 +18,7 @@ from selector.models.presets import (
     recorded_checkpoint,
 )
 
-__all__ = ["load_config_file", "load_model", "precision_message"]
+__all__ = ["load_config_file", "load_model", "precision_message", "with_quantization_sidecar"]
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
@@ -54,6 +54,7 @@ def load_config_file(path: Path, *, name: str | None = None) -> ModelFacts:
         raise InputError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from exc
     except RecursionError as exc:
         raise InputError("invalid JSON: nested too deeply", file=file) from exc
+    raw = with_quantization_sidecar(raw, path)
     try:
         return parse_config(raw, file=file, name=name)
     except InputError as exc:
@@ -62,6 +63,24 @@ def load_config_file(path: Path, *, name: str | None = None) -> ModelFacts:
                              line=field_line(text, exc.field or ""))
             raise exc from None
         raise
+
+
+def with_quantization_sidecar(raw: object, path: Path) -> object:
+    """``raw`` with ModelOpt's ``hf_quant_config.json`` beside ``path`` as its
+    ``quantization_config`` when it has none: ModelOpt up to 0.29 keeps the quantization
+    there, and vLLM reads it as the quantization_config
+    (vllm/transformers_utils/config.py:951-965 in 0.33.0)."""
+    if not isinstance(raw, dict) or "quantization_config" in raw:
+        return raw
+    sidecar = path.parent / "hf_quant_config.json"
+    if not sidecar.is_file():
+        return raw
+    try:
+        extra = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the model's quantization config: {exc}",
+                         file=str(sidecar), field="model") from None
+    return {**raw, "quantization_config": extra} if isinstance(extra, dict) else raw
 
 
 def precision_message(name: str, conflict: tuple[str, str, str]) -> str:

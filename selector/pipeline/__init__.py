@@ -34,6 +34,7 @@ __all__ = [
     "check_serve",
     "check_startup",
     "deployment_plans",
+    "deployment_smoke",
     "diff_deployment",
     "explain_layer",
     "layer_of",
@@ -64,6 +65,7 @@ _LAZY = {
     "solve_for_engine": "selector.pipeline.diff",
     "sweep_matrix": "selector.pipeline.diff",
     "deployment_plans": "selector.pipeline.smoke",
+    "deployment_smoke": "selector.pipeline.smoke",
     "shard_plans": "selector.pipeline.smoke",
     "bench_targets": "selector.pipeline.bench",
     "FlatEvaluator": "selector.pipeline.flat",
@@ -88,7 +90,7 @@ if TYPE_CHECKING:
     from selector.pipeline.explain import Explained, explain_layer
     from selector.pipeline.flat import FlatEvaluator, FlatRequest
     from selector.pipeline.model import check_model
-    from selector.pipeline.smoke import deployment_plans, shard_plans
+    from selector.pipeline.smoke import deployment_plans, deployment_smoke, shard_plans
     from selector.pipeline.startup import check_startup, tensor_parallel_record
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import selector.pipeline as stages  # a whole model's stages load on first use (_LAZY there)
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment, deployment_facts, deployment_model, resolve_device
+from selector.config import (
+    LoadedDeployment,
+    Target,
+    deployment_facts,
+    deployment_model,
+    deployment_whole_model,
+    resolve_target,
+)
 from selector.errors import InputError
 from selector.memory import StartupIssue, dcp_issue, dtype_issue, kv_heads_issue, startup_profile
 from selector.request import RequestFacts, layer_request
@@ -53,14 +60,14 @@ class Solved:
         return self.model is not None and self.model.valid
 
 
-def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
-                   cc: int, device: str, *, split: bool, startup: bool
-                   ) -> tuple[StartupIssue, ...]:
+def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, target: Target, *,
+                   split: bool, startup: bool) -> tuple[StartupIssue, ...]:
     """A single layer's start-up refusals: vLLM's refusal of the TP / DCP split (``split``;
     the layer stands for the model: its heads are the model's), then the dtype on this GPU
     (``startup``)."""
     d = loaded.deployment
-    profile = startup_profile(catalog, engine)
+    cc, device = target.cc, target.device_name
+    profile = startup_profile(catalog, target.engine.engine)
     layer, parallel = d.layer, d.parallel
     refused = dcp_issue(catalog, profile, tp_size=parallel.tensor_parallel_size,
                         dcp_size=parallel.decode_context_parallel_size,
@@ -83,8 +90,10 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
                      startup: bool = True, refuse_split: bool = True) -> Solved:
     """Solve one loaded deployment on its own device.
 
-    ``engine`` overrides the file's ``engine:``. For a model deployment: ``model``
-    replaces the facts read from it (e.g. with ``--hf-overrides`` applied), ``kv_options``
+    ``engine`` (``--engine``) wins over the file's ``engine:`` and the environment: the
+    deployment's :class:`~selector.config.Target` is resolved once, here, and validated
+    against that engine. For a model deployment: ``model`` is the whole model already
+    read (e.g. with ``--hf-overrides`` applied; else ``model:`` is read, once), ``kv_options``
     adds KV-planner options, ``settings`` / ``environ`` are the command line's.
     ``suggest``: the solver's fix suggestions; ``startup``: vLLM's start-up checks
     (the memory budget sizes the KV cache); ``refuse_split``: vLLM's refusal of a
@@ -92,37 +101,32 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     before sharding.
     """
     d = loaded.deployment
-    requested = engine or d.engine
+    target = resolve_target(loaded, catalog, engine)
+    device = target.device_name
     if d.model is None:
-        facts = deployment_facts(loaded, catalog)
-        _, cc, device = resolve_device(d, catalog)
-        result = solve(facts, engine=requested, attention_backend=d.attention_backend,
-                       cudagraph_mode=d.cudagraph_mode, suggest=suggest, catalog=catalog)
-        issues = _layer_startup(loaded, catalog, requested, cc, device, split=refuse_split,
-                                startup=startup)
+        facts = deployment_facts(loaded, catalog, target)
+        result = solve(facts, engine=target.engine.engine, attention_backend=d.attention_backend,
+                       cudagraph_mode=target.cudagraph_mode, suggest=suggest, catalog=catalog)
+        issues = _layer_startup(loaded, catalog, target, split=refuse_split, startup=startup)
         return Solved(loaded=loaded, engine=result.engine, device=device, layer=result,
                       startup=issues)
+    whole = model or deployment_whole_model(loaded)
     if refuse_split:
-        split = stages.tensor_parallel_record(loaded, catalog, engine, model)
+        split = stages.tensor_parallel_record(loaded, catalog, target, whole)
         if split is not None:
             issue, engine_name, device = split
             return Solved(loaded=loaded, engine=engine_name, device=device, refused=issue)
-    facts_model, base, kv = deployment_model(loaded, catalog)
-    _, _, device = resolve_device(d, catalog)
-    if model is not None:
-        from selector.models.tensor_parallel import shard_model
-
-        facts_model = shard_model(model, d.parallel.tensor_parallel_size)
+    facts_model, base, kv = deployment_model(loaded, catalog, target, whole)
     if kv_options:
         kv = kv.model_copy(update=dict(kv_options))
     if startup:
         checked = stages.check_startup(facts_model, base, kv, loaded=loaded, catalog=catalog,
-                                engine=engine, settings=settings, environ=environ)
+                                target=target, settings=settings, environ=environ)
     else:
-        checked = stages.check_model(facts_model, base, engine=requested,
+        checked = stages.check_model(facts_model, base, engine=target.engine.engine,
                               attention_backend=d.attention_backend,
                               backend_per_kind=d.attention_config.backend_per_kind,
-                              cudagraph_mode=d.cudagraph_mode, options=kv, catalog=catalog)
+                              cudagraph_mode=target.cudagraph_mode, options=kv, catalog=catalog)
     return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)
 
 
@@ -169,21 +173,21 @@ def _model_layer(model: ModelFacts, layer: int | None) -> tuple[int, LayerFacts]
 
 
 def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = None, *,
-             model_facts: ModelFacts | None = None) -> LayerRequest:
+             target: Target | None = None, model_facts: ModelFacts | None = None
+             ) -> LayerRequest:
     """The request of one layer: the single layer of a ``layer:`` deployment, or layer
-    ``layer`` of a model (default: its first attention layer); ``model_facts`` replaces the
-    model read from the deployment (a command line's, ``--hf-overrides`` applied)."""
+    ``layer`` of a model (default: its first attention layer). ``target``: the
+    deployment's resolved target (resolved here, with the file's engine, when not given);
+    ``model_facts`` replaces the model read from the deployment (a command line's,
+    ``--hf-overrides`` applied)."""
     d = loaded.deployment
+    target = target or resolve_target(loaded, catalog)
     if d.model is None:
         if layer is not None:
             raise InputError("--layer needs a deployment with a `model:`", field="--layer")
-        return LayerRequest(facts=deployment_facts(loaded, catalog),
+        return LayerRequest(facts=deployment_facts(loaded, catalog, target),
                             attention_backend=d.attention_backend)
-    model, base, _ = deployment_model(loaded, catalog)
-    if model_facts is not None:
-        from selector.models.tensor_parallel import shard_model
-
-        model = shard_model(model_facts, d.parallel.tensor_parallel_size)
+    model, base, _ = deployment_model(loaded, catalog, target, model_facts)
     index, chosen = _model_layer(model, layer)
     per_kind = d.attention_config.backend_per_kind
     return LayerRequest(facts=layer_request(base, chosen, model),

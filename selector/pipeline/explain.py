@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment
+from selector.config import LoadedDeployment, resolve_target
 from selector.pipeline.deployment import LayerRequest, layer_of
 from selector.result import SolveResult
 from selector.solver import explain_backend, solve
@@ -40,9 +40,10 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
                   model_facts: ModelFacts | None = None) -> Explained:
     """Explain ``backend`` for the deployment's single layer, or for layer ``layer`` of its
     model (default: the first attention layer; ``model_facts``: a command line's model)."""
-    engine_data = catalog.engine(engine or loaded.deployment.engine)
+    target = resolve_target(loaded, catalog, engine)
+    engine_data = target.engine
     name = engine_data.backend(backend).name
-    request = layer_of(loaded, catalog, layer, model_facts=model_facts)
+    request = layer_of(loaded, catalog, layer, target=target, model_facts=model_facts)
     result = solve(request.facts, engine=engine_data.engine,
                    attention_backend=request.attention_backend, suggest=False,
                    catalog=catalog)

@@ -32,13 +32,18 @@ def check_model(
     engine: str | None = None,
     attention_backend: str | None = None,
     backend_per_kind: Mapping[str, str] | None = None,
-    cudagraph_mode: str = "FULL_AND_PIECEWISE",
+    cudagraph_mode: str | None = None,
     options: KVOptions | None = None,
     catalog: Catalog | None = None,
 ) -> ModelCheckResult:
-    """Select each attention layer's backend and negotiate the KV cache."""
+    """Select each attention layer's backend and negotiate the KV cache. ``cudagraph_mode``
+    None and the values ``options`` does not give are the engine's defaults
+    (``defaults.yaml``; the batch limits of a device vLLM cannot query, as a model checked
+    without a device)."""
     catalog = catalog or load_catalog()
     engine_data = catalog.engine(engine)
+    defaults = catalog.engine_defaults(engine_data.engine)
+    cudagraph_mode = cudagraph_mode or defaults.cudagraph_mode.value
     per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
     base = as_request(base_facts)
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
@@ -72,7 +77,11 @@ def check_model(
                 kv_cache[layer.index] = backend_kv_facts(by_layer[layer.index], catalog)
             return kv_cache[layer.index]
 
-        options = options or KVOptions()
+        if options is None:
+            tokens, seqs = defaults.batch_defaults((), None, "")
+            options = KVOptions(cudagraph_mode=cudagraph_mode,
+                                max_num_batched_tokens=tokens, max_num_seqs=seqs,
+                                gpu_memory_utilization=defaults.gpu_memory_utilization.value)
         if options.wired_backends is None:
             options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})
         plan = plan_model(model, choose, options)

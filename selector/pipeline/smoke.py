@@ -17,15 +17,24 @@ from selector.errors import InputError
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
 from selector.pipeline.check import solve_to_run
-from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
+from selector.smoke.from_result import parity_choice, plans_from_model, plans_from_result
 from selector.smoke.plan import SmokePlan
 from selector.solver import pinned
 
-__all__ = ["deployment_plans", "shard_plans"]
+__all__ = ["deployment_plans", "deployment_smoke", "shard_plans"]
 
 
-def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
-    """The smoke plans of a loaded deployment on its own device.
+def deployment_plans(loaded: LoadedDeployment, *, parity: bool | None = None) -> list[SmokePlan]:
+    """The smoke plans of a loaded deployment on its own device (:func:`deployment_smoke`
+    without the parity backends it left out)."""
+    return deployment_smoke(loaded, parity=parity)[0]
+
+
+def deployment_smoke(loaded: LoadedDeployment, *, parity: bool | None = None
+                     ) -> tuple[list[SmokePlan], list[str]]:
+    """The smoke plans of a loaded deployment on its own device, and the parity backends
+    left out (``parity``: ``True`` every valid one, ``False`` none, ``None`` those whose
+    kernels need no compile: :func:`selector.smoke.from_result.parity_choice`).
 
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject it (as
     ``check`` reports it) and :class:`InputError` (exit 2) when no attention group has a
@@ -35,6 +44,7 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     config = loaded.path
     deployment = loaded.deployment
     solved = solve_to_run(loaded, catalog, "smoke")
+    skipped: list[str] = []
     if solved.model is not None:
         checked = solved.model
         plans = plans_from_model(checked)
@@ -42,17 +52,18 @@ def deployment_plans(loaded: LoadedDeployment) -> list[SmokePlan]:
     else:
         result = solved.layer
         assert result is not None
+        run, skipped = parity_choice(result, parity)
         plans = plans_from_result(result, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap,
-                                  parity={b: pinned(result, b) for b in parity_backends(result)})
+                                  parity={b: pinned(result, b) for b in run})
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
             f"the plan selects {', '.join(selected)}, and no attention group has a backend "
             "to smoke-test", file=str(config),
             hint="pin one with attention_backend: FLASH_ATTN (or FLASHINFER) to smoke-test it")
-    return plans
+    return plans, skipped
 
 
 def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> tuple[list[ShardPlan], list[str]]:

@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
 
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment, resolve_device
-from selector.errors import InputError
+from selector.config import LoadedDeployment, Target
 from selector.kv import KVOptions
 from selector.kv.plan_types import ModelPlan
 from selector.memory import (
@@ -39,40 +37,21 @@ from selector.request import RequestFacts
 __all__ = ["check_startup", "tensor_parallel_record"]
 
 
-def _unsharded(loaded: LoadedDeployment, model: ModelFacts | None) -> ModelFacts | None:
-    if model is not None:
-        return model
-    from selector.models import load_model
-
-    reference = loaded.deployment.model or ""
-    candidate = Path(loaded.path).parent / reference
-    if ("/" in reference or reference.endswith(".json")) and candidate.exists():
-        reference = str(candidate)
-    try:
-        return load_model(reference)
-    except InputError:
-        return None  # the regular path reports it
-
-
-def tensor_parallel_record(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
-                           model: ModelFacts | None) -> tuple[StartupIssue, str, str] | None:
+def tensor_parallel_record(loaded: LoadedDeployment, catalog: Catalog, target: Target,
+                           model: ModelFacts) -> tuple[StartupIssue, str, str] | None:
     """vLLM's refusal of a tensor- / decode-context-parallel split (the TP size by the DCP
     size, the attention heads by the TP size, DCP's GQA limits, the padded vocabulary), as
-    (issue, engine, device) -- before the model is sharded."""
+    (issue, engine, device) -- before the model (the whole model, read once) is sharded."""
     d = loaded.deployment
     tp, dcp = d.parallel.tensor_parallel_size, d.parallel.decode_context_parallel_size
     pcp = d.parallel.prefill_context_parallel_size
     if tp <= 1 and dcp <= 1:
         return None
-    facts = _unsharded(loaded, model)
-    if facts is None:
-        return None
-    profile = startup_profile(catalog, engine or d.engine)
-    issue = tensor_parallel_issue(catalog, profile, facts, tp, dcp, pcp)
+    profile = startup_profile(catalog, target.engine.engine)
+    issue = tensor_parallel_issue(catalog, profile, model, tp, dcp, pcp)
     if issue is None:
         return None
-    _, _, device = resolve_device(d, catalog)
-    return issue, profile.engine, device
+    return issue, profile.engine, target.device_name
 
 
 def _memory_not_modelled(settings: Mapping[str, object] | None) -> bool:
@@ -98,28 +77,34 @@ def _pp_size(loaded: LoadedDeployment, settings: Mapping[str, object] | None) ->
 
 
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
-                  loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
+                  loaded: LoadedDeployment, catalog: Catalog, target: Target,
                   settings: Mapping[str, object] | None = None,
                   environ: Mapping[str, str] | None = None) -> ModelCheckResult:
     """Budget -> KV plan (with the memory left for the KV cache) -> start-up refusals;
-    with pipeline parallelism one budget and KV plan per stage, each of its own layers."""
+    with pipeline parallelism one budget and KV plan per stage, each of its own layers.
+
+    The budget and the KV plan read the same batch limits and memory fraction: the
+    ``kv`` options' (from ``target``, :func:`selector.config.deployment_model`)."""
     d = loaded.deployment
-    engine_name = engine or d.engine
+    engine_name = target.engine.engine
     profile = startup_profile(catalog, engine_name)
-    device, cc, device_name = resolve_device(d, catalog)
-    nominal = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
+    cc, device_name = target.cc, target.device_name
+    total = (target.memory_bytes, target.memory_source) if target.memory_bytes else None
+    assert target.serve is not None
     budget_of = partial(
-        plan_budget, model, profile, device=device_name, cc=cc, nominal_gib=nominal,
-        dtype=d.dtype, cudagraphs=d.cudagraph_mode != "NONE",
-        gpu_memory_utilization=d.gpu_memory_utilization,
-        max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=d.max_num_seqs,
+        plan_budget, model, profile, device=device_name, cc=cc, total=total, dtype=d.dtype,
+        cudagraphs=kv.cudagraph_mode not in (None, "NONE"),
+        gpu_memory_utilization=kv.gpu_memory_utilization,
+        utilization_default=target.serve.utilization_default,
+        max_num_batched_tokens=kv.max_num_batched_tokens, max_num_seqs=kv.max_num_seqs,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
         quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb)
+
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
         return check_model(facts, base, engine=engine_name, attention_backend=d.attention_backend,
                            backend_per_kind=d.attention_config.backend_per_kind,
-                           cudagraph_mode=d.cudagraph_mode, options=options, catalog=catalog)
+                           cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog)
 
     issues: list[StartupIssue] = []
     pp = _pp_size(loaded, settings)

@@ -59,6 +59,8 @@ def memory_table(report: MemoryReport) -> PlainTable:
         table.add_row(Text("= available for the KV cache", style="bold"),
                       _gib(budget.available_kv_bytes),
                       "estimate" if budget.estimated else "vLLM's formula")
+    if report.not_checked:
+        table.add_row(Text("fit check", style="bold"), "", Text(f"not checked: {report.not_checked}"))
     fit = report.fit
     if fit is not None and _gib(fit.check_bytes) != _gib(fit.available_bytes):
         # vLLM's refusal names the memory less the null block: show the step between them
@@ -104,6 +106,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
             "quantization": weights.quantization,
             "moe_backend": weights.moe_backend,
             "tensor_parallel_size": weights.tensor_parallel_size,
+            "unknown": list(weights.unknown),
             "parts": [{"name": p.name, "params": p.params, "bits": p.bits, "bytes": p.bytes}
                       for p in weights.parts],
         },
@@ -121,6 +124,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
             "max_concurrency": cap.max_concurrency if cap else None,
         },
         "log": list(report.log),
+        "not_checked": report.not_checked,
         "error": issue_json(report.issue) if report.issue is not None else None,
     }
 
@@ -141,6 +145,8 @@ def memory_markdown(report: MemoryReport) -> list[str]:
         lines.append(f"| - {line.name} | {_gib(line.bytes)} | {how.replace('|', '/')} |")
     lines.append(f"| **available for the KV cache** | {_gib(budget.available_kv_bytes)} | "
                  f"{'estimate' if budget.estimated else 'given'} |")
+    if report.not_checked:
+        lines.append(f"| **fit check** | | not checked: {report.not_checked} |")
     lines.append("")
     if report.log:
         lines += ["vLLM would log:", "", "```", *report.log, "```", ""]

@@ -123,7 +123,8 @@ class Deployment(StrictModel):
     """One deployment to check: device, layer facts and vLLM settings."""
 
     engine: str | None = None
-    """Engine profile, e.g. ``vllm==0.33.0`` (default: the newest shipped profile)."""
+    """Engine profile, e.g. ``vllm==0.33.0``; ``--engine`` wins over it. Null:
+    ``$ATTN_SELECT_ENGINE``, else the installed vLLM's profile, else the newest."""
     model: str | None = None
     """A shipped model preset (``llama-3.1-8b``, ``gpt-oss-20b``, ...) or the path of a
     Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
@@ -161,7 +162,8 @@ class Deployment(StrictModel):
     """``--block-size`` if pinned; null lets vLLM choose."""
     attention_backend: str | None = None
     """``--attention-backend``; null or ``auto`` = automatic selection."""
-    cudagraph_mode: CudaGraphMode = "FULL_AND_PIECEWISE"
+    cudagraph_mode: CudaGraphMode | None = None
+    """``compilation_config.cudagraph_mode``; null: the engine's default (``defaults.yaml``)."""
     attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
     layer: LayerSpec = Field(default_factory=LayerSpec)
     parallel: Parallel = Field(default_factory=Parallel)

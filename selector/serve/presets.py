@@ -9,7 +9,7 @@ from typing import Any
 
 from selector.errors import InputError
 from selector.models import list_presets, preset_dir
-from selector.models.loader import precision_message
+from selector.models.loader import precision_message, with_quantization_sidecar
 from selector.models.presets import (
     fetch_config_hint,
     match_preset,
@@ -69,6 +69,7 @@ def load_model_config(model: str, override: str | None) -> tuple[dict[str, Any],
         raise InputError(f"cannot read the model's config: {exc}", file=file) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+    data = with_quantization_sidecar(data, Path(file))
     if not isinstance(data, dict):
         raise InputError("a config.json must hold a JSON object", file=file)
     name = Path(file).stem if file.endswith(".json") and Path(file).name != "config.json" \

@@ -36,7 +36,8 @@ class Settings:
     pcp: int = 1
     cp_interleave: int = 1
     num_speculative_tokens: int = 0
-    cudagraph_mode: str = "FULL_AND_PIECEWISE"
+    cudagraph_mode: str | None = None
+    """None: the engine's default (``defaults.yaml``)."""
     kv_connector: str | None = None
     enable_prefix_caching: bool | None = None
     max_model_len: int | None = None

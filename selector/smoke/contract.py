@@ -118,6 +118,10 @@ class ProviderSpec(BaseModel):
     window_unbounded: int | None = -1
     cumulative_seqlens_k: bool = False
     min_block_multiple: int = 1
+    compiles_on_first_use: bool = False
+    """The library builds each kernel variant the first time it is called (a JIT compile:
+    FlashInfer's modules, FA4's CuTe kernels), so a first run pays the compile."""
+    compile_source: str | None = None
     source: str | None = None
     quote: str | None = None
 
@@ -141,6 +145,12 @@ class KernelContract(BaseModel):
 
     def providers_for(self, backend: str) -> list[ProviderSpec]:
         return [p for p in self.providers if backend in p.backends]
+
+    def compiles_on_first_use(self, backend: str) -> bool:
+        """Every provider of ``backend`` JIT-compiles its kernels on first use (no
+        prebuilt kernel of it can run without a compile)."""
+        providers = self.providers_for(backend)
+        return bool(providers) and all(p.compiles_on_first_use for p in providers)
 
 
 def contract_path(engine: str) -> Path:

@@ -9,6 +9,7 @@ from typing import Any
 
 from selector.catalog import load_catalog
 from selector.result import SolveResult
+from selector.smoke.contract import load_contract
 from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "SMOKE_BACKENDS",
     "layout_alias",
     "parity_backends",
+    "parity_choice",
     "plans_from_model",
     "plans_from_result",
     "smoke_plan",
@@ -94,19 +96,34 @@ def parity_backends(result: SolveResult) -> list[str]:
             if backend != result.selected and result.verdict(backend).valid]
 
 
+def parity_choice(result: SolveResult, parity: bool | None = None) -> tuple[list[str], list[str]]:
+    """The parity backends to run and those left out, by ``parity``: ``True`` runs every
+    :func:`parity_backends`, ``False`` none, ``None`` (the default) those whose kernels run
+    without a compile (a backend whose every provider JIT-compiles on first use, FlashInfer,
+    is left out: its first use costs 20-110 s; ``kernel-calls.yaml``'s
+    ``compiles_on_first_use``)."""
+    candidates = parity_backends(result)
+    if parity is True:
+        return candidates, []
+    if parity is False:
+        return [], candidates
+    contract = load_contract(result.engine)
+    run = [b for b in candidates if not contract.compiles_on_first_use(b)]
+    return run, [b for b in candidates if b not in run]
+
+
 def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | None = None,
                       logits_soft_cap: float | None = None,
                       parity: Mapping[str, SolveResult] | None = None) -> list[SmokePlan]:
-    """The selected backend's plan, plus one per :func:`parity_backends` from ``parity``
-    (backend -> the result solved with it pinned)."""
+    """The selected backend's plan, plus one per parity backend in ``parity`` (backend ->
+    the result solved with it pinned; each must be one of :func:`parity_backends`)."""
     if not result.selected:
         return []
     plans = [smoke_plan(result, result.selected, name=f"{name} {result.selected}",
                         sliding_window=sliding_window, logits_soft_cap=logits_soft_cap)]
-    for backend in parity_backends(result):
-        if parity is None or backend not in parity:
-            raise ValueError(f"no pinned result for the parity backend {backend}")
-        plans.append(smoke_plan(parity[backend], backend, name=f"{name} {backend} (parity)",
+    pinned_results = parity or {}
+    for backend in [b for b in parity_backends(result) if b in pinned_results]:
+        plans.append(smoke_plan(pinned_results[backend], backend, name=f"{name} {backend} (parity)",
                                 sliding_window=sliding_window, logits_soft_cap=logits_soft_cap))
     return plans
 

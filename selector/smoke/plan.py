@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
+from selector.schema.types import CudaGraphMode
 
 __all__ = [
     "FP8_KV_DTYPES",
@@ -32,7 +33,6 @@ __all__ = [
     "load_plans_file",
 ]
 
-CudaGraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 FULL_GRAPH_MODES: frozenset[str] = frozenset({"FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"})
 """Modes that capture the decode path in a full CUDA graph."""
 

@@ -12,6 +12,7 @@ receive, so the invariant checker sees the real inputs before every call.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -256,12 +257,38 @@ class FlashInferStep:
                 if self.metadata.num_prefills else None}
 
     def plan_kernels(self) -> None:
-        """Plan both wrappers once for this batch (FlashInfer JIT-compiles on first use)."""
+        """Plan both wrappers once for this batch (FlashInfer JIT-compiles on first use).
+
+        The decode (tensor-core) and prefill wrappers build different JIT modules, each under
+        its own file lock: a first plan of both runs them side by side (the compiles overlap,
+        so a cold start pays the longer one, not the sum); the wrappers are then planned
+        again one after the other, so their state is that of a plain serial plan."""
         tensors = self.plan_tensors()
-        if self.metadata.num_decodes:
-            self.wrappers.plan("decode", tensors)
-        if self.metadata.num_prefills:
+        phases = [phase for phase, present in (("decode", self.metadata.num_decodes),
+                                               ("prefill", self.metadata.num_prefills))
+                  if present]
+        if len(phases) == 2:
+            self._plan_side_by_side(tensors)
+        for phase in phases:
+            self.wrappers.plan(phase, tensors)
+
+    def _plan_side_by_side(self, tensors: dict[str, Any]) -> None:
+        """Plan decode in a thread while prefill plans here; an error in either is left
+        to the serial plan that follows (which raises it)."""
+        def decode() -> None:
+            try:
+                self.wrappers.plan("decode", tensors)
+            except Exception:  # raised again by the serial plan
+                return
+
+        worker = threading.Thread(target=decode, name="attn-select-flashinfer-jit", daemon=True)
+        worker.start()
+        try:
             self.wrappers.plan("prefill", tensors)
+        except Exception:  # raised again by the serial plan
+            pass
+        finally:
+            worker.join()
 
     def run_reordered(self, queries: Tensor, cache: PagedKvCache, out: Tensor,
                       sinks: Tensor | None = None) -> Tensor:

@@ -50,9 +50,6 @@ __all__ = [
     "trace_fact",
 ]
 
-DEFAULT_CG_MODE = "FULL_AND_PIECEWISE"
-
-
 def _py(value: Any) -> str:
     return str(value)
 
@@ -291,11 +288,13 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
 
 def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
           attention_backend: str | None = None,
-          cudagraph_mode: str = DEFAULT_CG_MODE,
+          cudagraph_mode: str | None = None,
           suggest: bool = True, catalog: Catalog | None = None) -> SolveResult:
-    """Validate every backend, select one and explain the decision."""
+    """Validate every backend, select one and explain the decision (``cudagraph_mode``
+    None: the engine's default, ``defaults.yaml``)."""
     catalog = catalog or load_catalog()
     engine_data = catalog.engine(engine)
+    cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data.engine)
     if attention_backend:
         attention_backend = engine_data.backend(attention_backend).name

@@ -27,7 +27,7 @@ def test_fit_check_matches_vllm() -> None:
     import sys
 
     sys.path.insert(0, str(ROOT / "tools"))
-    from kv_oracle_backends import SET  # type: ignore[import-not-found]
+    from kv_oracle_backends import SCENARIO, SET  # type: ignore[import-not-found]
 
     catalog = load_catalog()
     memory = startup_profile(catalog, "vllm==0.33.0").memory
@@ -37,7 +37,7 @@ def test_fit_check_matches_vllm() -> None:
     for answer in answers:
         key = (answer["preset"], answer["max_model_len"])
         if key not in plans:
-            options = KVOptions(max_model_len=key[1])
+            options = KVOptions(**{**SCENARIO, "max_model_len": key[1]})
             plans[key] = (plan_model(load_model(key[0]), SET, options), options)
         plan, options = plans[key]
         specs = [e.spec for e in plan.entries if e.spec.kind != "encoder_only_attention"]
@@ -63,7 +63,7 @@ def test_auto_fit_matches_vllm() -> None:
     import sys
 
     sys.path.insert(0, str(ROOT / "tools"))
-    from kv_oracle_backends import SET
+    from kv_oracle_backends import SCENARIO, SET
 
     from selector.memory.startup import auto_fit_log, auto_fit_tokens
 
@@ -76,7 +76,7 @@ def test_auto_fit_matches_vllm() -> None:
     for answer in _answers():
         key = (answer["preset"], answer["max_model_len"])
         if key not in plans:
-            options = KVOptions(max_model_len=key[1])
+            options = KVOptions(**{**SCENARIO, "max_model_len": key[1]})
             plans[key] = (plan_model(load_model(key[0]), SET, options), options)
         plan, options = plans[key]
         specs = [e.spec for e in plan.entries if e.spec.kind != "encoder_only_attention"]

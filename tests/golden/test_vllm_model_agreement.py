@@ -34,6 +34,8 @@ REFUSED: dict[str, tuple[str, str]] = {
         "not available offline; MiMoForCausalLM is read with the llama family"),
     "deepseek-ai--DeepSeek-V4-Flash.json": (
         "tilelang", "the CPU harness lacks tilelang; DeepSeek-V4 is unmapped (AS132)"),
+    "Qwen--Qwen-7B-Chat.json": (
+        "was supported in vLLM until v0.23.0", "QWenLMHeadModel was removed from vLLM in 0.23.0"),
     "qwen2-window-mixed-shape.json": (
         "Sliding window for some but all layers is not supported", "AS133 with the same text"),
     "moonshotai--Kimi-K2.5.json": (

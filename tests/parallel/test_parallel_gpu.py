@@ -20,7 +20,7 @@ def _plans(name: str) -> list[ShardPlan]:
     from selector.cli.smoke import _deployment_plans
 
     config = EXAMPLES / f"{name}.yaml"
-    smoke: list[SmokePlan] = _deployment_plans(config)
+    smoke: list[SmokePlan] = _deployment_plans(config, True)
     plans, skipped = shard_plans(config, smoke)
     assert not skipped
     return plans

@@ -121,7 +121,7 @@ def test_dry_run_without_torch() -> None:
 
     config = Path(__file__).parents[2] / "examples" / "parallel" / "gqa-32q-2kv-h200-tp8-dcp2.yaml"
     code = ("import json, sys; from selector.cli import main; sys.argv = ['attn-select', "
-            f"'smoke', {str(config)!r}, '--dry-run', '--format', 'json']\n"
+            f"'smoke', {str(config)!r}, '--dry-run', '--format', 'json', '--parity']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "assert 'torch' not in sys.modules, 'dry run imported torch'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -54,6 +54,9 @@ def scenarios(draw: st.DrawFn) -> tuple[str, list[BackendKVFacts], KVOptions, in
         vllm_compile=draw(st.booleans()),
         enable_prefix_caching=draw(st.booleans()),
         max_model_len=draw(st.sampled_from([None, 4096, 32768])),
+        max_num_batched_tokens=draw(st.sampled_from([2048, 8192, 16384])),
+        max_num_seqs=draw(st.sampled_from([256, 1024])),
+        gpu_memory_utilization=0.92,
     )
     seed = draw(st.integers(0, 2**16))
     return name, pool, options, seed
@@ -193,7 +196,9 @@ def test_malformed_config_only_raises_input_error(raw: Any, tp: int) -> None:
         kernel_block_sizes=(MultipleOf(multiple_of=16),),
     )
     try:
-        plan = plan_model(model, lambda layer: fa, KVOptions(max_model_len=4096))
+        plan = plan_model(model, lambda layer: fa, KVOptions(max_model_len=4096, cudagraph_mode="FULL_AND_PIECEWISE",
+                                                          max_num_batched_tokens=2048, max_num_seqs=256,
+                                                          gpu_memory_utilization=0.92))
     except InputError:
         return
     assert isinstance(plan, ModelPlan)

@@ -66,3 +66,14 @@ def test_bad_plans_file_exits_2(tmp_path: Path, content: str | None, fragment: s
     assert result.exit_code == 2, result.output
     assert str(path) in result.stderr
     assert fragment in result.stderr
+
+
+@pytest.mark.skipif(has_cuda(), reason="checks the no-GPU path")
+def test_smoke_names_the_parity_it_leaves_out_and_how_to_run_it() -> None:
+    fixture = str(REPO / "tests" / "fixtures" / "smoke" / "llama-h200.yaml")
+    result = CliRunner().invoke(make_app(), ["smoke", fixture, "--no-measure"])
+    assert result.exit_code == 4, result.output
+    assert ("note: parity with FLASHINFER left out (its kernels JIT-compile on first use); "
+            "--parity runs it") in result.stderr
+    asked = CliRunner().invoke(make_app(), ["smoke", fixture, "--no-measure", "--parity"])
+    assert asked.exit_code == 4 and "parity with" not in asked.stderr

@@ -21,10 +21,12 @@ FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "smoke"
 OPTIONS = SmokeOptions(repeats=5, warmup=1, layers=1)
 
 
-def deployment(name: str) -> list[SmokePlan]:
+def deployment(name: str, parity: bool | None = True) -> list[SmokePlan]:
+    """The deployment's plans, every parity plan included (``smoke --parity``) unless
+    ``parity`` says otherwise."""
     from selector.cli.smoke import _deployment_plans
 
-    return _deployment_plans(FIXTURES / f"{name}.yaml")
+    return _deployment_plans(FIXTURES / f"{name}.yaml", parity)
 
 
 def run(plans: list[SmokePlan], options: SmokeOptions = OPTIONS) -> SmokeReport:

@@ -72,8 +72,9 @@ def test_gpt_oss_120b_gets_one_verdict_on_h100_and_h800_for_one_memory(total_gib
                                dtype_bytes=2, cc=90, profile=profile)
     budgets = [memory_budget(raw, weights, profile, device=device,
                              total_memory_bytes=int(total_gib * GIB), total_memory_source="x",
-                             gpu_memory_utilization=None, num_layers=len(model.layers),
-                             dtype_bytes=2, cudagraphs=True)
+                             gpu_memory_utilization=0.92, num_layers=len(model.layers),
+                             dtype_bytes=2, cudagraphs=True, max_num_batched_tokens=2048,
+                             max_num_seqs=256)
                for device in ("H100", "H800")]
     assert budgets[0].available_kv_bytes == budgets[1].available_kv_bytes
     assert [line.bytes for line in budgets[0].lines] == [line.bytes for line in budgets[1].lines]

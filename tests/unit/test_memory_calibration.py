@@ -199,6 +199,7 @@ def test_only_the_requested_memory_moves_with_utilization(low: float, high: floa
     def available(util: float) -> int:
         return memory_budget(raw, weights, profile, device="H100", total_memory_bytes=total,
                              total_memory_source="x", gpu_memory_utilization=util,
-                             num_layers=32, dtype_bytes=2, cudagraphs=True).available_kv_bytes
+                             num_layers=32, dtype_bytes=2, cudagraphs=True,
+                             max_num_batched_tokens=8192, max_num_seqs=1024).available_kv_bytes
 
     assert available(high) - available(low) == math.ceil(total * high) - math.ceil(total * low)

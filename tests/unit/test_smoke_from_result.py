@@ -7,7 +7,13 @@ from pathlib import Path
 from selector.models import load_model, shard_model
 from selector.pipeline.model import check_model
 from selector.result import SolveResult
-from selector.smoke.from_result import parity_backends, plans_from_model, plans_from_result
+from selector.smoke.contract import load_contract
+from selector.smoke.from_result import (
+    parity_backends,
+    parity_choice,
+    plans_from_model,
+    plans_from_result,
+)
 from selector.solver import pinned, solve
 from tests.fuzz.test_config_fuzz import run_cli
 
@@ -28,6 +34,29 @@ def test_single_layer_plan_on_hopper_runs_fa3_plus_flashinfer_parity() -> None:
         3, 16, "NHD", "FULL_AND_PIECEWISE")
     assert (fi.num_q_heads, fi.num_kv_heads, fi.head_size) == (32, 8, 128)
     assert fi.cudagraph_mode == "FULL_AND_PIECEWISE"  # UNIFORM_BATCH resolves to FULL_AND_PIECEWISE
+
+
+def test_parity_by_default_only_for_backends_that_need_no_compile() -> None:
+    """FlashInfer's every provider JIT-compiles on first use (the contract's
+    compiles_on_first_use), FA3 has prebuilt providers: an FA3 deployment's FlashInfer
+    parity runs only when asked, a FlashInfer deployment's FA3 parity by default."""
+    fa3 = solve({**LLAMA, "cc": 90}, suggest=False)
+    assert parity_backends(fa3) == ["FLASHINFER"]
+    assert parity_choice(fa3) == ([], ["FLASHINFER"])
+    assert parity_choice(fa3, True) == (["FLASHINFER"], [])
+    assert parity_choice(fa3, False) == ([], ["FLASHINFER"])
+    group16 = solve({**LLAMA, "model_num_q_heads": 64, "model_num_kv_heads": 4, "cc": 90},
+                    suggest=False)
+    if group16.selected == "FLASHINFER":
+        assert parity_choice(group16) == (["FLASH_ATTN"], [])
+        assert parity_choice(group16, False) == ([], ["FLASH_ATTN"])
+    for engine in ("vllm==0.25.1", "vllm==0.33.0"):
+        contract = load_contract(engine)
+        assert contract.compiles_on_first_use("FLASHINFER")
+        assert not contract.compiles_on_first_use("FLASH_ATTN")
+        assert all(p.compile_source for p in contract.providers if p.compiles_on_first_use)
+    plans = plans_from_result(fa3, name="llama", parity={})
+    assert [p.backend for p in plans] == ["FLASH_ATTN"]
 
 
 def test_blackwell_flashinfer_plan_uses_hnd() -> None:

@@ -160,7 +160,9 @@ def _actual(command: ServeCommand) -> dict[str, Any]:
         "enable_prefix_caching": d.enable_prefix_caching,
         "max_model_len": d.max_model_len, "gpu_memory_utilization": d.gpu_memory_utilization,
         "kv_connector": d.kv_connector.name if d.kv_connector else None,
-        "cudagraph_mode": d.cudagraph_mode,
+        # the command line's mode, else the engine's default (defaults.yaml)
+        "cudagraph_mode": d.cudagraph_mode
+        or load_catalog().engine_defaults(d.engine).cudagraph_mode.value,
         "num_speculative_tokens": d.speculative.num_speculative_tokens,
     }
 

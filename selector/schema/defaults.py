@@ -1,0 +1,127 @@
+"""vLLM's defaults for a ``vllm serve`` deployment, one table per release
+(``schemas/engines/<engine>/defaults.yaml``, inherited whole like ``startup.yaml``).
+
+Every figure a report uses that the user did not give (``max_num_batched_tokens`` and
+``max_num_seqs`` by the device, ``gpu_memory_utilization``, the CUDA-graph mode and
+capture sizes, the profile run's requests) is read from here; the values are checked
+against vLLM's own code on emulated GPUs (``tools/defaults_oracle.py``,
+``tests/golden/test_engine_defaults.py``). No I/O.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selector.schema.types import CudaGraphMode
+
+__all__ = ["BatchDefaults", "BatchTier", "CaptureSizes", "EngineDefaults", "ModeDefault",
+           "UtilizationDefault"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BatchTier(_Strict):
+    """One branch of ``EngineArgs.get_batch_defaults``: a device with at least
+    ``min_memory_gib`` of total memory, none of ``name_excludes`` in its CUDA name
+    (lower case) and a capability not in ``capability_excludes`` gets these values."""
+
+    min_memory_gib: float = Field(ge=0)
+    name_excludes: tuple[str, ...] = ()
+    capability_excludes: tuple[str, ...] = ()
+    """Capabilities as ``major.minor`` (``current_platform.is_device_capability``)."""
+    max_num_batched_tokens: dict[str, int]
+    """By vLLM's ``UsageContext`` name (``OPENAI_API_SERVER`` for ``vllm serve``)."""
+    max_num_seqs: dict[str, int]
+
+    def matches(self, names: tuple[str, ...], memory_bytes: int | None, capability: str) -> bool:
+        memory_gib = (memory_bytes or 0) / 1024**3
+        lowered = [name.lower() for name in names]
+        return (memory_gib >= self.min_memory_gib
+                and not any(word in name for word in self.name_excludes for name in lowered)
+                and capability not in self.capability_excludes)
+
+
+class BatchDefaults(_Strict):
+    source: str
+    usage_context: str
+    """The usage context of ``vllm serve`` (``UsageContext.OPENAI_API_SERVER``)."""
+    tiers: tuple[BatchTier, ...] = Field(min_length=1)
+    """First matching tier wins; the last is the fallback (also vLLM's answer when it
+    cannot query the device: memory 0, no name)."""
+
+    def tier(self, names: tuple[str, ...], memory_bytes: int | None, capability: str) -> BatchTier:
+        for tier in self.tiers:
+            if tier.matches(names, memory_bytes, capability):
+                return tier
+        return self.tiers[-1]
+
+
+class UtilizationDefault(_Strict):
+    value: float = Field(gt=0, le=1)
+    source: str
+
+
+class ModeDefault(_Strict):
+    value: CudaGraphMode
+    source: str
+
+
+class CaptureSizes(_Strict):
+    """``VllmConfig._set_cudagraph_sizes`` without speculative decoding or user sizes:
+    the largest size is ``min(max_num_seqs x seqs_factor, max_size, max_num_batched_tokens)``
+    (``max_size`` by capability family where ``max_size_by_family`` names one), the sizes
+    are 1, 2, 4, then every 8 below 256, then every 16, up to it, with
+    ``max_num_batched_tokens`` (``append_max_num_batched_tokens``) and ``max_num_seqs``
+    (``append_max_num_seqs``) added when they fit."""
+
+    source: str
+    seqs_factor: int = Field(gt=0)
+    max_size: int = Field(gt=0)
+    max_size_by_family: dict[int, int] = {}
+    """Capability family (``major x 10``, ``is_device_capability_family``) -> max size."""
+    small: tuple[int, ...]
+    step_below_256: int = Field(gt=0)
+    step_from_256: int = Field(gt=0)
+    append_max_num_batched_tokens: bool
+    append_max_num_seqs: bool
+
+    def sizes(self, max_num_seqs: int, max_num_batched_tokens: int, cc: int) -> tuple[int, ...]:
+        limit = min(max_num_seqs * self.seqs_factor,
+                    self.max_size_by_family.get(cc // 10 * 10, self.max_size))
+        decode = [max_num_seqs] if self.append_max_num_seqs and max_num_seqs <= limit else []
+        limit = min(max_num_batched_tokens, limit)
+        found = [size for size in self.small if size <= limit]
+        if limit >= 8:
+            found += range(8, min(limit + 1, 256), self.step_below_256)
+        if limit >= 256:
+            found += range(256, limit + 1, self.step_from_256)
+        if self.append_max_num_batched_tokens and max_num_batched_tokens <= limit:
+            found.append(max_num_batched_tokens)
+        found += [size for size in decode if size <= max_num_batched_tokens]
+        return tuple(sorted(set(found)))
+
+
+class EngineDefaults(_Strict):
+    """One release's defaults (``defaults.yaml``)."""
+
+    engine: str
+    gpu_memory_utilization: UtilizationDefault
+    cudagraph_mode: ModeDefault
+    batch: BatchDefaults
+    cudagraph_capture: CaptureSizes
+    profile_run_seqs_source: str
+    """The profile run's dummy batch has ``min(max_num_batched_tokens, max_num_seqs)``
+    requests (its sampler run one row each)."""
+
+    def batch_defaults(self, names: tuple[str, ...], memory_bytes: int | None,
+                       capability: str) -> tuple[int, int]:
+        """(max_num_batched_tokens, max_num_seqs) of ``vllm serve`` on this device."""
+        tier = self.batch.tier(names, memory_bytes, capability)
+        context = self.batch.usage_context
+        return tier.max_num_batched_tokens[context], tier.max_num_seqs[context]
+
+    @staticmethod
+    def profile_run_seqs(max_num_batched_tokens: int, max_num_seqs: int) -> int:
+        return min(max_num_batched_tokens, max_num_seqs)
