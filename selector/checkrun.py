@@ -362,9 +362,30 @@ def model_record(checked: ModelCheckResult, loaded: LoadedDeployment, catalog: C
     findings = architecture_findings(checked.model, catalog,
                                      options.engine or loaded.deployment.engine, loaded)
     findings += _model_findings(checked, loaded)
+    findings += _memory_unchecked(checked, loaded)
     return _model_record(checked, loaded, source=source or loaded.path,
                          artifact=loaded.path if source is None else None, device=device,
                          findings=findings, options=options, settings=settings)
+
+
+def _memory_unchecked(checked: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
+    """A note that the report has no memory section, and why: a verdict without it says
+    nothing about whether the model fits."""
+    if checked.memory is not None:
+        return []
+    name, _ = CLI_CODES["AS136"]
+    device = loaded.deployment.device
+    if isinstance(device, DeviceRef) and device.memory_gib is None:
+        return [_finding("note", "AS136", name,
+                         f"the memory fit was not checked: the device (compute capability "
+                         f"{device.capability}) states no memory",
+                         f'give its memory (device: {{capability: "{device.capability}", '
+                         f"memory_gib: 80}}) or name a catalog device (attn-select list devices)",
+                         ("device",), loaded)]
+    return [_finding("note", "AS136", name,
+                     "the memory fit was not checked: the memory budget does not model how "
+                     "expert parallelism over data-parallel ranks places the experts", "", None,
+                     loaded)]
 
 
 def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,

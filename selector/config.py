@@ -6,6 +6,7 @@ line where the format allows) and a fix; nothing raises past this module.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from selector import kv  # KV options only for a model deployment: loaded on first use
 from selector.catalog import DEFAULT_ENGINE_ENV, Catalog, EngineData, close_matches
 from selector.errors import InputError
+from selector.inputfile import check_duplicate_keys, parse_json_text
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
@@ -108,14 +110,20 @@ def _parse_text(path: str, text: str) -> tuple[Any, dict[tuple[str, ...], int]]:
                              hint="check the JSON syntax") from None
         lines: dict[tuple[str, ...], int] = {}
         try:
-            _yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader), (), lines)
-        except yaml.YAMLError:
-            pass
+            # a JSON string holds no raw tab, so tabs are only indentation (which YAML refuses)
+            node = yaml.compose(text.replace("\t", " "), Loader=yaml.SafeLoader)
+        except (yaml.YAMLError, RecursionError):
+            parse_json_text(text, source=path)  # a key given twice, without the YAML view
+        else:
+            check_duplicate_keys(node, source=path)
+            _yaml_lines(node, (), lines)
         return data, lines
     try:
         data = yaml.safe_load(text)
         lines = {}
-        _yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader), (), lines)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        check_duplicate_keys(node, source=path)
+        _yaml_lines(node, (), lines)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
@@ -143,21 +151,111 @@ def _field_names(model: Any, path: tuple[str | int, ...]) -> list[str]:
     return list(getattr(current, "model_fields", {}))
 
 
+_TYPE_WORDS = {"int_type": "a whole number", "float_type": "a number",
+               "bool_type": "true or false", "string_type": "a string",
+               "model_type": "a mapping of keys", "dict_type": "a mapping of keys",
+               "list_type": "a list"}
+
+
+def _written(value: Any) -> str:
+    """How a value of the file reads, for "expected X, got Y"."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _type_hint(kind: str, value: Any) -> str:
+    if kind in ("int_type", "float_type"):
+        if isinstance(value, bool):
+            return "write the number itself: true and false are not 1 and 0"
+        if isinstance(value, str):
+            return "write the number without quotes"
+        return "write a whole number, e.g. 128" if kind == "int_type" else ""
+    if kind == "bool_type":
+        return "write true or false, without quotes"
+    if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'quote it: "{value}"'
+    return ""
+
+
 def _describe_error(err: Any) -> tuple[str, str]:
     loc = tuple(err["loc"])
     kind = err["type"]
     parent = tuple(p for p in loc[:-1] if not isinstance(p, int))
     if kind == "extra_forbidden":
         name = str(loc[-1])
-        options = _field_names(Deployment, parent)
+        options = _field_names(Deployment, _clean_path(parent))
         return "unknown key", close_matches(name, options) if options else ""
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         value = err.get("input")
         options = re.findall(r"'([^']*)'", str(expected))
+        if isinstance(value, str) and value.strip() in re.findall(r"(?<!')\b\d+\b(?!')",
+                                                                 str(expected)):
+            return f"expected a number, got the string {value!r}", f"write {expected}, without quotes"
         hint = close_matches(str(value), options) if options else f"expected {expected}"
         return f"unknown value {value!r}", hint
+    if kind in _TYPE_WORDS:
+        return f"expected {_TYPE_WORDS[kind]}, got {_written(err.get('input'))}", \
+            _type_hint(kind, err.get("input"))
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, "), ""
     return err["msg"], ""
+
+
+_BRANCH = re.compile(r"^(str|int|float|bool|none|DeviceRef|MLADims|KVConnector)$|[\[(]")
+"""A union branch or validator step of pydantic's error location, not a field."""
+
+
+def _clean_path(loc: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(str(p) for p in loc if isinstance(p, (str, int)) and not _BRANCH.search(str(p)))
+
+
+def _leading_errors(errors: list[Any]) -> list[Any]:
+    """The problems to report, the one to lead with first: an unknown key before the
+    missing field it is a typo of (which is then no problem of its own), and of a union's
+    branches the one the value was written for (the deepest)."""
+    paths = [_clean_path(tuple(e["loc"])) for e in errors]
+    typo_of: set[tuple[str, ...]] = set()
+    for err, path in zip(errors, paths, strict=True):
+        if err["type"] == "extra_forbidden" and path:
+            options = _field_names(Deployment, path[:-1])
+            for hit in difflib.get_close_matches(path[-1], options, n=3, cutoff=0.6):
+                typo_of.add((*path[:-1], hit))
+    kept = []
+    for index, (err, path) in enumerate(zip(errors, paths, strict=True)):
+        if err["type"] == "missing" and path in typo_of:
+            continue
+        if err["type"].endswith("_type") and any(
+                other[:len(path)] == path and len(other) > len(path)
+                for j, other in enumerate(paths) if j != index):
+            continue
+        kept.append(err)
+    kept.sort(key=lambda e: e["type"] != "extra_forbidden")
+    return kept or errors
+
+
+def _model_config_error(path: str, data: dict[str, Any],
+                        lines: dict[tuple[str, ...], int]) -> InputError | None:
+    """A Hugging Face ``config.json`` given where a deployment belongs: how to check it."""
+    marks = [key for key in ("architectures", "model_type") if key in data]
+    if not marks or {"device", "model", "layer"} & set(data):
+        return None
+    folder = Path(path).parent
+    return InputError(
+        f"this is a Hugging Face model config ({marks[0]!r}, no `device:`), not a deployment "
+        "file", file=path, line=lines.get((marks[0],)),
+        hint=f"check the model from a deployment file with `model: {Path(path).name}` and "
+             f"`device: H100` next to it, or a serve line: attn-select check --device H100 "
+             f"-- vllm serve {folder}")
 
 
 def parse_deployment(path: str, text: str) -> LoadedDeployment:
@@ -169,15 +267,15 @@ def parse_deployment(path: str, text: str) -> LoadedDeployment:
     if not isinstance(data, dict):
         raise InputError(f"the top level must be a mapping of keys, not {type(data).__name__}",
                          file=path, hint="start with e.g. `device: H100`")
+    model_config = _model_config_error(path, data, lines)
+    if model_config is not None:
+        raise model_config
     try:
-        deployment = Deployment.model_validate(data)
+        deployment = Deployment.model_validate(data, strict=True)  # taken as written
     except ValidationError as exc:
-        errors = exc.errors()
+        errors = _leading_errors(exc.errors())
         first = errors[0]
-        loc = tuple(str(p) for p in first["loc"] if isinstance(p, (str, int)))
-        clean = tuple(p for p in loc if p not in ("str", "DeviceRef", "int", "float", "bool",
-                                                  "none", "literal['auto']", "MLADims",
-                                                  "KVConnector", "function-after[_auto_is_none(), str]"))
+        clean = _clean_path(tuple(first["loc"]))
         message, hint = _describe_error(first)
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         field_path = ".".join(clean)

@@ -14,6 +14,14 @@ then ``ModelConfig.verify_with_parallel_config`` (``vllm/config/model.py``: atte
 by TP, then the GQA limits on DCP), on duck-typed configs. Each row is one split:
 ``error`` is null (accepted) or ``{"type": <exception class>, "message": str(exc)}``.
 The source lines of each check in the installed wheel are written too.
+
+``kv_head_splits`` are the KV heads by the TP size, which vLLM's config accepts and its
+model code refuses while the model is built: the unmodified ``LlamaAttention.__init__``
+(``vllm/model_executor/models/llama.py``; Phi-3/4 and Mistral reuse it, and most model
+files carry the same assertions) with ``get_tensor_model_parallel_world_size`` answering
+the TP size, stopped at its first sub-layer (``QKVParallelLinear``: the checks are behind
+it). A refusal is a bare assertion, so the row keeps the failing source line as the
+traceback shows it (``file``, ``line``, ``source``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import gzip
 import inspect
 import json
 import sys
+import traceback
 from types import SimpleNamespace
 from typing import Any
 
@@ -73,6 +82,49 @@ def model_error(heads: int, kv_heads: int, use_mla: bool, tp: int, dcp: int
     return None
 
 
+# (total attention heads, total KV heads): the non-MLA models of the grid and Phi-4's 40 / 10
+KV_MODELS = (*((h, kv) for h, kv, mla in MODELS if not mla), (40, 10), (48, 6))
+
+
+class _Built(Exception):
+    """LlamaAttention got past its head checks to its first sub-layer."""
+
+
+def _stop(*_args: Any, **_kwargs: Any) -> None:
+    raise _Built
+
+
+def _relative(path: str) -> str:
+    return "vllm/" + path.split("/vllm/", 1)[1]
+
+
+def kv_head_error(heads: int, kv_heads: int, tp: int) -> dict[str, Any] | None:
+    from vllm.model_executor.models import llama
+
+    saved = llama.get_tensor_model_parallel_world_size, llama.QKVParallelLinear
+    llama.get_tensor_model_parallel_world_size = lambda: tp  # type: ignore[assignment]
+    llama.QKVParallelLinear = _stop  # type: ignore[assignment,misc]
+    try:
+        llama.LlamaAttention(config=SimpleNamespace(head_dim=128), hidden_size=128 * heads,
+                             num_heads=heads, num_kv_heads=kv_heads,
+                             prefix="model.layers.0.self_attn")
+    except _Built:
+        return None
+    except AssertionError as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        return {**_error(exc), "file": _relative(frame.filename), "line": frame.lineno,
+                "source": (frame.line or "").strip()}
+    finally:
+        llama.get_tensor_model_parallel_world_size, llama.QKVParallelLinear = saved
+    raise AssertionError("LlamaAttention was built without its sub-layers")
+
+
+def kv_head_rows() -> list[dict[str, Any]]:
+    return [{"num_heads": heads, "num_kv_heads": kv_heads, "tp": tp,
+             "error": kv_head_error(heads, kv_heads, tp)}
+            for heads, kv_heads in KV_MODELS for tp in TPS if heads % tp == 0]
+
+
 def rows() -> list[dict[str, Any]]:
     found = []
     for heads, kv_heads, use_mla in MODELS:
@@ -107,7 +159,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: dcp_oracle.py OUT.json.gz\n")
         return 2
     text = json.dumps({"vllm_version": vllm.__version__, "splits": rows(),
-                       "sources": sources()}, sort_keys=True)
+                       "kv_head_splits": kv_head_rows(), "sources": sources()}, sort_keys=True)
     # vLLM logs to stdout: the answers go to their own file (no timestamp: reproducible)
     with open(argv[0], "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
         handle.write((text + "\n").encode("utf-8"))

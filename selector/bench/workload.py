@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from selector.catalog import close_matches
 from selector.errors import InputError
-from selector.inputfile import parse_json_text, read_text_file
+from selector.inputfile import check_duplicate_keys, parse_json_text, read_text_file
 from selector.smoke.batch import BatchSpec
 from selector.smoke.workload import Workload as PagedWorkload
 from selector.smoke.workload import assign_pages
@@ -313,6 +313,7 @@ def load_workload(path: Path) -> BenchWorkload:
     else:
         try:
             data = yaml.safe_load(text)
+            check_duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader), source=source)
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             problem = getattr(error, "problem", None) or "cannot parse"

@@ -11,7 +11,7 @@ from selector._lazy import lazy_getattr
 if TYPE_CHECKING:
     from selector.memory.budget import BudgetInputs, MemoryBudget, MemoryLine, memory_budget
     from selector.memory.fit import KVFit, format_gib, kv_fit
-    from selector.memory.issues import StartupIssue, dcp_issue, dtype_issue
+    from selector.memory.issues import StartupIssue, dcp_issue, dtype_issue, kv_heads_issue
     from selector.memory.profile import StartupProfile, startup_profile
     from selector.memory.startup import (
         MemoryReport,
@@ -46,6 +46,7 @@ __all__ = [
     "estimate_weights",
     "format_gib",
     "kv_fit",
+    "kv_heads_issue",
     "max_model_len_issue",
     "memory_budget",
     "memory_report",
@@ -68,6 +69,7 @@ _LAZY = {
     "StartupIssue": "selector.memory.issues",
     "dtype_issue": "selector.memory.issues",
     "dcp_issue": "selector.memory.issues",
+    "kv_heads_issue": "selector.memory.issues",
     "MemoryReport": "selector.memory.startup",
     "auto_fit_length": "selector.memory.startup",
     "default_max_model_len": "selector.memory.startup",

@@ -12,7 +12,7 @@ from selector.catalog import Catalog
 from selector.memory.dcp import DcpCheck, dcp_refusals
 from selector.memory.profile import StartupProfile
 
-__all__ = ["StartupIssue", "dcp_issue", "dtype_issue", "startup_issue"]
+__all__ = ["StartupIssue", "dcp_issue", "dtype_issue", "kv_heads_issue", "startup_issue"]
 
 _ALL_DCP_CHECKS: frozenset[DcpCheck] = frozenset(get_args(DcpCheck))
 
@@ -59,3 +59,21 @@ def dcp_issue(catalog: Catalog, profile: StartupProfile, *, tp_size: int, dcp_si
             return startup_issue(catalog, spec.code, ("parallel", "decode_context_parallel_size"),
                                  **refusal.values)
     return None
+
+
+def kv_heads_issue(catalog: Catalog, profile: StartupProfile, *, num_kv_heads: int,
+                   tp_size: int) -> StartupIssue | None:
+    """vLLM's assertion on the KV heads by the TP size while it builds an attention layer
+    (``num_kv_heads``: the model's): at least as many KV heads as ranks must divide by the
+    TP size, fewer must divide it."""
+    spec = profile.checks.tensor_parallel_kv_heads
+    if num_kv_heads < 1 or tp_size <= 1:
+        return None
+    if num_kv_heads >= tp_size and num_kv_heads % tp_size:
+        code = spec.code
+    elif num_kv_heads < tp_size and tp_size % num_kv_heads:
+        code = spec.replicate_code
+    else:
+        return None
+    return startup_issue(catalog, code, ("parallel", "tensor_parallel_size"),
+                         num_kv_heads=num_kv_heads, tensor_parallel_size=tp_size)

@@ -176,6 +176,14 @@ class VocabCheck(CheckSpec):
     padding: int
 
 
+class KvHeadsCheck(CheckSpec):
+    """The KV heads by the TP size, asserted while the model is built: ``code`` when
+    there are at least as many KV heads as ranks (they must divide by the TP size),
+    ``replicate_code`` when fewer (the TP size must divide by them)."""
+
+    replicate_code: str
+
+
 class MaxLenCheck(CheckSpec):
     keys: tuple[str, ...]
     prescaled_rope_types: tuple[str, ...]
@@ -217,6 +225,7 @@ class StartupChecks(_Strict):
     max_model_len: MaxLenCheck
     tensor_parallel_heads: CheckSpec
     tensor_parallel_vocab: VocabCheck
+    tensor_parallel_kv_heads: KvHeadsCheck
     decode_context_parallel: DcpChecks
     removed_flag: CheckSpec
     unknown_json_key: CheckSpec
@@ -278,6 +287,8 @@ def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfi
                  profile.checks.bfloat16.code, profile.checks.max_model_len.code,
                  profile.checks.tensor_parallel_heads.code, profile.checks.removed_flag.code,
                  profile.checks.tensor_parallel_vocab.code,
+                 profile.checks.tensor_parallel_kv_heads.code,
+                 profile.checks.tensor_parallel_kv_heads.replicate_code,
                  profile.checks.unknown_json_key.code,
                  *(spec.code for spec in (profile.checks.decode_context_parallel.spec(check)
                                           for check in get_args(DcpCheck)) if spec)):

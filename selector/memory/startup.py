@@ -20,7 +20,13 @@ from selector.kv.plan_types import ModelPlan
 from selector.memory.budget import MemoryBudget, memory_budget, offloaded_weight_bytes
 from selector.memory.dcp import DCP_MODEL_CHECKS, DCP_PARALLEL_CHECKS
 from selector.memory.fit import KVFit, format_gib, kv_fit
-from selector.memory.issues import StartupIssue, dcp_issue, dtype_issue, startup_issue
+from selector.memory.issues import (
+    StartupIssue,
+    dcp_issue,
+    dtype_issue,
+    kv_heads_issue,
+    startup_issue,
+)
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import config_int, estimate_weights, text_config
 from selector.models import ModelFacts
@@ -373,4 +379,10 @@ def tensor_parallel_issue(catalog: Catalog, profile: StartupProfile, model: Mode
     if vocab and padded % tp:
         return startup_issue(catalog, vocab_check.code, ("parallel", "tensor_parallel_size"),
                       padded_vocab=padded, tensor_parallel_size=tp, padding=vocab_check.padding)
+    for layer in attention:  # built in order, after the embedding; MLA layers have one
+        if layer.mla is None and layer.kind != "mla":
+            found = kv_heads_issue(catalog, profile, tp_size=tp,
+                                   num_kv_heads=layer.total_kv_heads or layer.total_q_heads)
+            if found is not None:
+                return found
     return None

@@ -22,7 +22,7 @@ from selector.config import (
     resolve_target,
 )
 from selector.errors import InputError
-from selector.memory import StartupIssue, dcp_issue, dtype_issue, startup_profile
+from selector.memory import StartupIssue, dcp_issue, dtype_issue, kv_heads_issue, startup_profile
 from selector.request import RequestFacts, layer_request
 from selector.result import SolveResult
 from selector.solver import solve
@@ -75,6 +75,9 @@ def _layer_startup(loaded: LoadedDeployment, catalog: Catalog, target: Target, *
                         num_heads=layer.num_heads,
                         num_kv_heads=layer.num_kv_heads or layer.num_heads,
                         use_mla=layer.mla is not None) if split else None
+    if split and refused is None and layer.mla is None:  # then the model is built
+        refused = kv_heads_issue(catalog, profile, tp_size=parallel.tensor_parallel_size,
+                                 num_kv_heads=layer.num_kv_heads or layer.num_heads)
     dtype = dtype_issue(catalog, profile, dtype=d.dtype, explicit="dtype" in d.model_fields_set,
                         cc=cc, device=device) if startup else None
     return tuple(issue for issue in (refused, dtype) if issue is not None)

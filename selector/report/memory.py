@@ -15,6 +15,13 @@ __all__ = ["issue_json", "memory_json", "memory_markdown", "memory_table"]
 _GIB = 1024**3
 
 
+def _gib(value: int) -> str:
+    """Every GiB figure of the memory section: vLLM's rounding (``format_gib``,
+    vllm/utils/mem_utils.py:30-31: ``round(bytes / GiB, 2)``), always two decimals, so a
+    figure reads the same in the table and in vLLM's words."""
+    return f"{round(value / _GIB, 2):.2f}"
+
+
 def _basis(basis: str) -> str:
     return {"estimate": "estimate", "vllm": "vLLM's formula", "input": "given"}[basis]
 
@@ -37,27 +44,34 @@ def memory_table(report: MemoryReport) -> PlainTable:
     util = f"{inputs.gpu_memory_utilization:g}" + (" (vLLM's default)" if inputs.utilization_default else "")
     if report.pp_stage:
         table.add_row("pipeline parallelism", "", Text(report.pp_stage))
-    table.add_row("GPU memory", f"{inputs.total_memory_bytes / _GIB:.2f}",
+    table.add_row("GPU memory", _gib(inputs.total_memory_bytes),
                   Text(inputs.total_memory_source))
     table.add_row(Text(f"requested = ceil(total x {util})"),
-                  f"{budget.requested_bytes / _GIB:.2f}", "vLLM's formula")
+                  _gib(budget.requested_bytes), "vLLM's formula")
     table.add_row("profile run inputs", "", Text(_profile_inputs(report)))
     for line in budget.lines:
-        table.add_row(Text(f"- {line.name}"), f"{line.bytes / _GIB:.2f}",
+        table.add_row(Text(f"- {line.name}"), _gib(line.bytes),
                       Text(f"{_basis(line.basis)}: {line.detail}" if line.detail else _basis(line.basis)))
     if inputs.kv_cache_memory_bytes is not None:
         table.add_row("KV cache (--kv-cache-memory-bytes)",
-                      f"{inputs.kv_cache_memory_bytes / _GIB:.2f}", "given; skips profiling")
+                      _gib(inputs.kv_cache_memory_bytes), "given; skips profiling")
     else:
         table.add_row(Text("= available for the KV cache", style="bold"),
-                      f"{budget.available_kv_bytes / _GIB:.2f}",
+                      _gib(budget.available_kv_bytes),
                       "estimate" if budget.estimated else "vLLM's formula")
     if report.not_checked:
         table.add_row(Text("fit check", style="bold"), "", Text(f"not checked: {report.not_checked}"))
     fit = report.fit
+    if fit is not None and _gib(fit.check_bytes) != _gib(fit.available_bytes):
+        # vLLM's refusal names the memory less the null block: show the step between them
+        held = fit.available_bytes - fit.check_bytes
+        table.add_row(Text("- the null block the block pool holds back"), _gib(held),
+                      f"vLLM's formula: {held:,} bytes")
+        table.add_row(Text("= checked against one max_model_len request"),
+                      _gib(fit.check_bytes), "vLLM's start-up check")
     if fit is not None:
         table.add_row("KV needed for one max_model_len request",
-                      f"{fit.needed_bytes / _GIB:.2f}", f"{fit.max_model_len:,} tokens")
+                      _gib(fit.needed_bytes), f"{fit.max_model_len:,} tokens")
     cap = report.capacity
     if cap is not None and cap.num_blocks is not None:
         table.add_row("KV blocks", str(cap.num_blocks), f"{cap.bytes_per_block:,} bytes per block")
@@ -100,6 +114,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
         "kv_cache": None if fit is None else {
             "max_model_len": fit.max_model_len,
             "needed_bytes": fit.needed_bytes,
+            "check_bytes": fit.check_bytes,
             "fits": fit.outcome == "ok",
             "outcome": fit.outcome,
             "estimated_max_model_len": fit.estimated_max_len or None,
@@ -120,15 +135,15 @@ def memory_markdown(report: MemoryReport) -> list[str]:
     inputs = budget.inputs
     lines = ["| Memory per GPU | GiB | How it is known |", "|---|---|---|",
              *([f"| pipeline parallelism | | {report.pp_stage} |"] if report.pp_stage else []),
-             f"| GPU memory | {inputs.total_memory_bytes / _GIB:.2f} | "
+             f"| GPU memory | {_gib(inputs.total_memory_bytes)} | "
              f"{inputs.total_memory_source.replace('|', '/')} |",
              f"| requested = ceil(total x {inputs.gpu_memory_utilization:g}) | "
-             f"{budget.requested_bytes / _GIB:.2f} | vLLM's formula |",
+             f"{_gib(budget.requested_bytes)} | vLLM's formula |",
              f"| profile run inputs | | {_profile_inputs(report)} |"]
     for line in budget.lines:
         how = _basis(line.basis) + (f": {line.detail}" if line.detail else "")
-        lines.append(f"| - {line.name} | {line.bytes / _GIB:.2f} | {how.replace('|', '/')} |")
-    lines.append(f"| **available for the KV cache** | {budget.available_kv_bytes / _GIB:.2f} | "
+        lines.append(f"| - {line.name} | {_gib(line.bytes)} | {how.replace('|', '/')} |")
+    lines.append(f"| **available for the KV cache** | {_gib(budget.available_kv_bytes)} | "
                  f"{'estimate' if budget.estimated else 'given'} |")
     if report.not_checked:
         lines.append(f"| **fit check** | | not checked: {report.not_checked} |")

@@ -13,7 +13,12 @@ from selector.modelcheck import ModelCheckResult
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 from selector.report.memory import issue_json, memory_json, memory_table
 from selector.report.plain import PlainTable, plain
-from selector.report.text import reasons_table, start_up_error, suggestions_table
+from selector.report.text import (
+    reasons_table,
+    reorder_threshold_text,
+    start_up_error,
+    suggestions_table,
+)
 
 __all__ = ["model_to_json", "render_model"]
 
@@ -101,7 +106,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
             summary.add_row("vLLM says", message)
     if plan.layout is not None:
         summary.add_row("KV-cache layout", str(plan.layout.layout))
-    summary.add_row("reorder batch threshold", str(plan.reorder_batch_threshold))
+    summary.add_row("reorder batch threshold", reorder_threshold_text(plan.reorder_batch_threshold))
     cg = plan.cudagraph
     if cg is not None:
         mode = str(cg.resolved)

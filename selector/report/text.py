@@ -12,9 +12,21 @@ from selector.report.mla import mla_parts
 from selector.report.plain import PlainTable, plain
 from selector.result import BackendVerdict, SolveResult
 
-__all__ = ["reasons_table", "render_check", "render_explain", "start_up_error", "suggestions_table"]
+__all__ = [
+    "reasons_table",
+    "render_check",
+    "render_explain",
+    "reorder_threshold_text",
+    "start_up_error",
+    "suggestions_table",
+]
 
 _ENV_LABEL = "environment (vLLM probes these at start-up; defaults assume vLLM's pinned wheels)"
+
+
+def reorder_threshold_text(threshold: int | None) -> str:
+    """The reorder batch threshold as every view shows it (a layer's plan, a model's)."""
+    return "none (no decode-first reorder)" if threshold is None else str(threshold)
 
 
 def _verdict_line(result: SolveResult, device: str, refused: bool = False) -> Text:
@@ -124,9 +136,7 @@ def _runtime_table(result: SolveResult) -> PlainTable | None:
         mode += f" (requested {r.cudagraph_mode_requested}; downgraded)"
     table.add_row("CUDA-graph support", r.cudagraph_support)
     table.add_row("CUDA-graph mode", mode)
-    table.add_row("reorder batch threshold",
-                  "none (no decode-first reorder)" if r.reorder_batch_threshold is None
-                  else str(r.reorder_batch_threshold))
+    table.add_row("reorder batch threshold", reorder_threshold_text(r.reorder_batch_threshold))
     for message in r.cudagraph_messages:
         table.add_row("vLLM says", message)
     return table

@@ -1,4 +1,10 @@
-"""The deployment file a user writes (YAML, TOML or JSON)."""
+"""The deployment file a user writes (YAML, TOML or JSON).
+
+A file is validated in pydantic's strict mode (``Deployment.model_validate(data,
+strict=True)`` in :mod:`selector.config`): a value is taken as written, never converted
+(``true`` is not the number 1, ``"128"`` is not the number 128; a whole number is a valid
+float). The one documented string form of a number is a size suffix (``32k``, ``10G``),
+read as the command line reads it (:mod:`selector.schema.sizes`)."""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from selector.schema.sizes import ByteCount, MaxModelLen, TokenCount
 from selector.schema.types import (
     AttnType,
     CudaGraphMode,
@@ -34,6 +41,14 @@ class DeviceRef(StrictModel):
     """CUDA compute capability, e.g. ``"9.0"``."""
     name: str | None = None
     memory_gib: float | None = Field(default=None, gt=0)
+
+    @field_validator("capability", mode="before")
+    @classmethod
+    def _capability_is_text(cls, value: object) -> object:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f"capability is a string like '9.0': write capability: \"{value}\" "
+                             "(a number would read 12.10 as 12.1)")
+        return value
 
 
 class MLADims(StrictModel):
@@ -115,16 +130,17 @@ class Deployment(StrictModel):
     Hugging Face ``config.json`` (or its folder), relative to this file.  With a model,
     every layer is checked with its own facts and the KV cache is negotiated; without
     one, ``layer`` describes a single (uniform) attention layer."""
-    max_model_len: int | Literal["auto"] | None = None
-    """``--max-model-len``; ``auto`` (or -1): the largest length whose KV cache fits the
-    memory left (vLLM's auto-fit); null: the length the model's config derives."""
+    max_model_len: MaxModelLen | Literal["auto"] | None = None
+    """``--max-model-len``: tokens, ``32768`` or ``32k`` / ``32K`` as on the command line;
+    ``auto`` (or -1): the largest length whose KV cache fits the memory left (vLLM's
+    auto-fit); null: the length the model's config derives."""
     cpu_offload_gb: float = Field(default=0, ge=0)
     """``--cpu-offload-gb``: GiB of decoder-layer weights per GPU vLLM keeps in CPU memory."""
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     """``--gpu-memory-utilization``; null: the engine's default (0.92 in vLLM 0.33.0)."""
-    kv_cache_memory_bytes: int | None = Field(default=None, ge=0)
+    kv_cache_memory_bytes: ByteCount | None = None
     """``--kv-cache-memory-bytes``: the KV cache size, skipping vLLM's memory profiling."""
-    max_num_batched_tokens: int | None = Field(default=None, gt=0)
+    max_num_batched_tokens: TokenCount | None = None
     """``--max-num-batched-tokens`` (null: vLLM's default for the GPU); sizes the profile run."""
     max_num_seqs: int | None = Field(default=None, gt=0)
     """``--max-num-seqs`` (null: vLLM's default for the GPU); sizes the sampler's profile run."""
@@ -163,6 +179,17 @@ class Deployment(StrictModel):
     ignore: list[str] = []
     """Warning codes acknowledged for this deployment, as ``check --ignore CODE`` does (e.g.
     ``[AS005]``): they stay in the report as notes and no longer fail ``--strict``."""
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _one_device(cls, value: object) -> object:
+        if isinstance(value, list):
+            raise ValueError("a deployment names one device: write one (device: H100) and "
+                             "use --device for a fleet (check FILE --device H100 --device B200)")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f"a device is a catalog name (device: H100) or a capability "
+                             f'string (device: {{capability: "{value}"}}), not the number {value}')
+        return value
 
     @field_validator("max_model_len", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from selector.serve.values import (
     bad_value,
     json_object,
     parse_bytes,
+    parse_count,
     parse_int,
     parse_max_model_len,
 )
@@ -90,8 +91,8 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
                        hint="e.g. 0.9 for 90% of the GPU's memory")
         s.gpu_memory_utilization = fraction
     if "--max-num-batched-tokens" in values:
-        s.kv_options["max_num_batched_tokens"] = parse_int("--max-num-batched-tokens",
-                                                      values["--max-num-batched-tokens"])
+        s.kv_options["max_num_batched_tokens"] = parse_count("--max-num-batched-tokens",
+                                                        values["--max-num-batched-tokens"])
     if "--pipeline-parallel-size" in values:
         s.pipeline_parallel_size = parse_int("--pipeline-parallel-size",
                                         values["--pipeline-parallel-size"], high=1024)

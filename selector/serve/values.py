@@ -4,11 +4,11 @@ reads it, or raises :class:`InputError` naming the flag."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from selector.errors import InputError
+from selector.schema.sizes import AUTO_FIT, human_readable_int, human_readable_int_or_auto
 
 __all__ = [
     "SOURCE",
@@ -17,6 +17,7 @@ __all__ = [
     "json_object",
     "parse_bool",
     "parse_bytes",
+    "parse_count",
     "parse_int",
     "parse_max_model_len",
     "parse_scalar",
@@ -41,20 +42,22 @@ def parse_int(flag: str, value: str, *, low: int = 1, high: int = 1 << 20) -> in
     return number
 
 
+def parse_count(flag: str, value: str, *, low: int = 1, high: int = 1 << 20) -> int:
+    """vLLM's ``human_readable_int``: ``8k`` is 8 x 10**3, ``8K`` is 8 x 2**10, ``8G`` is
+    8 x 2**30 (vllm/utils/argparse_utils.py:30-74); the deployment file reads the same way
+    (:mod:`selector.schema.sizes`)."""
+    try:
+        number = human_readable_int(value)
+    except ValueError as exc:
+        raise bad_value(flag, str(exc)) from None
+    if not low <= number <= high:
+        raise bad_value(flag, f"{number} is out of range", hint=f"give {low}..{high}")
+    return number
+
+
 def parse_bytes(flag: str, value: str) -> int:
-    """vLLM's ``human_readable_int``: ``8G`` is 8 x 2**30, ``8g`` is 8 x 10**9
-    (vllm/utils/argparse_utils.py:30-74)."""
-    text = value.strip()
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
-    if match:
-        number, suffix = match.groups()
-        if suffix.islower():
-            return int(float(number) * 10.0 ** (3 * "kmgt".index(suffix) + 3))
-        if "." in number:
-            raise bad_value(flag, f"Decimals are not allowed with binary suffixes like {suffix}. "
-                                  f"Did you mean to use {number}{suffix.lower()} instead?")
-        return int(int(number) * 2 ** (10 * "KMGT".index(suffix) + 10))
-    return parse_int(flag, text, low=0, high=1 << 50)
+    """A byte count: :func:`parse_count` up to 2**50."""
+    return parse_count(flag, value, low=0, high=1 << 50)
 
 
 def parse_bool(flag: str, value: Any) -> bool:
@@ -91,20 +94,14 @@ def parse_scalar(value: str) -> Any:
 
 
 def parse_max_model_len(flag: str, value: str) -> int:
-    """vLLM accepts ``32768``, ``32k`` (x1000), ``32K`` (x1024), ``1m``/``1M`` and ``-1``
-    or ``auto`` (auto-fit, returned as -1: vllm/utils/argparse_utils.py:77-95)."""
-    text = value.strip().replace("_", "")
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text)
-    if text == "-1" or text.lower() == "auto":
-        return -1
-    if not match:
-        raise bad_value(flag, f"expected a token count like 32768 or 32k, got {value!r}")
-    number = float(match.group(1))
-    unit = match.group(2)
-    scale = {"": 1, "k": 1000, "K": 1024, "m": 1000**2, "M": 1024**2, "g": 1000**3,
-             "G": 1024**3}[unit]
-    total = int(number * scale)
-    if total < 1:
+    """vLLM's ``human_readable_int_or_auto``: ``32768``, ``32k`` (x1000), ``32K`` (x1024),
+    ``1m``/``1M``, and ``-1`` or ``auto`` (auto-fit, returned as -1:
+    vllm/utils/argparse_utils.py:77-95)."""
+    try:
+        total = human_readable_int_or_auto(value)
+    except ValueError as exc:
+        raise bad_value(flag, str(exc)) from None
+    if total < 1 and total != AUTO_FIT:
         raise bad_value(flag, f"{value!r} is not a positive length")
     return total
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector.catalog import load_catalog
 from selector.records import CheckReport, Finding
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
@@ -20,12 +21,13 @@ PRINTS = True
 def render(report: CheckReport, console: Any) -> None:
     """Print each record's report (and the fleet table for several devices) to ``console``."""
     records, command, verbose, fleet = report.records, report.command, report.verbose, report.fleet
+    catalog = load_catalog()
     if command is not None:
         # each note once, naming the devices it holds on when several were checked
         holds_on: dict[Finding, list[str]] = {}
         for r in records:
             for f in r.findings:
-                if f.code.startswith("AS1"):
+                if f.code in catalog.argument_codes:
                     holds_on.setdefault(f, []).append(r.device)
         checked = list(dict.fromkeys(r.device for r in records))
         if holds_on:
@@ -46,6 +48,9 @@ def render(report: CheckReport, console: Any) -> None:
                 console.print(render_notes(architecture))
             console.print(render_model(record.model, device=record.device, source=title,
                                        valid=record.status == "valid"))
+            unchecked = [f for f in record.findings if f.code == "AS136"]  # no memory section
+            if unchecked:
+                console.print(render_notes(unchecked))
             # said by the model report already: the start-up refusals and each failing
             # layer group's error (vLLM's words, with its backends and suggestions)
             shown = {issue.code for issue in record.model.startup} | {
@@ -59,7 +64,7 @@ def render(report: CheckReport, console: Any) -> None:
             result = record.result
             own = {d.code for d in (result.error, *result.warnings) if d is not None}
             refusals = [f for f in record.findings  # start-up refusals (SU001, SU008...)
-                        if f.level == "error" and f.code not in own and not f.code.startswith("AS")]
+                        if f.level == "error" and f.code not in own and f.code in catalog.codes]
             console.print(render_check(result, device=record.device, source=title,
                                        verbose=verbose, acknowledged=acknowledged,
                                        refusals=render_notes(refusals) if refusals else None))
