@@ -240,11 +240,13 @@ def smoke_command(
     local_only = [name for name, given in (
         ("--dry-run", dry_run), ("--shards", shards is not ShardMode.auto),
         ("--gpus", gpus is not None), ("--kernels", kernels is not KernelSource.native),
-        ("--merge-lse-base", merge_lse_base is not None),
-        ("--parity/--no-parity", parity is not None)) if given]
+        ("--merge-lse-base", merge_lse_base is not None)) if given]
     if ray is not None and not local_only:
+        # --parity / --no-parity travel with the options: each node plans its own parity
+        fleet_options = {**options.model_dump(mode="json"),
+                         **({"parity": parity} if parity is not None else {})}
         raise run_smoke_fleet(configs, address=ray, devices=list(device or []),
-                              timeout_s=timeout, options=options.model_dump(mode="json"),
+                              timeout_s=timeout, options=fleet_options,
                               output_format=FleetFormat(output_format.value), output=output,
                               ship_code=ship_code)
     fleet_only = [name for name, given in (("several CONFIG files", len(configs) > 1),

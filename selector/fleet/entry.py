@@ -72,7 +72,8 @@ def smoke_on_this_node(request: dict[str, Any], *,
 
     ``request``: ``config`` (the file's name), ``text`` (its content), ``device`` (the
     catalog name the plans are negotiated for) and ``options`` (:class:`SmokeOptions` as
-    JSON). Returns ``exit_code`` (what the local command exits with), ``report`` (the
+    JSON, and ``parity``: the local ``--parity`` / ``--no-parity``, absent for the default).
+    Returns ``exit_code`` (what the local command exits with), ``report`` (the
     local JSON report, or None when none was made), ``errors`` and ``hint``. ``machine``:
     where the kernels run (None: this node's GPU, as the local command does).
     """
@@ -81,8 +82,11 @@ def smoke_on_this_node(request: dict[str, Any], *,
         from selector.pipeline.smoke import deployment_plans
         from selector.smoke import SmokeOptions, run_smoke
 
-        plans = deployment_plans(_loaded(request))
-        options = SmokeOptions.model_validate(request.get("options") or {})
+        settings = dict(request.get("options") or {})
+        parity = settings.pop("parity", None)  # --parity / --no-parity, as the local smoke
+        plans = deployment_plans(_loaded(request),
+                                 parity=parity if isinstance(parity, bool) else None)
+        options = SmokeOptions.model_validate(settings)
         report = run_smoke(plans, options, machine=machine)
     except Exception as error:
         carried = getattr(error, "report", None)

@@ -40,7 +40,7 @@ def mixed_run() -> dict[str, Any]:
     dispatch.ENTRIES.update(smoke="cpu_node:smoke_on_cpu")
     try:
         result = runner.invoke(app, ["smoke", CONFIG, "--ray", "auto", "--no-measure",
-                                     "--timeout", "240", "--format", "json",
+                                     "--parity", "--timeout", "240", "--format", "json",
                                      *[f"--device={d}" for d in MIXED]],
                                catch_exceptions=False)
     finally:
