@@ -103,6 +103,9 @@ STEPS: tuple[Step, ...] = (
          note="derived and refused max_model_len (tests/golden/test_startup_facts.py)"),
     Step("weights", "weights_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/weights.jsonl.gz",),
          note="model-class parameters on the meta device (tests/golden/test_startup_facts.py)"),
+    Step("encoder", "encoder_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/encoder.json.gz",),
+         note="the ViT attention backend per capability and the encoder budget check "
+              "(tests/golden/test_encoder_oracle.py)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",

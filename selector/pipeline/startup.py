@@ -16,6 +16,7 @@ from selector.errors import InputError
 from selector.kv import KVOptions
 from selector.memory import (
     StartupIssue,
+    device_total_memory,
     dtype_issue,
     max_model_len_issue,
     memory_report,
@@ -24,6 +25,8 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
+from selector.memory.encoder import EncoderReport, encoder_data, encoder_report
+from selector.memory.profile import StartupProfile
 from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts
 from selector.pipeline.model import check_model
@@ -85,6 +88,29 @@ def _explicit_dtype(loaded: LoadedDeployment, settings: Mapping[str, object] | N
     return "dtype" in loaded.deployment.model_fields_set
 
 
+def _default_batched_tokens(profile: StartupProfile, device: str, nominal: float | None) -> int:
+    """vLLM's default ``max_num_batched_tokens`` for the GPU (the start-up profile's table)."""
+    total = device_total_memory(device, nominal)
+    return profile.scheduler_default(device, total[0] / 1024**3 if total else 0.0) \
+        .max_num_batched_tokens
+
+
+def _encoder(model: ModelFacts, loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
+             profile: StartupProfile, device: str, nominal: float | None,
+             cc: int) -> EncoderReport | None:
+    data = encoder_data(catalog, engine)
+    if data is None:
+        return None
+    d = loaded.deployment
+    return encoder_report(
+        catalog, data, raw_config(model), cc=cc, dtype=d.dtype, model_name=d.model or "",
+        mm_encoder_attn_backend=d.mm_encoder_attn_backend,
+        limit_mm_per_prompt=d.limit_mm_per_prompt, mm_processor_kwargs=d.mm_processor_kwargs,
+        disable_chunked_mm_input=d.disable_chunked_mm_input,
+        max_num_batched_tokens=d.max_num_batched_tokens,
+        default_max_num_batched_tokens=_default_batched_tokens(profile, device, nominal))
+
+
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                   loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
                   settings: Mapping[str, object] | None = None,
@@ -95,10 +121,13 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     profile = startup_profile(catalog, engine_name)
     device, cc, device_name = resolve_device(d, catalog)
     nominal = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
+    encoder = _encoder(model, loaded, catalog, engine_name, profile, device_name, nominal, cc)
+    batched = encoder.max_num_batched_tokens if encoder and encoder.max_num_batched_tokens \
+        else d.max_num_batched_tokens
     budget = None if _memory_not_modelled(settings) else plan_budget(
         model, profile, device=device_name, cc=cc, nominal_gib=nominal, dtype=d.dtype,
         cudagraphs=d.cudagraph_mode != "NONE", gpu_memory_utilization=d.gpu_memory_utilization,
-        max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=d.max_num_seqs,
+        max_num_batched_tokens=batched, max_num_seqs=d.max_num_seqs,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend)
     if budget is not None:
@@ -116,10 +145,12 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                                 max_model_len=d.max_model_len, environment=environ or {})
     if found is not None:
         issues.append(found)
+    if encoder is not None:
+        issues.extend(encoder.issues)
     report = None
     if budget is not None:
         report = memory_report(budget, checked.plan if not issues else None, profile, catalog,
                                in_flight_tokens=kv.max_in_flight_tokens)
         if report.issue is not None:
             issues.append(report.issue)
-    return replace(checked, memory=report, startup=tuple(issues))
+    return replace(checked, memory=report, startup=tuple(issues), encoder=encoder)

@@ -112,4 +112,17 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
         s.hf_overrides = json_object("--hf-overrides", values["--hf-overrides"])
     if "--disable-sliding-window" in raw.order:
         s.disable_sliding_window = True
+    _multimodal_settings(raw, values, s)
     return s
+
+
+def _multimodal_settings(raw: RawCommand, values: dict[str, str], s: Settings) -> None:
+    """The flags the multimodal encoder's start-up reads (selector/memory/encoder.py)."""
+    if "--mm-encoder-attn-backend" in values:
+        s.multimodal["mm_encoder_attn_backend"] = values["--mm-encoder-attn-backend"].strip()
+    for flag in ("--limit-mm-per-prompt", "--mm-processor-kwargs"):
+        if flag in values:
+            s.multimodal[flag[2:].replace("-", "_")] = json_object(flag, values[flag])
+    if "--disable-chunked-mm-input" in raw.order and not {
+            "--no-disable-chunked-mm-input", "--enable-chunked-mm-input"} & set(raw.order):
+        s.multimodal["disable_chunked_mm_input"] = True

@@ -51,3 +51,5 @@ class Settings:
     kv_options: dict[str, Any] = field(default_factory=dict)
     batch_invariant: bool = False
     environment: dict[str, bool] = field(default_factory=dict)
+    multimodal: dict[str, Any] = field(default_factory=dict)
+    """The multimodal encoder's settings, by their deployment keys."""
