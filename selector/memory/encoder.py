@@ -140,6 +140,17 @@ class EncoderSelection(_Strict):
     head_size: int | None
     dtype: str
     explicit: bool = False
+    source: str = ""
+
+    @property
+    def message(self) -> str:
+        """The selection in one line (a note of ``check``'s findings)."""
+        if self.backend is None:
+            return (f"{self.encoder} encoder: transformers' module ({self.source}); vLLM "
+                    "selects no attention backend for it")
+        size = f"head size {self.head_size}, " if self.head_size else ""
+        how = ", --mm-encoder-attn-backend" if self.explicit else ""
+        return f"{self.encoder} encoder attention: {self.backend} ({size}{self.dtype}{how}; {self.source})"
 
 
 class EncoderReport(_Strict):
@@ -155,6 +166,11 @@ class EncoderReport(_Strict):
     notices: tuple[tuple[str, str], ...] = ()
     """(code, message) notes."""
     issues: tuple[StartupIssue, ...] = ()
+    notice_code: str = "MM010"
+
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """Every note as (code, message): each encoder's selection, then the notices."""
+        return tuple((self.notice_code, e.message) for e in self.encoders) + self.notices
 
 
 @lru_cache(maxsize=8)
@@ -294,17 +310,12 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                               "modelled (its attention backend is not checked)"))
     elif tower.tower == "transformers":
         encoders.append(EncoderSelection(encoder="vision", tower=tower.tower, backend=None,
-                                         head_size=head_size, dtype=dtype))
-        notices.append((code, f"vision encoder: transformers' module ({tower.source}); "
-                              "vLLM selects no attention backend for it"))
+                                         head_size=head_size, dtype=dtype, source=tower.source))
     elif head_size is not None and not issues:
         backend = choice or vit_backend(data, head_size=head_size, dtype=dtype, cc=cc)
         encoders.append(EncoderSelection(encoder="vision", tower=tower.tower, backend=backend,
                                          head_size=head_size, dtype=dtype,
-                                         explicit=choice is not None))
-        notices.append((code, f"vision encoder attention: {backend} (head size {head_size}, "
-                              f"{dtype}{', --mm-encoder-attn-backend' if choice else ''}; "
-                              f"{vit.source})"))
+                                         explicit=choice is not None, source=vit.source))
     budget = data.budget
     tokens, gaps = max_tokens_per_item(data, raw, limit_mm_per_prompt=limit_mm_per_prompt,
                                        mm_processor_kwargs=mm_processor_kwargs)
@@ -313,7 +324,8 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
         notices.append((code, f"encoder tokens per item of {model_type}: vLLM counts the "
                               "processor's dummy inputs (the checkpoint's processor files); "
                               "the encoder budget check is not modelled"))
-        return EncoderReport(encoders=tuple(encoders), notices=tuple(notices), issues=tuple(issues))
+        return EncoderReport(encoders=tuple(encoders), notices=tuple(notices),
+                             issues=tuple(issues), notice_code=code)
     prefix_lm = is_mm_prefix_lm(budget, raw)
     batched = max_num_batched_tokens
     raised = None
@@ -337,4 +349,4 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     cache = max(batched, largest) if tokens else None
     return EncoderReport(encoders=tuple(encoders), tokens_per_item=tokens,
                          max_num_batched_tokens=raised, encoder_cache_size=cache,
-                         notices=tuple(notices), issues=tuple(issues))
+                         notices=tuple(notices), issues=tuple(issues), notice_code=code)

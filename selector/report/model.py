@@ -149,7 +149,7 @@ def encoder_table(encoder: EncoderReport) -> PlainTable:
 
 
 def encoder_json(encoder: EncoderReport) -> dict[str, Any]:
-    return encoder.model_dump(mode="json", exclude={"issues"})
+    return encoder.model_dump(mode="json", exclude={"issues", "notice_code"})
 
 
 def _startup_parts(result: ModelCheckResult) -> list[RenderableType]:
