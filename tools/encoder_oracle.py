@@ -109,7 +109,8 @@ def vit_answers() -> dict[str, Any]:
             except AssertionError as exc:
                 got, error = None, f"AssertionError: {exc}"
             explicit.append({"capability": cap, "choice": choice, "backend": got, "error": error})
-    return {"supported": supported, "auto": auto, "explicit": explicit}
+    return {"supported": supported, "auto": auto, "explicit": explicit,
+            "enum_members": [member.name for member in AttentionBackendEnum]}
 
 
 def _model_dir(tmp: Path, name: str, path: str) -> Path:

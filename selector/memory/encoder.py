@@ -14,7 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.catalog import Catalog, CatalogError
+from selector.catalog import Catalog, CatalogError, close_matches
+from selector.errors import InputError
 from selector.memory.issues import StartupIssue, startup_issue
 
 __all__ = [
@@ -72,6 +73,7 @@ class VitAttention(_Strict):
     source: str
     refusal_code: str
     enum_values: dict[str, str]
+    enum_members: tuple[str, ...]
     orders: tuple[VitOrder, ...]
     unchecked: str
     backends: dict[str, VitBackend]
@@ -300,6 +302,11 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     vit = data.vit_attention
     tower = data.encoders.get(model_type)
     choice = mm_encoder_attn_backend.upper() if mm_encoder_attn_backend else None
+    if choice is not None and choice not in vit.enum_members:
+        raise InputError(f"mm_encoder_attn_backend {mm_encoder_attn_backend!r} is not an "
+                         f"attention backend of {data.engine}", field="mm_encoder_attn_backend",
+                         hint=close_matches(choice, list(vit.enum_members))
+                         or "the vision encoder takes " + ", ".join(vit.order(cc)))
     refused = vit_refusal(catalog, data, choice, cc) if choice is not None else None
     if refused is not None:
         issues.append(refused)

@@ -95,6 +95,12 @@ def test_explicit_encoder_backend_is_refused_in_vllms_words(path: Path) -> None:
             assert issue is not None and issue.message == row["error"], row
 
 
+def test_the_backend_names_are_vllms() -> None:
+    """The names --mm-encoder-attn-backend takes: every AttentionBackendEnum member."""
+    answers = _answers(ROOT / "vllm-0.33.0" / "encoder.json.gz")["vit"]
+    assert list(_data().vit_attention.enum_members) == answers["enum_members"]
+
+
 def _budget_rows() -> list[tuple[str, dict[str, Any]]]:
     return [(path.parent.name, row) for path in _golden_files()
             for row in _answers(path).get("budget") or () if "harness_error" not in row]

@@ -93,6 +93,12 @@ def test_unsupported_encoder_backend_is_vllms_assertion() -> None:
                               "[<AttentionBackendEnum.FLASH_ATTN: ")
 
 
+def test_a_name_that_is_no_backend_is_bad_input() -> None:
+    code, _, err = run_cli(["check", "--device", "H100", "--", "vllm", "serve", GEMMA4,
+                            "--mm-encoder-attn-backend", "FLASH_ATTEN"])
+    assert code == 2 and "FLASH_ATTN" in err and "Traceback" not in err
+
+
 def test_llama4_vision_encoder_backend_is_reported() -> None:
     _, doc = _json(["--device", "T4", "--", "vllm", "serve", "schemas/models/llama-4-scout.json",
                     "--tensor-parallel-size", "8"])
