@@ -215,12 +215,10 @@ def vit_refusal(catalog: Catalog, data: EncoderData, choice: str, cc: int) -> St
 
 
 def _vision_head_size(raw: Mapping[str, Any]) -> int | None:
+    """``vision_config.hidden_size // num_heads``, as every mapped ViT computes it."""
     vision = raw.get("vision_config")
     if not isinstance(vision, Mapping):
         return None
-    head_dim = vision.get("head_dim")
-    if isinstance(head_dim, int) and head_dim > 0:
-        return head_dim
     hidden = vision.get("hidden_size")
     heads = vision.get("num_attention_heads", vision.get("num_heads"))
     if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
