@@ -352,6 +352,10 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                                     max_tokens_per_mm_item=largest,
                                     max_num_batched_tokens=batched))
     cache = max(batched, largest) if tokens else None
+    if cache is not None:
+        notices.append((code, f"encoder cache: {cache:,} tokens (max(max_num_batched_tokens, the "
+                              f"largest item); {budget.source}); its memory and the profile "
+                              "run's multimodal pass are not in the memory estimate"))
     return EncoderReport(encoders=tuple(encoders), tokens_per_item=tokens,
                          max_num_batched_tokens=raised, encoder_cache_size=cache,
                          notices=tuple(notices), issues=tuple(issues), notice_code=code)

@@ -141,8 +141,6 @@ def encoder_table(encoder: EncoderReport) -> PlainTable:
             f"{modality} {count:,}" for modality, count in encoder.tokens_per_item.items()))
     if encoder.max_num_batched_tokens is not None:
         table.add_row("max_num_batched_tokens", f"{encoder.max_num_batched_tokens:,} (raised by vLLM)")
-    if encoder.encoder_cache_size is not None:
-        table.add_row("encoder cache", f"{encoder.encoder_cache_size:,} tokens")
     for code, message in encoder.notices:
         table.add_row(f"note [{code}]", message)
     return table
