@@ -133,7 +133,7 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any]) -> di
         model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
                                    skip_tokenizer_init=True, **kwargs)
     except Exception as exc:  # the harness could not build the config: no answer of vLLM's
-        out["harness_error"] = _error(exc)
+        out["harness_error"] = _error(exc).replace(str(tmp), "<scratch>")  # reproducible
         return out
     out["is_multimodal_model"] = bool(model_config.is_multimodal_model)
     if not model_config.is_multimodal_model:
@@ -151,7 +151,7 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any]) -> di
         out["max_tokens_per_item"] = (None if tokens is None else
                                       {m: tokens[m] for m in active if m in tokens})
     except Exception as exc:  # the architecture could not be inspected here: no answer
-        out["harness_error"] = _error(exc)
+        out["harness_error"] = _error(exc).replace(str(tmp), "<scratch>")  # reproducible
         return out
     min_batched = getattr(EngineArgs, "_get_min_mm_batched_tokens", None)
     out["default_raise"] = min_batched is not None  # the raise of the default exists
