@@ -241,6 +241,10 @@ def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
 
 def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
     findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
+    for code, message in result.encoder.notes() if result.encoder is not None else ():
+        entry = load_catalog().code(code)
+        findings.append(_finding("note", code, entry.name, message, entry.hint,
+                                 tuple(entry.field.split(".")) if entry.field else None, loaded))
     for selection in result.selections:
         prefix = f"layers {kv.format_ranges(list(selection.layers))} ({selection.kind}): "
         for finding in _result_findings(selection.result, loaded, graphs=False):

@@ -27,6 +27,7 @@ import selector.schema as schema_package
 from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
 from selector.config import LoadedDeployment
+from selector.memory.encoder import encoder_data, vit_backend
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
 from selector.records import CLI_CODES
@@ -537,6 +538,46 @@ def _backend_section(name: str, spec: BackendSpec, catalog: Catalog, codes_page:
     return lines
 
 
+_ENCODER_HEAD_SIZES = (64, 72, 88, 128, 512)
+"""Head sizes of the encoder table: SigLIP / Gemma's 72, Llama-4's 88, FA4's 512."""
+
+
+def _encoder_section(engine: EngineData, catalog: Catalog) -> list[str]:
+    """The vision encoder's backend by capability, dtype and head size, from the
+    engine's ``encoder.yaml`` (nothing when its profile chain has none)."""
+    data = encoder_data(catalog, engine.engine)
+    if data is None:
+        return []
+    vit, budget = data.vit_attention, data.budget
+    lines = ["", "## Multimodal encoder", "",
+             "The vision encoder's attention backend as `get_vit_attn_backend` picks it without "
+             f"`--mm-encoder-attn-backend` ({_cell(vit.source)}); an explicit choice outside the "
+             f"capability's list is refused ([{vit.refusal_code}](../reason-codes.md#"
+             f"{_anchor(vit.refusal_code)})). Model types whose encoder vLLM builds with its own "
+             "layers: " + ", ".join(f"`{t}`" for t, e in data.encoders.items() if e.tower == "vit")
+             + "; with transformers' module (no backend selected): "
+             + ", ".join(f"`{t}`" for t, e in data.encoders.items() if e.tower != "vit") + ".", "",
+             "| capability | dtype | " + " | ".join(f"head {h}" for h in _ENCODER_HEAD_SIZES)
+             + " | explicit choices |",
+             "|---|---|" + "---|" * (len(_ENCODER_HEAD_SIZES) + 1)]
+    for cc, _ in _device_caps(catalog):
+        for dtype in ("bfloat16", "float16", "float32"):
+            cells = [vit_backend(data, head_size=h, dtype=dtype, cc=cc) for h in _ENCODER_HEAD_SIZES]
+            lines.append(f"| {_cc_text(cc)} | {dtype} | " + " | ".join(cells)
+                         + f" | {', '.join(vit.order(cc))} |")
+    families = ", ".join(f"`{t}` ({_cell(f.source)})" for t, f in budget.tokens_per_item.items())
+    lines += ["", "The encoder budget: with chunked multimodal input disabled (on CUDA for a "
+              "multimodal prefix-LM) the largest item must fit in `max_num_batched_tokens` "
+              f"([{budget.refusal_code}](../reason-codes.md#{_anchor(budget.refusal_code)}); "
+              f"{_cell(budget.source)})"
+              + (f"; left at its default, vLLM raises it to that item ([{budget.raise_code}]"
+                 f"(../reason-codes.md#{_anchor(budget.raise_code)}); {_cell(budget.raise_source)})"
+                 if budget.raise_code else "")
+              + f". Tokens per item are modelled for {families or 'no family'}; any other "
+              "family's count needs its processor files and is a note."]
+    return lines
+
+
 def _engine_page(engine: EngineData, catalog: Catalog) -> str:
     profile = engine.profile
     lines = [
@@ -560,6 +601,7 @@ def _engine_page(engine: EngineData, catalog: Catalog) -> str:
     for check in profile.checks:
         lines.append(f"| [{check.code}](../reason-codes.md#{_anchor(check.code)}) | "
                      f"{_code(check.fails_when)} |")
+    lines += _encoder_section(engine, catalog)
     lines += ["", "## Backends", ""]
     for name, spec in sorted(engine.backends.items()):
         lines += _backend_section(name, spec, catalog, "../reason-codes.md")

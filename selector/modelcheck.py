@@ -11,6 +11,7 @@ from typing import Any
 
 from selector.catalog import Catalog
 from selector.kv import BackendKVFacts, ModelPlan
+from selector.memory.encoder import EncoderReport
 from selector.memory.startup import MemoryReport, StartupIssue
 from selector.models import ModelFacts
 from selector.request import RequestFacts
@@ -43,6 +44,9 @@ class ModelCheckResult:
     """The start-up memory budget and KV fit (None when the device memory is unknown)."""
     startup: tuple[StartupIssue, ...] = ()
     """Start-up refusals besides the KV plan's (dtype, max_model_len, memory)."""
+    encoder: EncoderReport | None = None
+    """The multimodal encoder's start-up: its attention backend, tokens per item, vLLM's
+    raise of the batched tokens (None: no vision encoder, or the engine has no data)."""
 
     @property
     def valid(self) -> bool:

@@ -120,6 +120,9 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/weights-configs.jsonl.gz",),
          note="per-rank parameters of every real config and preset at TP 1 / 2 (4 / 8) "
               "(tests/golden/test_weights_configs.py, docs/memory.md)"),
+    Step("encoder", "encoder_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/encoder.json.gz",),
+         note="the ViT attention backend per capability and the encoder budget check "
+              "(tests/golden/test_encoder_oracle.py)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",

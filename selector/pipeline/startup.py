@@ -27,6 +27,7 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
+from selector.memory.encoder import EncoderReport, encoder_data, encoder_report
 from selector.memory.issues import startup_issue
 from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
 from selector.modelcheck import ModelCheckResult
@@ -76,6 +77,21 @@ def _pp_size(loaded: LoadedDeployment, settings: Mapping[str, object] | None) ->
         loaded.deployment.parallel.pipeline_parallel_size
 
 
+def _encoder(model: ModelFacts, loaded: LoadedDeployment, catalog: Catalog, engine: str,
+             cc: int, default_batched_tokens: int) -> EncoderReport | None:
+    data = encoder_data(catalog, engine)
+    if data is None:
+        return None
+    d = loaded.deployment
+    return encoder_report(
+        catalog, data, raw_config(model), cc=cc, dtype=d.dtype, model_name=d.model or "",
+        mm_encoder_attn_backend=d.mm_encoder_attn_backend,
+        limit_mm_per_prompt=d.limit_mm_per_prompt, mm_processor_kwargs=d.mm_processor_kwargs,
+        disable_chunked_mm_input=d.disable_chunked_mm_input,
+        max_num_batched_tokens=d.max_num_batched_tokens,
+        default_max_num_batched_tokens=default_batched_tokens)
+
+
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                   loaded: LoadedDeployment, catalog: Catalog, target: Target,
                   settings: Mapping[str, object] | None = None,
@@ -91,6 +107,11 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     cc, device_name = target.cc, target.device_name
     total = (target.memory_bytes, target.memory_source) if target.memory_bytes else None
     assert target.serve is not None
+    encoder = _encoder(model, loaded, catalog, engine_name, cc,
+                       default_batched_tokens=target.serve.max_num_batched_tokens)
+    if encoder is not None and encoder.max_num_batched_tokens:  # vLLM's raise of the default:
+        # the budget, the KV fit and the report all read the raised value
+        kv = kv.model_copy(update={"max_num_batched_tokens": encoder.max_num_batched_tokens})
     budget_of = partial(
         plan_budget, model, profile, device=device_name, cc=cc, total=total, dtype=d.dtype,
         cudagraphs=kv.cudagraph_mode not in (None, "NONE"),
@@ -148,6 +169,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                                 environment=environ or {})
     if found is not None:
         issues.append(found)
+    if encoder is not None:
+        issues.extend(encoder.issues)
     reports = [(memory_report(stage.budget, plan if not issues else None, profile, catalog,
                               in_flight_tokens=kv.max_in_flight_tokens, auto_fit_from=auto_from),
                 stage.label)
@@ -158,7 +181,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     if pp > 1 and checked.plan is not None:  # every stage's pool holds the reported one's blocks
         checked = replace(checked, plan=checked.plan.model_copy(
             update={"capacity": report.capacity if report is not None else None}))
-    return replace(checked, memory=report, startup=tuple(issues))
+    return replace(checked, memory=report, startup=tuple(issues), encoder=encoder)
 
 
 @dataclass(frozen=True)

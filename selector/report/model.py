@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from selector.kv import format_ranges
+from selector.memory.encoder import EncoderReport
 from selector.modelcheck import ModelCheckResult
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 from selector.report.memory import issue_json, memory_json, memory_table
@@ -129,9 +130,36 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     return Group(*parts, *_startup_parts(result))
 
 
+def encoder_table(encoder: EncoderReport) -> PlainTable:
+    """The multimodal encoder at start-up: each encoder's attention backend, the tokens
+    per item, the batched tokens after vLLM's raise and the notes (vLLM's log lines)."""
+    table = PlainTable(show_header=False, title="Multimodal encoder at start-up")
+    table.add_column("item")
+    table.add_column("value")
+    for enc in encoder.encoders:
+        backend = enc.backend or f"not selected by vLLM ({enc.tower} module)"
+        size = f"head size {enc.head_size}, " if enc.head_size else ""
+        table.add_row(f"{enc.encoder} encoder attention",
+                      f"{backend} ({size}{enc.dtype}{', explicit' if enc.explicit else ''})")
+    if encoder.tokens_per_item:
+        table.add_row("tokens per item", ", ".join(
+            f"{modality} {count:,}" for modality, count in encoder.tokens_per_item.items()))
+    if encoder.max_num_batched_tokens is not None:
+        table.add_row("max_num_batched_tokens", f"{encoder.max_num_batched_tokens:,} (raised by vLLM)")
+    for code, message in encoder.notices:
+        table.add_row(f"note [{code}]", message)
+    return table
+
+
+def encoder_json(encoder: EncoderReport) -> dict[str, Any]:
+    return encoder.model_dump(mode="json", exclude={"issues", "notice_code"})
+
+
 def _startup_parts(result: ModelCheckResult) -> list[RenderableType]:
     """The memory budget and vLLM's start-up refusals, each in vLLM's words."""
     parts: list[RenderableType] = []
+    if result.encoder is not None:
+        parts.append(encoder_table(result.encoder))
     if result.memory is not None:
         parts.append(memory_table(result.memory))
     for issue in result.startup:
@@ -163,4 +191,5 @@ def model_to_json(result: ModelCheckResult, *, source: str | None = None,
         "plan": result.plan.model_dump(mode="json") if result.plan is not None else None,
         "memory": memory_json(result.memory) if result.memory is not None else None,
         "startup_errors": [issue_json(issue) for issue in result.startup],
+        "encoder": encoder_json(result.encoder) if result.encoder is not None else None,
     }

@@ -174,6 +174,17 @@ class Deployment(StrictModel):
     batch_invariant: bool = False
     """``VLLM_BATCH_INVARIANT=1``."""
     kv_connector: KVConnector | None = None
+    mm_encoder_attn_backend: str | None = None
+    """``--mm-encoder-attn-backend``: the vision encoder's attention backend (null: vLLM
+    picks with ``get_vit_attn_backend``)."""
+    limit_mm_per_prompt: dict[str, int | dict[str, int] | None] = {}
+    """``--limit-mm-per-prompt``: items per prompt by modality (``{video: 0}``), or options
+    (``{video: {count: 1, num_frames: 8}}``); it changes the encoder's tokens per item."""
+    mm_processor_kwargs: dict[str, object] = {}
+    """``--mm-processor-kwargs`` (e.g. Gemma-4's ``{max_soft_tokens: 560}``)."""
+    disable_chunked_mm_input: bool = False
+    """``--disable-chunked-mm-input``: a multimodal item must fit in one batch (vLLM sets
+    it on CUDA for a multimodal prefix-LM)."""
     environment: dict[str, bool] = {}
     """Run-time facts vLLM probes (without the ``env_`` prefix), e.g. ``{fa3_built: false}``."""
     ignore: list[str] = []

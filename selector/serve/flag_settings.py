@@ -117,6 +117,7 @@ def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
         s.hf_overrides = json_object("--hf-overrides", values["--hf-overrides"])
     if "--disable-sliding-window" in raw.order:
         s.disable_sliding_window = True
+    _multimodal_settings(raw, values, s)
     return s
 
 
@@ -129,3 +130,15 @@ def parse_offload_gib(flag: str, value: str) -> float:
     if not gib >= 0 or gib == float("inf"):
         raise bad_value(flag, f"{value!r} is not a size of 0 GiB or more")
     return gib
+
+
+def _multimodal_settings(raw: RawCommand, values: dict[str, str], s: Settings) -> None:
+    """The flags the multimodal encoder's start-up reads (selector/memory/encoder.py)."""
+    if "--mm-encoder-attn-backend" in values:
+        s.multimodal["mm_encoder_attn_backend"] = values["--mm-encoder-attn-backend"].strip()
+    for flag in ("--limit-mm-per-prompt", "--mm-processor-kwargs"):
+        if flag in values:
+            s.multimodal[flag[2:].replace("-", "_")] = json_object(flag, values[flag])
+    if "--disable-chunked-mm-input" in raw.order and not {
+            "--no-disable-chunked-mm-input", "--enable-chunked-mm-input"} & set(raw.order):
+        s.multimodal["disable_chunked_mm_input"] = True

@@ -75,6 +75,7 @@ def _deployment(model: ModelFacts, model_ref: str, s: Settings, engine: str | No
             batch_invariant=s.batch_invariant,
             kv_connector=KVConnector(name=s.kv_connector) if s.kv_connector else None,
             environment=dict(s.environment),
+            **s.multimodal,
         )
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise InputError(f"the command line does not make a valid deployment: {exc}",

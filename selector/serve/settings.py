@@ -17,7 +17,10 @@ HANDLED = frozenset({
     "--hf-overrides", "--enforce-eager", "--no-enforce-eager", "--disable-sliding-window",
     "--cp-kv-cache-interleave-size", "--max-num-batched-tokens", "--pipeline-parallel-size",
     "--data-parallel-size", "--enable-expert-parallel", "--no-enable-expert-parallel",
-    "--moe-backend", "--max-num-seqs", "--kv-cache-memory-bytes",
+    "--moe-backend", "--max-num-seqs", "--kv-cache-memory-bytes", "--quantization",
+    "--cpu-offload-gb", "--mm-encoder-attn-backend", "--limit-mm-per-prompt",
+    "--mm-processor-kwargs", "--disable-chunked-mm-input", "--no-disable-chunked-mm-input",
+    "--enable-chunked-mm-input",
 })
 """The flags whose values :func:`build_settings` reads."""
 
@@ -56,3 +59,5 @@ class Settings:
     kv_options: dict[str, Any] = field(default_factory=dict)
     batch_invariant: bool = False
     environment: dict[str, bool] = field(default_factory=dict)
+    multimodal: dict[str, Any] = field(default_factory=dict)
+    """The multimodal encoder's settings, by their deployment keys."""

@@ -1,0 +1,147 @@
+"""`check` on the multimodal encoder's start-up, as users meet it: Gemma-4's encoder
+budget (vLLM's refusal with an explicit --max-num-batched-tokens below the largest item,
+vLLM's raise of the default and the memory that follows), the vision encoder's backend and
+vLLM's assertion for an --mm-encoder-attn-backend the platform does not list.
+The per-item tokens and texts are vLLM's own answers (tests/golden/test_encoder_oracle.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selector.catalog import load_catalog
+from selector.memory.encoder import encoder_data, encoder_report
+from tests.fuzz.test_config_fuzz import run_cli
+
+GEMMA4 = "tests/fixtures/hf_configs/google--gemma-4-26B-A4B.json"
+RAW = json.loads(Path(GEMMA4).read_text(encoding="utf-8"))
+
+
+def _json(argv: list[str]) -> tuple[int, dict[str, object]]:
+    code, out, err = run_cli(["check", "--format", "json", *argv])
+    assert out, err
+    document: dict[str, object] = json.loads(out)
+    return code, document
+
+
+def _findings(document: dict[str, object]) -> dict[str, dict[str, object]]:
+    findings = document["findings"]
+    assert isinstance(findings, list)
+    return {f["code"]: f for f in findings}
+
+
+def _messages(document: dict[str, object], code: str) -> list[str]:
+    findings = document["findings"]
+    assert isinstance(findings, list)
+    return [str(f["message"]) for f in findings if f["code"] == code]
+
+
+def test_gemma4_with_2048_batched_tokens_is_refused_in_vllms_words() -> None:
+    code, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4,
+                       "--max-num-batched-tokens", "2048"])
+    assert code == 1 and doc["valid"] is False
+    refusal = _findings(doc)["SU026"]
+    # vllm/v1/core/encoder_cache_manager.py:363-371 (0.33.0): the video item, 32 frames x 78
+    assert refusal["message"] == (
+        "Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger than "
+        "max_num_batched_tokens (2048). Please increase max_num_batched_tokens.")
+    assert "--max-num-batched-tokens 2496" in str(refusal["hint"])
+
+
+def test_gemma4_at_the_default_is_raised_and_the_budget_follows() -> None:
+    code, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4])
+    assert code == 0
+    raised = _findings(doc)["MM011"]
+    assert raised["level"] == "note"
+    # vllm/engine/arg_utils.py:3207-3214 (0.33.0): A100's default is 2048 (arg_utils.py:2973-3006)
+    assert raised["message"] == (
+        "Raising max_num_batched_tokens from 2048 to 2496 to accommodate 'video' input for "
+        f"prefix-LM model {GEMMA4}.")
+    memory = doc["memory"]
+    assert isinstance(memory, dict) and memory["inputs"]["max_num_batched_tokens"] == 2496
+
+
+def test_gemma4_explicit_batched_tokens_enough_for_the_item_pass() -> None:
+    code, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4,
+                       "--max-num-batched-tokens", "2496"])
+    assert code == 0 and "SU026" not in _findings(doc) and "MM011" not in _findings(doc)
+
+
+def test_fewer_video_frames_lower_the_item() -> None:
+    code, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4,
+                       "--max-num-batched-tokens", "2048",
+                       "--limit-mm-per-prompt", '{"video": {"count": 1, "num_frames": 8}}'])
+    assert code == 0 and "SU026" not in _findings(doc)
+
+
+def test_gemma4_vision_tower_is_transformers_not_selected() -> None:
+    _, doc = _json(["--device", "H100", "--", "vllm", "serve", GEMMA4])
+    assert any("vLLM selects no attention backend" in m for m in _messages(doc, "MM010"))
+
+
+def test_unsupported_encoder_backend_is_vllms_assertion() -> None:
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", "schemas/models/llama-4-scout.json",
+                       "--tensor-parallel-size", "8", "--mm-encoder-attn-backend", "FLEX_ATTENTION"])
+    assert code == 1
+    message = str(_findings(doc)["SU027"]["message"])
+    assert message.startswith("AssertionError: Backend AttentionBackendEnum.FLEX_ATTENTION is "
+                              "not supported for vit attention. Supported backends are: "
+                              "[<AttentionBackendEnum.FLASH_ATTN: ")
+
+
+def test_a_name_that_is_no_backend_is_bad_input() -> None:
+    code, _, err = run_cli(["check", "--device", "H100", "--", "vllm", "serve", GEMMA4,
+                            "--mm-encoder-attn-backend", "FLASH_ATTEN"])
+    assert code == 2 and "FLASH_ATTN" in err and "Traceback" not in err
+
+
+def test_llama4_vision_encoder_backend_is_reported() -> None:
+    _, doc = _json(["--device", "T4", "--", "vllm", "serve", "schemas/models/llama-4-scout.json",
+                    "--tensor-parallel-size", "8"])
+    # head size 1408 / 16 = 88, float16 on a T4: TORCH_SDPA (FLASH_ATTN needs SM 8.0)
+    assert any(m.startswith("vision encoder attention: TORCH_SDPA (head size 88, float16")
+               for m in _messages(doc, "MM010"))
+
+
+def test_the_deployment_file_key_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(f"model: {Path(GEMMA4).resolve()}\ndevice: A100\n"
+                    "max_num_batched_tokens: 2048\n"
+                    "mm_processor_kwargs: {max_soft_tokens: 1120}\n"
+                    "limit_mm_per_prompt: {video: 0}\n", encoding="utf-8")
+    code, doc = _json([str(path)])
+    assert code == 0 and "SU026" not in _findings(doc)  # image 1120 < 2048; no video
+
+
+@settings(max_examples=60, deadline=None)
+@given(batched=st.integers(1, 20000), frames=st.integers(1, 64), explicit=st.booleans())
+def test_refused_exactly_when_the_item_exceeds_the_batch(batched: int, frames: int,
+                                                         explicit: bool) -> None:
+    catalog = load_catalog()
+    data = encoder_data(catalog, "vllm==0.33.0")
+    assert data is not None
+    report = encoder_report(
+        catalog, data, RAW, cc=80, dtype="bfloat16", model_name="m", mm_encoder_attn_backend=None,
+        limit_mm_per_prompt={"video": {"count": 1, "num_frames": frames}}, mm_processor_kwargs={},
+        disable_chunked_mm_input=False, max_num_batched_tokens=batched if explicit else None,
+        default_max_num_batched_tokens=batched)
+    assert report is not None and report.tokens_per_item is not None
+    largest = max(report.tokens_per_item.values())
+    refused = any(issue.code == "SU026" for issue in report.issues)
+    assert refused == (explicit and largest > batched)
+    assert (report.max_num_batched_tokens is not None) == (not explicit and largest > batched)
+
+
+@pytest.mark.parametrize("flag", ["--mm-encoder-attn-backend", "--limit-mm-per-prompt",
+                                  "--mm-processor-kwargs", "--disable-chunked-mm-input"])
+def test_the_encoder_flags_get_no_passed_over_note(flag: str) -> None:
+    value = {"--mm-encoder-attn-backend": ["TORCH_SDPA"], "--limit-mm-per-prompt": ['{"image": 1}'],
+             "--mm-processor-kwargs": ["{}"], "--disable-chunked-mm-input": []}[flag]
+    _, doc = _json(["--device", "H100", "--", "vllm", "serve", GEMMA4, flag, *value])
+    findings = doc["findings"]
+    assert isinstance(findings, list)
+    assert not [f for f in findings if f["code"] in ("AS103", "AS104") and flag in f["message"]]
