@@ -17,7 +17,11 @@ emulated compute capability, compiled extensions stubbed):
 * ``reorder_batch_threshold``: the builder's class attribute, or, when its ``__init__``
   calls ``_init_reorder_batch_threshold``, the arguments of that call read from vLLM's
   source (``{"init": {"value": ..., "supports_spec_as_decode": ...}}``): the threshold
-  without speculative decoding or DCP is ``value``.
+  without speculative decoding or DCP is ``value``;
+* ``mla_chunked_prefill_workspace`` (once, not per backend): the tokens of the MLA
+  chunked-prefill workspace, ``MLACommonMetadataBuilder.determine_chunked_prefill_workspace_size``,
+  over a grid of ``max_model_len`` x ``max_num_seqs`` x ``block_size``
+  (``"L,S,B": tokens``); the profile run's MLA stand-in is sized from it.
 
 Sub-commands::
 
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import inspect
 import json
 import subprocess
@@ -121,6 +126,42 @@ def _builder_facts(backend: Any, base_builder: Any, vllm_config: Any) -> dict[st
     }
 
 
+WORKSPACE_GRID = {"max_model_len": (1024, 2048, 4096, 8192, 16384, 131072),
+                  "max_num_seqs": (1, 64, 128, 256, 1024, 2048),
+                  "block_size": (16, 64, 128)}
+
+
+def _mla_workspace_grid() -> dict[str, Any]:
+    """``determine_chunked_prefill_workspace_size`` over ``WORKSPACE_GRID`` (it reads only
+    ``max_model_len``, ``max_num_seqs`` and ``block_size`` of the config)."""
+    from types import SimpleNamespace
+
+    builder: Any = None
+    for module in ("vllm.model_executor.layers.attention.mla_attention",
+                   "vllm.v1.attention.backends.mla.common"):
+        try:
+            builder = importlib.import_module(module).MLACommonMetadataBuilder
+            break
+        except (ImportError, AttributeError):
+            continue
+    if builder is None:
+        return {"import_error": "no MLACommonMetadataBuilder"}
+    grid: dict[str, Any] = {}
+    for length in WORKSPACE_GRID["max_model_len"]:
+        for seqs in WORKSPACE_GRID["max_num_seqs"]:
+            for block in WORKSPACE_GRID["block_size"]:
+                config = SimpleNamespace(
+                    model_config=SimpleNamespace(max_model_len=length),
+                    scheduler_config=SimpleNamespace(max_num_seqs=seqs),
+                    cache_config=SimpleNamespace(block_size=block))
+                try:
+                    grid[f"{length},{seqs},{block}"] = \
+                        builder.determine_chunked_prefill_workspace_size(config)
+                except Exception as exc:
+                    grid[f"{length},{seqs},{block}"] = _error(exc)
+    return grid
+
+
 def ask(capability: str, oracle_dir: str) -> dict[str, Any]:
     """vLLM's answers for every CUDA backend at one capability (call in a fresh process)."""
     sys.path.insert(0, oracle_dir)
@@ -150,7 +191,8 @@ def ask(capability: str, oracle_dir: str) -> dict[str, Any]:
             entry["preferred_block_size"] = _error(exc)
         entry.update(_builder_facts(backend, AttentionMetadataBuilder, vllm_config))
         answers[name] = entry
-    return {"vllm_version": vllm_oracle.vllm_version, "capability": capability, "backends": answers}
+    return {"vllm_version": vllm_oracle.vllm_version, "capability": capability, "backends": answers,
+            "mla_chunked_prefill_workspace": _mla_workspace_grid()}
 
 
 def ask_all(python: str, oracle_dir: str, capabilities: tuple[str, ...]) -> dict[str, Any]:
@@ -165,6 +207,7 @@ def ask_all(python: str, oracle_dir: str, capabilities: tuple[str, ...]) -> dict
         answer = json.loads(done.stdout)
         merged["vllm_version"] = answer["vllm_version"]
         merged["capabilities"][capability] = answer["backends"]
+        merged["mla_chunked_prefill_workspace"] = answer["mla_chunked_prefill_workspace"]
         print(f"{capability}: {len(answer['backends'])} backends", file=sys.stderr)
     return merged
 

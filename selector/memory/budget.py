@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.memory.profile import StartupProfile
+from selector.memory.profile import MlaProfileWorkspace, StartupProfile
 from selector.memory.weights import WeightEstimate, config_int, text_config
 from selector.schema.defaults import EngineDefaults
 
@@ -78,34 +78,94 @@ class MemoryBudget(BaseModel):
         return any(line.basis == "estimate" for line in self.lines)
 
 
+def _mla_workspace_tokens(spec: MlaProfileWorkspace, max_model_len: int | None, seqs: int,
+                          block_size: int | None) -> int:
+    """vLLM's ``determine_chunked_prefill_workspace_size``; without a block size (vLLM
+    picks it from the backend) only the length term and the cap answer."""
+    blocks = seqs * block_size if block_size else 0
+    length = spec.max_model_len_multiple * max_model_len if max_model_len else spec.cap_tokens
+    return max(min(max(length, spec.seqs_blocks_multiple * blocks), spec.cap_tokens), blocks)
+
+
 def _activation_bytes(raw: Mapping[str, Any], profile: StartupProfile, weights: WeightEstimate,
-                      tokens: int, seqs: int, dtype_bytes: int,
-                      include_sampler: bool) -> tuple[int, str]:
+                      tokens: int, seqs: int, dtype_bytes: int, include_sampler: bool, *,
+                      max_model_len: int | None = None,
+                      block_size: int | None = None) -> tuple[int, str]:
     """The profile run's peak: the larger of one forward pass of ``tokens`` tokens and the
     dummy sampler run over ``seqs`` rows of full-vocabulary float32 logits (their
-    transients do not overlap; vLLM gathers the logits, so the vocabulary is not split)."""
+    transients do not overlap; vLLM gathers the logits, so the vocabulary is not split).
+
+    The forward pass peaks in a decoder layer's MLP (``activation_hidden_factor``
+    hidden-width tensors, ``activation_intermediate_factor`` MLP-width ones), and, where
+    the profile states them, in an MoE layer (the persistent fused-MoE workspace plus the
+    shared experts' MLP) or in an MLA layer's attention (the workspace, the layer's
+    projections and the profile run's stand-in for the up-projected prefill context)."""
     est = profile.memory.estimates
     cfg = text_config(raw)
     tp = weights.tensor_parallel_size
     hidden = config_int(cfg, "hidden_size")
     experts = config_int(cfg, "num_local_experts", "n_routed_experts", "num_experts")
     inter = config_int(cfg, "intermediate_size_mlp", "intermediate_size", default=4 * hidden)
+    model_type = str(cfg.get("model_type", ""))
+    extra = sum(row.hidden_tensors for row in est.activation_extra_hidden
+                if model_type in row.model_types)
+    hidden_factor = est.activation_hidden_factor + extra
+
+    def layer(width: float) -> float:
+        return tokens * dtype_bytes * (hidden_factor * hidden
+                                       + est.activation_intermediate_factor * width / tp)
+
+    workspace = 0.0
+    parts: list[str] = []
     if experts:
         topk = config_int(cfg, "num_experts_per_tok", default=1)
         expert_inter = config_int(cfg, "moe_intermediate_size",
                                   default=config_int(cfg, "intermediate_size"))
         dense = inter if config_int(cfg, "first_k_dense_replace") else 0
-        inter = max(dense, topk * expert_inter)
-    vocab = config_int(cfg, "vocab_size", default=32000)
-    forward = tokens * dtype_bytes * (est.activation_hidden_factor * hidden
-                                      + est.activation_intermediate_factor * inter / tp)
-    sampler = seqs * vocab * 4 * est.sampler_logit_copies if include_sampler else 0.0
+        if est.moe_workspace is not None and weights.quantization is None:
+            n = 2 * expert_inter // tp
+            workspace = tokens * topk * (max(n // 2, hidden) + max(n, hidden)) * dtype_bytes
+            shared = (config_int(cfg, "n_shared_experts") * expert_inter
+                      or config_int(cfg, "shared_expert_intermediate_size"))
+            forward = max(layer(dense) if dense else 0.0, workspace + layer(shared))
+            parts.append(f"fused-MoE workspace {tokens} x top-{topk} x "
+                         f"({max(n // 2, hidden)} + {max(n, hidden)})")
+            inter = dense or shared
+        else:
+            inter = max(dense, topk * expert_inter)
+            forward = layer(inter)
+    else:
+        forward = layer(inter)
+    kv_lora = config_int(cfg, "kv_lora_rank")
+    spec = est.mla_profile_workspace
+    if kv_lora and spec is not None:
+        heads = config_int(cfg, "num_attention_heads") // tp
+        nope, rope = config_int(cfg, "qk_nope_head_dim"), config_int(cfg, "qk_rope_head_dim")
+        v_dim = config_int(cfg, "v_head_dim")
+        q_lora = config_int(cfg, "q_lora_rank")
+        context = _mla_workspace_tokens(spec, max_model_len, seqs, block_size)
+        stand_in = context * heads * (nope + v_dim) * dtype_bytes
+        # the layer input and residual, the q (and its low-rank q_c), kv_a's output,
+        # kv_c_normed and the attention output, all live when the stand-in is allocated
+        live = 2 * hidden + heads * (nope + rope) + 2 * q_lora + kv_lora + rope + kv_lora \
+            + heads * v_dim
+        attention = workspace + stand_in + tokens * dtype_bytes * live
+        if attention > forward:
+            forward = attention
+            parts.append(f"MLA profile stand-in {context} x {heads} heads x {nope + v_dim}")
+    sampler = seqs * _vocab(cfg) * 4 * est.sampler_logit_copies if include_sampler else 0.0
     if sampler > forward:
-        detail = (f"sampler profile: {seqs} seqs x vocab {vocab} float32 logits "
+        detail = (f"sampler profile: {seqs} seqs x vocab {_vocab(cfg)} float32 logits "
                   f"x {est.sampler_logit_copies:g} copies")
     else:
         detail = f"forward profile: {tokens} batched tokens x (hidden {hidden}, MLP {inter}/{tp})"
+        if parts:
+            detail += "; " + ", ".join(parts)
     return int(max(forward, sampler)), detail
+
+
+def _vocab(cfg: Mapping[str, Any]) -> int:
+    return config_int(cfg, "vocab_size", default=32000)
 
 
 _NOT_OFFLOADED = ("embedding", "lm_head", "vision tower")
@@ -132,13 +192,15 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                   cudagraphs: bool, max_num_batched_tokens: int, max_num_seqs: int,
                   utilization_default: bool = False, kv_cache_memory_bytes: int | None = None,
                   reserved_bytes: int | None = None, include_sampler: bool = True,
-                  cpu_offload_bytes: int = 0) -> MemoryBudget:
+                  cpu_offload_bytes: int = 0, max_model_len: int | None = None,
+                  block_size: int | None = None) -> MemoryBudget:
     """The budget of one GPU (``weights`` already per GPU). The batch limits and the
     memory fraction are the deployment's resolved values (its own, else the engine's
     ``defaults.yaml`` for the device: :func:`selector.config.resolve_target`), the ones the
     KV plan uses too; ``utilization_default``: the fraction is the engine's default.
     ``include_sampler`` is False only to read logs of vLLM's old V0 engine, whose
-    non-driver ranks ran no sampler."""
+    non-driver ranks ran no sampler. ``max_model_len`` and ``block_size`` (when given)
+    size an MLA model's profile-run workspace."""
     mem = profile.memory
     est = mem.estimates
     tp = weights.tensor_parallel_size
@@ -173,7 +235,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                                 basis="estimate", detail=detail))
         activation, how = _activation_bytes(raw, profile, weights, tokens,
                                            EngineDefaults.profile_run_seqs(tokens, seqs),
-                                           dtype_bytes, include_sampler)
+                                           dtype_bytes, include_sampler,
+                                           max_model_len=max_model_len, block_size=block_size)
         lines.append(MemoryLine(name="activation peak (profile run)", bytes=activation,
                                 basis="estimate", detail=how))
         non_torch = est.non_torch_gib + (est.non_torch_tp_gib if tp > 1 else 0.0)

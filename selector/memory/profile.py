@@ -20,8 +20,11 @@ __all__ = [
     "CompressedTensorsMatch",
     "DcpChecks",
     "Estimates",
+    "ExtraHidden",
     "MaxLenCheck",
     "MemorySpec",
+    "MlaProfileWorkspace",
+    "MoeWorkspace",
     "Mxfp4Backend",
     "QuantScheme",
     "QuantizedModules",
@@ -38,6 +41,36 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
+class MoeWorkspace(_Strict):
+    """vLLM's fused-MoE workspace: one persistent buffer of the workspace manager that
+    holds ``tokens x topk x (max(N/2, K) + max(N, K))`` activations (the unquantized
+    Triton experts; N = 2 x the expert width per GPU, K = hidden) from the first MoE layer
+    on, so it adds to every later layer's peak."""
+
+    source: str
+
+
+class MlaProfileWorkspace(_Strict):
+    """The MLA layer's profile-run stand-in for the up-projected prefill context: a
+    transient ``workspace tokens x heads x (qk_nope + v)`` tensor, the workspace tokens
+    ``min(max(8 x max_model_len, 4 x max_num_seqs x block_size), cap)``, then at least
+    ``max_num_seqs x block_size``."""
+
+    max_model_len_multiple: int
+    seqs_blocks_multiple: int
+    cap_tokens: int
+    source: str
+
+
+class ExtraHidden(_Strict):
+    """Hidden-width tensors some model classes hold at the MLP's peak beyond the common
+    decoder layer's (``activation_hidden_factor``)."""
+
+    model_types: tuple[str, ...]
+    hidden_tensors: float
+    source: str
+
+
 class Estimates(_Strict):
     """Figures vLLM measures on the GPU; fitted to public start-up logs."""
 
@@ -48,6 +81,11 @@ class Estimates(_Strict):
     sampler_logit_copies: float
     cudagraph_base_gib: float
     cudagraph_per_layer_gib: float
+    moe_workspace: MoeWorkspace | None = None
+    """Counted where a release's own start-ups are recorded (else the MoE layer is taken
+    as a dense MLP of ``topk x moe_intermediate_size``)."""
+    mla_profile_workspace: MlaProfileWorkspace | None = None
+    activation_extra_hidden: tuple[ExtraHidden, ...] = ()
 
 
 class CompressedTensorsMatch(_Strict):

@@ -116,7 +116,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 max_num_batched_tokens: int, max_num_seqs: int, kv_cache_memory_bytes: int | None,
                 reserved_bytes: int | None, moe_backend: str | None = None,
                 quantization: str | None = None, cpu_offload_gib: float = 0.0,
-                stage: tuple[int, int] | None = None) -> MemoryBudget | None:
+                stage: tuple[int, int] | None = None, max_model_len: int | None = None,
+                block_size: int | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
     ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
     batch limits and memory fraction resolved once for the whole report; ``stage``: the
@@ -138,7 +139,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                          cudagraphs=cudagraphs, max_num_batched_tokens=max_num_batched_tokens,
                          max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
                          reserved_bytes=reserved_bytes,
-                         cpu_offload_bytes=int(cpu_offload_gib * _GIB))
+                         cpu_offload_bytes=int(cpu_offload_gib * _GIB),
+                         max_model_len=max_model_len, block_size=block_size)
 
 
 def auto_fit_length(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile, *,

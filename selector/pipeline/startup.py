@@ -120,7 +120,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         max_num_batched_tokens=kv.max_num_batched_tokens, max_num_seqs=kv.max_num_seqs,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
-        quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb)
+        quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb,
+        max_model_len=kv.max_model_len, block_size=kv.block_size)
 
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
         return check_model(facts, base, engine=engine_name, attention_backend=d.attention_backend,

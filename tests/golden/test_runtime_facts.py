@@ -111,3 +111,25 @@ def test_profile_runtime_facts_equal_vllms_answers(path: Path) -> None:
     # every capability answered; most builder facts are static and were compared
     assert counted["kernel_block_sizes"] >= 100 and counted["preferred_block_size"] >= 100
     assert counted["cudagraph_support"] >= 80 and counted["reorder_batch_threshold"] >= 80
+
+
+WORKSPACE_FILES = [p for p in FILES if "mla_chunked_prefill_workspace" in json.loads(
+    p.read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize("path", WORKSPACE_FILES, ids=lambda p: p.parent.name)
+def test_mla_profile_workspace_tokens_equal_vllms(path: Path) -> None:
+    """The MLA profile-run stand-in's tokens (the budget's ``mla_profile_workspace``)
+    against vLLM's own ``determine_chunked_prefill_workspace_size`` over its grid."""
+    from selector.memory.budget import _mla_workspace_tokens
+    from selector.memory.profile import startup_profile
+
+    document = json.loads(path.read_text(encoding="utf-8"))
+    spec = startup_profile(load_catalog(), f"vllm=={document['vllm_version']}").memory \
+        .estimates.mla_profile_workspace
+    assert spec is not None, "the profile states no MLA profile workspace"
+    grid: dict[str, Any] = document["mla_chunked_prefill_workspace"]
+    assert len(grid) >= 100
+    for key, tokens in grid.items():
+        length, seqs, block = (int(part) for part in key.split(","))
+        assert _mla_workspace_tokens(spec, length, seqs, block) == tokens, key

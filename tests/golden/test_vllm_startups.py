@@ -30,14 +30,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = json.loads(
     (GOLDEN / "deployments.json").read_text())["deployments"]
 FIGURES: dict[str, dict[str, Any]] = json.loads((GOLDEN / "figures.json").read_text())["startups"]
 
-MISSES = {
-    ("deepseek-v2-lite-mla", "peak_activation_gib"):
-        "the profile-run peak of an MLA model: vLLM 0.25.1 logs 1.74 GiB, the model "
-        "estimates 1.07 GiB (-38%); the activation estimate misses MLA (cause not traced yet)",
-    ("gemma-2-9b-window", "peak_activation_gib"):
-        "Gemma-2-9B's profile-run peak: vLLM 0.25.1 logs 1.89 GiB, the model estimates "
-        "1.59 GiB (-16%) (cause not traced yet)",
-}
+MISSES: dict[tuple[str, str], str] = {}
 """(deployment, fact) -> the finding of a prediction that misses vLLM's figure."""
 
 
@@ -123,19 +116,24 @@ def test_verify_cli_on_a_recorded_startup_every_format(tmp_path: Path) -> None:
 
 
 def test_verify_exits_1_naming_the_fact_that_differs(tmp_path: Path) -> None:
-    """The DeepSeek-V2-Lite start-up's peak activation is a known miss (above): verify
-    says so in every format and exits 1."""
+    """A start-up whose peak activation the model does not predict (the recorded
+    Llama-3.1-8B log with vLLM's 1.72 GiB peak made 3.72 GiB): verify says so in every
+    format and exits 1."""
     from selector.cli.verify import register
 
     app = command_app(register)
-    log = str(GOLDEN / "logs" / "deepseek-v2-lite-mla.log")
-    model = str(model_dir("deepseek-v2-lite-mla", tmp_path))
-    text = CliRunner().invoke(app, ["verify", log, "--model", model, "-d", "H200"])
-    assert text.exit_code == 1
-    assert "peak activation (GiB)" in text.stdout and "DIFFER" in text.stdout
-    github = CliRunner().invoke(app, ["verify", log, "--model", model, "-d", "H200", "-f",
+    text = (GOLDEN / "logs" / "llama-3.1-8b-eager.log").read_text()
+    assert "torch peak memory increase: 1.72GiB" in text
+    log = tmp_path / "llama-3.1-8b-eager.log"
+    log.write_text(text.replace("torch peak memory increase: 1.72GiB",
+                                "torch peak memory increase: 3.72GiB"))
+    model = str(model_dir("llama-3.1-8b-eager", tmp_path / "model"))
+    text_run = CliRunner().invoke(app, ["verify", str(log), "--model", model, "-d", "H200"])
+    assert text_run.exit_code == 1
+    assert "peak activation (GiB)" in text_run.stdout and "DIFFER" in text_run.stdout
+    github = CliRunner().invoke(app, ["verify", str(log), "--model", model, "-d", "H200", "-f",
                                       "github"])
     assert github.exit_code == 1 and "::error file=" in github.stdout and "VF001" in github.stdout
-    sarif = json.loads(CliRunner().invoke(app, ["verify", log, "--model", model, "-d", "H200",
-                                                "-f", "sarif"]).stdout)
+    sarif = json.loads(CliRunner().invoke(app, ["verify", str(log), "--model", model, "-d",
+                                                "H200", "-f", "sarif"]).stdout)
     assert {r["ruleId"] for r in sarif["runs"][0]["results"]} == {"VF001"}
