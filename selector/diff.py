@@ -11,7 +11,7 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from selector.kv.layout import layout_aliases
 from selector.result import Diagnostic, SolveResult
@@ -31,6 +31,8 @@ __all__ = [
     "diff_results",
     "support_matrix",
 ]
+
+_Item = TypeVar("_Item", str, tuple[str, str])
 
 @dataclass(frozen=True)
 class Change:
@@ -127,7 +129,8 @@ def _state(result: SolveResult, backend: str) -> tuple[str, int | None, list[tup
     return "absent", None, []
 
 
-def _multiset_minus(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+def _multiset_minus(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
+    """``a`` less ``b``, counting repeats (a reason or error given twice is two)."""
     remaining = Counter(b)
     out = []
     for item in a:
@@ -229,11 +232,11 @@ class ModelDiff:
 
     @property
     def gained(self) -> tuple[str, ...]:
-        return _multiset_minus_text(self.errors_after, self.errors_before)
+        return _multiset_minus(self.errors_after, self.errors_before)
 
     @property
     def lost(self) -> tuple[str, ...]:
-        return _multiset_minus_text(self.errors_before, self.errors_after)
+        return _multiset_minus(self.errors_before, self.errors_after)
 
     @property
     def verdict_changed(self) -> bool:
@@ -255,17 +258,6 @@ class ModelDiff:
             "layers": [{"layers": layer.layers, "kind": layer.kind, **layer.diff.to_dict()}
                        for layer in self.layers],
         }
-
-
-def _multiset_minus_text(a: Iterable[str], b: Iterable[str]) -> tuple[str, ...]:
-    remaining = Counter(b)
-    out = []
-    for item in a:
-        if remaining[item]:
-            remaining[item] -= 1
-        else:
-            out.append(item)
-    return tuple(out)
 
 
 # ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from selector.cli.options import DeviceOption, EngineOption, ModelOption
 from selector.errors import ExitCode, InputError
 
 __all__ = ["ListWhat", "OutputFormat", "explain", "list_", "register", "sweep"]
@@ -40,13 +41,6 @@ def _emit_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
 
 
-EngineOption = Annotated[
-    str | None,
-    typer.Option("--engine", help="Engine profile, exact (vllm==X.Y.Z) or a range "
-                 "('vllm>=0.30') (default: newest)."),
-]
-
-
 def explain(
     backend: Annotated[str, typer.Argument(help="Backend name, e.g. FLASH_ATTN.")],
     configs: Annotated[list[str], typer.Argument(
@@ -57,13 +51,8 @@ def explain(
     layer: Annotated[int | None, typer.Option(
         "--layer", "-l", help="For a model deployment: the layer index to explain (default: the first "
              "attention layer).")] = None,
-    device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="Target GPU, as for `check` (repeat; 'all'; a capability like "
-                               "9.0). Overrides the files' device; required for a command line."
-    )] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="For a command line: the model preset or directory with config.json "
-                        "to use instead of MODEL.")] = None,
+    device: DeviceOption = None,
+    model: ModelOption = None,
 ) -> None:
     """Every check of one backend for a deployment (or one layer of a model): the rule,
     the facts it read, the result."""

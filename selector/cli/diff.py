@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from selector.cli.options import DeviceOption, ModelOption
 from selector.errors import ExitCode, InputError
 
 __all__ = ["DiffFormat", "diff", "register"]
@@ -64,13 +65,8 @@ def diff(
     )] = False,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Show unchanged backends and fields too.")] = False,
-    device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="Target GPU, as for `check` (repeat; 'all'; a capability like "
-                               "9.0). Overrides the files' device; required for a command line."
-    )] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="For a command line: the model preset or directory with config.json "
-                        "to use instead of MODEL.")] = None,
+    device: DeviceOption = None,
+    model: ModelOption = None,
 ) -> None:
     """What changes between two engine versions: validity, selected backend, FA version,
     block size, layout, CUDA-graph mode and each backend's reasons; for a model or a
