@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +24,15 @@ def _answers() -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle]
 
 
-def test_fit_check_matches_vllm() -> None:
+def _fits(answers: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], tuple[str, int],
+                                                          Any, KVOptions, Any]]:
+    """Each answer with the tool's plan (one per preset and length, as the recorder
+    planned it: tools/kv_oracle_backends.py SCENARIO) and its fit check on vLLM's memory."""
     import sys
 
     sys.path.insert(0, str(ROOT / "tools"))
     from kv_oracle_backends import SCENARIO, SET  # type: ignore[import-not-found]
 
-    catalog = load_catalog()
-    memory = startup_profile(catalog, "vllm==0.33.0").memory
-    answers = _answers()
-    assert len(answers) == 320
     plans: dict[tuple[str, int], Any] = {}
     for answer in answers:
         key = (answer["preset"], answer["max_model_len"])
@@ -41,9 +41,18 @@ def test_fit_check_matches_vllm() -> None:
             plans[key] = (plan_model(load_model(key[0]), SET, options), options)
         plan, options = plans[key]
         specs = [e.spec for e in plan.entries if e.spec.kind != "encoder_only_attention"]
-        fit = kv_fit(specs, available_bytes=answer["available"],
-                     pool_block_bytes=plan.capacity.bytes_per_block,
-                     max_model_len=key[1], in_flight_tokens=options.max_in_flight_tokens)
+        yield answer, key, plan, options, kv_fit(
+            specs, available_bytes=answer["available"],
+            pool_block_bytes=plan.capacity.bytes_per_block,
+            max_model_len=key[1], in_flight_tokens=options.max_in_flight_tokens)
+
+
+def test_fit_check_matches_vllm() -> None:
+    catalog = load_catalog()
+    memory = startup_profile(catalog, "vllm==0.33.0").memory
+    answers = _answers()
+    assert len(answers) == 320
+    for answer, key, _plan, _options, fit in _fits(answers):
         mine: str | None = None
         if fit.outcome == "no_memory":
             mine = catalog.code(memory.no_memory_code).message
@@ -60,11 +69,6 @@ def test_auto_fit_matches_vllm() -> None:
     """``--max-model-len auto`` / -1: the length vLLM 0.33.0's ``_auto_fit_max_model_len``
     sets for each available-memory figure (the fit check's estimate on the memory less
     the null block), its log line word for word, or its refusal (MM006)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    from kv_oracle_backends import SCENARIO, SET
-
     from selector.memory.startup import auto_fit_log, auto_fit_tokens
 
     catalog = load_catalog()
@@ -72,17 +76,7 @@ def test_auto_fit_matches_vllm() -> None:
     auto = profile.auto_fit()
     assert auto is not None
     refusal = catalog.code(auto.code).message
-    plans: dict[tuple[str, int], Any] = {}
-    for answer in _answers():
-        key = (answer["preset"], answer["max_model_len"])
-        if key not in plans:
-            options = KVOptions(**{**SCENARIO, "max_model_len": key[1]})
-            plans[key] = (plan_model(load_model(key[0]), SET, options), options)
-        plan, options = plans[key]
-        specs = [e.spec for e in plan.entries if e.spec.kind != "encoder_only_attention"]
-        fit = kv_fit(specs, available_bytes=answer["available"],
-                     pool_block_bytes=plan.capacity.bytes_per_block,
-                     max_model_len=key[1], in_flight_tokens=options.max_in_flight_tokens)
+    for answer, key, plan, options, fit in _fits(_answers()):
         fitted = auto_fit_tokens(plan, fit.check_bytes, key[1], options.max_in_flight_tokens)
         if not fitted:
             assert answer["auto_fit"] == refusal, (key, answer["available"])

@@ -12,6 +12,7 @@ FlashAttention version and the CUDA-graph mode word for word. A known miss is an
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -34,18 +35,18 @@ MISSES: dict[tuple[str, str], str] = {}
 """(deployment, fact) -> the finding of a prediction that misses vLLM's figure."""
 
 
+def _startup_runner() -> Any:
+    """benchmarks/vllm_startups.py, which wrote the config.json each start-up ran with."""
+    spec = importlib.util.spec_from_file_location("vllm_startups", ROOT / "benchmarks" / "vllm_startups.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def model_dir(name: str, into: Path) -> Path:
-    spec = DEPLOYMENTS[name]
-    config = json.loads((ROOT / spec["config"]).read_text())
-    for dotted, value in spec.get("config_edits", {}).items():
-        node = config
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
-    into.mkdir(parents=True, exist_ok=True)
-    (into / "config.json").write_text(json.dumps(config))
-    return into
+    """The folder with the config.json the recorded start-up ran with."""
+    return Path(_startup_runner().model_dir(DEPLOYMENTS[name], into))
 
 
 def rows(name: str, tmp: Path) -> dict[str, VerifyRow]:
