@@ -137,8 +137,20 @@ def _activation_bytes(raw: Mapping[str, Any], profile: StartupProfile, weights: 
                          f"({max(n // 2, hidden)} + {max(n, hidden)})")
             inter = dense or shared
         else:
-            inter = max(dense, topk * expert_inter)
-            forward = layer(inter)
+            rows = [row for row in profile.memory.mxfp4_backends
+                    if row.backend == weights.moe_backend and row.profile_tensors is not None]
+            if rows and rows[0].profile_tensors is not None:
+                kept = rows[0].profile_tensors
+                padded = -(-expert_inter // rows[0].intermediate_multiple) \
+                    * rows[0].intermediate_multiple // tp
+                moe = tokens * dtype_bytes * (kept.hidden_tensors * hidden + topk * (
+                    kept.routed_intermediate * padded + kept.routed_hidden * hidden))
+                forward = max(layer(dense) if dense else 0.0, moe)
+                parts.append(f"{weights.moe_backend} MoE: {tokens} x top-{topk} x "
+                             f"({padded} + {hidden})")
+            else:
+                inter = max(dense, topk * expert_inter)
+                forward = layer(inter)
     else:
         forward = layer(inter)
     kv_lora = config_int(cfg, "kv_lora_rank")

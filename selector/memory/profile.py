@@ -28,6 +28,7 @@ __all__ = [
     "MemorySpec",
     "MlaProfileWorkspace",
     "ModelRunnerRule",
+    "MoeProfileTensors",
     "MoeWorkspace",
     "Mxfp4Backend",
     "QkNormCopies",
@@ -221,6 +222,18 @@ class QuantizedModules(_Strict):
     source: str
 
 
+class MoeProfileTensors(_Strict):
+    """The tensors an MoE layer of this backend holds at its peak in the profile run:
+    ``hidden_tensors`` hidden-width ones and, per routed token (tokens x topk),
+    ``routed_intermediate`` tensors of the padded expert width and ``routed_hidden`` of
+    the hidden width."""
+
+    hidden_tensors: float
+    routed_intermediate: float
+    routed_hidden: float
+    source: str
+
+
 class Mxfp4Backend(_Strict):
     """The MXFP4 MoE backend on a range of compute capabilities and its padding."""
 
@@ -231,6 +244,8 @@ class Mxfp4Backend(_Strict):
     """The ``--moe-backend`` value that selects it."""
     intermediate_multiple: int
     hidden_multiple: int
+    profile_tensors: MoeProfileTensors | None = None
+    """Counted where a release's own start-ups with this backend are recorded."""
 
 
 class WeightShapes(_Strict):

@@ -31,13 +31,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = json.loads(
     (GOLDEN / "deployments.json").read_text())["deployments"]
 FIGURES: dict[str, dict[str, Any]] = json.loads((GOLDEN / "figures.json").read_text())["startups"]
 
-MISSES: dict[tuple[str, str], str] = {
-    ("gpt-oss-20b-sinks", "peak_activation_gib"):
-        "the OAI Triton MXFP4 experts (OAITritonMxfp4ExpertsMonolithic, vllm/model_executor/"
-        "layers/fused_moe/experts/gpt_oss_triton_kernels_moe.py:600-745) hold an (M x topk, "
-        "intermediate) cache and matmul_ogs's own buffers; the tool still takes the MXFP4 MoE "
-        "layer as a dense MLP of topk x moe_intermediate_size (1.32 GiB for vLLM's 1.07)",
-}
+MISSES: dict[tuple[str, str], str] = {}
 """(deployment, fact) -> the finding of a prediction that misses vLLM's figure."""
 
 
