@@ -30,6 +30,7 @@ from selector.config import LoadedDeployment
 from selector.memory.encoder import encoder_data, vit_backend
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
+from selector.platforms import capability_int
 from selector.records import CLI_CODES
 from selector.release_history import release_history_page
 from selector.report.formats import REPORTERS
@@ -335,7 +336,7 @@ def _engine_slug(engine: str) -> str:
 def _device_caps(catalog: Catalog) -> list[tuple[int, list[str]]]:
     caps: dict[int, list[str]] = {}
     for device in catalog.devices:
-        caps.setdefault(device.capability_int, []).append(device.name)
+        caps.setdefault(capability_int(device), []).append(device.name)
     return sorted(caps.items())
 
 

@@ -16,11 +16,17 @@ from typing import Any, Protocol, cast
 from selector.schema.device import Device
 
 __all__ = [
+    "DEFAULT_PLATFORM",
+    "GPU_EXTRA_HINT",
     "PLATFORM_MODULES",
     "PlatformModule",
     "capability_int",
     "platform_module",
 ]
+
+
+GPU_EXTRA_HINT = "pip install 'attn-select[gpu]'"
+"""How to install what a GPU run needs (torch and the kernel libraries)."""
 
 
 class PlatformModule(Protocol):
@@ -57,6 +63,11 @@ PLATFORM_MODULES: dict[str, str] = {
 }
 """Platform name -> its module (``tests/unit/test_platforms.py``: the names are those of
 ``schemas/platforms.yaml``)."""
+
+
+DEFAULT_PLATFORM = next(iter(PLATFORM_MODULES))
+"""The platform of what names none (a device given by capability alone, a flat config):
+the first of ``schemas/platforms.yaml`` (``Catalog.default_platform``)."""
 
 
 def platform_module(name: str) -> PlatformModule:

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from selector.errors import CannotRunHereError
+from selector.platforms import GPU_EXTRA_HINT
 from selector.schema.device import Device
 
 __all__ = [
@@ -23,7 +24,7 @@ __all__ = [
 
 NAME = "cuda"
 
-INSTALL_HINT = "pip install 'attn-select[gpu]'"
+INSTALL_HINT = GPU_EXTRA_HINT
 
 _TEXT = re.compile(r"(?:sm_?)?(\d+)(?:\.(\d+))?")
 

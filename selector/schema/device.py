@@ -29,11 +29,6 @@ class Device(StrictModel):
     """Peak dense BF16 tensor-core TFLOP/s (vendor figure, no sparsity); null = no BF16 tensor cores."""
     notes: str = ""
 
-    @property
-    def capability_int(self) -> int:
-        major, minor = self.capability.split(".")
-        return int(major) * 10 + int(minor)
-
 
 class OtherPlatform(StrictModel):
     """Accelerators the catalog does not hold, recognised by name, so that a name of

@@ -27,7 +27,7 @@ def test_the_registry_equals_platforms_yaml() -> None:
     catalog = load_catalog()
     assert [p.name for p in catalog.platforms] == names
     for name in names:
-        assert platform_module(name).NAME == name
+        assert name == platform_module(name).NAME
 
 
 def test_every_device_names_a_known_platform_and_its_arch() -> None:
@@ -153,3 +153,75 @@ def test_wired_rules_may_depend_on_the_platform_alone(schemas: Path) -> None:
                                  '  - {when: "platform == \'rocm\'", sizes: [1, 64]}'))
     spec = _load_catalog_files(schemas).engine(oldest).wired["sparse_indexer"]
     assert [(v.when, v.sizes) for v in spec.kernel_block_sizes] == [(True, (64,))]
+
+
+def _with_dummy_platform(schemas: Path) -> None:
+    """A second platform in platforms.yaml with one device (an MI300X-like 9.4)."""
+    listed = yaml.safe_load((schemas / "platforms.yaml").read_text())["platforms"]
+    (schemas / "platforms.yaml").write_text(yaml.safe_dump({"platforms": [*listed, {
+        "name": "dummy", "vendor": "Nobody", "vllm_platform": "DummyPlatform",
+        "capability_kind": "sm_XY", "device_control_env_var": "DUMMY_VISIBLE_DEVICES",
+        "torch_probe": "dummy"}]}))
+    path = schemas / "devices.yaml"
+    path.write_text(path.read_text() + '  - {name: DUMMY-1, platform: dummy, arch: sm_94, '
+                    'capability: "9.4", architecture: Dummy, memory_gib: 192, '
+                    'hbm_bandwidth_tbs: 5.3, bf16_dense_tflops: 1307}\n')
+
+
+def test_a_device_of_another_platform_never_takes_cudas_rules(
+        schemas: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A 9.4 device of another platform is not CUDA 9.x: the engine is loaded for its
+    platform, which no release states yet, and the error names the device's line."""
+    from selector import platforms
+    from selector.config import load_deployment, resolve_target
+
+    _with_dummy_platform(schemas)
+    monkeypatch.setitem(platforms.PLATFORM_MODULES, "dummy", "selector.platforms.cuda")
+    catalog = _load_catalog_files(schemas)
+    deployment = tmp_path / "d.yaml"
+    deployment.write_text("layer: {num_heads: 8, head_size: 128}\ndevice: DUMMY-1\n")
+    with pytest.raises(InputError) as caught:
+        resolve_target(load_deployment(str(deployment)), catalog)
+    assert "has no dummy platform" in caught.value.message
+    assert (caught.value.file, caught.value.field, caught.value.line) == (
+        str(deployment), "device", 2)
+    deployment.write_text("layer: {num_heads: 8, head_size: 128}\n"
+                          "device: {capability: '9.4', platform: dummy}\n")
+    with pytest.raises(InputError, match="has no dummy platform"):
+        resolve_target(load_deployment(str(deployment)), catalog)
+    deployment.write_text("layer: {num_heads: 8, head_size: 128}\ndevice: {capability: '9.4'}\n")
+    target = resolve_target(load_deployment(str(deployment)), catalog)
+    assert (target.platform, target.cc, target.device_name) == ("cuda", 94, "sm_94")
+
+
+def test_an_unknown_platform_of_a_device_by_capability_is_located(tmp_path: Path) -> None:
+    from tests.fuzz.test_config_fuzz import run_cli
+
+    path = tmp_path / "d.yaml"
+    path.write_text("layer: {num_heads: 8, head_size: 128}\n"
+                    "device: {capability: '9.4', platform: rocmm}\n")
+    code, _, err = run_cli(["check", str(path)])
+    assert code == 2, err
+    assert f"{path}:2: field 'device': unknown platform 'rocmm'" in err
+
+
+def test_dtype_auto_reads_the_bfloat16_capability_from_the_data(schemas: Path) -> None:
+    """``--dtype auto`` picks float16 below ``checks.bfloat16.min_cc`` of startup.yaml
+    (vLLM's check_if_supports_dtype), not below a number in Python."""
+    from selector.serve.parse import parse_serve_command
+
+    shipped = load_catalog()
+    engine = shipped.default_engine
+    argv = ["vllm", "serve", "gemma-2-9b"]
+    command = parse_serve_command(argv, device="H100", catalog=shipped, engine=engine)
+    assert command.for_device("A100", shipped).deployment.dtype == "bfloat16"
+    assert command.for_device("T4", shipped).deployment.dtype == "float16"
+    catalog = _load_catalog_files(schemas)
+    path = catalog.engine_file(engine, "startup.yaml")
+    assert path is not None
+    path.write_text(path.read_text().replace("bfloat16: {code: SU001, min_cc: 80,",
+                                             "bfloat16: {code: SU001, min_cc: 90,"))
+    catalog = _load_catalog_files(schemas)
+    command = parse_serve_command(argv, device="H100", catalog=catalog, engine=engine)
+    assert command.for_device("A100", catalog).deployment.dtype == "float16"
+    assert command.for_device("H100", catalog).deployment.dtype == "bfloat16"
