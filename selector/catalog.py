@@ -253,6 +253,11 @@ class Catalog:
         sections and only the backends of that platform."""
         return self._load(self._resolve(requested), platform or self.default_platform)
 
+    def engine_of(self, engine: str | EngineData | None) -> EngineData:
+        """``engine`` when it is a loaded engine already (a resolved target's, for its
+        platform); else :meth:`engine` of the name (the default platform)."""
+        return engine if isinstance(engine, EngineData) else self.engine(engine)
+
     def choose(self, requested: str | None = None) -> EngineChoice:
         """Which profile ``requested`` names and why (``None``: the vLLM installed in this
         environment if it has a profile, else the newest profile)."""

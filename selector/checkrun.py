@@ -28,16 +28,12 @@ from selector.result import SolveResult
 from selector.schema.request import DeviceRef
 
 if TYPE_CHECKING:
-    from selector.catalog import EngineData
     from selector.memory import StartupIssue
     from selector.modelcheck import ModelCheckResult
-    from selector.models import ModelFacts
-    from selector.models.arch_registry import ModelRegistry
     from selector.serve import ServeCommand
 
 __all__ = [
     "CheckOptions",
-    "architecture_findings",
     "exit_code",
     "expand_configs",
     "input_error_record",
@@ -274,52 +270,12 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
     return findings
 
 
-def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | None,
-                          loaded: LoadedDeployment | None) -> list[Finding]:
-    """vLLM's verdict on the model's architecture for the engine version: an
-    error (AS131, vLLM's own wording) when it refuses it, a warning (AS132) when
-    it supports it but no family maps its layers."""
-    from selector.models.arch_registry import load_model_registry
-
-    data = catalog.engine(engine)
-    code = catalog.cli_codes["AS133"]
-    refused = [_finding("error", "AS133", code.name,
-                        f"{data.engine} refuses the model at start-up: {text}",
-                        code.hint, ("model",), loaded)
-               for text in model.refusals]
-    registry = load_model_registry(data.directory)
-    if registry is None:
-        return refused
-    return refused + _registry_findings(model, registry, data, loaded)
-
-
-def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineData,
-                       loaded: LoadedDeployment | None) -> list[Finding]:
-    from selector.models.arch_registry import architecture_status
-
-    status = architecture_status(model.architectures or (model.architecture,), registry,
-                                 data.engine)
-    path = ("model",)
-    if status.status == "supported":
-        if model.family is not None:
-            return []
-        unmapped = load_catalog().cli_codes["AS132"]
-        return [_finding(
-            "warning", "AS132", unmapped.name,
-            f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
-            "every layer was checked as uniform attention", unmapped.hint, path, loaded)]
-    name, _ = CLI_CODES["AS131"]
-    if status.status == "removed":
-        hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "
-                "last release that does")
-    elif status.status == "out_of_tree":
-        hint = "install the plugin named in the message"
-    else:
-        hint = (f"`attn-select list models --engine {data.engine}` lists the architectures "
-                "it supports; check the config's architectures field")
-    return [_finding("error", "AS131", name,
-                     f"{data.engine} refuses the model at start-up: ValueError: {status.message}",
-                     hint, path, loaded)]
+def _architecture_findings(result: ModelCheckResult, catalog: Catalog,
+                           loaded: LoadedDeployment) -> list[Finding]:
+    """The check's words for vLLM's verdict on the architecture (decided by the stage:
+    :attr:`ModelCheckResult.architecture`)."""
+    return [_finding(note.level, note.code, catalog.cli_codes[note.code].name, note.message,
+                     note.hint, ("model",), loaded) for note in result.architecture]
 
 
 def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
@@ -328,12 +284,10 @@ def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source:
     findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
-    refused_model = any(f.code in ("AS131", "AS133") for f in findings)
     if options.strict:
         findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
     plan = result.plan
-    refused = plan is not None and plan.cudagraph is not None and plan.cudagraph.error
-    status: Status = "valid" if result.valid and not refused and not refused_model else "invalid"
+    status: Status = "valid" if result.valid else "invalid"
     selected = [s.result.selected for s in result.selections if s.result.selected]
     return CheckRecord(
         source=source, artifact=artifact, device=device, engine=result.engine, status=status,
@@ -363,8 +317,7 @@ def model_record(checked: ModelCheckResult, loaded: LoadedDeployment, catalog: C
                  settings: dict[str, object] | None = None) -> CheckRecord:
     """The record of a whole-model check: the architecture's, every layer group's, the KV
     plan's and the start-up findings."""
-    findings = architecture_findings(checked.model, catalog,
-                                     options.engine or loaded.deployment.engine, loaded)
+    findings = _architecture_findings(checked, catalog, loaded)
     findings += _model_findings(checked, loaded)
     findings += _memory_unchecked(checked, loaded)
     return _model_record(checked, loaded, source=source or loaded.path,
