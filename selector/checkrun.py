@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 # loaded on first use: the KV-plan helpers for a model's findings, the command-line reader
 # for --device, --ignore or a command line
 from selector import kv, serve
-from selector.catalog import Catalog, close_matches, load_catalog
+from selector.catalog import Catalog, close_matches
 from selector.config import LoadedDeployment
 from selector.errors import ExitCode, InputError
 from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
@@ -103,12 +103,7 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
     return tuple(out)
 
 
-def _field_of(code: str) -> tuple[str, ...] | None:
-    """The deployment field a finding points at (``field`` in reason-codes.yaml)."""
-    return load_catalog().field_of(code)
-
-
-def _error_field(result: SolveResult) -> tuple[str, ...]:
+def _error_field(result: SolveResult, catalog: Catalog) -> tuple[str, ...]:
     if result.mode == "explicit":
         return ("attention_backend",)
     counts: Counter[tuple[str, ...]] = Counter()
@@ -116,7 +111,7 @@ def _error_field(result: SolveResult) -> tuple[str, ...]:
         if verdict.priority_index is None:
             continue
         for reason in verdict.reasons:
-            located = _field_of(reason.code)
+            located = catalog.field_of(reason.code)
             if located and located != ("device",):
                 counts[located] += 1
     if counts:
@@ -136,7 +131,7 @@ def _finding(level: FindingLevel, code: str, name: str, message: str, hint: str,
                    field=".".join(path) if path else None, backend=backend)
 
 
-def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
+def _result_findings(result: SolveResult, catalog: Catalog, loaded: LoadedDeployment | None,
                      graphs: bool = True) -> list[Finding]:
     findings: list[Finding] = []
     if result.error is not None:
@@ -147,10 +142,11 @@ def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
                 s.summary if s.selected in s.summary else f"{s.summary} (selects {s.selected})"
                 for s in result.suggestions[:3])
         findings.append(_finding("error", error.code, error.name, error.message, hint,
-                                 _error_field(result), loaded, error.backend))
+                                 _error_field(result, catalog), loaded, error.backend))
     for warning in result.warnings:
         findings.append(_finding("warning", warning.code, warning.name, warning.message,
-                                 warning.hint, _field_of(warning.code), loaded, warning.backend))
+                                 warning.hint, catalog.field_of(warning.code), loaded,
+                                 warning.backend))
     runtime = result.runtime if graphs else None
     if runtime is not None:
         refused = runtime.cudagraph_mode == "ERROR"
@@ -159,17 +155,17 @@ def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
         findings.extend(_cudagraph_findings(
             requested=runtime.cudagraph_mode_requested, resolved=runtime.cudagraph_mode,
             warnings=runtime.cudagraph_messages, error=refusal, backend=result.selected,
-            loaded=loaded))
+            loaded=loaded, catalog=catalog))
     return findings
 
 
 def _cudagraph_findings(*, requested: str | None, resolved: str | None,
                         warnings: tuple[str, ...], error: str | None, backend: str | None,
-                        loaded: LoadedDeployment | None) -> list[Finding]:
+                        loaded: LoadedDeployment | None, catalog: Catalog) -> list[Finding]:
     """An error when vLLM refuses the requested CUDA-graph mode, a warning when it
     downgrades it (for one layer or a whole model alike)."""
     if error is not None:
-        refused = load_catalog().cli_codes["AS003"]
+        refused = catalog.cli_codes["AS003"]
         return [_finding("error", "AS003", refused.name, error, refused.hint,
                          ("cudagraph_mode",), loaded, backend)]
     if requested != resolved:
@@ -235,15 +231,16 @@ def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
                     issue.field or None, loaded)
 
 
-def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
+def _model_findings(result: ModelCheckResult, catalog: Catalog,
+                    loaded: LoadedDeployment) -> list[Finding]:
     findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for code, message in result.encoder.notes() if result.encoder is not None else ():
-        entry = load_catalog().code(code)
+        entry = catalog.code(code)
         findings.append(_finding("note", code, entry.name, message, entry.hint,
                                  tuple(entry.field.split(".")) if entry.field else None, loaded))
     for selection in result.selections:
         prefix = f"layers {kv.format_ranges(list(selection.layers))} ({selection.kind}): "
-        for finding in _result_findings(selection.result, loaded, graphs=False):
+        for finding in _result_findings(selection.result, catalog, loaded, graphs=False):
             findings.append(replace(finding, message=prefix + finding.message))
     plan = result.plan
     if plan is None:
@@ -266,7 +263,8 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
     if graphs is not None:
         findings.extend(_cudagraph_findings(
             requested=graphs.requested, resolved=graphs.resolved, warnings=graphs.warnings,
-            error=graphs.error or None, backend=graphs.min_support_backend, loaded=loaded))
+            error=graphs.error or None, backend=graphs.min_support_backend, loaded=loaded,
+            catalog=catalog))
     return findings
 
 
@@ -318,7 +316,7 @@ def model_record(checked: ModelCheckResult, loaded: LoadedDeployment, catalog: C
     """The record of a whole-model check: the architecture's, every layer group's, the KV
     plan's and the start-up findings."""
     findings = _architecture_findings(checked, catalog, loaded)
-    findings += _model_findings(checked, loaded)
+    findings += _model_findings(checked, catalog, loaded)
     findings += _memory_unchecked(checked, loaded)
     return _model_record(checked, loaded, source=source or loaded.path,
                          artifact=loaded.path if source is None else None, device=device,
@@ -345,7 +343,7 @@ def _memory_unchecked(checked: ModelCheckResult, loaded: LoadedDeployment) -> li
                      loaded)]
 
 
-def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,
+def layer_record(result: SolveResult, loaded: LoadedDeployment, catalog: Catalog, *, device: str,
                  startup: Sequence[StartupIssue], options: CheckOptions,
                  source: str | None = None,
                  settings: dict[str, object] | None = None) -> CheckRecord:
@@ -353,7 +351,7 @@ def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,
     start-up refusals (never acknowledged: vLLM refuses them whatever the file says)."""
     record = _record(result, source=source or loaded.path,
                      artifact=loaded.path if source is None else None, device=device,
-                     findings=_result_findings(result, loaded), options=options,
+                     findings=_result_findings(result, catalog, loaded), options=options,
                      settings=settings)
     if not startup:
         return record

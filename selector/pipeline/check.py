@@ -50,7 +50,7 @@ def record_of(solved: Solved, catalog: Catalog, options: CheckOptions, *,
         return model_record(solved.model, solved.loaded, catalog, device=solved.device,
                             options=options, source=source, settings=settings)
     assert solved.layer is not None
-    return layer_record(solved.layer, solved.loaded, device=solved.device,
+    return layer_record(solved.layer, solved.loaded, catalog, device=solved.device,
                         startup=solved.startup, options=options, source=source,
                         settings=settings)
 

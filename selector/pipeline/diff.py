@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from selector.catalog import Catalog, load_catalog
 from selector.checkrun import CheckOptions, serve_record
-from selector.config import LoadedDeployment
+from selector.config import LoadedDeployment, device_platform
 from selector.diff import (
     DeploymentDiff,
     LayerDiff,
@@ -61,7 +61,11 @@ def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
             hint=f"run attn-select check {loaded.path} --engine vllm==A and --engine vllm==B, "
                  "or diff a file with the layer's facts under `layer:`")
     catalog = catalog or load_catalog()
-    data = catalog.engine(engine)
+    try:
+        platform = device_platform(loaded.deployment, catalog)
+    except InputError:  # the target names the device's error, located
+        platform = None
+    data = catalog.engine(engine, platform)
     deployment = loaded.deployment.model_copy(update={"engine": data.engine})
     pinned = deployment.attention_backend
     missing = pinned is not None and pinned.upper() not in data.backends
