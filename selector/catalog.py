@@ -261,6 +261,15 @@ class Catalog:
         sections and only the backends of that platform."""
         return self._load(self._resolve(requested), platform or self.default_platform)
 
+    def release(self, requested: str | None = None) -> str:
+        """The profile name ``requested`` resolves to (``vllm==0.29`` -> the newest 0.29.x;
+        None: the default, see :meth:`choose`), without loading it."""
+        return self._resolve(requested)
+
+    def release_version(self, name: str) -> tuple[str, Version]:
+        """A profile name's (family, version), without loading it."""
+        return _pinned(name)
+
     def engine_of(self, engine: str | EngineData | None) -> EngineData:
         """``engine`` when it is a loaded engine already (a resolved target's, for its
         platform); else :meth:`engine` of the name (the default platform)."""

@@ -155,7 +155,7 @@ def diff_inputs(words: Sequence[str], from_engine: str, to_engine: str, *, catal
     line's) ``check`` verdict and each layer group's selection."""
     sides = []
     for engine in (from_engine, to_engine):
-        options = CheckOptions(engine=catalog.engine(engine).engine, devices=tuple(devices))
+        options = CheckOptions(engine=catalog.release(engine), devices=tuple(devices))
         sides.append(check_inputs(words, catalog, options, serve_line=serve_line, model=model,
                                   environ=environ))
     (before, errors, _), (after, _, _) = sides
@@ -167,7 +167,7 @@ def diff_inputs(words: Sequence[str], from_engine: str, to_engine: str, *, catal
             result: DeploymentDiff | ModelDiff = diff_deployment(b.loaded, from_engine, to_engine,
                                                                   catalog=catalog)
         else:
-            result = _model_diff(b, a, catalog, catalog.engine(from_engine).engine,
-                                 catalog.engine(to_engine).engine)
+            result = _model_diff(b, a, catalog, catalog.release(from_engine),
+                                 catalog.release(to_engine))
         out.append(DiffInput(b.loaded.path, name, result))
     return out, errors

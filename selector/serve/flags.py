@@ -46,10 +46,10 @@ def serve_flags(catalog: Catalog, engine: str | EngineData | None = None) -> Ser
 def _nearest_frontend(catalog: Catalog, name: str) -> frozenset[str]:
     """The frontend flags of the oldest newer release of ``name``'s family that records
     them (none: empty)."""
-    family = catalog.engine(name).family
+    family = catalog.release_version(name)[0]
     newer = catalog.engine_names[catalog.engine_names.index(name) + 1:]
     for each in newer:
-        if catalog.engine(each).family == family:
+        if catalog.release_version(each)[0] == family:
             frontend = _document(catalog, each).get("frontend_flags") or {}
             if frontend:
                 return frozenset(flag for flag, takes in frontend.items() if takes)
@@ -61,7 +61,7 @@ def release_flags(catalog: Catalog) -> dict[str, frozenset[str]]:
     oldest first."""
     table: dict[str, frozenset[str]] = {}
     for name in catalog.engine_names:
-        data = catalog.engine(name)
-        if data.family == "vllm":
-            table[str(data.version)] = frozenset(_document(catalog, name).get("engine_flags") or ())
+        family, version = catalog.release_version(name)
+        if family == "vllm":
+            table[str(version)] = frozenset(_document(catalog, name).get("engine_flags") or ())
     return table

@@ -129,7 +129,7 @@ def _image_engine(argv: Sequence[str], catalog: Catalog,
         return engine, None
     name = f"vllm=={release}"
     if engine is not None:
-        chosen = catalog.engine(engine).engine
+        chosen = catalog.release(engine)
         if chosen == name:
             return engine, None
         return engine, ServeNote("warning", "AS152", "IMAGE",
@@ -139,7 +139,7 @@ def _image_engine(argv: Sequence[str], catalog: Catalog,
         return name, ServeNote("info", "AS152", "IMAGE",
                                f"the image {image} runs vLLM {release}: checked against its "
                                "profile")
-    default = catalog.engine(None).engine
+    default = catalog.release(None)
     profiled = catalog.engine_names
     return None, ServeNote(
         "warning", "AS152", "IMAGE",
