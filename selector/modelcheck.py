@@ -57,11 +57,13 @@ class ModelCheckResult:
     """The start-up memory budget and KV fit (None when the device memory is unknown)."""
     startup: tuple[StartupIssue, ...] = ()
     """Start-up refusals besides the KV plan's (dtype, max_model_len, memory)."""
+    architecture: tuple[ArchitectureNote, ...] = ()
+    """vLLM's word on the architecture (:func:`architecture_notes`)."""
     encoder: EncoderReport | None = None
     """The multimodal encoder's start-up: its attention backend, tokens per item, vLLM's
     raise of the batched tokens (None: no vision encoder, or the engine has no data)."""
-    architecture: tuple[ArchitectureNote, ...] = ()
-    """vLLM's word on the architecture (:func:`architecture_notes`)."""
+    platform: str | None = None
+    """The platform the engine was loaded for (None: the catalog's default platform)."""
 
     @property
     def cudagraph_refused(self) -> bool:

@@ -191,8 +191,7 @@ class SolveResult:
     mla_prefill: MLAPrefillResult | None = None
     """MLA layers: vLLM's separate prefill-backend selection (None for other layers)."""
     platform: str | None = None
-    """The platform the engine was loaded for (None: the catalog's default platform):
-    ``catalog.engine(result.engine, result.platform)`` is the engine that decided."""
+    """The platform the engine was loaded for (None: the catalog's default platform)."""
 
     @property
     def valid(self) -> bool:

@@ -41,13 +41,14 @@ def check_model(
     cudagraph_mode: str | None = None,
     options: KVOptions | None = None,
     catalog: Catalog | None = None,
+    platform: str | None = None,
 ) -> ModelCheckResult:
     """Select each attention layer's backend and negotiate the KV cache. ``cudagraph_mode``
     None and the values ``options`` does not give are the engine's defaults
     (``defaults.yaml``; the batch limits of a device vLLM cannot query, as a model checked
     without a device)."""
     catalog = catalog or load_catalog()
-    engine_data = catalog.engine_of(engine)
+    engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     defaults = catalog.engine_defaults(engine_data.engine)
     cudagraph_mode = cudagraph_mode or defaults.cudagraph_mode.value
     per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
@@ -99,5 +100,6 @@ def check_model(
                 update={"mamba_prefill_checkpoint_alignment": alignment})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
-                            plan=plan, architecture=architecture_notes(model, engine_data, catalog))
+                            plan=plan, platform=engine_data.platform,
+                            architecture=architecture_notes(model, engine_data, catalog))
 

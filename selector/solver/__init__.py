@@ -289,12 +289,14 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
 def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str | None = None,
-          suggest: bool = True, catalog: Catalog | None = None) -> SolveResult:
+          suggest: bool = True, catalog: Catalog | None = None,
+          platform: str | None = None) -> SolveResult:
     """Validate every backend, select one and explain the decision (``cudagraph_mode``
     None: the engine's default, ``defaults.yaml``; ``engine``: the loaded engine of the
-    target's platform, or a release name for the default platform)."""
+    target's platform, or a release name loaded for ``platform``, None: the catalog's
+    default platform)."""
     catalog = catalog or load_catalog()
-    engine_data = catalog.engine_of(engine)
+    engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
     if attention_backend:

@@ -313,19 +313,20 @@ _COMPILED: dict[tuple[int, tuple[str, ...] | None], tuple[EngineData, CompiledEn
 """The compiled evaluators of this process, by loaded engine (kept alive with it)."""
 
 
-def compiled_for(engine: str | EngineData, backends: tuple[str, ...] | None = None, *,
+def compiled_for(engine: str | EngineData, backends: tuple[str, ...] | None = None,
+                 platform: str | None = None, *,
                  catalog: Catalog | None = None) -> CompiledEngine:
     """The compiled evaluator of ``engine`` (a loaded engine, for its platform; or a
-    release name: the shipped profile on the default platform), for all backends or only
-    ``backends``: cached per process and, for an engine of ``catalog`` (default: the
-    shipped one) with a data digest, on disk."""
+    release name: the shipped profile loaded for ``platform``, default the catalog's
+    default platform), for all backends or only ``backends``: cached per process and,
+    for an engine of ``catalog`` (default: the shipped one) with a data digest, on disk."""
     import marshal
 
     from selector.cache import cache_get, cache_put
 
     if isinstance(engine, str):
         catalog = catalog or load_catalog()
-        engine = catalog.engine(engine)
+        engine = catalog.engine(engine, platform)
     memo = (id(engine), backends)
     hit = _COMPILED.get(memo)
     if hit is not None and hit[0] is engine:
