@@ -54,6 +54,7 @@ __all__ = [
     "load_catalog",
     "load_engine",
     "merge_inherited",
+    "patch_document",
     "read_yaml",
     "validation_message",
 ]
@@ -636,6 +637,14 @@ def merge_inherited(parent: dict[str, Any], path: Path, mappings: tuple[str, ...
     if not isinstance(own, dict):
         raise CatalogError(f"{path}: not a mapping")
     return _merge_document(parent, own, str(path), mappings, {})
+
+
+def patch_document(parent: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A data file with ``inherit: true`` over its parent's document, by the rule of a
+    backend file: mappings merge key by key, any other value (lists included) replaces
+    the parent's."""
+    merged: dict[str, Any] = _deep_merge(parent, {k: v for k, v in patch.items() if k != "inherit"})
+    return merged
 
 
 def _deep_merge(base: Any, patch: Any) -> Any:

@@ -193,14 +193,16 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                   utilization_default: bool = False, kv_cache_memory_bytes: int | None = None,
                   reserved_bytes: int | None = None, include_sampler: bool = True,
                   cpu_offload_bytes: int = 0, max_model_len: int | None = None,
-                  block_size: int | None = None) -> MemoryBudget:
+                  block_size: int | None = None,
+                  encoder_profile: MemoryLine | None = None) -> MemoryBudget:
     """The budget of one GPU (``weights`` already per GPU). The batch limits and the
     memory fraction are the deployment's resolved values (its own, else the engine's
     ``defaults.yaml`` for the device: :func:`selector.config.resolve_target`), the ones the
     KV plan uses too; ``utilization_default``: the fraction is the engine's default.
     ``include_sampler`` is False only to read logs of vLLM's old V0 engine, whose
     non-driver ranks ran no sampler. ``max_model_len`` and ``block_size`` (when given)
-    size an MLA model's profile-run workspace."""
+    size an MLA model's profile-run workspace. ``encoder_profile``: what the profile run
+    keeps of a multimodal encoder's dummy pass (``selector.memory.encoder``)."""
     mem = profile.memory
     est = mem.estimates
     tp = weights.tensor_parallel_size
@@ -239,6 +241,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                                            max_model_len=max_model_len, block_size=block_size)
         lines.append(MemoryLine(name="activation peak (profile run)", bytes=activation,
                                 basis="estimate", detail=how))
+        if encoder_profile is not None:
+            lines.append(encoder_profile)
         non_torch = est.non_torch_gib + (est.non_torch_tp_gib if tp > 1 else 0.0)
         lines.append(MemoryLine(name="non-torch memory", bytes=int(non_torch * GIB),
                                 basis="estimate",
