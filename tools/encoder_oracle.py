@@ -130,8 +130,15 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any]) -> di
 
     out: dict[str, Any] = {"id": name, "config": path, "kwargs": kwargs}
     try:
-        model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
-                                   skip_tokenizer_init=True, **kwargs)
+        try:
+            model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
+                                       skip_tokenizer_init=True, **kwargs)
+        except Exception as exc:
+            if type(exc).__name__ != "AmbiguousGlobalPerLayerAttributeError":
+                raise
+            _global_per_layer_attributes()
+            model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
+                                       skip_tokenizer_init=True, **kwargs)
     except Exception as exc:  # the harness could not build the config: no answer of vLLM's
         out["harness_error"] = _error(exc).replace(str(tmp), "<scratch>")  # reproducible
         return out
@@ -175,6 +182,21 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any]) -> di
         out["profile_run"] = {str(batched): _profile_run(model_config, batched)
                               for batched in BATCHED_TOKENS}
     return out
+
+
+def _global_per_layer_attributes() -> None:
+    """vLLM 0.25.1-0.27.1 read ``hf_text_config.head_dim`` of a config whose layers
+    differ (Gemma-4), as the transformers releases of their time answered it: the global
+    value. The oracle venvs' newer transformers refuses that read unless the config allows
+    it (``allow_global_per_layer_attribute_access``); the harness allows it, as those
+    transformers did. No encoder or budget answer reads the head size."""
+    from transformers.integrations.heterogeneity import configuration_utils
+
+    for cls in vars(configuration_utils).values():
+        if isinstance(cls, type) and isinstance(
+                vars(cls).get("allow_global_per_layer_attribute_access"), property):
+            cls.allow_global_per_layer_attribute_access = property(  # type: ignore[attr-defined]
+                lambda self: True, lambda self, value: None)
 
 
 class _TokenizerStandIn:
