@@ -24,8 +24,12 @@ the ``AssertionError`` text it raises.
 processor's dummy inputs, which need the checkpoint's processor files), the default-raise
 floor ``EngineArgs._get_min_mm_batched_tokens`` (vllm/engine/arg_utils.py) and the budget
 check ``compute_mm_encoder_budget`` (vllm/v1/core/encoder_cache_manager.py) for several
-``max_num_batched_tokens`` with chunked multimodal input disabled. Nothing here decides an
-answer: tests/golden/test_encoder_oracle.py compares the tool with these records. A
+``max_num_batched_tokens`` with chunked multimodal input disabled, and ``profile_run``:
+vLLM's ``MultiModalBudget`` (vllm/multimodal/encoder_budget.py) as the profile run builds it
+(the modality it encodes, the items per batch, the encoder budget). Packages vLLM imports
+but no answer here reads are stood in where an oracle venv lacks them (the structured
+output grammars; the processor's tokenizer). Nothing here decides an answer:
+tests/golden/test_encoder_oracle.py compares the tool with these records. A
 config the harness cannot build (an architecture the CPU install cannot inspect) is
 written as ``harness_error`` (no answer of vLLM's), and ``budget`` is null with
 ``budget_harness_error`` where the environment lacks a package those modules import.
