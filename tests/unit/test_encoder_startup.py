@@ -6,10 +6,12 @@ The per-item tokens and texts are vLLM's own answers (tests/golden/test_encoder_
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -223,3 +225,23 @@ def test_profile_run_items_fit_the_encoder_budget(batched: int, per_item: dict[s
     if per_item[modality]:
         assert items >= 1 and (items == 1 or items * per_item[modality] <= budget)
         assert items <= max(1, seqs * max(1, min(limit, length // per_item[modality])))
+
+
+def test_each_release_patches_only_what_its_file_states() -> None:
+    """encoder.yaml of 0.26.0 onwards has ``inherit: true``: every fact it does not state is
+    the previous release's (the sources are each release's own lines)."""
+    catalog = load_catalog()
+    names = catalog.engine_names
+    for older, newer in itertools.pairwise(names):
+        before, after = encoder_data(catalog, older), encoder_data(catalog, newer)
+        assert before is not None and after is not None and after.engine == newer
+        own = yaml.safe_load((catalog.engine_dirs[newer] / "encoder.yaml").read_text("utf-8"))
+        assert own["inherit"] is True
+        stated = set(own.get("vit_attention", {}))
+        for key in ("orders", "unchecked", "enum_values", "refusal_code"):
+            if key not in stated:
+                assert getattr(after.vit_attention, key) == getattr(before.vit_attention, key)
+        assert after.vit_attention.source == own.get("vit_attention", {}).get(
+            "source", before.vit_attention.source)
+        assert set(after.encoders) == set(before.encoders) | set(own.get("encoders", {}))
+        assert after.budget.prefix_lm_model_types == before.budget.prefix_lm_model_types
