@@ -421,10 +421,10 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                    limit_mm_per_prompt: Mapping[str, Any], mm_processor_kwargs: Mapping[str, Any],
                    disable_chunked_mm_input: bool, max_num_batched_tokens: int | None,
                    default_max_num_batched_tokens: int, max_model_len: int | None = None,
-                   max_num_seqs: int = 256, dtype_bytes: int = 2) -> EncoderReport | None:
+                   max_num_seqs: int | None = None, dtype_bytes: int = 2) -> EncoderReport | None:
     """The encoder's start-up for a multimodal config (None: the config has no vision
-    encoder). ``max_model_len`` and ``max_num_seqs`` size the profile run's items (no
-    length: no profile run is reported)."""
+    encoder). ``max_model_len`` and ``max_num_seqs`` (the resolved ones) size the profile
+    run's items (without them no profile run is reported)."""
     if not isinstance(raw.get("vision_config"), Mapping):
         return None
     model_type = str(raw.get("model_type"))
@@ -488,7 +488,8 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     cache = max(batched, largest) if tokens else None
     run = None
     over_budget = any(issue.code == budget.refusal_code for issue in issues)
-    items = None if over_budget or max_model_len is None else profile_run_items(
+    items = None if over_budget or max_model_len is None or max_num_seqs is None \
+        else profile_run_items(
         budget, tokens, max_num_batched_tokens=batched, limit_mm_per_prompt=limit_mm_per_prompt,
         max_model_len=max_model_len, max_num_seqs=max_num_seqs)
     if items is not None:

@@ -167,7 +167,8 @@ def test_the_profile_runs_encoder_pass_is_vllms(path: Path, row: dict[str, Any])
                 mm_encoder_attn_backend=None, limit_mm_per_prompt=limits,
                 mm_processor_kwargs=kwargs.get("mm_processor_kwargs", {}),
                 disable_chunked_mm_input=True, max_num_batched_tokens=int(batched),
-                default_max_num_batched_tokens=8192, max_model_len=row["max_model_len"])
+                default_max_num_batched_tokens=8192, max_model_len=row["max_model_len"],
+                max_num_seqs=256)
             assert report is not None and report.profile_run is None
             assert [i.message for i in report.issues] == [answer["error"]]
             continue
