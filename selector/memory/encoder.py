@@ -132,6 +132,8 @@ class ProfileRunData(_Strict):
     output_width_key: str
     """The text config's key of the embedding width the encoder outputs take (they are
     merged into the decoder's input embeddings)."""
+    log: str
+    """vLLM's log line of the pass (``{budget}``, ``{items}``, ``{modality}``)."""
     chunked_prefill: bool
     """``enable_chunked_prefill`` of the scheduler vLLM runs (V1: on), which drops the
     decoder's ``max_num_batched_tokens // tokens`` limit of the items."""
@@ -501,7 +503,9 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     if cache is not None:
         how = (f"; the profile run encodes {run.items} {run.modality} item"
                f"{'s' if run.items != 1 else ''} of {run.tokens_per_item:,} tokens "
-               f"({budget.profile_run.items_source}) and keeps the outputs (the memory table)"
+               f"({budget.profile_run.items_source}) and keeps the outputs (the memory "
+               "table); vLLM logs: " + budget.profile_run.log.format(
+                   budget=run.encoder_budget, items=run.items, modality=run.modality)
                if run is not None and run.items else "")
         notices.append((code, f"encoder cache: {cache:,} tokens (max(max_num_batched_tokens, the "
                               f"largest item); {budget.source}){how}"))

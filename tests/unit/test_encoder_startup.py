@@ -169,6 +169,10 @@ def test_the_profile_runs_encoder_outputs_are_in_the_memory_table(argv: list[str
     encoder = doc["encoder"]
     assert isinstance(encoder, dict)
     assert encoder["profile_run"]["items"] == items and encoder["profile_run"]["modality"] == "video"
+    budget = max(2496, 8192 if argv else 0)  # vllm/v1/worker/gpu_model_runner.py:6104-6110
+    assert any(m.endswith(f"vLLM logs: Encoder cache will be initialized with a budget of {budget} "
+                          f"tokens, and profiled with {items} video items of the maximum feature "
+                          "size.") for m in _messages(doc, "MM010"))
     without = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4, *argv,
                      "--limit-mm-per-prompt", '{"video": 0, "image": 0}'])[1]
     assert _reservation(without, "encoder outputs (profile run)") is None
