@@ -402,8 +402,9 @@ def encoder_memory_line(report: EncoderReport | None, data: EncoderData | None) 
     return MemoryLine(
         name="encoder outputs (profile run)", bytes=run.bytes, basis="estimate",
         detail=(f"at most {run.items} {run.modality} item{'s' if run.items > 1 else ''} x "
-                f"{run.tokens_per_item:,} tokens x {run.width:,} x {run.dtype_bytes} bytes, kept "
-                f"in the encoder cache during the dummy run ({data.budget.profile_run.source}); "
+                f"{run.tokens_per_item:,} tokens x {run.width:,} x {run.dtype_bytes} bytes, kept in "
+                "the encoder cache through the dummy and sampler runs "
+                f"({data.budget.profile_run.source}); "
                 "the dummy inputs and the encoder's own activations are not counted"))
 
 
