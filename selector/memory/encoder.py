@@ -463,9 +463,10 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                                        mm_processor_kwargs=mm_processor_kwargs)
     notices.extend((code, gap) for gap in gaps)
     if tokens is None:
-        notices.append((code, f"encoder tokens per item of {model_type}: vLLM counts the "
-                              "processor's dummy inputs (the checkpoint's processor files); "
-                              "the encoder budget check is not modelled"))
+        notices.append((code, f"encoder tokens per item of {model_type}: vLLM counts them "
+                              "with the checkpoint's processor files (its processing info or "
+                              "the processor's dummy inputs); the encoder budget check and the "
+                              "profile run's encoder outputs are not modelled"))
         return EncoderReport(encoders=tuple(encoders), notices=tuple(notices),
                              issues=tuple(issues), notice_code=code)
     prefix_lm = is_mm_prefix_lm(budget, raw)
