@@ -534,10 +534,8 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         inductor_graph_partition=options.inductor_graph_partition,
         piecewise_capture_available=options.piecewise_capture_available)
     errors = (PlanError(stage="cudagraph", exc_type="ValueError", message=cg.error),) if cg.error else ()
-    decision = BlockSizeDecision(
-        block_size=block, user_specified=options.block_size is not None, preferred=block,
-        messages=() if options.block_size or block == preferred else (
-            f"Setting kv cache block size to {block} for {backend_name} backend(s).",))
+    decision = BlockSizeDecision(block_size=block, user_specified=options.block_size is not None,
+                                 preferred=block)
     layout = LayoutResolution.model_validate({
         "layout": rule.kv_cache_layout, "candidates": (rule.kv_cache_layout,),
         "supported_sets": (), "source": "default",
