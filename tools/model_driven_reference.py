@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kv-cache-dtype", action="append", default=None,
                         help="--kv-cache-dtype values (repeatable; default: vLLM's default "
                              "and fp8, which the releases before 0.26.0 require for V4)")
+    parser.add_argument("--block-size", type=int, action="append", default=None,
+                        help="--block-size values (repeatable; default: none given)")
     parser.add_argument("--no-default", action="store_true",
                         help="skip the run without --attention-backend")
     parser.add_argument("--merge", action="store_true",
@@ -171,18 +173,21 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[str | None] = ([] if args.no_default else [None]) + list(backends)
     dtypes: list[str | None] = ([None if d == "auto" else d for d in args.kv_cache_dtype]
                                 if args.kv_cache_dtype else [None, "fp8"])
+    blocks: list[int | None] = list(args.block_size) if args.block_size else [None]
     results: list[dict[str, Any]] = []
     failures: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for capability in capabilities:
             oracle.set_capability(capability)
-            for path, name, dtype in itertools.product(sorted(set(args.configs)), runs, dtypes):
+            for path, name, dtype, block in itertools.product(sorted(set(args.configs)), runs,
+                                                              dtypes, blocks):
                 if name is not None and name not in known:
-                    results.append(_unknown(path, capability, name, dtype))
+                    if block is None:
+                        results.append(_unknown(path, capability, name, dtype))
                     continue
                 try:
                     result = ref.reference(path, Path(tmp), attention_backend=name,
-                                           kv_cache_dtype=dtype)
+                                           kv_cache_dtype=dtype, block_size=block)
                 except ref.HarnessError as exc:
                     failures.append(str(exc))
                     print(f"HARNESS FAILURE {exc}", file=sys.stderr)
@@ -202,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                         sorted(n for n in known if n.endswith(MODEL_DRIVEN_SUFFIXES))),
                     "layer_backends": [class_facts(_SEEN[n]) for n in sorted(_SEEN)]})
 
-    def key(r: dict[str, Any]) -> tuple[str, str, str, str]:
+    def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
         return (str(r["config"]), str(r["capability"]), str(r.get("attention_backend") or ""),
-                str(r.get("kv_cache_dtype") or ""))
+                str(r.get("kv_cache_dtype") or ""), int(r.get("requested_block_size") or 0))
 
     if args.merge and args.out.is_file():
         fresh = {key(r) for r in results}

@@ -636,7 +636,8 @@ def _refusal(exc: BaseException) -> bool:
 def reference(config_path: Path, workdir: Path, *,
               enable_prefix_caching: bool | None = None,
               attention_backend: str | None = None,
-              kv_cache_dtype: str | None = None) -> dict[str, Any]:
+              kv_cache_dtype: str | None = None,
+              block_size: int | None = None) -> dict[str, Any]:
     """vLLM's answer for one config.json (or vLLM's refusal); raises
     :class:`HarnessError` when the harness fails. ``attention_backend``: the
     ``--attention-backend`` given (a name of the release's ``AttentionBackendEnum``)."""
@@ -670,6 +671,8 @@ def reference(config_path: Path, workdir: Path, *,
         out["attention_backend"] = attention_backend
     if kv_cache_dtype is not None:
         out["kv_cache_dtype"] = kv_cache_dtype
+    if block_size is not None:
+        out["requested_block_size"] = block_size
     stage = "EngineArgs"
     try:
         stage = "EngineArgs.create_engine_config"
@@ -682,6 +685,7 @@ def reference(config_path: Path, workdir: Path, *,
                else {"enable_prefix_caching": enable_prefix_caching}),
             **({} if attention_backend is None else {"attention_backend": attention_backend}),
             **({} if kv_cache_dtype is None else {"kv_cache_dtype": kv_cache_dtype}),
+            **({} if block_size is None else {"block_size": block_size}),
         ).create_engine_config()
         model_config = vllm_config.model_config
         stage = "model class"

@@ -48,7 +48,8 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
 def _id(case: tuple[str, dict[str, Any]]) -> str:
     version, a = case
     return (f"{version}-sm{a['capability'].replace('.', '')}-{a.get('attention_backend') or 'auto'}"
-            f"-{a.get('kv_cache_dtype') or 'auto'}")
+            f"-{a.get('kv_cache_dtype') or 'auto'}"
+            + (f"-block{a['requested_block_size']}" if a.get("requested_block_size") else ""))
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
@@ -97,7 +98,8 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
             for r in answer["layers"]]
     assert have == want
     plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
-                          element_bytes=element_bytes, options=_options())
+                          element_bytes=element_bytes,
+                          options=_options(answer.get("requested_block_size")))
     aligned = answer["aligned"]
     assert plan.block_size is not None and plan.block_size.block_size == aligned["block_size"]
     have_groups = sorted((g.manager_block_size, g.bytes_per_block, len(g.layer_names))
@@ -117,11 +119,13 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     assert answer.get("kv_cache_layout") in (None, rule.kv_cache_layout)
 
 
-def _options() -> Any:
+def _options(block_size: int | None) -> Any:
+    """The deployment's options (``--block-size`` as given to vLLM: the engine then keeps
+    the user's block, ``update_block_size_for_backend`` phase 1)."""
     from selector.kv import KVOptions
 
     return KVOptions(cudagraph_mode="FULL_AND_PIECEWISE", max_num_batched_tokens=8192,
-                     max_num_seqs=256, gpu_memory_utilization=0.9)
+                     max_num_seqs=256, gpu_memory_utilization=0.9, block_size=block_size)
 
 
 @pytest.mark.parametrize("version", RELEASES)

@@ -32,9 +32,10 @@ def _vllm(version: str) -> tuple[dict[str, Any], ...]:
 
 
 def _answer(version: str, capability: str, backend: str | None,
-            kv_cache_dtype: str | None = None) -> dict[str, Any]:
+            kv_cache_dtype: str | None = None, block_size: int | None = None) -> dict[str, Any]:
     return next(a for a in _vllm(version) if a.get("capability") == capability
-                and a.get("attention_backend") == backend and a.get("kv_cache_dtype") == kv_cache_dtype)
+                and a.get("attention_backend") == backend and a.get("kv_cache_dtype") == kv_cache_dtype
+                and a.get("requested_block_size") == block_size)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +104,17 @@ def test_each_attention_backend_gets_vllms_answer(model_dir: str, name: str) -> 
         assert "MD003" not in warnings
     elif name.endswith(("_DSV41", "_MSA", "MINIMAX_M3_SPARSE")) or name.startswith("ROCM_"):
         assert "MD003" in warnings  # another model's (or platform's) backend: ignored
+    assert _tool_groups(report) == _groups(answer)
+
+
+@pytest.mark.parametrize("block_size", [64, 256])
+def test_a_block_size_given_is_kept_as_vllm_keeps_it(model_dir: str, block_size: int) -> None:
+    """``--block-size``: vLLM keeps the user's block for the compressed caches (phase 1 of
+    ``update_block_size_for_backend`` is skipped); the other caches keep their own."""
+    answer = _answer("0.33.0", "10.0", None, block_size=block_size)
+    code, report, err = _check(model_dir, "B200", "--block-size", str(block_size))
+    assert code == 0, err
+    assert report["plan"]["block_size"]["block_size"] == answer["aligned"]["block_size"]
     assert _tool_groups(report) == _groups(answer)
 
 
