@@ -466,7 +466,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
     (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
     backend = data.backends[backend_name]
     config = model.config or {}
-    preferred = options.block_size or 16
+    preferred = options.block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
     kernel = backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred
     block = options.block_size if options.block_size else (
         kernel if rule.aligned_block_size == "kernel_block" else preferred)
@@ -487,7 +487,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         facts = _backend_facts(entry.backend, rule, data, backend_name)
         cache_entries.append(CacheEntry(name=entry.name, layer_index=entry.layer_index,
                                         role="indexer" if "indexer" in entry.name else "attention",
-                                        backend=facts, spec=entry.spec,
+                                        backend=facts, spec=specs[entry.name],
                                         num_q_heads=model.layers[entry.layer_index].num_q_heads))
     for index, layer_names in enumerate(names):
         layer_specs = tuple(specs[n] for n in layer_names)
@@ -544,7 +544,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
     return ModelPlan(
         model=model.name, tp_size=model.tp_size, kv_cache_dtype=cache_dtype, ok=not errors,
         errors=errors, warnings=tuple(cg.warnings), block_size=decision, layout=layout,
-        grouping_path="packed", groups=tuple(groups),
+        grouping_path=rule.grouping, groups=tuple(groups),
         reorder_batch_threshold=backend.reorder_batch_threshold, cudagraph=cg, capacity=None,
         entries=tuple(cache_entries))
 
