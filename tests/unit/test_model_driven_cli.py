@@ -129,3 +129,15 @@ def test_the_kv_cache_dtype_refusal_of_an_older_release_is_vllms(model_dir: str)
     code, report, err = _check(model_dir, "H200", "--kv-cache-dtype", "fp8", engine="vllm==0.25.1")
     assert code == 0, err
     assert _tool_groups(report) == _groups(built)
+
+
+def test_explain_names_a_model_driven_backend_as_the_models_choice(model_dir: str,
+                                                                    tmp_path: Path) -> None:
+    """``explain`` traces the platform's selector, which never sees these layers: naming a
+    model-driven backend is bad input that says which model chooses it (exit 2)."""
+    deployment = tmp_path / "dsv4.yaml"
+    deployment.write_text(f"device: H200\nmodel: {model_dir}\n", encoding="utf-8")
+    code, _, err = run_cli(["explain", "FLASHMLA_SPARSE_DSV4", str(deployment),
+                            "--engine", "vllm==0.33.0"])
+    assert code == 2
+    assert "chosen by a model's own layer code (DeepseekV4ForCausalLM)" in err
