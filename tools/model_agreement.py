@@ -16,7 +16,9 @@ Then the KV-cache groups after the engine's block-size alignment
 Mamba alignment) are compared with the tool's whole plan for the same deployment
 (one H200, compute capability 9.0 as the reference emulates, ``--dtype bfloat16``,
 the reference's ``max_model_len``): each group's block size, page size and layers.
-Configs vLLM refused are listed with vLLM's error.
+Configs vLLM refused are listed with vLLM's error. A model whose layers choose their own
+backend (``schemas/engines/*/model-driven.yaml``: DeepSeek-V4) is compared module by
+module (name, module class, backend, block size, page) with the model-driven data.
 """
 
 from __future__ import annotations
