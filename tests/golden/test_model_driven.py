@@ -5,7 +5,8 @@ emulated H200 (SM90) and B200 (SM100), with no ``--attention-backend`` and with 
 model-driven name, with vLLM's default KV-cache dtype and with ``fp8``) against the
 project's data (``schemas/engines/*/model-driven.yaml``, ``selector/kv/model_driven.py``):
 the backend each cache module names, every module's spec and page before the engine's
-block-size alignment, every group after it, and vLLM's refusal texts word for word."""
+block-size alignment, every group after it, each layer's CUDA-graph support as its
+metadata builder answers, and vLLM's refusal texts word for word."""
 
 from __future__ import annotations
 
@@ -52,10 +53,17 @@ def _id(case: tuple[str, dict[str, Any]]) -> str:
             + (f"-block{a['requested_block_size']}" if a.get("requested_block_size") else ""))
 
 
+CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
+           "tests/fixtures/hf_configs/model_driven/nvidia--DeepSeek-V4-Pro-NVFP4.json"}
+"""Two real DeepSeek-V4 configs (Flash: 43 layers led by two sliding-only layers; Pro: 61
+layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
+
+
 def test_every_release_is_recorded_on_both_gpus() -> None:
     for version in RELEASES:
         runs = _runs(version)
         assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
+        assert {a["config"] for a in runs} == CONFIGS, version
         assert all(a["status"] in ("ok", "refused") for a in runs), version
 
 
