@@ -435,9 +435,10 @@ def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: En
     d = loaded.deployment
     path = loaded.path
     names = [d.attention_backend, *d.attention_config.backend_per_kind.values()]
+    known = set(engine.backends) | kv.model_driven_names(engine.engine, catalog)
     for name in names:
-        if name is not None and name.upper() not in engine.backends:
-            others = close_matches(name.upper(), sorted(engine.backends))
+        if name is not None and name.upper() not in known:
+            others = close_matches(name.upper(), sorted(known))
             raise InputError(
                 f"unknown attention backend {name!r} in {engine.engine}", file=path,
                 field="attention_backend", line=loaded.line_of(("attention_backend",)),

@@ -16,7 +16,9 @@ Then the KV-cache groups after the engine's block-size alignment
 Mamba alignment) are compared with the tool's whole plan for the same deployment
 (one H200, compute capability 9.0 as the reference emulates, ``--dtype bfloat16``,
 the reference's ``max_model_len``): each group's block size, page size and layers.
-Configs vLLM refused are listed with vLLM's error.
+Configs vLLM refused are listed with vLLM's error. A model whose layers choose their own
+backend (``schemas/engines/*/model-driven.yaml``: DeepSeek-V4) is compared module by
+module (name, module class, backend, block size, page) with the model-driven data.
 """
 
 from __future__ import annotations
@@ -173,6 +175,8 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
     result.architecture = model.architecture
     if answer["status"] != "ok":
         return result
+    if _compare_driven(model, answer, result):
+        return result
     by_index = {layer.index: layer for layer in model.layers}
     seen: set[tuple[int, str]] = set()
     for record in answer["layers"]:
@@ -209,6 +213,59 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
                     f"layer {layer.index}: the tool has a {layer.kind} cache, vLLM none"
                 )
     return result
+
+
+def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
+    """The model-driven rule and the backend its layers choose with no
+    ``--attention-backend`` on the reference's GPU (None: not a model-driven model)."""
+    from selector.kv import model_driven as md
+
+    engine = f"vllm=={answer['vllm_version']}"
+    found = md.driven_rule(model, engine, load_catalog())
+    if found is None:
+        return None
+    data, rule = found
+    cc_major = int(str(answer.get("capability", "9.0")).split(".")[0])
+    choice = md.select_driven(rule, answer.get("attention_backend"), cc_major)
+    assert choice.backend is not None
+    backend = data.backends[choice.backend]
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
+    return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None
+
+
+def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgreement) -> bool:
+    """A model whose layers choose their own backend: each cache module vLLM registered
+    against the model-driven data's (name, module, backend, block size, page)."""
+    from selector.kv import model_driven as md
+
+    found = _driven(model, answer)
+    if found is None:
+        return False
+    data, rule, backend, dtype, element_bytes = found
+    if dtype is None:
+        result.tool_error = str(element_bytes)
+        return True
+    caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,
+                              cache_dtype=dtype, cache_block=answer["block_size"],
+                              layer_class=data.backends[backend].layer_class)
+    have = {c.name: c for c in caches}
+    for record in answer["layers"]:
+        result.layers += 1
+        cache = have.pop(record["name"], None)
+        if cache is None:
+            result.differences.append(f"{record['name']}: vLLM has it, the tool does not")
+            continue
+        mine = (cache.module, cache.backend if cache.spec else None,
+                cache.spec.block_size if cache.spec else None,
+                cache.spec.page_size_bytes if cache.spec else None)
+        theirs = (record["module"], record.get("backend"), record.get("block_size"),
+                  record.get("page_size_bytes"))
+        if mine == theirs:
+            result.agreeing += 1
+        else:
+            result.differences.append(f"{record['name']}: {mine} != vLLM {theirs}")
+    result.differences.extend(f"{name}: the tool has it, vLLM does not" for name in have)
+    return True
 
 
 Group = tuple[int, int, tuple[int, ...]]

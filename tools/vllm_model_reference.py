@@ -68,7 +68,11 @@ Patches beyond the shared oracle's (all CPU-only necessities):
   are installed, so ``torch.device("meta")`` still routes every parameter to
   ``meta`` (no weight memory);
 * kernel modules only a JIT warm-up imports at construction time are inert
-  (``_INERT_MODULES``: DeepSeek-V4's mHC TileLang kernels, which need TileLang);
+  (``_INERT_MODULES``: DeepSeek-V4's mHC TileLang kernels, which need TileLang), and so
+  are optional packages the venv lacks that an import on the way to the KV-cache planning
+  touches (``_OPTIONAL_MODULES``: llguidance and xgrammar for 0.25.1's structured-output classes),
+  and so are the CuTe DSL kernel modules of vLLM's model packages when the CUTLASS DSL is
+  absent (``_CUTE_DSL_KERNELS``: 0.30.0's DeepSeek-V4 constructors import them);
 * DeciLM's and QWen's remote config classes are replaced by a stand-in that keeps every key
   (``_register_remote_configs``);
 * a one-process gloo "distributed" group of world size 1 (port 29533, or
@@ -283,6 +287,86 @@ load on a CPU: DeepSeek-V4's mHC TileLang kernels (only the JIT warm-up imports 
 communication kernels (the all-reduce fusion pass imports them; they need libcudart:
 the oracle venvs of releases that install FlashInfer). Neither decides a cache shape."""
 
+class _AbsentValue:
+    """Any attribute of an absent optional package: a decorator that leaves nothing
+    callable behind, a type usable in annotations (``X | None``, ``X[...]``) and as a
+    base class; never called for a result here."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, item: str) -> _AbsentValue:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return _AbsentValue(f"{self._name}.{item}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _AbsentValue:
+        return self
+
+    def __or__(self, other: Any) -> _AbsentValue:
+        return self
+
+    __ror__ = __or__
+
+    def __getitem__(self, item: Any) -> _AbsentValue:
+        return self
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (object,)
+
+
+class _AbsentModule(types.ModuleType):
+    """An optional package the venv lacks (and each of its submodules): every attribute
+    is an :class:`_AbsentValue`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []  # a package: its submodules import too
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return _AbsentValue(f"{self.__name__}.{item}")
+
+
+class _AbsentFinder:
+    """Imports a submodule of an absent optional package (or a module ``pattern``
+    matches) as an :class:`_AbsentModule`."""
+
+    def __init__(self, roots: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> None:
+        self._roots = roots
+        self._pattern = pattern
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.machinery
+
+        if name.split(".", 1)[0] not in self._roots and not (
+                self._pattern is not None and self._pattern.match(name)):
+            return None
+        return importlib.machinery.ModuleSpec(name, self)  # type: ignore[arg-type]
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return _AbsentModule(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+_OPTIONAL_MODULES = ("llguidance", "xgrammar")
+"""Optional packages a release imports on the way to the KV-cache planning and that its
+oracle venv lacks: inert when absent. vLLM 0.25.1's ``kv_cache_utils`` imports
+``v1.request``, whose structured-output grammar class annotates a field with
+``llguidance.LLMatcher`` and ``xgrammar`` types (evaluated at class creation); no grammar
+is built here."""
+
+_CUTE_DSL_KERNELS = re.compile(r"^vllm\.models\.[a-z0-9_]+\.nvidia\.ops\.[a-z0-9_]+_cutedsl$")
+"""Kernel modules of vLLM's own model packages written in the CuTe DSL: 0.30.0's
+DeepSeek-V4 attention and compressor import them in their constructors (the kernel
+objects are built, never launched here). They import the CUTLASS DSL and CUDA Python
+bindings, GPU-only wheels the oracle venvs lack, so when ``cutlass`` is absent they are
+inert (:class:`_AbsentModule`); ``cutlass`` itself stays absent, so that no capability
+probe of vLLM's finds it."""
+
 
 def _bootstrap() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -303,6 +387,13 @@ def _bootstrap() -> None:
 
     for module in _INERT_MODULES:
         sys.modules[module] = _InertModule(module)
+    import importlib.util
+
+    absent = tuple(m for m in _OPTIONAL_MODULES if importlib.util.find_spec(m) is None)
+    if absent:
+        sys.meta_path.append(_AbsentFinder(absent))
+    if importlib.util.find_spec("cutlass") is None:
+        sys.meta_path.insert(0, _AbsentFinder((), _CUTE_DSL_KERNELS))
 
     for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C"):
         setattr(torch.ops, name, _OpNamespace(getattr(torch.ops, name)))
@@ -543,9 +634,13 @@ def _refusal(exc: BaseException) -> bool:
 
 
 def reference(config_path: Path, workdir: Path, *,
-              enable_prefix_caching: bool | None = None) -> dict[str, Any]:
+              enable_prefix_caching: bool | None = None,
+              attention_backend: str | None = None,
+              kv_cache_dtype: str | None = None,
+              block_size: int | None = None) -> dict[str, Any]:
     """vLLM's answer for one config.json (or vLLM's refusal); raises
-    :class:`HarnessError` when the harness fails."""
+    :class:`HarnessError` when the harness fails. ``attention_backend``: the
+    ``--attention-backend`` given (a name of the release's ``AttentionBackendEnum``)."""
     import torch
     import vllm
     from vllm.config import set_current_vllm_config
@@ -566,12 +661,18 @@ def reference(config_path: Path, workdir: Path, *,
     out: dict[str, Any] = {
         "config": _relative(config_path),
         "vllm_version": vllm.__version__,
-        "capability": ".".join(map(str, CAPABILITY)),
+        "capability": ".".join(map(str, _capability())),
     }
     if notes:
         out["notes"] = notes
     if enable_prefix_caching is not None:
         out["enable_prefix_caching"] = enable_prefix_caching
+    if attention_backend is not None:
+        out["attention_backend"] = attention_backend
+    if kv_cache_dtype is not None:
+        out["kv_cache_dtype"] = kv_cache_dtype
+    if block_size is not None:
+        out["requested_block_size"] = block_size
     stage = "EngineArgs"
     try:
         stage = "EngineArgs.create_engine_config"
@@ -582,6 +683,9 @@ def reference(config_path: Path, workdir: Path, *,
             max_model_len=_max_len(model_dir),
             **({} if enable_prefix_caching is None
                else {"enable_prefix_caching": enable_prefix_caching}),
+            **({} if attention_backend is None else {"attention_backend": attention_backend}),
+            **({} if kv_cache_dtype is None else {"kv_cache_dtype": kv_cache_dtype}),
+            **({} if block_size is None else {"block_size": block_size}),
         ).create_engine_config()
         model_config = vllm_config.model_config
         stage = "model class"
@@ -634,6 +738,14 @@ def reference(config_path: Path, workdir: Path, *,
         out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         out["traceback_tail"] = tail
     return out
+
+
+def _capability() -> tuple[int, int]:
+    """The compute capability vLLM is made to see (``oracle.set_capability`` switches it)."""
+    import oracle
+
+    capability = oracle.STATE.capability
+    return (capability.major, capability.minor) if capability is not None else CAPABILITY
 
 
 def _max_len(model_dir: Path) -> int:

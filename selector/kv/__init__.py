@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         resolve_layout,
         supported_layouts,
     )
+    from selector.kv.model_driven import model_driven_names
     from selector.kv.options import (
         KVOptions,
     )
@@ -113,6 +114,7 @@ __all__ = [
     "effective_backend",
     "format_ranges",
     "group_layers",
+    "model_driven_names",
     "plan_model",
     "preferred_block_size",
     "prefill_checkpoint_alignment",
@@ -158,6 +160,7 @@ _LAZY: dict[str, str] = {
     "effective_backend": "selector.kv.plan",
     "format_ranges": "selector.kv.plan_types",
     "group_layers": "selector.kv.grouping",
+    "model_driven_names": "selector.kv.model_driven",
     "plan_model": "selector.kv.plan",
     "preferred_block_size": "selector.kv.block_size",
     "prefill_checkpoint_alignment": "selector.kv.checkpoint",

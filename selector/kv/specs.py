@@ -43,6 +43,10 @@ class AttentionSpecBase(_Frozen):
     state_content_bytes: int | None = None
     """C of the page when packed (e.g. ``fp8_ds_mla``: 656); None: dense K+V."""
     page_size_padded: int | None = None
+    tokens_per_state: int = Field(default=1, gt=0, exclude=True)
+    """Tokens one state holds (``AttentionSpec.tokens_per_state``: DeepSeek-V4's
+    compressed caches keep one state per ``compress_ratio`` tokens); a page holds
+    ``block_size // tokens_per_state`` states. Left out of dumps (1 everywhere else)."""
     block_stride_alignment: int | None = None
     """``MultipleOf(n)`` block-stride alignment set when a backend declares only
     exact kernel block sizes (n = the largest); None otherwise."""
@@ -60,11 +64,11 @@ class AttentionSpecBase(_Frozen):
     @property
     def bytes_per_token(self) -> int:
         """One layer's KV bytes per token (unpadded)."""
-        return self.num_heads * self.content_bytes
+        return self.num_heads * self.content_bytes // self.tokens_per_state
 
     @property
     def unpadded_page_size_bytes(self) -> int:
-        return self.num_heads * self.block_size * self.content_bytes
+        return self.num_heads * (self.block_size // self.tokens_per_state) * self.content_bytes
 
     @property
     def page_size_bytes(self) -> int:

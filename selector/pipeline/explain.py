@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from selector.catalog import Catalog
 from selector.config import LoadedDeployment, resolve_target
+from selector.errors import InputError
+from selector.kv.model_driven import load_model_driven
 from selector.pipeline.deployment import LayerRequest, layer_of
 from selector.result import SolveResult
 from selector.solver import explain_backend, solve
@@ -42,6 +44,13 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
     model (default: the first attention layer; ``model_facts``: a command line's model)."""
     target = resolve_target(loaded, catalog, engine)
     engine_data = target.engine
+    driven = load_model_driven(engine_data.engine, catalog)
+    if driven is not None and backend.upper() in driven.backends:
+        raise InputError(
+            f"{backend.upper()} is chosen by a model's own layer code "
+            f"({', '.join(driven.backends[backend.upper()].models)}), not by the attention "
+            "selector explain traces", field="backend",
+            hint="check a deployment of that model: its report names the backend its layers build")
     name = engine_data.backend(backend).name
     request = layer_of(loaded, catalog, layer, target=target, model_facts=model_facts)
     result = solve(request.facts, engine=engine_data,

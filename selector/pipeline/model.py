@@ -14,6 +14,7 @@ from selector.catalog import Catalog, EngineData, load_catalog
 from selector.kv import (
     BackendKVFacts,
     KVOptions,
+    model_driven,
     plan_model,
     prefill_checkpoint_alignment,
     wired_backends,
@@ -21,7 +22,7 @@ from selector.kv import (
 from selector.modelcheck import LayerSelection, ModelCheckResult, architecture_notes, backend_kv_facts
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
-from selector.result import SolveResult
+from selector.result import Diagnostic, SolveResult
 from selector.solver import solve
 
 __all__ = ["check_model"]
@@ -53,6 +54,15 @@ def check_model(
     cudagraph_mode = cudagraph_mode or defaults.cudagraph_mode.value
     per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
     base = as_request(base_facts)
+    if options is None:
+        tokens, seqs = defaults.batch_defaults((), None, "")
+        options = KVOptions(cudagraph_mode=cudagraph_mode,
+                            max_num_batched_tokens=tokens, max_num_seqs=seqs,
+                            gpu_memory_utilization=defaults.gpu_memory_utilization.value)
+    driven = model_driven.driven_rule(model, engine_data.engine, catalog)
+    if driven is not None:
+        return _check_driven(model, base, driven, engine_data.engine, attention_backend,
+                             options, catalog)
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
     facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
     kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
@@ -84,11 +94,6 @@ def check_model(
                 kv_cache[layer.index] = backend_kv_facts(by_layer[layer.index], catalog)
             return kv_cache[layer.index]
 
-        if options is None:
-            tokens, seqs = defaults.batch_defaults((), None, "")
-            options = KVOptions(cudagraph_mode=cudagraph_mode,
-                                max_num_batched_tokens=tokens, max_num_seqs=seqs,
-                                gpu_memory_utilization=defaults.gpu_memory_utilization.value)
         if options.wired_backends is None:
             options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})
         if options.hybrid_alignment is None:
@@ -103,3 +108,59 @@ def check_model(
                             plan=plan, platform=engine_data.platform,
                             architecture=architecture_notes(model, engine_data, catalog))
 
+
+
+def _check_driven(model: ModelFacts, base: RequestFacts,
+                  driven: tuple[model_driven.ModelDrivenData, model_driven.DrivenModel],
+                  engine: str, attention_backend: str | None, options: KVOptions,
+                  catalog: Catalog) -> ModelCheckResult:
+    """A model whose layer code chooses its own backend (``model-driven.yaml``): the
+    layer's choice for the ``--attention-backend`` given (or its refusal, or the name
+    ignored), the KV-cache dtype its layout resolves (or its refusal), then the caches
+    and groups vLLM builds for it."""
+    data, rule = driven
+    requested = attention_backend.upper() if attention_backend else None
+    choice = model_driven.select_driven(rule, requested, (base.cc or 0) // 10)
+    error: Diagnostic | None = None
+    warnings: list[Diagnostic] = []
+    plan = None
+    if choice.error is not None:
+        error = _diagnostic(catalog, "MD001", detail=f"{choice.exc_type}: {choice.error}",
+                            backend=requested)
+    else:
+        assert choice.backend is not None
+        if choice.ignored:
+            warnings.append(_diagnostic(catalog, "MD003", requested=requested,
+                                        built=choice.backend, backend=requested))
+        cache_dtype, detail = model_driven.resolve_cache_dtype(
+            rule, data.backends[choice.backend], options.kv_cache_dtype)
+        if cache_dtype is None:
+            error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
+        else:
+            plan = model_driven.plan_driven(
+                model, rule, data, choice.backend, cache_dtype=cache_dtype,
+                element_bytes=detail if isinstance(detail, int) else None, options=options)
+    kinds: dict[str, list[int]] = {}
+    facts_of: dict[str, RequestFacts] = {}
+    ratios = model_driven.compress_ratios(rule, model)
+    for layer in model.layers:  # vLLM refuses the model once: one selection then
+        kind = (rule.kind_prefix if error is not None
+                else f"{rule.kind_prefix} (compress {ratios[layer.index]})")
+        kinds.setdefault(kind, []).append(layer.index)
+        facts_of.setdefault(kind, layer_request(base, layer, model))
+    selections = tuple(
+        LayerSelection(layers=tuple(layers), kind=kind, facts=facts_of[kind], result=SolveResult(
+            engine=engine, mode="explicit" if requested else "auto", requested_backend=requested,
+            facts=dict(facts_of[kind].stated), derived={}, priority=(), verdicts=(),
+            selected=None if error is not None else choice.backend,
+            error=error, warnings=tuple(warnings)))
+        for kind, layers in kinds.items())
+    return ModelCheckResult(model=model, engine=engine, selections=selections, plan=plan)
+
+
+def _diagnostic(catalog: Catalog, code: str, *, backend: str | None, **values: Any) -> Diagnostic:
+    """The registered code's finding; ``backend``: the backend it concerns, ``values``: the
+    message's placeholders."""
+    entry = catalog.code(code)
+    return Diagnostic(code=code, name=entry.name, severity=entry.severity,
+                      message=entry.message.format(**values), hint=entry.hint, backend=backend)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from selector import kv  # the model-driven backend names: loaded on first use
 from selector.catalog import Catalog, CatalogError, EngineData, close_matches
 from selector.errors import InputError
 from selector.memory import startup_profile
@@ -24,11 +25,12 @@ __all__ = ["attention_config", "backend_name", "compilation_config", "speculativ
 
 def backend_name(flag: str, value: str, catalog: Catalog, engine: str | EngineData | None) -> str | None:
     """A backend name as a flag gives it (``auto`` or empty: none), checked against the
-    engine's backends."""
+    engine's backends (those a model's own layers choose among them)."""
     text = value.strip()
     if not text or text.lower() == "auto":
         return None
-    backends = catalog.engine_of(engine).backends
+    data = catalog.engine_of(engine)
+    backends = set(data.backends) | kv.model_driven_names(data.engine, catalog)
     name = text.upper()
     if name not in backends:
         raise bad_value(flag, f"unknown attention backend {text!r}",

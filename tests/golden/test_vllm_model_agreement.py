@@ -46,11 +46,8 @@ REFUSED: dict[str, tuple[str, str]] = {
 }
 
 KNOWN_GAPS: dict[str, str] = {
-    # config -> why the tool does not agree yet
-    "deepseek-ai--DeepSeek-V4-Flash.json": (
-        "DeepseekV4ForCausalLM is unmapped (AS132: read as uniform attention); its layers "
-        "select the model-driven DSV4 backends (compressed / sliding MLA caches, indexer "
-        "caches, 5 groups of block sizes 4, 8, 64 and 256)"),
+    # config -> why the tool does not agree yet (DeepSeek-V4-Flash agrees since its layers'
+    # own backend choice is data: schemas/engines/*/model-driven.yaml)
 }
 
 

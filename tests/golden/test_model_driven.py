@@ -1,0 +1,156 @@
+"""The backends a model's own layers choose (DeepSeek-V4's FLASHMLA_SPARSE_DSV4 /
+FLASHINFER_MLA_SPARSE_DSV4 ...) agree with vLLM in every profiled release: vLLM's answers
+(``tools/model_driven_reference.py``: the real model class built on the meta device on an
+emulated H200 (SM90) and B200 (SM100), with no ``--attention-backend`` and with each
+model-driven name, with vLLM's default KV-cache dtype and with ``fp8``) against the
+project's data (``schemas/engines/*/model-driven.yaml``, ``selector/kv/model_driven.py``):
+the backend each cache module names, every module's spec and page before the engine's
+block-size alignment, every group after it, each layer's CUDA-graph support as its
+metadata builder answers, and vLLM's refusal texts word for word."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selector.catalog import load_catalog
+from selector.kv import model_driven as md
+from selector.models import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden" / "vllm_models" / "model_driven"
+RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+            "0.32.0", "0.33.0")
+
+
+@cache
+def _answers(version: str) -> tuple[dict[str, Any], ...]:
+    with gzip.open(GOLDEN / f"vllm-{version}.jsonl.gz", "rt", encoding="utf-8") as handle:
+        return tuple(json.loads(line) for line in handle if line.strip())
+
+
+def _runs(version: str) -> list[dict[str, Any]]:
+    return [a for a in _answers(version) if "backends" not in a]
+
+
+def _classes(version: str) -> dict[str, Any]:
+    return next(a for a in _answers(version) if "backends" in a)
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    return [(v, a) for v in RELEASES for a in _runs(v)]
+
+
+def _id(case: tuple[str, dict[str, Any]]) -> str:
+    version, a = case
+    return (f"{version}-sm{a['capability'].replace('.', '')}-{a.get('attention_backend') or 'auto'}"
+            f"-{a.get('kv_cache_dtype') or 'auto'}"
+            + (f"-block{a['requested_block_size']}" if a.get("requested_block_size") else ""))
+
+
+CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
+           "tests/fixtures/hf_configs/model_driven/nvidia--DeepSeek-V4-Pro-NVFP4.json"}
+"""Two real DeepSeek-V4 configs (Flash: 43 layers led by two sliding-only layers; Pro: 61
+layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
+
+
+def test_every_release_is_recorded_on_both_gpus() -> None:
+    for version in RELEASES:
+        runs = _runs(version)
+        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
+        assert {a["config"] for a in runs} == CONFIGS, version
+        assert all(a["status"] in ("ok", "refused") for a in runs), version
+
+
+@pytest.mark.parametrize("case", _cases(), ids=_id)
+def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]) -> None:
+    version, answer = case
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    model = load_model(ROOT / answer["config"])
+    rule = data.rule_for(model.architecture)
+    assert rule is not None and model.config is not None
+    requested = answer.get("attention_backend")
+    cc_major = int(answer["capability"].split(".")[0])
+    # a generic name (FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE, FLASHMLA) is mapped, refused
+    # or ignored by the layer like a model-driven one
+    if "KeyError" in str(answer.get("error")):
+        assert requested not in data.backends
+        return
+    selection = md.select_driven(rule, requested, cc_major)
+    if selection.error is not None:
+        assert answer["status"] == "refused"
+        assert f"{selection.exc_type}: {selection.error}" == answer["error"]
+        return
+    assert selection.backend is not None
+    backend = data.backends[selection.backend]
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
+    if dtype is None:
+        assert answer["status"] == "refused"
+        assert detail == answer["error"]
+        return
+    assert answer["status"] == "ok", answer.get("error")
+    element_bytes = detail if isinstance(detail, int) else None
+    before = md.driven_caches(rule, model.config, selected=selection.backend,
+                              element_bytes=element_bytes, cache_dtype=dtype,
+                              cache_block=answer["block_size"], layer_class=backend.layer_class)
+    have = [(e.name, e.module, e.backend if e.spec else None,
+             e.spec.block_size if e.spec else None, e.spec.page_size_bytes if e.spec else None)
+            for e in before]
+    want = [(r["name"], r["module"], r.get("backend"), r.get("block_size"), r.get("page_size_bytes"))
+            for r in answer["layers"]]
+    assert have == want
+    plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
+                          element_bytes=element_bytes,
+                          options=_options(answer.get("requested_block_size")))
+    aligned = answer["aligned"]
+    assert plan.block_size is not None and plan.block_size.block_size == aligned["block_size"]
+    have_groups = sorted((g.manager_block_size, g.bytes_per_block, len(g.layer_names))
+                         for g in plan.groups)
+    want_groups = sorted((g["block_size"], g["page_size_bytes"], len(g["layers"]))
+                         for g in aligned["groups"])
+    assert have_groups == want_groups
+    have_members = sorted(sorted(g.layer_indices) for g in plan.groups)
+    want_members = sorted(sorted(g["layers"]) for g in aligned["groups"])
+    assert have_members == want_members
+    supports = {r["backend"]: r["cudagraph_support"] for r in answer["layers"]
+                if r.get("cudagraph_support")}
+    for name, level in supports.items():
+        have_level = (data.backends[name].cudagraph_support if name in data.backends
+                      else rule.layer_backends[name].support_with(selection.backend))
+        assert have_level == level, name
+    assert answer.get("kv_cache_layout") in (None, rule.kv_cache_layout)
+
+
+def _options(block_size: int | None) -> Any:
+    """The deployment's options (``--block-size`` as given to vLLM: the engine then keeps
+    the user's block, ``update_block_size_for_backend`` phase 1)."""
+    from selector.kv import KVOptions
+
+    return KVOptions(cudagraph_mode="FULL_AND_PIECEWISE", max_num_batched_tokens=8192,
+                     max_num_seqs=256, gpu_memory_utilization=0.9, block_size=block_size)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_backend_classes_are_vllms(version: str) -> None:
+    """Each model-driven member of the release's enum is in the data, with the kernel
+    block sizes and builder CUDA-graph support its class states (a ROCm twin cannot be
+    imported on the CUDA reference host: its facts are the ROCm module's, cited)."""
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    recorded = {b["backend"]: b for b in _classes(version)["backends"]}
+    assert set(recorded) == set(data.backends)
+    for name, fact in recorded.items():
+        backend = data.backends[name]
+        assert backend.class_path == fact["class_path"], name
+        if "import_error" in fact:
+            assert backend.platform == "rocm", name
+            continue
+        assert list(backend.kernel_block_sizes) == fact["kernel_block_sizes"], name
+        assert backend.cudagraph_support == fact["cudagraph_support"], name
+        assert list(backend.kv_cache_dtypes) == fact["kv_cache_dtypes"], name

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""vLLM's own answers for the models whose layers choose their attention backend
+themselves (DeepSeek-V4 / V4.1, MiniMax-M3: the model-driven members of the
+release's ``AttentionBackendEnum``), on each emulated GPU and under each explicit
+``--attention-backend``.
+
+Run with an oracle interpreter (vLLM installed, CPU only)::
+
+    ORACLE_EXTRA_PATH=/work/oracle-extra ORACLE_DIR=/work/oracle \\
+    /work/.venvs/oracle-0.33.0/bin/python tools/model_driven_reference.py \\
+        --out tests/golden/vllm_models/model_driven/vllm-0.33.0.jsonl.gz \\
+        tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json
+
+For every config and every compute capability of ``--capability`` (default 9.0 and
+10.0: H200 and B200) it makes vLLM's platform that GPU (``oracle.set_capability``)
+and takes ``tools/vllm_model_reference.py``'s answer (the model class built on the
+meta device, every layer's KV-cache spec and the backend its module names, the groups
+before and after ``update_block_size_for_backend``) with no ``--attention-backend``,
+then with each name of ``--backends`` (default: every model-driven name of the
+release's enum, the generic sparse-MLA names the V4 layer maps and one
+priority-list backend) that the release's enum has: vLLM's build (the backend each
+layer's module then names) or its refusal, word for word. A name the release's enum
+lacks is recorded as vLLM's argument parser refusing it (``AttentionBackendEnum[name]``
+raising ``KeyError``).
+
+A harness failure writes nothing (exit 1), as in ``vllm_model_reference.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import itertools
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import vllm_model_reference as ref
+
+DEFAULT_CAPABILITIES = ((9, 0), (10, 0))
+"""H200 (SM90) and B200 (SM100)."""
+
+MODEL_DRIVEN_SUFFIXES = ("_DSV4", "_DSV41", "_MSA", "MINIMAX_M3_SPARSE")
+"""The enum members the V4 / V4.1 / MiniMax-M3 layers select (registry.py: "model-driven")."""
+
+EXTRA_BACKENDS = ("FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120",
+                  "FLASHMLA")
+"""Generic names the V4 layer maps or refuses (nvidia/model.py ``_select_dsv4_attn_cls``)
+and one priority-list MLA backend (what an unrelated name does)."""
+
+
+def _enum_names() -> list[str]:
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    return [m.name for m in AttentionBackendEnum]
+
+
+def default_backends() -> list[str]:
+    names = _enum_names()
+    driven = [n for n in names if n.endswith(MODEL_DRIVEN_SUFFIXES)]
+    return driven + [n for n in EXTRA_BACKENDS if n in names]
+
+
+_SEEN: dict[str, Any] = {}
+"""Every backend class a built layer named (its ``get_attn_backend()``), by name."""
+
+
+def _capture_backends() -> None:
+    """Note each built layer's backend class as the reference reads the specs, and record
+    each layer's CUDA-graph support as its metadata builder states it for that spec
+    (``get_cudagraph_support(vllm_config, spec)``, what the runner takes the minimum of)."""
+    original = ref._layer_specs
+
+    def capture(vllm_config: Any, layers: dict[str, Any]) -> Any:
+        for module in layers.values():
+            with contextlib.suppress(Exception):
+                backend = module.get_attn_backend()
+                _SEEN.setdefault(backend.get_name(), backend)
+        specs, records = original(vllm_config, layers)
+        for record in records:  # the builder's answer for this layer's spec
+            if record["name"] in specs:
+                builder = layers[record["name"]].get_attn_backend().get_builder_cls()
+                support = builder.get_cudagraph_support(vllm_config, specs[record["name"]])
+                record["cudagraph_support"] = support.name
+        return specs, records
+
+    ref._layer_specs = capture
+
+
+def class_facts(cls: Any) -> dict[str, Any]:
+    """What a backend class states of itself: kernel block sizes, the metadata builder's
+    CUDA-graph support, dtypes and KV-cache dtypes."""
+    record: dict[str, Any] = {"name": cls.get_name(), "class": f"{cls.__module__}.{cls.__qualname__}"}
+    sizes = cls.get_supported_kernel_block_sizes()
+    record["kernel_block_sizes"] = [s if isinstance(s, int) else {"multiple_of": s.base}
+                                    for s in sizes]
+    with contextlib.suppress(Exception):
+        builder = cls.get_builder_cls()
+        support = getattr(builder, "_cudagraph_support", None)
+        record["builder"] = builder.__qualname__
+        record["cudagraph_support"] = getattr(support, "name", None)
+    record["dtypes"] = [ref._dtype_name(d) for d in getattr(cls, "supported_dtypes", [])]
+    record["kv_cache_dtypes"] = list(getattr(cls, "supported_kv_cache_dtypes", []))
+    return record
+
+
+def backend_facts(names: list[str]) -> list[dict[str, Any]]:
+    """What each named backend class states of itself (its class attributes and static
+    methods; no GPU is touched): the kernel block sizes, the metadata builder's CUDA-graph
+    support, the dtypes and KV-cache dtypes it lists. A class that cannot be imported on
+    this host (a ROCm-only module) is recorded with the import error."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    out: list[dict[str, Any]] = []
+    for name in names:
+        member = AttentionBackendEnum[name]
+        record: dict[str, Any] = {"backend": name, "class_path": member.value}
+        try:
+            cls = member.get_class()
+        except Exception as exc:  # the class's module cannot load here
+            record["import_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            out.append(record)
+            continue
+        record.update(class_facts(cls))
+        out.append(record)
+    return out
+
+
+def _unknown(config: Path, capability: tuple[int, int], name: str,
+             kv_cache_dtype: str | None) -> dict[str, Any]:
+    import vllm
+
+    return {"config": ref._relative(config), "vllm_version": vllm.__version__,
+            "capability": ".".join(map(str, capability)), "attention_backend": name,
+            **({} if kv_cache_dtype is None else {"kv_cache_dtype": kv_cache_dtype}),
+            "status": "refused", "stage": "argument parser",
+            "error": f"KeyError: {name!r} is not a member of this release's AttentionBackendEnum"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("configs", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
+    parser.add_argument("--capability", action="append", default=None,
+                        help="e.g. 9.0 (repeatable; default 9.0 and 10.0)")
+    parser.add_argument("--backends", nargs="*", default=None,
+                        help="explicit --attention-backend names (default: see the docstring)")
+    parser.add_argument("--kv-cache-dtype", action="append", default=None,
+                        help="--kv-cache-dtype values (repeatable; default: vLLM's default "
+                             "and fp8, which the releases before 0.26.0 require for V4)")
+    parser.add_argument("--block-size", type=int, action="append", default=None,
+                        help="--block-size values (repeatable; default: none given)")
+    parser.add_argument("--no-default", action="store_true",
+                        help="skip the run without --attention-backend")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the answers already in --out for (config, capability, "
+                             "backend) not run now")
+    args = parser.parse_args(argv)
+    capabilities: list[tuple[int, int]] = (
+        [(int(c.split(".")[0]), int(c.split(".")[1])) for c in args.capability]
+        if args.capability else list(DEFAULT_CAPABILITIES))
+    ref._bootstrap()
+    _capture_backends()
+    import oracle  # type: ignore[import-not-found]  # the shared oracle (ORACLE_DIR)
+
+    known = set(_enum_names())
+    backends = args.backends if args.backends is not None else default_backends()
+    runs: list[str | None] = ([] if args.no_default else [None]) + list(backends)
+    dtypes: list[str | None] = ([None if d == "auto" else d for d in args.kv_cache_dtype]
+                                if args.kv_cache_dtype else [None, "fp8"])
+    blocks: list[int | None] = list(args.block_size) if args.block_size else [None]
+    results: list[dict[str, Any]] = []
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for capability in capabilities:
+            oracle.set_capability(capability)
+            for path, name, dtype, block in itertools.product(sorted(set(args.configs)), runs,
+                                                              dtypes, blocks):
+                if name is not None and name not in known:
+                    if block is None:
+                        results.append(_unknown(path, capability, name, dtype))
+                    continue
+                try:
+                    result = ref.reference(path, Path(tmp), attention_backend=name,
+                                           kv_cache_dtype=dtype, block_size=block)
+                except ref.HarnessError as exc:
+                    failures.append(str(exc))
+                    print(f"HARNESS FAILURE {exc}", file=sys.stderr)
+                    continue
+                results.append(result)
+                summary = result.get("error") or f"{len(result['layers'])} layers"
+                print(f"{result['status']:7} {capability} {name} {dtype} {path.name}: "
+                      f"{summary}"[:300],
+                      file=sys.stderr)
+    if failures:
+        print(f"{len(failures)} harness failure(s): nothing written", file=sys.stderr)
+        return 1
+    import vllm
+
+    results.append({"config": "<backend classes>", "capability": "", "vllm_version": vllm.__version__,
+                    "status": "ok", "backends": backend_facts(
+                        sorted(n for n in known if n.endswith(MODEL_DRIVEN_SUFFIXES))),
+                    "layer_backends": [class_facts(_SEEN[n]) for n in sorted(_SEEN)]})
+
+    def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
+        return (str(r["config"]), str(r["capability"]), str(r.get("attention_backend") or ""),
+                str(r.get("kv_cache_dtype") or ""), int(r.get("requested_block_size") or 0))
+
+    if args.merge and args.out.is_file():
+        fresh = {key(r) for r in results}
+        with gzip.open(args.out, "rt", encoding="utf-8") as handle:
+            kept = [json.loads(line) for line in handle if line.strip()]
+        results = [r for r in kept if key(r) not in fresh] + results
+    results.sort(key=key)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        raw = stack.enter_context(args.out.open("wb"))
+        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
+        for result in results:
+            result.pop("traceback_tail", None) if result["status"] == "ok" else None
+            gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
