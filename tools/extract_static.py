@@ -30,22 +30,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
 import yaml
+from release_probe import CAPABILITIES
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT))
-
-from release_probe import CAPABILITIES  # noqa: E402
-
-from selector import expr as E  # noqa: E402
-from selector.catalog import EngineData, load_catalog  # noqa: E402
-from selector.flat import facts_from_flat  # noqa: E402
-from selector.schema.backend import BackendSpec  # noqa: E402
-from selector.schema.types import MultipleOf  # noqa: E402
-from selector.solver import derive_facts  # noqa: E402
-from selector.solver.compiled import compiled_for  # noqa: E402
+from selector import expr as E
+from selector.catalog import EngineData, load_catalog
+from selector.flat import facts_from_flat
+from selector.schema.backend import BackendSpec
+from selector.schema.types import MultipleOf
+from selector.solver import derive_facts
+from selector.solver.compiled import compiled_for
 
 # feature flags compared (profile Features field -> probe key)
 FEATURES = ("sink", "mm_prefix", "per_head_quant_scales", "sliding_window", "rswa", "non_causal",
