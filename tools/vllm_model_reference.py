@@ -62,8 +62,8 @@ import oracle
 from oracle.models import MODEL_CAPABILITY as CAPABILITY
 from oracle.models import STAND_IN_MODEL_TYPES as _STAND_IN_MODEL_TYPES
 from oracle.models import device_tensors_on_meta as _device_tensors_on_meta
-from oracle.models import on_gpu as _on_gpu  # noqa: F401  (read by weights_oracle.py)
-from oracle.models import start_models as _bootstrap
+from oracle.models import on_gpu as _on_gpu  # noqa: F401  (the name recorders imported from here)
+from oracle.models import start_models as _bootstrap  # noqa: F401  (the name recorders called here)
 
 REPO = oracle.REPO
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--enable-prefix-caching", action="store_true",
                         help="--enable-prefix-caching (else vLLM's default for the model)")
     args = parser.parse_args(argv)
-    _bootstrap()
+    oracle.start_models()
     results = []
     failures: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
