@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
+import oracle
 import yaml
 from release_probe import CAPABILITIES
 
@@ -222,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("release", help="vLLM release, e.g. 0.29.0")
     ap.add_argument("--probe", type=Path, help="a release_probe.py JSON (no environment needed)")
-    ap.add_argument("--oracle", type=Path, help="the vLLM oracle directory")
+    ap.add_argument("--oracle", type=Path,
+                    help="the vLLM oracle directory (default: $ORACLE_DIR, else ../shared/oracle)")
     ap.add_argument("--venv", type=Path, help="the release's environment")
     ap.add_argument("--venv-root", type=Path, default=Path.home() / ".cache" / "attn-select-oracle")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "attn-select-conformance")
@@ -233,15 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.probe:
         probed = json.loads(a.probe.read_text())
     else:
-        if a.oracle is None:
-            ap.error("give --probe or --oracle")
         import conformance
 
         try:
-            venv = conformance.find_venv(a.release, a.oracle.resolve(), a.venv, a.venv_root, False)
-            probed = conformance.probe(venv / "bin" / "python", a.oracle.resolve(),
+            oracle_dir = oracle.oracle_dir(a.oracle)
+            venv = conformance.find_venv(a.release, oracle_dir, a.venv, a.venv_root, False)
+            probed = conformance.probe(venv / "bin" / "python", oracle_dir,
                                        a.work / f"vllm-{a.release}" / "probe.json")
-        except conformance.HarnessError as exc:
+        except (conformance.HarnessError, oracle.OracleNotFoundError) as exc:
             print(f"extract_static: {exc}", file=sys.stderr)
             return 2
     engine = load_catalog().engine(a.profile or f"vllm=={a.release}")
