@@ -51,10 +51,11 @@ import contextlib
 import inspect
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import oracle
 
 GOLDEN_NAME = "config_aliases.json"
 # a config class that fetches a sub-config from the Hub (EdgeTAM) fails at once offline
@@ -307,11 +308,19 @@ def claims_from_families(path: Path) -> dict[str, Any]:
     return {"kv_heads_fields": list(data["kv_heads_fields"]), "aliases": aliases}
 
 
+def answer_offline(claims: dict[str, Any]) -> dict[str, Any]:
+    """``ask(claims)`` with the Hub offline and anything a config class prints on stderr."""
+    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with contextlib.redirect_stdout(sys.stderr):  # config classes that print
+        return ask(claims)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("ask", help="one release (run with its oracle interpreter)")
     one.add_argument("--claims", required=True, help="JSON: {kv_heads_fields, aliases}")
+    one.add_argument("-o", "--out", help="write the answer here (default: print it)")
     every = sub.add_parser("all", help="every release given, one process each")
     every.add_argument("versions", nargs="+")
     every.add_argument("--golden", type=Path, required=True,
@@ -322,27 +331,26 @@ def main(argv: list[str] | None = None) -> int:
                        default=Path(__file__).resolve().parents[1] / "schemas/models/families.yaml")
     args = parser.parse_args(argv)
     if args.command == "ask":
-        os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        with contextlib.redirect_stdout(sys.stderr):  # config classes that print
-            answer = ask(json.loads(args.claims))
-        json.dump(answer, sys.stdout, indent=1, sort_keys=True)
-        sys.stdout.write("\n")
+        answer = answer_offline(json.loads(args.claims))
+        if args.out:
+            oracle.write_json(args.out, answer)
+        else:
+            json.dump(answer, sys.stdout, indent=1, sort_keys=True)
+            sys.stdout.write("\n")
         return 0
-    claims = json.dumps(claims_from_families(args.families))
+    claims = claims_from_families(args.families)
     for version in args.versions:
         python = args.venvs / f"oracle-{version}" / "bin" / "python"
-        done = subprocess.run([str(python), __file__, "ask", "--claims", claims],
-                              capture_output=True, text=True, check=False, env=OFFLINE)
-        if done.returncode != 0:
-            sys.stderr.write(done.stderr[-4000:])
-            return done.returncode
-        answer = json.loads(done.stdout)
+        try:
+            answer = oracle.run_fresh(__file__, "answer_offline", {"claims": claims},
+                                      python=python, env=OFFLINE)
+        except oracle.FreshProcessError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 1
         if answer["vllm_version"] != version:
             sys.stderr.write(f"{python} has vLLM {answer['vllm_version']}, not {version}\n")
             return 1
-        target = args.golden / f"vllm-{version}" / GOLDEN_NAME
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        target = oracle.write_json(args.golden / f"vllm-{version}" / GOLDEN_NAME, answer)
         print(f"{version}: {answer['total_num_kv_heads']['precedence']} -> {target}")
     return 0
 

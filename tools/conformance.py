@@ -42,15 +42,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT))
-
-import compare_sweep  # noqa: E402
-import make_golden  # noqa: E402
-import make_sample  # noqa: E402
-import oracle_to_sweep  # noqa: E402
+import compare_sweep
+import make_golden
+import make_sample
+import oracle
+import oracle_to_sweep
+from oracle import TOOLS as HERE
 
 FAMILIES = ("standard", "mla")
 # the four fields of the acceptance table, and how compare_sweep names them
@@ -198,19 +195,16 @@ def write_golden(records: list[dict[str, Any]], path: Path, n: int) -> None:
     keep = [{k: v for k, v in r.items() if k != "kv_cache"} for r in records]
     indices, _core = make_golden.select(keep, n, seed=0)
     subset = [keep[i] for i in indices]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # mtime=0: the same subset gives the same bytes
-    with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as f:
-        for rec in subset:
-            f.write((json.dumps(rec, separators=(",", ":")) + "\n").encode())
+    oracle.write_gz(path, "".join(json.dumps(rec, separators=(",", ":")) + "\n" for rec in subset))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("releases", nargs="+", help="vLLM releases, e.g. 0.29.0")
-    ap.add_argument("--oracle", type=Path, required=True,
-                    help="the vLLM oracle directory (oracle.py, setup.sh, requirement files)")
+    ap.add_argument("--oracle", type=Path,
+                    help="the vLLM oracle directory (oracle.py, setup.sh, requirement files; "
+                         "default $ORACLE_DIR, else ../shared/oracle)")
     ap.add_argument("--venv", type=Path, help="the release's environment (one release only)")
     ap.add_argument("--venv-root", type=Path, default=Path.home() / ".cache" / "attn-select-oracle",
                     help="where environments are looked for and built (oracle-X)")
@@ -231,9 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.venv and len(a.releases) > 1:
         ap.error("--venv names one release's environment; give one release")
-    oracle_dir = a.oracle.resolve()
-    if not (oracle_dir / "oracle.py").exists():
-        print(f"conformance: {oracle_dir} has no oracle.py", file=sys.stderr)
+    try:
+        oracle_dir = oracle.oracle_dir(a.oracle)
+    except oracle.OracleNotFoundError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     rows: dict[str, dict[str, Any]] = {}
     reports: dict[str, Any] = {}

@@ -26,7 +26,6 @@ traceback shows it (``file``, ``line``, ``source``).
 
 from __future__ import annotations
 
-import gzip
 import inspect
 import json
 import sys
@@ -34,6 +33,7 @@ import traceback
 from types import SimpleNamespace
 from typing import Any
 
+import oracle
 import vllm
 from vllm.config.model import ModelConfig
 from vllm.config.parallel import ParallelConfig
@@ -160,9 +160,7 @@ def main(argv: list[str]) -> int:
         return 2
     text = json.dumps({"vllm_version": vllm.__version__, "splits": rows(),
                        "kv_head_splits": kv_head_rows(), "sources": sources()}, sort_keys=True)
-    # vLLM logs to stdout: the answers go to their own file (no timestamp: reproducible)
-    with open(argv[0], "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
-        handle.write((text + "\n").encode("utf-8"))
+    oracle.write_gz(argv[0], text + "\n")  # vLLM logs to stdout: the answers go to their own file
     return 0
 
 

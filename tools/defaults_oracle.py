@@ -12,7 +12,7 @@ One answer line per row of the grid:
 * ``batch`` rows: every device of ``schemas/devices.yaml`` (its ``nvidia-smi`` name, the
   total memory CUDA reports from ``schemas/device-memory.yaml`` or else its catalog
   memory, its capability) and synthetic devices at vLLM's thresholds. The GPU is the
-  oracle's emulated CUDA platform (``oracle.bootstrap`` / ``oracle.set_capability``);
+  oracle's emulated CUDA platform (the harness's ``oracle.start`` / ``oracle.emulate``);
   ``get_device_name`` and ``get_device_total_memory`` are made to answer the row's name
   and memory. Recorded: ``EngineArgs.get_batch_defaults`` (vllm/engine/arg_utils.py),
   the defaults of ``max_num_batched_tokens`` / ``max_num_seqs`` per usage context.
@@ -37,13 +37,11 @@ import types
 from pathlib import Path
 from typing import Any
 
+import oracle
 import yaml
+from startup_fact_grid import record_answers
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-
-from startup_fact_grid import record_answers  # noqa: E402
-from vllm_model_reference import ORACLE_DIR  # noqa: E402
+REPO = oracle.REPO
 
 GIB = 1024**3
 
@@ -92,27 +90,11 @@ def capture_rows() -> list[dict[str, Any]]:
             for cc in CAPTURE_CAPABILITIES for seqs in CAPTURE_SEQS for tokens in CAPTURE_TOKENS]
 
 
-def _capability(text: str) -> tuple[int, int]:
-    major, minor = text.split(".")
-    return int(major), int(minor)
-
-
-def _emulate(name: str, memory_bytes: int, capability: str) -> None:
-    import oracle
-    from vllm.platforms import current_platform
-
-    oracle.set_capability(_capability(capability))
-    klass = type(current_platform)
-    klass.get_device_name = classmethod(lambda cls, device_id=0: name)
-    klass.get_device_total_memory = classmethod(
-        lambda cls, device_id=0: memory_bytes)
-
-
 def _batch(row: dict[str, Any]) -> dict[str, Any]:
     from vllm.engine.arg_utils import EngineArgs
 
     memory = int(row["memory_gib"] * GIB)
-    _emulate(row["name"], memory, row["capability"])
+    oracle.emulate(row["capability"], name=row["name"], memory_bytes=memory)
     method = EngineArgs.get_batch_defaults
     args = (1,) if "world_size" in inspect.signature(method).parameters else ()
     tokens, seqs = method(*args)
@@ -144,7 +126,7 @@ def _capture(row: dict[str, Any]) -> dict[str, Any]:
     from vllm.config import CompilationConfig, VllmConfig
     from vllm.config.compilation import CUDAGraphMode
 
-    _emulate("NVIDIA Test GPU", 80 * GIB, row["capability"])
+    oracle.emulate(row["capability"], name="NVIDIA Test GPU", memory_bytes=80 * GIB)
     fields = VllmConfig.__dataclass_fields__
     config = types.SimpleNamespace(
         model_config=types.SimpleNamespace(enforce_eager=False),
@@ -191,10 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ORACLE_DIR))
-    import oracle
-
-    oracle.bootstrap((9, 0))
+    oracle.start((9, 0))
     rows = [{"id": "engine", "kind": "engine"}, *batch_rows(), *capture_rows()]
     results = record_answers(args.out, rows, answer, _summary)
     return 0 if all(r["status"] == "ok" for r in results) else 1

@@ -9,8 +9,8 @@ path holds torchvision and compressed-tensors, which the multimodal model module
         /work/.venvs/oracle-0.33.0/bin/python tools/encoder_oracle.py \\
         --out tests/golden/oracle/vllm-0.33.0/encoder.json.gz
 
-``vit``: vLLM is made to believe it runs on a CUDA GPU (the bootstrap of
-tools/vllm_model_reference.py, the oracle's emulated ``NvmlCudaPlatform``); for every
+``vit``: vLLM is made to believe it runs on a CUDA GPU (the harness's
+``oracle.start_models``, the oracle's emulated ``NvmlCudaPlatform``); for every
 capability, head size and dtype the unmodified ``current_platform.get_vit_attn_backend``
 (vllm/platforms/cuda.py, what ``MMEncoderAttention`` and the ViT models reach through
 ``vllm/model_executor/models/vision.py:get_vit_attn_backend``) answers with the selected
@@ -38,8 +38,6 @@ written as ``harness_error`` (no answer of vLLM's), and ``budget`` is null with
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
 import json
 import sys
 import tempfile
@@ -47,10 +45,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
+import oracle
 
-CAPABILITIES = ("7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
+REPO = oracle.REPO
+CAPABILITIES = oracle.cuda_capabilities(catalog_only=True, without=("10.3", "12.1"))
+"""The catalog devices' capabilities, as first recorded (B300's 10.3 and GB10's 12.1 not asked)."""
 HEAD_SIZES = (36, 40, 64, 72, 80, 96, 128, 256, 512)
 DTYPES = ("float16", "bfloat16", "float32")
 CHOICES = ("FLASH_ATTN", "TRITON_ATTN", "TORCH_SDPA", "FLASHINFER", "FLEX_ATTENTION",
@@ -78,7 +77,6 @@ def _error(exc: BaseException) -> str:
 
 
 def vit_answers() -> dict[str, Any]:
-    import oracle
     import torch
     from vllm.platforms import current_platform
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
@@ -87,8 +85,7 @@ def vit_answers() -> dict[str, Any]:
     explicit: list[dict[str, Any]] = []
     supported: dict[str, list[str]] = {}
     for cap in CAPABILITIES:
-        major, minor = (int(p) for p in cap.split("."))
-        oracle.set_capability((major, minor))
+        oracle.emulate(cap)
         supported[cap] = [b.name for b in current_platform.get_supported_vit_attn_backends()]
         for head_size in HEAD_SIZES:
             for dtype in DTYPES:
@@ -270,9 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="a .json.gz file")
     args = parser.parse_args(argv)
-    import vllm_model_reference
-
-    vllm_model_reference._bootstrap()
+    oracle.start_models()
     _stub_structured_output_grammar()
     import vllm
 
@@ -286,12 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in answer["budget"] or []:
         print(f"{row['id']}: {row.get('harness_error') or row.get('max_tokens_per_item')}"[:300],
               file=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(answer, sort_keys=True, separators=(",", ":"))
-    with contextlib.ExitStack() as stack:  # reproducible: no timestamp in the gzip header
-        raw = stack.enter_context(args.out.open("wb"))
-        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
-        gz.write((text + "\n").encode("utf-8"))
+    oracle.write_gz(args.out, oracle.compact(answer) + "\n")
     return 0
 
 

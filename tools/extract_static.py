@@ -30,22 +30,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import oracle
 import yaml
+from release_probe import CAPABILITIES
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT))
-
-from release_probe import CAPABILITIES  # noqa: E402
-
-from selector import expr as E  # noqa: E402
-from selector.catalog import EngineData, load_catalog  # noqa: E402
-from selector.flat import facts_from_flat  # noqa: E402
-from selector.schema.backend import BackendSpec  # noqa: E402
-from selector.schema.types import MultipleOf  # noqa: E402
-from selector.solver import derive_facts  # noqa: E402
-from selector.solver.compiled import compiled_for  # noqa: E402
+from selector import expr as E
+from selector.catalog import EngineData, load_catalog
+from selector.flat import facts_from_flat
+from selector.schema.backend import BackendSpec
+from selector.schema.types import MultipleOf
+from selector.solver import derive_facts
+from selector.solver.compiled import compiled_for
 
 # feature flags compared (profile Features field -> probe key)
 FEATURES = ("sink", "mm_prefix", "per_head_quant_scales", "sliding_window", "rswa", "non_causal",
@@ -227,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("release", help="vLLM release, e.g. 0.29.0")
     ap.add_argument("--probe", type=Path, help="a release_probe.py JSON (no environment needed)")
-    ap.add_argument("--oracle", type=Path, help="the vLLM oracle directory")
+    ap.add_argument("--oracle", type=Path,
+                    help="the vLLM oracle directory (default: $ORACLE_DIR, else ../shared/oracle)")
     ap.add_argument("--venv", type=Path, help="the release's environment")
     ap.add_argument("--venv-root", type=Path, default=Path.home() / ".cache" / "attn-select-oracle")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "attn-select-conformance")
@@ -238,15 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.probe:
         probed = json.loads(a.probe.read_text())
     else:
-        if a.oracle is None:
-            ap.error("give --probe or --oracle")
         import conformance
 
         try:
-            venv = conformance.find_venv(a.release, a.oracle.resolve(), a.venv, a.venv_root, False)
-            probed = conformance.probe(venv / "bin" / "python", a.oracle.resolve(),
+            oracle_dir = oracle.oracle_dir(a.oracle)
+            venv = conformance.find_venv(a.release, oracle_dir, a.venv, a.venv_root, False)
+            probed = conformance.probe(venv / "bin" / "python", oracle_dir,
                                        a.work / f"vllm-{a.release}" / "probe.json")
-        except conformance.HarnessError as exc:
+        except (conformance.HarnessError, oracle.OracleNotFoundError) as exc:
             print(f"extract_static: {exc}", file=sys.stderr)
             return 2
     engine = load_catalog().engine(a.profile or f"vllm=={a.release}")

@@ -38,34 +38,32 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-from kv_oracle_backends import SCENARIO  # noqa: E402
-from vllm.config.compilation import (  # noqa: E402
+import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
+import torch
+from kv_oracle_backends import SCENARIO
+from vllm.config.compilation import (
     CompilationConfig,
     CompilationMode,
     CUDAGraphMode,
 )
-from vllm.model_executor.layers.mamba.mamba_utils import (  # noqa: E402
+from vllm.model_executor.layers.mamba.mamba_utils import (
     MambaStateDtypeCalculator,
     MambaStateShapeCalculator,
 )
-from vllm.model_executor.models import ModelRegistry  # noqa: E402
-from vllm.platforms.interface import Platform  # noqa: E402
-from vllm.v1 import kv_cache_interface as kvi  # noqa: E402
-from vllm.v1.attention import backend as vbackend  # noqa: E402
-from vllm.v1.attention.backends import utils as vutils  # noqa: E402
-from vllm.v1.core import kv_cache_planning as planning  # noqa: E402
-from vllm.v1.kv_cache_layout import KVCacheLayout  # noqa: E402
-from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry  # noqa: E402
-from vllm.v1.worker.utils import select_common_block_size  # noqa: E402
+from vllm.model_executor.models import ModelRegistry
+from vllm.platforms.interface import Platform
+from vllm.v1 import kv_cache_interface as kvi
+from vllm.v1.attention import backend as vbackend
+from vllm.v1.attention.backends import utils as vutils
+from vllm.v1.core import kv_cache_planning as planning
+from vllm.v1.kv_cache_layout import KVCacheLayout
+from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry
+from vllm.v1.worker.utils import select_common_block_size
 
-from selector.kv import BackendKVFacts, KVOptions, ModelPlan, MultipleOf, plan_model  # noqa: E402
-from selector.kv.cudagraph import resolve_cudagraph_mode  # noqa: E402
-from selector.kv.specs import AnySpec  # noqa: E402
-from selector.models import LayerFacts, ModelFacts, list_presets, load_model  # noqa: E402
+from selector.kv import BackendKVFacts, KVOptions, ModelPlan, MultipleOf, plan_model
+from selector.kv.cudagraph import resolve_cudagraph_mode
+from selector.kv.specs import AnySpec
+from selector.models import LayerFacts, ModelFacts, list_presets, load_model
 
 TORCH_DTYPES = {
     "bfloat16": torch.bfloat16,

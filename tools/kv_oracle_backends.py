@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
+
 from selector.kv import BackendKVFacts, MultipleOf
 from selector.models import LayerFacts
 

@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
 
 from selector.catalog import load_catalog
 from selector.flat import facts_from_flat

@@ -27,14 +27,12 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import oracle
 from compare_sweep import error_kind, read_jsonl
 
 Record = dict[str, Any]
@@ -120,12 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     records = read_jsonl(a.sweep)
     idx, core = select(records, a.n, a.seed)
-    # a .gz output is written with a fixed mtime, so the same input gives the same bytes
-    with (gzip.GzipFile(a.output, "wb", mtime=0) if a.output.endswith(".gz")
-          else open(a.output, "wb")) as f:
-        for i in idx:
-            rec = {k: v for k, v in records[i].items() if k not in a.drop_key}
-            f.write((json.dumps(rec, separators=(",", ":")) + "\n").encode())
+    text = "".join(json.dumps({k: v for k, v in records[i].items() if k not in a.drop_key},
+                              separators=(",", ":")) + "\n" for i in idx)
+    # a .gz output is reproducible: the same input gives the same bytes
+    (oracle.write_gz if a.output.endswith(".gz") else oracle.write_bytes)(a.output, text.encode())
     nfeat = len(set().union(*(features(r) for r in records))) if records else 0
     print(f"{a.output}: {len(idx)} of {len(records)} lines; {nfeat} features covered "
           f"by a core of {core} lines", file=sys.stderr)

@@ -14,7 +14,7 @@ model-architecture convertor and the rope parameters transformers and vLLM patch
 then calls the same unmodified ``get_and_verify_max_len`` with a user ``max_model_len``
 of ``HUGE_MAX_MODEL_LEN``, the derived length, and one more, recording vLLM's
 ``ValueError`` text or ``None`` (accepted). The vLLM import is the one of
-tools/vllm_model_reference.py (``_bootstrap``). Nothing here decides an answer:
+the harness's ``oracle.start_models`` (tools/oracle/). Nothing here decides an answer:
 tests/golden/test_startup_facts.py compares the tool with these records.
 """
 
@@ -27,10 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-
-from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs, new_answer, record_answers  # noqa: E402
+import oracle
+from startup_fact_grid import HUGE_MAX_MODEL_LEN, max_len_configs, new_answer, record_answers
 
 DERIVED = re.compile(r"derived max_model_len \((\w+)=([^ ]+) or model_max_length=")
 """The derived length in vLLM's refusal (vllm/config/model.py, get_and_verify_max_len)."""
@@ -75,9 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     args = parser.parse_args(argv)
-    import vllm_model_reference
-
-    vllm_model_reference._bootstrap()
+    oracle.start_models()
     record_answers(args.out, max_len_configs(), answer, lambda result: result.get("default_max_model_len"))
     return 0
 

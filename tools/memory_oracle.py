@@ -21,26 +21,22 @@ and log line) for tests/golden/test_memory_oracle.py, which checks them in CI wi
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tools"))
+import kv_oracle as kvo
+import oracle
+from kv_oracle_backends import SCENARIO, SET
+from vllm.v1.core import kv_cache_planning as planning
+from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry
 
-import kv_oracle as kvo  # noqa: E402
-from kv_oracle_backends import SCENARIO, SET  # noqa: E402
-from vllm.v1.core import kv_cache_planning as planning  # noqa: E402
-from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry  # noqa: E402
-
-from selector.catalog import load_catalog  # noqa: E402
-from selector.kv import KVOptions, plan_model  # noqa: E402
-from selector.memory import format_gib, kv_fit, startup_profile  # noqa: E402
-from selector.models import list_presets, load_model  # noqa: E402
+from selector.catalog import load_catalog
+from selector.kv import KVOptions, plan_model
+from selector.memory import format_gib, kv_fit, startup_profile
+from selector.models import list_presets, load_model
 
 FACTORS = (-1.0, 0.0, 0.001, 0.3, 0.5, 0.999, 1.0, 1.001, 1.5, 3.0)
 
@@ -151,9 +147,7 @@ def main() -> int:
     print(f"check_enough_kv_cache_memory: agree {agree}, differ {differ}")
     if "--write" in sys.argv:
         target = Path(sys.argv[sys.argv.index("--write") + 1])
-        with gzip.open(target, "wt", encoding="utf-8") as handle:
-            for answer in answers:
-                handle.write(json.dumps(answer, sort_keys=True) + "\n")
+        oracle.write_gz(target, "".join(json.dumps(answer, sort_keys=True) + "\n" for answer in answers))
         print(f"wrote {len(answers)} answers to {target}")
     return 0 if differ == 0 else 1
 

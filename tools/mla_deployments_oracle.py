@@ -17,22 +17,23 @@ hand-written from the reference in ``<name>.reference.json``.
     python tools/mla_deployments_oracle.py            # all of tests/fixtures/mla
     ORACLE_DIR=/work/oracle python tools/mla_deployments_oracle.py tests/fixtures/mla/dsv3-h100-tp8.yaml
 
-Needs the oracle's venv (``$ORACLE_DIR/.venv``, default /work/oracle).
+Needs the oracle's venv (``<oracle>/.venv``; the harness locates the oracle: ``$ORACLE_DIR``,
+else ../shared/oracle).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+import oracle
+from oracle import REPO as ROOT
+
 FIXTURES = ROOT / "tests" / "fixtures" / "mla"
-sys.path.insert(0, str(ROOT))
 
 from selector.catalog import load_catalog  # noqa: E402
 from selector.config import load_deployment, resolve_device  # noqa: E402
@@ -89,7 +90,7 @@ def _strip(error: str | None) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    oracle_dir = Path(os.environ.get("ORACLE_DIR", "/work/oracle"))
+    oracle_dir = oracle.oracle_dir()
     python = oracle_dir / ".venv" / "bin" / "python"
     files = [Path(a) for a in argv] or sorted(FIXTURES.glob("*.yaml"))
     todo = [(p, flat_config(p)) for p in files]

@@ -48,7 +48,6 @@ library, the oracle module and vLLM; the comparing half only attn-select.
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import os
@@ -57,7 +56,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-CAPABILITIES = ("7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1")
+import oracle
+
+CAPABILITIES = oracle.cuda_capabilities(without=("8.7",))
+"""The harness's capabilities but 8.7, as first recorded."""
 DTYPES = ("bfloat16", "float16", "float32")
 DIMENSIONS: tuple[dict[str, int], ...] = (
     {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128},  # DeepSeek-V2/V3/R1, Kimi-K2
@@ -95,12 +97,8 @@ def grid() -> Iterator[dict[str, Any]]:
 class _Vllm:
     """vLLM's MLA prefill selection behind the oracle's CUDA emulation."""
 
-    def __init__(self, oracle_dir: str) -> None:
-        sys.path.insert(0, oracle_dir)
-        import oracle
-
-        self.oracle = oracle
-        oracle.bootstrap((9, 0))
+    def __init__(self, oracle_dir: str | None) -> None:
+        oracle.start((9, 0), oracle_dir=oracle_dir)
         import torch
         import vllm
         from vllm.config import AttentionConfig, VllmConfig
@@ -144,8 +142,7 @@ class _Vllm:
         return types.SimpleNamespace(dtype=getattr(self.torch, cfg["dtype"]), hf_text_config=hf)
 
     def answer(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        major, minor = (int(p) for p in cfg["device_capability"].split("."))
-        self.oracle.set_capability((major, minor))
+        oracle.emulate(cfg["device_capability"])
         saved_env = os.environ.get("VLLM_BATCH_INVARIANT")
         saved_modules: dict[str, Any] = {}
         if cfg.get("batch_invariant"):
@@ -224,15 +221,8 @@ def run_oracle(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- the attn-select half
 
 
-def _project_on_path() -> None:
-    root = str(Path(__file__).resolve().parent.parent)
-    if root not in sys.path:
-        sys.path.insert(0, root)
-
-
 def ours(cfg: dict[str, Any]) -> dict[str, Any]:
     """attn-select's answer in the oracle's shape."""
-    _project_on_path()
     from selector.catalog import load_catalog
     from selector.errors import InputError
     from selector.flat import parse_capability
@@ -274,7 +264,6 @@ def ours(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def compare(answers: list[dict[str, Any]]) -> list[tuple[int, str, Any, Any]]:
     """(line, field, ours, vLLM's) for every difference."""
-    _project_on_path()
     from selector.catalog import load_catalog
     from selector.mla_prefill import load_mla_prefill
 
@@ -320,7 +309,6 @@ def _error_kind(error: str | None) -> str | None:
 
 
 def run_golden(args: argparse.Namespace) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import make_golden
 
     make_golden.error_kind = _error_kind  # type: ignore[attr-defined]
@@ -346,7 +334,10 @@ def run_golden(args: argparse.Namespace) -> int:
         record.pop("priority")
         lines.append(json.dumps(record, separators=(",", ":")) + "\n")
     data = "".join(lines).encode()
-    Path(args.output).write_bytes(gzip.compress(data, mtime=0) if args.output.endswith(".gz") else data)
+    if args.output.endswith(".gz"):
+        oracle.write_gz(args.output, data, name_in_header=False)
+    else:
+        oracle.write_bytes(args.output, data)
     print(f"{len(chosen)} lines ({core} cover every feature) -> {args.output}", file=sys.stderr)
     return 0
 
@@ -359,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("oracle", help="answer a grid with vLLM (oracle interpreter)")
     p.add_argument("grid")
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--oracle-dir", default=os.environ.get("ORACLE_DIR", "/work/oracle"))
+    p.add_argument("--oracle-dir", help="the oracle folder (default: $ORACLE_DIR, else ../shared/oracle)")
     p = sub.add_parser("compare", help="compare vLLM's answers with attn-select")
     p.add_argument("answers")
     p.add_argument("--show", type=int, default=10)

@@ -24,7 +24,6 @@ module (name, module class, backend, block size, page) with the model-driven dat
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -32,16 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import oracle
+from oracle import REPO
 
-from selector.catalog import load_catalog  # noqa: E402
-from selector.config import parse_deployment  # noqa: E402
-from selector.errors import InputError  # noqa: E402
-from selector.kv.backend_facts import BackendKVFacts  # noqa: E402
-from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec  # noqa: E402
-from selector.kv.ssm_state import ssm_state_shapes  # noqa: E402
-from selector.models import LayerFacts, ModelFacts, load_model  # noqa: E402
+from selector.catalog import load_catalog
+from selector.config import parse_deployment
+from selector.errors import InputError
+from selector.kv.backend_facts import BackendKVFacts
+from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec
+from selector.kv.ssm_state import ssm_state_shapes
+from selector.models import LayerFacts, ModelFacts, load_model
 
 __all__ = ["ConfigAgreement", "agreements", "agreements_of", "compare_groups", "load_answers", "tool_groups"]
 
@@ -65,8 +64,7 @@ _MLA = BackendKVFacts(name="FLASHMLA", class_name="FlashMLABackend", is_mla=True
 def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
     """vLLM's committed answers, one per config."""
     path = GOLDEN / f"{engine}.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return list(oracle.read_jsonl(path))
 
 
 @dataclass

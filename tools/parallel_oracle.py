@@ -4,7 +4,9 @@
 Run with the oracle interpreter (vLLM 0.33.0 and a CPU torch installed, no GPU)::
 
     /work/venvs/oracle-0.33.0/bin/python tools/parallel_oracle.py \\
-        > tests/fixtures/parallel/vllm-0.33.0-parallel.json
+        --out tests/fixtures/parallel/vllm-0.33.0-parallel.json
+
+(without ``--out`` the answer is printed).
 
 It calls vLLM's unmodified functions and writes what they return:
 
@@ -29,6 +31,7 @@ import sys
 from types import SimpleNamespace
 from typing import Any
 
+import oracle
 import torch
 import vllm
 from vllm.config.model import ModelConfig
@@ -111,11 +114,18 @@ def lse_sources() -> dict[str, Any]:
     return found
 
 
-def main() -> int:
-    json.dump({"vllm_version": vllm.__version__, "get_dcp_local_seq_lens": local_seq_lens(),
-               "lse_weighted_combine": combines(), "heads": heads(),
-               "dcp_combine_lse_base": lse_sources()}, sys.stdout)
-    sys.stdout.write("\n")
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    text = json.dumps({"vllm_version": vllm.__version__, "get_dcp_local_seq_lens": local_seq_lens(),
+                       "lse_weighted_combine": combines(), "heads": heads(),
+                       "dcp_combine_lse_base": lse_sources()}) + "\n"
+    if args[:1] in (["--out"], ["-o"]) and len(args) == 2:
+        oracle.write_bytes(args[1], text.encode("utf-8"))  # vLLM's logging never reaches the file
+    elif args:
+        sys.stderr.write("usage: parallel_oracle.py [--out FILE]\n")
+        return 2
+    else:
+        sys.stdout.write(text)
     return 0
 
 

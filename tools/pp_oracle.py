@@ -24,16 +24,13 @@ builds. tests/golden/test_pp_stages.py compares selector/memory/pp.py with both.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-
-from startup_fact_grid import record_answers  # noqa: E402
+import oracle
+from startup_fact_grid import record_answers, small_models
 
 LAYERS = (1, 2, 3, 5, 7, 8, 12, 13, 30, 32, 36, 40, 48, 61, 62, 64, 78, 80, 94, 126)
 SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 16)
@@ -44,34 +41,7 @@ PARTITIONS: tuple[tuple[int, int, str], ...] = (
 """(layers, pp_size, VLLM_PP_LAYER_PARTITION): valid splits, a wrong sum, a wrong count,
 a non-integer, and spaces (int() takes them)."""
 
-_LLAMA: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
-    "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "num_hidden_layers": 5, "vocab_size": 1024, "max_position_embeddings": 4096,
-    "torch_dtype": "bfloat16", "tie_word_embeddings": False}
-_QWEN3_MOE: dict[str, Any] = {
-    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 256,
-    "intermediate_size": 512, "moe_intermediate_size": 128, "num_hidden_layers": 5,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "num_experts": 8,
-    "num_experts_per_tok": 2, "decoder_sparse_step": 1, "mlp_only_layers": [0],
-    "vocab_size": 1024, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
-    "tie_word_embeddings": False}
-_MIXTRAL: dict[str, Any] = {
-    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 256,
-    "intermediate_size": 384, "num_hidden_layers": 5, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2,
-    "vocab_size": 1024, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
-    "tie_word_embeddings": False}
-_GPT_OSS: dict[str, Any] = {
-    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 256,
-    "intermediate_size": 256, "num_hidden_layers": 5, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 64, "num_local_experts": 4,
-    "num_experts_per_tok": 2, "vocab_size": 1024, "max_position_embeddings": 4096,
-    "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"] * 2
-    + ["sliding_attention"],
-    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                     "truncate": False, "original_max_position_embeddings": 4096},
-    "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+_LLAMA, _QWEN3_MOE, _MIXTRAL, _GPT_OSS = small_models(5, dense_first=True)
 MODELS: dict[str, dict[str, Any]] = {
     "llama": _LLAMA,
     "llama-tied": {**_LLAMA, "tie_word_embeddings": True},
@@ -143,12 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--indices", type=Path, required=True, help="a .json file")
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     args = parser.parse_args(argv)
-    import vllm_model_reference
-
-    vllm_model_reference._bootstrap()
-    args.indices.parent.mkdir(parents=True, exist_ok=True)
-    args.indices.write_text(json.dumps(index_answers(), indent=1, sort_keys=True) + "\n",
-                            encoding="utf-8")
+    oracle.start_models()
+    oracle.write_json(args.indices, index_answers())
     record_answers(args.out, stage_rows(), stage_answer,
                    lambda result: f"{len(result['parameters'])} parameters")
     return 0

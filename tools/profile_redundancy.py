@@ -24,13 +24,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from selector.catalog import _load_catalog_files  # noqa: E402
-from selector.resources import schemas_dir  # noqa: E402
+from selector.catalog import _load_catalog_files
+from selector.resources import schemas_dir
 
 KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
 MAPPINGS = ("inputs", "environment", "messages")

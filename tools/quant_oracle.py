@@ -29,38 +29,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
+import oracle
+from startup_fact_grid import record_answers, small_models
 
-from startup_fact_grid import record_answers  # noqa: E402
-
-_LLAMA: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
-    "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "num_hidden_layers": 2, "vocab_size": 1024, "max_position_embeddings": 4096,
-    "torch_dtype": "bfloat16", "tie_word_embeddings": False}
-_QWEN3_MOE: dict[str, Any] = {
-    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 256,
-    "intermediate_size": 512, "moe_intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "num_experts": 8,
-    "num_experts_per_tok": 2, "decoder_sparse_step": 1, "mlp_only_layers": [],
-    "vocab_size": 1024, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
-    "tie_word_embeddings": False}
-_MIXTRAL: dict[str, Any] = {
-    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 256,
-    "intermediate_size": 384, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2,
-    "vocab_size": 1024, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
-    "tie_word_embeddings": False}
-_GPT_OSS: dict[str, Any] = {
-    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 256,
-    "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 64, "num_local_experts": 4,
-    "num_experts_per_tok": 2, "vocab_size": 1024, "max_position_embeddings": 4096,
-    "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"],
-    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                     "truncate": False, "original_max_position_embeddings": 4096},
-    "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+_LLAMA, _QWEN3_MOE, _MIXTRAL, _GPT_OSS = small_models(2, dense_first=False)
 
 
 def _ct_group(num_bits: int, kind: str, group_size: int | None, strategy: str,
@@ -167,9 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
     args = parser.parse_args(argv)
-    import vllm_model_reference
-
-    vllm_model_reference._bootstrap()
+    oracle.start_models()
     record_answers(args.out, quant_configs(), answer,
                    lambda result: f"{len(result['parameters'])} parameters")
     return 0

@@ -11,20 +11,24 @@ and then ``attn-select docs``. The interpreter is the release's oracle environme
 project's oracle tools, which calls the release's unmodified code, and writes the
 file the tests read (goldens never write themselves: a profile without them fails).
 
-``STEPS`` below is the one list of those steps: the tool, its arguments and the files
-it writes (``{version}`` is the release). They run in that order; the first failing
+``STEPS`` below is the registry of those recorders, one per fact: the tool, its arguments
+and the files it writes (``{version}`` is the release); tools/oracle/README.md says how to
+add one. They run in that order; the first failing
 step stops the run, naming the steps already done. Options:
 
 * ``--root DIR``: write under DIR (a copy of the repository, for checking) instead of
   this repository; the tools themselves always run from this repository.
 * ``--only STEP ...``: run only these steps; ``--list``: print the steps and exit.
-* ``--oracle-dir`` (``ORACLE_DIR``, default /work/oracle): the vLLM oracle harness;
-  ``--extra-path`` (``ORACLE_EXTRA_PATH``, default /work/venvs/models-oracle-extra):
-  torchvision for the Llama-4 multimodal weights; ``--dist-port`` (``ORACLE_DIST_PORT``).
+* ``--oracle-dir`` (``ORACLE_DIR``, else ../shared/oracle next to the repository): the vLLM
+  oracle instrument (tools/oracle/ locates it); ``--extra-path`` (``ORACLE_EXTRA_PATH``):
+  torchvision, compressed-tensors and loguru for the multimodal and quantized models;
+  ``--dist-port`` (``ORACLE_DIST_PORT``).
 * ``--data DIR`` (default /work/oracle-data): big intermediates (the conformance
   samples and the oracle's raw answers, cached by release, size, seed and digest; the
   release probe; the parser's flags before they become ``serve-flags.yaml``). The
   conformance step reuses cached answers: give a fresh folder to ask vLLM again.
+
+Each written file's sha256 is printed, so a re-recording is compared by its bytes.
 
 Exit status: 0 every step done, 1 a step failed, 2 bad arguments or interpreter.
 """
@@ -32,7 +36,6 @@ Exit status: 0 every step done, 1 a step failed, 2 bad arguments or interpreter.
 from __future__ import annotations
 
 import argparse
-import gzip
 import importlib.util
 import json
 import os
@@ -43,13 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STEPS", "Step", "main", "step_outputs"]
+import oracle
+from oracle import ORACLE_GOLDEN, PROFILE, RELEASE_GOLDEN, REPO, TOOLS
 
-REPO = Path(__file__).resolve().parent.parent
-TOOLS = REPO / "tools"
-ORACLE_GOLDEN = "tests/golden/oracle/vllm-{version}"
-RELEASE_GOLDEN = "tests/golden/oracle/releases/vllm-{version}"
-PROFILE = "schemas/engines/vllm-{version}"
+__all__ = ["STEPS", "Step", "main", "step_outputs"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -57,13 +57,12 @@ EXIT_USAGE = 2
 
 @dataclass(frozen=True)
 class Step:
-    """One recording: ``python tools/<tool> <args>`` writing ``outputs``.
+    """One recorder: ``python tools/<tool> <args>`` writing ``outputs`` itself (with the
+    harness's writers, tools/oracle/answers.py; nothing is read from its stdout).
 
     ``interpreter`` is ``oracle`` (the release's ``--python``: the tool imports vLLM) or
     ``project`` (this interpreter: the tool drives the oracle interpreter itself).
-    ``stdout`` names the output the tool prints instead of writing (JSON on its last
-    line or whole): ``json`` is written indented with sorted keys, ``json.gz`` compact
-    and gzip-compressed. ``ok_status`` are the exit statuses that mean done;
+    ``ok_status`` are the exit statuses that mean done;
     ``required``: the outputs must exist afterwards (false where no change means no file).
     Placeholders in ``args``: ``{version} {python} {venv} {oracle} {data} {root}
     {out}`` (``{out}`` is the first output under the root) and ``{claims}``.
@@ -74,7 +73,6 @@ class Step:
     args: tuple[str, ...]
     outputs: tuple[str, ...]
     interpreter: str = "oracle"
-    stdout: str | None = None
     ok_status: tuple[int, ...] = (0,)
     note: str = ""
     env: tuple[str, ...] = field(default=())
@@ -82,8 +80,8 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("probe", "release_probe.py", ("--oracle", "{oracle}"),
-         (f"{RELEASE_GOLDEN}/probe.json.gz",), stdout="json.gz",
+    Step("probe", "release_probe.py", ("--oracle", "{oracle}", "-o", "{out}"),
+         (f"{RELEASE_GOLDEN}/probe.json.gz",),
          note="what each backend class states (tests/golden/test_release_goldens.py)"),
     Step("selection", "conformance.py",
          ("{version}", "--oracle", "{oracle}", "--venv", "{venv}", "--work", "{data}/conformance",
@@ -92,8 +90,9 @@ STEPS: tuple[Step, ...] = (
          interpreter="project", ok_status=(0, 1),
          note="the selection oracle on 20,000 standard + 10,000 MLA configs, feature-covering "
               "subsets; exit 1 (the profile differs) still wrote them"),
-    Step("config-aliases", "config_aliases_oracle.py", ("ask", "--claims", "{claims}"),
-         (f"{RELEASE_GOLDEN}/config_aliases.json",), stdout="json",
+    Step("config-aliases", "config_aliases_oracle.py",
+         ("ask", "--claims", "{claims}", "--out", "{out}"),
+         (f"{RELEASE_GOLDEN}/config_aliases.json",),
          env=("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"),
          note="the config fields vLLM reads (tests/golden/test_config_aliases.py)"),
     Step("dcp", "dcp_oracle.py", ("{out}",), (f"{ORACLE_GOLDEN}/dcp.json.gz",),
@@ -128,8 +127,9 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",
          note="kernel block sizes, CUDA graphs, reorder threshold per capability "
               "(tests/golden/test_runtime_facts.py)"),
-    Step("wired-backends", "wired_backends_oracle.py", ("ask", "--oracle-dir", "{oracle}"),
-         (f"{ORACLE_GOLDEN}/wired_backends.json",), stdout="json",
+    Step("wired-backends", "wired_backends_oracle.py",
+         ("ask", "--oracle-dir", "{oracle}", "--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/wired_backends.json",),
          note="Mamba / GDN / indexer backends (tests/golden/test_wired_backends.py)"),
     Step("model-registry", "extract_model_registry.py", ("{package}", "--out", "{out}"),
          (f"{PROFILE}/model_registry.json",),
@@ -218,25 +218,6 @@ def _claims() -> str:
     return json.dumps(claims)
 
 
-def _write_stdout(kind: str, text: str, target: Path) -> None:
-    """The tool's JSON answer (its whole output, or its last line) written as ``kind``."""
-    lines = text.strip().splitlines()
-    for candidate in (text, lines[-1] if lines else ""):
-        try:
-            answer = json.loads(candidate)
-            break
-        except json.JSONDecodeError:
-            continue
-    else:
-        raise RecordError(f"printed no JSON answer for {target}")
-    if kind == "json":
-        target.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        return
-    data = json.dumps(answer, sort_keys=True, separators=(",", ":")).encode()
-    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as handle:
-        handle.write(data)
-
-
 def run_step(step: Step, values: dict[str, str], root: Path, env: dict[str, str]) -> None:
     outputs = [root / path.format(**values) for path in step.outputs]
     for path in outputs:
@@ -245,15 +226,9 @@ def run_step(step: Step, values: dict[str, str], root: Path, env: dict[str, str]
     python = values["python"] if step.interpreter == "oracle" else sys.executable
     command = [python, str(TOOLS / step.tool), *(arg.format(**values) for arg in step.args)]
     step_env = {**env, **dict(item.split("=", 1) for item in step.env)}
-    done = subprocess.run(command, cwd=REPO, env=step_env, check=False, text=True,
-                          stdout=subprocess.PIPE if step.stdout else None)
+    done = subprocess.run(command, cwd=REPO, env=step_env, check=False)
     if done.returncode not in step.ok_status:
         raise RecordError(f"step {step.name}: tools/{step.tool} exited {done.returncode}")
-    if step.stdout:
-        try:
-            _write_stdout(step.stdout, done.stdout, outputs[0])
-        except RecordError as exc:
-            raise RecordError(f"step {step.name}: tools/{step.tool} {exc}") from exc
     missing = [str(path) for path in outputs if not path.is_file()]
     if missing and step.required:
         raise RecordError(f"step {step.name}: tools/{step.tool} wrote no {', '.join(missing)}")
@@ -276,10 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="STEP", help="run only these steps")
     parser.add_argument("--list", action="store_true", help="print the steps and exit")
     parser.add_argument("--oracle-dir", type=Path,
-                        default=Path(os.environ.get("ORACLE_DIR", "/work/oracle")))
-    parser.add_argument("--extra-path", type=Path,
-                        default=Path(os.environ.get("ORACLE_EXTRA_PATH",
-                                                    "/work/venvs/models-oracle-extra")))
+                        help="the oracle instrument (default: $ORACLE_DIR, else ../shared/oracle)")
+    parser.add_argument("--extra-path", default=os.environ.get("ORACLE_EXTRA_PATH", ""),
+                        help="folders of extra pure-Python packages (default: $ORACLE_EXTRA_PATH)")
     parser.add_argument("--dist-port", default=os.environ.get("ORACLE_DIST_PORT", "29533"))
     parser.add_argument("--data", type=Path, default=Path("/work/oracle-data"),
                         help="folder for big intermediates")
@@ -309,14 +283,22 @@ def main(argv: list[str] | None = None) -> int:
     if found != args.version:
         print(f"record_release: {args.python} has vLLM {found}, not {args.version}", file=sys.stderr)
         return EXIT_USAGE
+    chosen = [step for step in STEPS if not args.only or step.name in args.only]
+    try:
+        oracle_dir = str(oracle.oracle_dir(args.oracle_dir))
+    except oracle.OracleNotFoundError as exc:  # an error here for the steps that are given it
+        needing = [step.name for step in chosen if any("{oracle}" in arg for arg in step.args)]
+        if needing:
+            print(f"record_release: {exc} (needed by {', '.join(needing)})", file=sys.stderr)
+            return EXIT_USAGE
+        oracle_dir = ""
     python = str(args.python.absolute())
     values = {"version": args.version, "python": python,
               "venv": str(args.python.absolute().parent.parent),
-              "oracle": str(args.oracle_dir), "data": str(args.data.absolute()),
+              "oracle": oracle_dir, "data": str(args.data.absolute()),
               "root": str(root), "package": package, "claims": ""}
-    env = {**os.environ, "ORACLE_DIR": str(args.oracle_dir),
+    env = {**os.environ, "ORACLE_DIR": oracle_dir,
            "ORACLE_EXTRA_PATH": str(args.extra_path), "ORACLE_DIST_PORT": str(args.dist_port)}
-    chosen = [step for step in STEPS if not args.only or step.name in args.only]
     done: list[str] = []
     for step in chosen:
         if "{claims}" in step.args:
@@ -331,9 +313,11 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return EXIT_FAILED
         done.append(step.name)
-        written = ", ".join(path.format(**values) for path in step.outputs)
-        print(f"   {step.name} done in {time.monotonic() - start:.1f} s: {written}",
-              file=sys.stderr, flush=True)
+        print(f"   {step.name} done in {time.monotonic() - start:.1f} s", file=sys.stderr, flush=True)
+        for path in step.outputs:
+            written = root / path.format(**values)
+            if written.is_file():
+                print(f"   {oracle.digest(written)}  {path.format(**values)}", file=sys.stderr)
     print(f"record_release: vLLM {args.version}: {len(done)} step(s) done under {root}: "
           f"{', '.join(done)}", file=sys.stderr)
     return 0

@@ -19,10 +19,9 @@ import sys
 import tarfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from oracle import REPO as ROOT
 
-from selector.startup_log import parse_startup_log  # noqa: E402
+from selector.startup_log import parse_startup_log
 
 GOLDEN = ROOT / "tests" / "golden" / "vllm_startups"
 

@@ -45,8 +45,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-CAPABILITIES = ["7.0", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.3",
-                "11.0", "12.0", "12.1"]
+import oracle
+
+CAPABILITIES = list(oracle.cuda_capabilities())
 ATTN_TYPES = ["decoder", "encoder", "encoder_only", "encoder_decoder"]
 FEATURES = {
     "sink": "supports_sink", "mm_prefix": "supports_mm_prefix",
@@ -97,11 +98,8 @@ def _params(fn: Any) -> list[str]:
         return []
 
 
-def probe(oracle_dir: Path) -> dict[str, Any]:
-    sys.path.insert(0, str(oracle_dir))
-    import oracle as oracle_mod  # type: ignore[import-not-found]
-
-    orc = oracle_mod.Oracle(kv_cache=False)
+def probe(oracle_dir: str | Path | None = None) -> dict[str, Any]:
+    orc = oracle.engine(oracle_dir=oracle_dir)
     from vllm.config import set_current_vllm_config
     from vllm.platforms.interface import DeviceCapability
 
@@ -134,7 +132,7 @@ def probe(oracle_dir: Path) -> dict[str, Any]:
 
     explicit: list[str] = []
     classes: dict[str, Any] = {}
-    with oracle_mod._cuda_allocations_on_meta():
+    with oracle.instrument()._cuda_allocations_on_meta():
         for member in orc.E:
             name = member.name
             if name in orc.backend_names:
@@ -159,8 +157,8 @@ def probe(oracle_dir: Path) -> dict[str, Any]:
     for name, cls in classes.items():
         per_cap: dict[str, dict[str, Any]] = {}
         for cap in CAPABILITIES:
-            major, minor = (int(x) for x in cap.split("."))
-            oracle_mod.set_capability((major, minor))
+            major, minor = oracle.capability(cap)
+            oracle.emulate((major, minor))
             with set_current_vllm_config(vc):
                 row: dict[str, Any] = {
                     "dtypes": _jsonable(list(getattr(cls, "supported_dtypes", []))),
@@ -204,13 +202,17 @@ def probe(oracle_dir: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--oracle", required=True, type=Path,
-                    help="the oracle directory (holds oracle.py)")
-    ap.add_argument("-o", "--output", help="write the JSON here (default: stdout)")
+    ap.add_argument("--oracle", type=Path,
+                    help="the oracle directory (holds oracle.py; default $ORACLE_DIR, ../shared/oracle)")
+    ap.add_argument("-o", "--output", help="write the JSON here (default: stdout); a .json.gz "
+                                           "file gets the compact, sorted golden form")
     a = ap.parse_args(argv)
-    text = json.dumps(probe(a.oracle), indent=1, sort_keys=False) + "\n"
-    if a.output:
-        Path(a.output).write_text(text, encoding="utf-8")
+    answer = probe(a.oracle)
+    text = json.dumps(answer, indent=1, sort_keys=False) + "\n"
+    if a.output and a.output.endswith(".gz"):
+        oracle.write_gz(a.output, oracle.compact(json.loads(text)))  # the JSON answer, sorted
+    elif a.output:
+        oracle.write_bytes(a.output, text.encode("utf-8"))
     else:
         sys.stdout.write(text)
     return 0

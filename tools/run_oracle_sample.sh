@@ -7,12 +7,14 @@
 #
 # Writes OUT_PREFIX.inputs.jsonl (configs), OUT_PREFIX.oracle.json (the
 # oracle's raw output) and OUT_PREFIX.sweep.jsonl (converted; for 0.25.1 with
-# the kv_cache report).  ORACLE_DIR (default /work/oracle) holds oracle.py and
-# its venvs (.venv for 0.33.0, .venv-VERSION otherwise).
+# the kv_cache report).  ORACLE_DIR (default ../shared/oracle next to the
+# repository, as tools/oracle/ locates it) holds oracle.py and its venvs (.venv
+# for 0.33.0, .venv-VERSION otherwise).
 set -euo pipefail
 FAMILY=$1 N=$2 SEED=$3 VERSION=$4 PREFIX=$5
-ORACLE_DIR=${ORACLE_DIR:-/work/oracle}
 HERE=$(cd "$(dirname "$0")" && pwd)
+ORACLE_DIR=${ORACLE_DIR:-$HERE/../../shared/oracle}
+[ -f "$ORACLE_DIR/oracle.py" ] || { echo "no oracle.py in $ORACLE_DIR: set ORACLE_DIR" >&2; exit 2; }
 if [ "$VERSION" = "0.33.0" ]; then VENV=.venv; else VENV=.venv-$VERSION; fi
 KV=()
 if [ "$VERSION" != "0.33.0" ]; then KV=(--kv-cache); fi

@@ -42,15 +42,15 @@ import ast
 import importlib
 import inspect
 import json
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
-CAPABILITIES = ("7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1")
+import oracle
+
+CAPABILITIES = oracle.cuda_capabilities(without=("7.0", "8.7"))
+"""Every capability of the harness's list but 7.0 and 8.7, as first recorded."""
 DEFAULT_BLOCK_SIZE = 16
-ORACLE_DIR = "/work/oracle"
 
 
 def _jsonable_block_size(size: Any) -> Any:
@@ -162,13 +162,9 @@ def _mla_workspace_grid() -> dict[str, Any]:
     return grid
 
 
-def ask(capability: str, oracle_dir: str) -> dict[str, Any]:
+def ask(capability: str, oracle_dir: str | None = None) -> dict[str, Any]:
     """vLLM's answers for every CUDA backend at one capability (call in a fresh process)."""
-    sys.path.insert(0, oracle_dir)
-    import oracle
-
-    major, minor = (int(p) for p in capability.split("."))
-    vllm_oracle = oracle.Oracle(initial_capability=(major, minor), kv_cache=False)
+    vllm_oracle = oracle.engine(capability, oracle_dir=oracle_dir)
     from vllm.v1.attention.backend import AttentionMetadataBuilder
 
     vllm_config = vllm_oracle._vllm_config("auto", None, False)
@@ -195,16 +191,16 @@ def ask(capability: str, oracle_dir: str) -> dict[str, Any]:
             "mla_chunked_prefill_workspace": _mla_workspace_grid()}
 
 
-def ask_all(python: str, oracle_dir: str, capabilities: tuple[str, ...]) -> dict[str, Any]:
+def ask_all(python: str, oracle_dir: str | None, capabilities: tuple[str, ...]) -> dict[str, Any]:
     merged: dict[str, Any] = {"vllm_version": None, "default_block_size": DEFAULT_BLOCK_SIZE,
                               "capabilities": {}}
+    where = str(oracle.oracle_dir(oracle_dir))
     for capability in capabilities:
-        done = subprocess.run([python, __file__, "ask", "--capability", capability,
-                               "--oracle-dir", oracle_dir],
-                              capture_output=True, text=True, check=False, timeout=900)
-        if done.returncode != 0:
-            raise SystemExit(f"capability {capability}: exit {done.returncode}\n{done.stderr[-2000:]}")
-        answer = json.loads(done.stdout)
+        try:
+            answer = oracle.run_fresh(__file__, "ask", {"capability": capability, "oracle_dir": where},
+                                      python=python)
+        except oracle.FreshProcessError as exc:
+            raise SystemExit(f"capability {capability}: {exc}") from exc
         merged["vllm_version"] = answer["vllm_version"]
         merged["capabilities"][capability] = answer["backends"]
         merged["mla_chunked_prefill_workspace"] = answer["mla_chunked_prefill_workspace"]
@@ -217,10 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("ask", help="one capability (run with the oracle's interpreter)")
     one.add_argument("--capability", required=True)
-    one.add_argument("--oracle-dir", default=ORACLE_DIR)
+    one.add_argument("--oracle-dir", help="the oracle folder (default: $ORACLE_DIR, ../shared/oracle)")
     every = sub.add_parser("all", help="every capability, one fresh process each")
     every.add_argument("--python", required=True, help="the oracle venv's interpreter")
-    every.add_argument("--oracle-dir", default=ORACLE_DIR)
+    every.add_argument("--oracle-dir", help="the oracle folder (default: $ORACLE_DIR, ../shared/oracle)")
     every.add_argument("--capabilities", default=",".join(CAPABILITIES))
     every.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
@@ -228,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(json.dumps(ask(args.capability, args.oracle_dir)) + "\n")
         return 0
     merged = ask_all(args.python, args.oracle_dir, tuple(args.capabilities.split(",")))
-    Path(args.output).write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    oracle.write_json(args.output, merged)
     return 0
 
 

@@ -40,17 +40,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import oracle
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "schemas" / "engines"
 FILE = "serve-flags.yaml"
 SECTION = "engine_flags:\n"
 
 
-def ask(oracle_dir: Path) -> dict[str, Any]:
-    sys.path.insert(0, str(oracle_dir))
-    import oracle as oracle_mod  # type: ignore[import-not-found]
-
-    orc = oracle_mod.Oracle(kv_cache=False)
+def ask(oracle_dir: Path | None = None) -> dict[str, Any]:
+    orc = oracle.engine(oracle_dir=oracle_dir)
     from vllm.engine.arg_utils import AsyncEngineArgs
 
     try:
@@ -75,17 +74,14 @@ def _literal_values(annotation: Any) -> list[str]:
     return values
 
 
-def ask_configs(oracle_dir: Path) -> dict[str, Any]:
+def ask_configs(oracle_dir: Path | None = None) -> dict[str, Any]:
     """The JSON config flags' classes as vLLM declares them: the fields of
     ``SpeculativeConfig`` and ``AttentionConfig`` (pydantic dataclasses with
     ``extra="forbid"``, vllm/config/utils.py ``@config``: an unknown key is refused) and
     ``SpeculativeMethod``'s values in declaration order (vllm/config/speculative.py)."""
     import dataclasses
 
-    sys.path.insert(0, str(oracle_dir))
-    import oracle as oracle_mod
-
-    orc = oracle_mod.Oracle(kv_cache=False)
+    orc = oracle.engine(oracle_dir=oracle_dir)
     from vllm.config.attention import AttentionConfig
     from vllm.config.speculative import SpeculativeConfig, SpeculativeMethod
 
@@ -117,7 +113,7 @@ def _serve_parser() -> Any:
     return parser
 
 
-def parse_lines(oracle_dir: Path, lines: list[list[str]]) -> dict[str, Any]:
+def parse_lines(oracle_dir: Path | None, lines: list[list[str]]) -> dict[str, Any]:
     """vLLM's answer to each ``vllm serve`` line (the words after ``vllm serve``): the
     error its parser prints (the text after ``error: ``, argparse exits 2), or the
     settings it parsed that differ from the defaults; for a parsed line with
@@ -127,10 +123,7 @@ def parse_lines(oracle_dir: Path, lines: list[list[str]]) -> dict[str, Any]:
     import contextlib
     import io
 
-    sys.path.insert(0, str(oracle_dir))
-    import oracle as oracle_mod
-
-    orc = oracle_mod.Oracle(kv_cache=False)
+    orc = oracle.engine(oracle_dir=oracle_dir)
     from pydantic import ValidationError
     from vllm.config.speculative import SpeculativeConfig
 
@@ -166,16 +159,13 @@ def parse_lines(oracle_dir: Path, lines: list[list[str]]) -> dict[str, Any]:
             "answers": answers}
 
 
-def arity(oracle_dir: Path) -> dict[str, Any]:
+def arity(oracle_dir: Path | None = None) -> dict[str, Any]:
     """How many words each option of the whole ``vllm serve`` parser takes (the engine
     flags and the OpenAI frontend's: ``make_arg_parser``, vllm/entrypoints/common/cli_args.py;
     vllm/entrypoints/launchers/cli_args.py in 0.29-0.32, vllm/entrypoints/openai/cli_args.py
     before): ``switch`` (nargs 0), ``value``
     (exactly one), ``optional`` (nargs '?') or ``list`` (nargs '+' / '*')."""
-    sys.path.insert(0, str(oracle_dir))
-    import oracle as oracle_mod
-
-    orc = oracle_mod.Oracle(kv_cache=False)
+    orc = oracle.engine(oracle_dir=oracle_dir)
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     # where make_arg_parser lives: common (0.33), launchers (0.29-0.32), openai (0.25.1-0.28)
@@ -348,13 +338,12 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--arity", action="store_true",
                       help="ask the vLLM of this interpreter how many words each flag of its "
                            "whole `vllm serve` parser takes (needs the frontend's packages)")
-    ap.add_argument("--oracle", type=Path, help="the oracle directory (with --ask)")
+    ap.add_argument("--oracle", type=Path, help="the oracle directory (with --ask, --arity, "
+                    "--configs, --parse; default $ORACLE_DIR, else ../shared/oracle)")
     ap.add_argument("-o", "--output", type=Path,
                     help="where to write (--ask: default stdout; --write: the engines folder)")
     a = ap.parse_args(argv)
     if a.ask or a.arity or a.configs or a.parse:
-        if a.oracle is None:
-            ap.error("--ask, --arity, --configs and --parse need --oracle")
         if a.parse:
             answer = parse_lines(a.oracle, json.loads(a.parse.read_text()))
         else:

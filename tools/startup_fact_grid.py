@@ -12,8 +12,6 @@ tools/weights_oracle.py and the same test.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import json
 import sys
 import tempfile
@@ -21,7 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "new_answer", "record_answers", "weight_configs"]
+import oracle
+
+__all__ = ["HUGE_MAX_MODEL_LEN", "max_len_configs", "new_answer", "record_answers", "small_models",
+           "weight_configs"]
 
 HUGE_MAX_MODEL_LEN = 10**9
 """A ``--max-model-len`` every config refuses (vLLM's message names the derived length)."""
@@ -174,6 +175,34 @@ def weight_configs() -> list[dict[str, Any]]:
     ]
 
 
+def small_models(layers: int, *, dense_first: bool) -> tuple[dict[str, Any], ...]:
+    """Small Llama, Qwen3-MoE, Mixtral and GPT-OSS configs of ``layers`` decoder layers
+    (tools/pp_oracle.py's stages, tools/quant_oracle.py's schemes): Qwen3-MoE's first layer
+    dense with ``dense_first``; GPT-OSS alternating sliding and full attention."""
+    common = {"vocab_size": 1024, "max_position_embeddings": 4096, "torch_dtype": "bfloat16",
+              "tie_word_embeddings": False}
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+             "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "num_hidden_layers": layers, **common}
+    qwen3_moe = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+                 "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 128,
+                 "num_hidden_layers": layers, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "head_dim": 64, "num_experts": 8, "num_experts_per_tok": 2,
+                 "decoder_sparse_step": 1, "mlp_only_layers": [0] if dense_first else [], **common}
+    mixtral = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 256,
+               "intermediate_size": 384, "num_hidden_layers": layers, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2, **common}
+    gpt_oss = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 256,
+               "intermediate_size": 256, "num_hidden_layers": layers, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 64, "num_local_experts": 4,
+               "num_experts_per_tok": 2, "sliding_window": 128,
+               "layer_types": [("sliding_attention", "full_attention")[i % 2] for i in range(layers)],
+               "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                "beta_slow": 1.0, "truncate": False,
+                                "original_max_position_embeddings": 4096}, **common}
+    return llama, qwen3_moe, mixtral, gpt_oss
+
+
 def new_answer(row: dict[str, Any], workdir: Path, vllm_version: str) -> tuple[Path, dict[str, Any]]:
     """The row's config.json written to its own folder under ``workdir`` (what vLLM is
     pointed at), and the answer's common keys."""
@@ -196,12 +225,7 @@ def record_answers(out: Path, rows: list[dict[str, Any]],
             results.append(result)
             print(f"{result['status']:5} {row['id']}: {result.get('error') or summary(result)}"[:300],
                   file=sys.stderr)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        raw = stack.enter_context(out.open("wb"))
-        gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
-        for result in results:
-            gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n").encode())
+    oracle.write_jsonl_gz(out, results)
     ok = sum(r["status"] == "ok" for r in results)
     print(f"{len(results)} configs, {ok} answered, {len(results) - ok} refused -> {out}",
           file=sys.stderr)

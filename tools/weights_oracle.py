@@ -33,7 +33,7 @@ every ``ColumnParallelLinear`` / ``RowParallelLinear`` / ``QKVParallelLinear`` /
 is recorded compactly: its name with the layer index as ``*``, the owning module's
 class (the split rule), the per-rank shape, dtype, and the layers it occurs in.
 
-Parameters land on ``meta``: tools/vllm_model_reference.py's ``_device_tensors_on_meta``
+Parameters land on ``meta``: the harness's ``oracle.models.device_tensors_on_meta``
 fills torch's ``_device_constructors`` cache before it wraps the factories (otherwise the
 cache holds the wrappers, the real ``torch.empty`` is no "constructor" to the meta device
 context, and every parameter is allocated in CPU memory); a module moved to the GPU in a
@@ -43,8 +43,6 @@ constructor stays on ``meta``. A build that allocated any real parameter is an e
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
 import json
 import re
 import sys
@@ -54,10 +52,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
+import oracle
+from oracle.models import device_tensors_on_meta, on_gpu
+from startup_fact_grid import new_answer, record_answers, weight_configs
 
-from startup_fact_grid import new_answer, record_answers, weight_configs  # noqa: E402
+REPO = oracle.REPO
 
 WIDE_TP = frozenset({"meta-llama--Llama-3.1-8B", "Qwen--Qwen3-30B-A3B",
                      "deepseek-ai--DeepSeek-R1", "nvidia--Nemotron-H-56B-Base-8K",
@@ -112,13 +111,12 @@ def _module_moves_on_meta() -> Iterator[None]:
     """``module.to(device=<the GPU>)`` in a constructor (Kimi-K2.5's vision tower) keeps
     the module on ``meta``."""
     import torch
-    from vllm_model_reference import _on_gpu
 
     saved = torch.nn.Module.to
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         device = kwargs.get("device", args[0] if args else None)
-        if device is not None and _on_gpu(device):
+        if device is not None and on_gpu(device):
             kwargs.pop("device", None)
             args = tuple(a for a in args if a is not device)
             return saved(self, *args, **kwargs) if (args or kwargs) else self
@@ -181,7 +179,7 @@ def _build(target: Path, tp: int) -> dict[str, Any]:
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.utils.torch_utils import set_default_torch_dtype
-    from vllm_model_reference import _device_tensors_on_meta, _max_len
+    from vllm_model_reference import _max_len
 
     out: dict[str, Any] = {}
     stage = "EngineArgs.create_engine_config"
@@ -202,7 +200,7 @@ def _build(target: Path, tp: int) -> dict[str, Any]:
             set_default_torch_dtype(model_config.dtype),
             _tensor_parallel(tp),
             torch.device("meta"),
-            _device_tensors_on_meta(),
+            device_tensors_on_meta(),
             _module_moves_on_meta(),
         ):
             model = model_cls(vllm_config=vllm_config, prefix="")
@@ -225,7 +223,6 @@ def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.utils.torch_utils import set_default_torch_dtype
-    from vllm_model_reference import _device_tensors_on_meta
 
     target, out = new_answer(row, workdir, vllm.__version__)
     stage = "EngineArgs.create_engine_config"
@@ -246,7 +243,7 @@ def answer(row: dict[str, Any], workdir: Path) -> dict[str, Any]:
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),
             torch.device("meta"),
-            _device_tensors_on_meta(),
+            device_tensors_on_meta(),
         ):
             model = model_cls(vllm_config=vllm_config, prefix="")
         out["parameters"] = [[name, list(param.shape), str(param.dtype).removeprefix("torch.")]
@@ -293,30 +290,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None,
                         help="ids to record again; the other answers in --out are kept (--real)")
     args = parser.parse_args(argv)
-    import vllm_model_reference
-
     # transformers has no config class for these (remote code): the stand-in keeps every
     # key; the layers are still vLLM's (sliding_window, which MiMo's remote class
     # rewrites, changes no weight)
-    vllm_model_reference._STAND_IN_MODEL_TYPES |= _WEIGHT_STAND_INS
-    vllm_model_reference._bootstrap()
+    oracle.start_models(_WEIGHT_STAND_INS)
     if args.real:
         rows = real_weight_configs()
         if args.only is None or not args.out.is_file():
             record_answers(args.out, rows, real_answer, _summary)
             return 0
-        with gzip.open(args.out, "rt", encoding="utf-8") as handle:
-            kept = {a["id"]: a for a in map(json.loads, handle) if a["id"] not in args.only}
+        kept = {a["id"]: a for a in oracle.read_jsonl(args.out) if a["id"] not in args.only}
         fresh = {a["id"]: a for a in record_answers(
             args.out, [r for r in rows if r["id"] in args.only], real_answer, _summary)}
-        with contextlib.ExitStack() as stack:
-            raw = stack.enter_context(args.out.open("wb"))
-            gz = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
-            for row in rows:
-                result = fresh.get(row["id"]) or kept.get(row["id"])
-                if result is not None:
-                    gz.write((json.dumps(result, separators=(",", ":"), sort_keys=True)
-                              + "\n").encode())
+        merged = (fresh.get(row["id"]) or kept.get(row["id"]) for row in rows)
+        oracle.write_jsonl_gz(args.out, [result for result in merged if result is not None])
     else:
         record_answers(args.out, weight_configs(), answer, _summary)
     return 0

@@ -26,26 +26,17 @@ import argparse
 import ast
 import inspect
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from runtime_facts_oracle import (
-    DEFAULT_BLOCK_SIZE,
-    ORACLE_DIR,
-    _builder_facts,
-    _error,
-    _jsonable_block_size,
-)
+import oracle
+from runtime_facts_oracle import DEFAULT_BLOCK_SIZE, _builder_facts, _error, _jsonable_block_size
 
 CAPABILITY = "9.0"
 """The wired backends' class facts do not depend on the device except where a builder
 asks (the indexer's CUDA-graph support on SM100): asked on Hopper."""
-GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "oracle"
 MAMBA_MEMBERS = {"mamba1": "MAMBA1", "mamba2": "MAMBA2", "gdn": "GDN_ATTN", "short_conv": "SHORT_CONV"}
 """``wired_for`` -> the ``MambaAttentionBackendEnum`` member the layer's mamba type picks."""
 INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"
@@ -85,13 +76,9 @@ def _backend_facts(backend: Any, base_builder: Any, vllm_config: Any) -> dict[st
     return entry
 
 
-def ask(oracle_dir: str) -> dict[str, Any]:
+def ask(oracle_dir: str | None = None) -> dict[str, Any]:
     """vLLM's answers for every wired backend (call in a fresh process)."""
-    sys.path.insert(0, oracle_dir)
-    import oracle
-
-    major, minor = (int(p) for p in CAPABILITY.split("."))
-    vllm_oracle = oracle.Oracle(initial_capability=(major, minor), kv_cache=False)
+    vllm_oracle = oracle.engine(CAPABILITY, oracle_dir=oracle_dir)
     from vllm.utils.import_utils import resolve_obj_by_qualname
     from vllm.v1.attention.backend import AttentionMetadataBuilder
     from vllm.v1.attention.backends.registry import MambaAttentionBackendEnum
@@ -127,23 +114,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("ask", help="one engine (run with the oracle's interpreter)")
-    one.add_argument("--oracle-dir", default=ORACLE_DIR)
+    one.add_argument("--oracle-dir", help="the oracle folder (default: $ORACLE_DIR, ../shared/oracle)")
+    one.add_argument("-o", "--out", help="write the answer here (default: print it)")
     every = sub.add_parser("all", help="every oracle venv, one fresh process each")
     every.add_argument("--venvs", default="/work/venvs", help="holds oracle-<version>/")
-    every.add_argument("--oracle-dir", default=ORACLE_DIR)
+    every.add_argument("--oracle-dir", help="the oracle folder (default: $ORACLE_DIR, ../shared/oracle)")
     args = parser.parse_args(argv)
     if args.command == "ask":
-        sys.stdout.write(json.dumps(ask(args.oracle_dir)) + "\n")
+        answer = ask(args.oracle_dir)
+        if args.out:
+            oracle.write_json(args.out, answer)
+        else:
+            sys.stdout.write(json.dumps(answer) + "\n")
         return 0
+    where = str(oracle.oracle_dir(args.oracle_dir))
     for venv in sorted(Path(args.venvs).glob("oracle-*")):
-        python = venv / "bin" / "python"
-        done = subprocess.run([str(python), __file__, "ask", "--oracle-dir", args.oracle_dir],
-                              capture_output=True, text=True, check=False, timeout=900)
-        if done.returncode != 0:
-            raise SystemExit(f"{venv.name}: exit {done.returncode}\n{done.stderr[-2000:]}")
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
-        target = GOLDEN / f"vllm-{answer['vllm_version']}" / "wired_backends.json"
-        target.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        try:
+            answer = oracle.run_fresh(__file__, "ask", {"oracle_dir": where},
+                                      python=venv / "bin" / "python")
+        except oracle.FreshProcessError as exc:
+            raise SystemExit(f"{venv.name}: {exc}") from exc
+        target = oracle.golden(answer["vllm_version"], "wired_backends.json")
+        oracle.write_json(target, answer)
         print(f"{venv.name}: {target}", file=sys.stderr)
     return 0
 

@@ -64,7 +64,7 @@ def test_the_list_is_the_step_table() -> None:
     for step in record_release.STEPS:
         assert (ROOT / "tools" / step.tool).is_file(), step.tool
         assert step.interpreter in ("oracle", "project"), step.name
-        assert step.stdout in (None, "json", "json.gz"), step.name
+        assert not hasattr(step, "stdout"), "a recorder writes its own files (tools/oracle/)"
 
 
 def test_a_new_release_gets_every_answer_the_newest_has() -> None:

@@ -1,0 +1,383 @@
+"""Start vLLM so that it can build model classes on the CPU (no GPU, no weights).
+
+``start_models()`` is ``oracle.start`` (the instrument's CUDA emulation at capability 9.0)
+plus the CPU-only necessities of building a model class under ``torch.device("meta")``;
+every model-building recorder (tools/vllm_model_reference.py, weights_oracle.py,
+pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with it:
+
+* ``torch.ops._C`` (and the other extension namespaces) answer capability queries whose
+  names contain ``support`` with ``False`` during import, and, after import, any missing
+  op with an inert stub (model constructors keep references to kernels such as
+  ``silu_and_mul`` but never call them here);
+* ``triton.Config`` (when vLLM's Triton placeholder is in use) keeps its arguments,
+  because kernel modules filter their autotune configs on import;
+* ``torchvision._meta_registrations`` is an empty module (torchvision's compiled ops
+  cannot load against a CPU torch; multimodal model modules only need its transforms);
+* ``ORACLE_EXTRA_PATH`` adds folders of pure-Python packages some model modules import
+  and the oracle venv lacks (``compressed-tensors``, ``loguru``, ``torchvision``,
+  installed there with ``pip install --no-deps --target``);
+* ``sparse_attn_indexer.has_deep_gemm`` answers True (the DeepSeek-V3.2 indexer refuses
+  to be built without the DeepGEMM library, which a GPU deployment has; it changes no
+  cache shape);
+* ``current_platform.log_warnings`` is silent (it asks NVML about the GPUs);
+* ``registry._run_in_subprocess`` runs in this process (the subprocess would lack these
+  patches);
+* ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on the GPU
+  explicitly (a factory's ``device=``, ``nn.Module.to(device)``) go to ``meta``
+  (``device_tensors_on_meta``); torch's ``_device_constructors`` cache is filled before
+  those wrappers are installed, so ``torch.device("meta")`` still routes every parameter
+  to ``meta`` (no weight memory);
+* kernel modules only a JIT warm-up imports at construction time are inert
+  (``INERT_MODULES``), and so are optional packages the venv lacks that an import on the
+  way to the KV-cache planning touches (``_OPTIONAL_MODULES``: llguidance and xgrammar for
+  0.25.1's structured-output classes) and the CuTe DSL kernel modules of vLLM's model
+  packages when the CUTLASS DSL is absent (``_CUTE_DSL_KERNELS``: 0.30.0's DeepSeek-V4);
+* remote config classes (``STAND_IN_MODEL_TYPES``) are replaced by a stand-in that keeps
+  every key (``register_remote_configs``);
+* a one-process gloo "distributed" group of world size 1 (port 29533, or
+  ``ORACLE_DIST_PORT`` when several oracles run at once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import types
+from collections.abc import Iterable
+from typing import Any
+
+from .locate import extra_paths
+from .start import start
+
+__all__ = ["INERT_MODULES", "MODEL_CAPABILITY", "STAND_IN_MODEL_TYPES", "device_tensors_on_meta",
+           "on_gpu", "register_remote_configs", "start_models"]
+
+MODEL_CAPABILITY = (9, 0)
+"""The capability models are built at (the layer layout does not depend on it)."""
+
+_STATE: dict[str, Any] = {"permissive": False, "started": False, "stand_ins": frozenset()}
+"""``permissive``: after vLLM's import-time capability queries, any missing op is an inert
+stub; ``started``: ``start_models`` ran; ``stand_ins``: its extra stand-in model types."""
+
+
+class _InertOp:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, item: str) -> _InertOp:
+        return _InertOp(f"{self._name}.{item}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+        return False
+
+
+class _OpNamespace:
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return getattr(self._real, item)
+        except AttributeError:
+            if _STATE["permissive"] or "support" in item:
+                return _InertOp(item)
+            raise
+
+
+class _NoStream:
+    """``torch.cuda.Stream`` / ``Event`` on a CPU: MoE layers create an
+    auxiliary stream in their constructor and never use it here."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, item: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+class _TritonConfig:
+    """Stands in for ``triton.Config`` when Triton cannot load (no GPU): kernel
+    modules inspect their autotune configs at import time."""
+
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 2,
+                 **extra: Any) -> None:
+        self.kwargs = kwargs
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+
+
+_FACTORIES = ("empty", "zeros", "ones", "full", "arange", "tensor", "empty_strided",
+              "randn", "rand", "randint", "zeros_like", "empty_like", "ones_like")
+
+
+def on_gpu(device: Any) -> bool:
+    if isinstance(device, int) and not isinstance(device, bool):
+        return True
+    return str(device).startswith("cuda")
+
+
+@contextlib.contextmanager
+def device_tensors_on_meta() -> Any:
+    """During model construction: tensors a constructor places on the GPU
+    explicitly (``device=current_platform.current_device()``, a CUDA index) are
+    created on ``meta`` like every other parameter, and the current device is 0."""
+    import torch
+    import torch.utils._device as device_mode
+
+    # ``torch.device("meta")`` routes the constructors it cached on first use; filled
+    # here, that cache holds torch's own functions (which the wrappers call), not the
+    # wrappers, so every parameter still lands on ``meta``.
+    device_mode._device_constructors()
+    saved = {name: getattr(torch, name) for name in _FACTORIES}
+    saved_current = torch.cuda.current_device
+    saved_to = torch.nn.Module.to
+
+    def wrap(fn: Any) -> Any:
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            if on_gpu(kwargs.get("device")):
+                kwargs["device"] = "meta"
+            return fn(*args, **kwargs)
+
+        return inner
+
+    def module_to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # a tower moved to the GPU explicitly (Kimi-K2.5's vision tower) stays on meta
+        if on_gpu(kwargs.get("device")):
+            kwargs["device"] = "meta"
+        if args and not isinstance(args[0], torch.dtype | torch.Tensor) and on_gpu(args[0]):
+            args = ("meta", *args[1:])
+        return saved_to(self, *args, **kwargs)
+
+    try:
+        for name, fn in saved.items():
+            setattr(torch, name, wrap(fn))
+        torch.cuda.current_device = lambda: 0
+        torch.nn.Module.to = module_to  # type: ignore[method-assign]
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch, name, fn)
+        torch.cuda.current_device = saved_current
+        torch.nn.Module.to = saved_to  # type: ignore[method-assign]
+
+
+class _AttrDict(dict):  # type: ignore[type-arg]
+    """A JSON-serialisable dict whose keys also read as attributes."""
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return self[item]
+        except KeyError:
+            raise AttributeError(item) from None
+
+
+def _attr(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _AttrDict({k: _attr(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_attr(v) for v in value]
+    return value
+
+
+def register_remote_configs() -> None:
+    """DeciLM (Nemotron NAS) and MiniCPM3 ship their config class as
+    remote code, which an offline harness cannot fetch. A stand-in config class
+    keeps every key and gives ``block_configs`` the attribute access vLLM's
+    ``nemotron_nas.py`` uses (``block_config.attention.n_heads_in_group``);
+    every layer decision is still vLLM's. The config's ``auto_map`` is removed
+    so transformers uses it."""
+    from transformers import AutoConfig, PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    for model_type in sorted(STAND_IN_MODEL_TYPES | _STATE["stand_ins"]):
+        if model_type in CONFIG_MAPPING:
+            continue  # transformers has the class itself: only auto_map is dropped
+
+        class StandInConfig(PretrainedConfig):  # type: ignore[misc]
+            def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
+                for key, value in kwargs.items():  # before the base class reads them
+                    self.__dict__[key] = value
+                super().__init__(**kwargs)
+                for key, value in kwargs.items():
+                    self.__dict__.setdefault(key, value)
+                if block_configs is not None:
+                    self.block_configs = _attr(block_configs)
+
+        StandInConfig.model_type = model_type
+        StandInConfig.__name__ = f"StandInConfig_{model_type}"
+        AutoConfig.register(model_type, StandInConfig)
+
+
+STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen"})
+"""Model types whose config class is remote code: DeciLM (Nemotron NAS),
+MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
+(v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
+stand-in keeps every key of the config.json as an attribute. MiMo is not
+stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``."""
+
+
+class _InertModule(types.ModuleType):
+    """A kernel module whose every attribute is an inert stub."""
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return _InertOp(item)
+
+
+INERT_MODULES = ("vllm.model_executor.kernels.mhc.tilelang_kernels", "flashinfer.comm")
+"""Kernel modules that model construction imports but never calls here, and that cannot
+load on a CPU: DeepSeek-V4's mHC TileLang kernels (only the JIT warm-up imports them,
+``kernel_config.enable_jit_warmup``; TileLang has no CPU build) and FlashInfer's
+communication kernels (the all-reduce fusion pass imports them; they need libcudart:
+the oracle venvs of releases that install FlashInfer). Neither decides a cache shape."""
+
+
+class _AbsentValue:
+    """Any attribute of an absent optional package: a decorator that leaves nothing
+    callable behind, a type usable in annotations (``X | None``, ``X[...]``) and as a
+    base class; never called for a result here."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, item: str) -> _AbsentValue:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return _AbsentValue(f"{self._name}.{item}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _AbsentValue:
+        return self
+
+    def __or__(self, other: Any) -> _AbsentValue:
+        return self
+
+    __ror__ = __or__
+
+    def __getitem__(self, item: Any) -> _AbsentValue:
+        return self
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (object,)
+
+
+class _AbsentModule(types.ModuleType):
+    """An optional package the venv lacks (and each of its submodules): every attribute
+    is an :class:`_AbsentValue`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []  # a package: its submodules import too
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return _AbsentValue(f"{self.__name__}.{item}")
+
+
+class _AbsentFinder:
+    """Imports a submodule of an absent optional package (or a module ``pattern``
+    matches) as an :class:`_AbsentModule`."""
+
+    def __init__(self, roots: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> None:
+        self._roots = roots
+        self._pattern = pattern
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.machinery
+
+        if name.split(".", 1)[0] not in self._roots and not (
+                self._pattern is not None and self._pattern.match(name)):
+            return None
+        return importlib.machinery.ModuleSpec(name, self)  # type: ignore[arg-type]
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return _AbsentModule(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+_OPTIONAL_MODULES = ("llguidance", "xgrammar")
+"""Optional packages a release imports on the way to the KV-cache planning and that its
+oracle venv lacks: inert when absent. vLLM 0.25.1's ``kv_cache_utils`` imports
+``v1.request``, whose structured-output grammar class annotates a field with
+``llguidance.LLMatcher`` and ``xgrammar`` types (evaluated at class creation); no grammar
+is built here."""
+
+_CUTE_DSL_KERNELS = re.compile(r"^vllm\.models\.[a-z0-9_]+\.nvidia\.ops\.[a-z0-9_]+_cutedsl$")
+"""Kernel modules of vLLM's own model packages written in the CuTe DSL: 0.30.0's
+DeepSeek-V4 attention and compressor import them in their constructors (the kernel
+objects are built, never launched here). They import the CUTLASS DSL and CUDA Python
+bindings, GPU-only wheels the oracle venvs lack, so when ``cutlass`` is absent they are
+inert (:class:`_AbsentModule`); ``cutlass`` itself stays absent, so that no capability
+probe of vLLM's finds it."""
+
+
+def start_models(stand_ins: Iterable[str] = ()) -> None:
+    """vLLM started for model builds (idempotent); ``stand_ins``: more remote-code model
+    types to give the stand-in config class (``STAND_IN_MODEL_TYPES`` always)."""
+    if _STATE["started"]:
+        return
+    _STATE["stand_ins"] = frozenset(stand_ins)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    for extra in extra_paths():  # after the oracle folder, which start() puts first
+        sys.path.append(extra)
+    # torchvision's compiled ops do not load against a CPU torch; its fake-op
+    # registrations (needed only to trace detection ops) are skipped, the image
+    # transforms that multimodal model modules import still work.
+    sys.modules["torchvision._meta_registrations"] = types.ModuleType(
+        "torchvision._meta_registrations"
+    )
+    start(MODEL_CAPABILITY)
+    import torch
+
+    for module in INERT_MODULES:
+        sys.modules[module] = _InertModule(module)
+    import importlib.util
+
+    absent = tuple(m for m in _OPTIONAL_MODULES if importlib.util.find_spec(m) is None)
+    if absent:
+        sys.meta_path.append(_AbsentFinder(absent))
+    if importlib.util.find_spec("cutlass") is None:
+        sys.meta_path.insert(0, _AbsentFinder((), _CUTE_DSL_KERNELS))
+
+    for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C"):
+        setattr(torch.ops, name, _OpNamespace(getattr(torch.ops, name)))
+    import vllm._custom_ops  # noqa: F401  (import-time capability queries)
+    from vllm.triton_utils import importing, triton
+
+    if isinstance(triton, importing.TritonPlaceholder):
+        triton.Config = _TritonConfig
+
+    _STATE["permissive"] = True
+    from vllm.model_executor.models import registry
+
+    registry._run_in_subprocess = lambda fn: fn()
+    from vllm.platforms import current_platform
+
+    type(current_platform).log_warnings = classmethod(lambda cls: None)  # type: ignore[method-assign]
+    from vllm.model_executor.layers import sparse_attn_indexer
+
+    sparse_attn_indexer.has_deep_gemm = lambda: True
+    torch.cuda.Stream = _NoStream  # type: ignore[misc]
+    torch.cuda.Event = _NoStream  # type: ignore[misc]
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+    init_distributed_environment(
+        world_size=1,
+        rank=0,
+        local_rank=0,
+        distributed_init_method=f"tcp://127.0.0.1:{os.environ.get('ORACLE_DIST_PORT', '29533')}",
+        backend="gloo",
+    )
+    with set_current_vllm_config(VllmConfig()):
+        initialize_model_parallel(1, 1)
+    register_remote_configs()
+    _STATE["started"] = True
+
+
