@@ -18,6 +18,7 @@ torch is imported by the caller and passed in.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from selector.smoke.environment import INSTALL_HINT, package_version
 from selector.smoke.plan import SmokePlan
 
 __all__ = ["KERNELS_DIR_VARIABLE", "Provider", "ProviderChoice", "choose_provider",
-           "materialize"]
+           "cross_check_provider", "materialize"]
 
 Torch: TypeAlias = Any
 KERNELS_DIR_VARIABLE = "VLLM_KERNELS_DIR"
@@ -200,6 +201,30 @@ def _load(spec: ProviderSpec, torch: Torch) -> Provider:
     return Provider(spec, f"{spec.namespace} ({versions}, {path})", entries)
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _requirements_missing(spec: ProviderSpec, backend: str) -> list[str]:
+    return [name for name in spec.requires.get(backend, []) if not _importable(name)]
+
+
+def cross_check_provider(plan: SmokePlan, primary: ProviderSpec) -> ProviderSpec | None:
+    """vLLM's backend classes to run beside ``primary`` for ``plan`` (the contract's
+    ``cross_checks``), when vLLM and the modules they need are importable here."""
+    if primary.kind == "backend_classes":
+        return None
+    for spec in load_contract(plan.engine).providers:
+        if spec.kind == "backend_classes" and plan.backend in spec.cross_checks and \
+                spec.module and _importable(spec.module) and \
+                not _requirements_missing(spec, plan.backend):
+            return spec
+    return None
+
+
 def _unsupported(spec: ProviderSpec, calls: list[ResolvedCall]) -> list[str]:
     problems = []
     for call in calls:
@@ -224,6 +249,10 @@ def choose_provider(plan: SmokePlan, torch: Torch, *, strict: bool = False) -> P
     calls = resolve_calls(plan)
     skipped: list[str] = []
     for spec in exact + ([] if strict else others):
+        missing = _requirements_missing(spec, plan.backend)
+        if missing:
+            skipped.append(f"{spec.id}: needs {', '.join(missing)}")
+            continue
         refused = _unsupported(spec, calls)
         if refused:
             skipped.append(f"{spec.id}: cannot take {', '.join(refused)}")

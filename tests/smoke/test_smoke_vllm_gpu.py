@@ -141,3 +141,22 @@ def test_vllm_classes_and_the_contract_path_agree_on_one_plan(vllm_version: str)
     assert by_name[contract.name].provider != PROVIDER
     parity = [c for c in by_name[classes.name].checks if c.name.startswith("parity vs")]
     assert parity and all(c.passed for c in parity), by_name[classes.name].checks
+
+
+def test_flash_attn_plans_run_through_vllms_flash_attention_backend_too(vllm_version: str
+                                                                          ) -> None:
+    """A FLASH_ATTN plan runs on its contract provider (vLLM's FA3 kernel) and, with vLLM's
+    FA3 extension importable, the same layers and data through FlashAttentionBackend's
+    builder and impl: both against the reference and against each other."""
+    from selector.cli.smoke import _deployment_plans
+
+    plans = _deployment_plans(FIXTURES.parent / "smoke" / "gpt-oss-20b-h200.yaml", True)
+    plans = [p.model_copy(update={"engine": f"vllm=={vllm_version}"}) for p in plans
+             if p.backend == "FLASH_ATTN"]
+    assert plans and any(p.has_sinks and p.sliding_window for p in plans)
+    report = run(plans, SmokeOptions(measure=False, layers=2))
+    for group in report.groups:
+        assert group.provider != PROVIDER
+        assert any("FlashAttentionBackend" in other for other in group.cross_checks), group.notes
+        via = [c for c in group.checks if "via vLLM" in c.name]
+        assert len(via) == 4 and all(c.passed for c in via), via
