@@ -329,6 +329,10 @@ class VllmBackendStep:
             keys, values = keys[order], values[order]
         self._new_tokens[id(cache.storage)] = (keys.contiguous(), values.contiguous())
 
+    def staged(self, cache: PagedKvCache) -> tuple[Tensor, Tensor]:
+        """The K/V rows staged for ``cache`` (the tensors handed to vLLM's cache update)."""
+        return self._new_tokens[id(cache.storage)]
+
     def _layer(self, cache: PagedKvCache, sinks: Tensor | None) -> Any:
         layer = self._layer_of.get(id(cache.storage))
         if layer is None:
@@ -380,6 +384,30 @@ class VllmBackendStep:
         result = layer.impl.forward(layer, query, keys, values, cache.storage,
                                     self.attn_metadata, output=output)
         return output if result is None else result
+
+    def load_batch(self, batch: BatchSpec) -> None:
+        """Copy ``batch``'s metadata into the tensors the builder's metadata holds (in place,
+        as vLLM's runner refills its persistent buffers before a graph replay): the same
+        request and token counts, rows padded to the block table's width."""
+        torch, common = self.torch, self.common
+        fresh = build_common_metadata(batch)
+        width = int(common.block_table_tensor.shape[1])
+        if fresh.num_reqs != common.num_reqs or fresh.num_actual_tokens != common.num_actual_tokens \
+                or max(len(row) for row in fresh.block_table) > width:
+            raise ValueError("a graph replay's batch must match the captured one's shape")
+        rows = [row + [0] * (width - len(row)) for row in fresh.block_table]
+        common.block_table_tensor.copy_(torch.tensor(rows, dtype=torch.int32))
+        common.seq_lens.copy_(torch.tensor(fresh.seq_lens, dtype=torch.int32))
+        common.query_start_loc.copy_(torch.tensor(fresh.query_start_loc, dtype=torch.int32))
+        common.slot_mapping.copy_(torch.tensor(fresh.slot_mapping, dtype=torch.long))
+        self.batch = batch
+        self.metadata = build_flash_attn_metadata(batch)
+
+    def graph_buffers(self) -> dict[str, Tensor | None]:
+        """The tensors a captured graph reads (their addresses must not change)."""
+        common = self.common
+        return {"query_start_loc": common.query_start_loc, "seq_lens": common.seq_lens,
+                "block_table": common.block_table_tensor, "slot_mapping": common.slot_mapping}
 
     # -- what the runner checks ----------------------------------------------------------
     def device_metadata(self) -> FlashAttentionMetadata:

@@ -402,14 +402,14 @@ class _GroupRun:
     def check_graph(self) -> None:
         if not self.plan.uses_full_graph or self.plan.is_mla:
             return
+        choice = self.libraries.providers[self.plan.name]
+        vllm = None
         if isinstance(self.step, VllmBackendStep):
-            self.report.notes.append(f"{self.plan.cudagraph_mode}: the decode graph replay is "
-                                     "not run through vLLM's backend classes yet")
-            return
+            assert self.libraries.vllm is not None
+            vllm = (self.libraries.vllm, choice.provider.spec)
         self.report.checks.extend(check_decode_graph(
-            self.torch, self.plan, self.options, self.device,
-            provider=self.libraries.providers[self.plan.name].provider,
-            flashinfer=self.libraries.flashinfer, progress=self.progress))
+            self.torch, self.plan, self.options, self.device, provider=choice.provider,
+            flashinfer=self.libraries.flashinfer, vllm=vllm, progress=self.progress))
 
     def measure(self, extra: TimedLaunch | None) -> None:
         if not self.options.measure or not self.guard("timing"):

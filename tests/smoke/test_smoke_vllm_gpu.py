@@ -70,6 +70,9 @@ def test_triton_attn_gemma3_window_through_vllms_backend_classes(vllm_version: s
     report = run(plans)
     through_vllm(report, vllm_version)
     assert "TritonAttentionBackend" in report.groups[0].implementation
+    for group in report.groups:  # FULL_AND_PIECEWISE: the decode path replayed from a graph
+        replays = [c for c in group.checks if c.name.startswith("graph replay")]
+        assert len(replays) == OPTIONS.graph_replays + 1, group.checks
 
 
 @pytest.mark.parametrize(("q_heads", "kv_heads", "head", "window", "soft_cap", "kv_dtype"), [
