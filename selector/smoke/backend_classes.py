@@ -387,8 +387,9 @@ class VllmBackendStep:
 
     def load_batch(self, batch: BatchSpec) -> None:
         """Copy ``batch``'s metadata into the tensors the builder's metadata holds (in place,
-        as vLLM's runner refills its persistent buffers before a graph replay): the same
-        request and token counts, rows padded to the block table's width."""
+        as vLLM's runner refills its persistent buffers before a graph replay: the same
+        request and token counts, rows padded to the block table's width; ``max_seq_len``
+        stays the captured batch's) and build the metadata again."""
         torch, common = self.torch, self.common
         fresh = build_common_metadata(batch)
         width = int(common.block_table_tensor.shape[1])
@@ -402,6 +403,10 @@ class VllmBackendStep:
         common.slot_mapping.copy_(torch.tensor(fresh.slot_mapping, dtype=torch.long))
         self.batch = batch
         self.metadata = build_flash_attn_metadata(batch)
+        with self.current_config():
+            # the builder refreshes what it keeps for a captured graph (FA3's ahead-of-time
+            # schedule is copied into its persistent buffer, flash_attn.py build)
+            self.attn_metadata = self.builder.build(0, common)
 
     def graph_buffers(self) -> dict[str, Tensor | None]:
         """The tensors a captured graph reads (their addresses must not change)."""
