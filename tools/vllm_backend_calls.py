@@ -23,6 +23,10 @@ reference check runs too):
 * FLASH_ATTN: ``reshape_and_cache_flash``, ``get_scheduler_metadata`` and
   ``flash_attn_varlen_func`` (vllm/v1/attention/backends/flash_attn.py).
 
+A CPU has no CUDA graphs: a full-graph plan's decode-graph check runs its launch eagerly
+at capture and at each replay (:func:`_eager_graphs`). Each plan of :data:`BUG_RUNS` runs
+again with each of its kernel bugs injected into the torch double (its status recorded).
+
 Each recorded call is written structurally: a tensor as its shape, dtype and (small
 integer or scale tensors) its values, a scalar as itself. tests/smoke/test_vllm_backend_calls.py
 compares the contract path's calls for the same plans with these records. Nothing here
@@ -69,6 +73,16 @@ PLANS: list[dict[str, Any]] = [
      "cudagraph_mode": "FULL_AND_PIECEWISE"},
 ]
 """The plans recorded (the engine is the interpreter's vLLM)."""
+
+BUG_RUNS: dict[str, list[str]] = {
+    "triton-softcap-sinks": ["ignore_window", "ignore_softcap", "ignore_sinks", "wrong_page",
+                             "drop_key"],
+    "triton-fp8": ["wrong_scale"],
+    "triton-mla": ["wrong_page", "drop_key"],
+    "fa3-sinks": ["ignore_sinks", "wrong_page"],
+}
+"""Kernel bugs (``tests/smoke/paged_torch.BUGS``) injected into the recorders' torch double
+for these plans: the smoke through vLLM's classes must FAIL on each."""
 
 SMALL = 8192
 """Integer tensors up to this many elements are recorded with their values."""
@@ -186,6 +200,7 @@ def install(torch: Any, recorder: Recorder) -> None:
             k_descale=k_scale, v_descale=v_scale)
         o.copy_(result.to(o.dtype))
 
+    _eager_graphs(torch)
     triton_attn.triton_reshape_and_cache_flash = triton_write
     triton_attn.unified_attention = unified_attention
     flash_attn.reshape_and_cache_flash = flash_write
@@ -197,7 +212,63 @@ def install(torch: Any, recorder: Recorder) -> None:
         triton.next_power_of_2 = lambda n: 1 << max(0, (int(n) - 1).bit_length())
 
 
+def _eager_graphs(torch: Any) -> None:
+    """A CPU has no CUDA graphs: capture runs the launch once, each replay runs it again
+    into the captured output (the decode-graph harness's loading and checks run as on a
+    GPU)."""
+    import contextlib
+
+    from selector.smoke import graphs
+
+    harness_cls = graphs._VllmClassesHarness
+    if getattr(harness_cls, "_eager", False):
+        return
+    launch, init = harness_cls.launch, harness_cls.__init__
+    current: list[Any] = []
+
+    def eager_launch(self: Any) -> Any:
+        output = launch(self)
+        if not hasattr(self, "_captured"):
+            self._captured = output
+        else:
+            self._captured.copy_(output)
+        return self._captured
+
+    def remember(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        current[:] = [self]
+
+    class EagerGraph:
+        def replay(self) -> None:
+            current[0].launch()
+
+    harness_cls.launch = eager_launch
+    harness_cls.__init__ = remember
+    harness_cls._eager = True
+    torch.cuda.CUDAGraph = EagerGraph
+    torch.cuda.graph = lambda graph: contextlib.nullcontext()
+    torch.cuda.synchronize = lambda: None
+
+
 def record(plan_data: dict[str, Any], version: str) -> dict[str, Any]:
+    """The plan's record, and its status with each of its :data:`BUG_RUNS` injected."""
+    from tests.smoke import paged_torch
+
+    result = _run(plan_data, version)
+    bugs = {}
+    for bug in BUG_RUNS.get(plan_data["name"], []):
+        paged_torch.BUGS.clear()
+        paged_torch.BUGS.add(bug)
+        try:
+            bugs[bug] = _run(plan_data, version)["status"]
+        finally:
+            paged_torch.BUGS.clear()
+    if bugs:
+        result["injected_bugs"] = bugs
+    return result
+
+
+def _run(plan_data: dict[str, Any], version: str) -> dict[str, Any]:
     import torch
 
     from selector.smoke.contract import load_contract
@@ -238,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"HARNESS FAILURE {plan['name']}: {result['status']} "
                   f"{[c for c in result['checks'] if not c['passed']]}", file=sys.stderr)
             return 1
-        print(f"{result['status']:5} {plan['name']}: {sorted(result['calls'])}", file=sys.stderr)
+        print(f"{result['status']:5} {plan['name']}: {sorted(result['calls'])} "
+              f"{result.get('injected_bugs', '')}", file=sys.stderr)
         records.append(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"vllm_version": version, "seed": SEED, "layers": LAYERS,

@@ -222,3 +222,23 @@ def test_triton_mla_gets_the_plan_and_the_batch(item: tuple[str, dict[str, Any],
     assert call["page_size"] == plan.kernel_block_size
     assert call["sm_scale"] == pytest.approx(plan.scale)
     assert call["is_mla"] is True
+
+
+def test_a_kernel_bug_fails_the_smoke_through_vllms_classes() -> None:
+    """The recorded runs with a bug injected into the kernel double (ignored window,
+    soft-cap or sinks, a wrong page, a dropped key, a wrong scale) each FAILED."""
+    injected = {(name, record["plan"]["name"], bug): status
+                for name, record, _ in FA + TRITON + MLA
+                for bug, status in record.get("injected_bugs", {}).items()}
+    assert {bug for _, _, bug in injected} == {"ignore_window", "ignore_softcap", "ignore_sinks",
+                                               "wrong_page", "drop_key", "wrong_scale"}
+    assert set(injected.values()) == {"FAIL"}, injected
+
+
+def test_full_graph_plans_replayed_the_decode_path_through_vllms_classes() -> None:
+    for _, record, _ in FA + TRITON:
+        replays = [c for c in record["checks"] if c["name"].startswith("graph replay")]
+        full = record["plan"]["cudagraph_mode"] in ("FULL", "FULL_DECODE_ONLY",
+                                                     "FULL_AND_PIECEWISE")
+        assert bool(replays) == full, (record["plan"]["name"], record["checks"])
+        assert all(c["passed"] for c in replays)
