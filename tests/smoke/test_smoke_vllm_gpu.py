@@ -9,6 +9,7 @@ without vLLM they skip too, and with ``--gpu-required`` both are failures.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from selector.errors import CannotRunHereError
 from selector.smoke import SmokeOptions, SmokePlan, SmokeReport, run_smoke
 from selector.smoke.contract import load_contract
-from selector.smoke.providers import ProviderChoice, _load, choose_provider
+from selector.smoke.providers import ProviderChoice, _load, choose_provider, cross_check_provider
 from selector.smoke.runner import cuda_machine
 
 pytestmark = pytest.mark.gpu
@@ -35,9 +36,7 @@ def vllm_version(request: pytest.FixtureRequest) -> str:
         if request.config.getoption("--gpu-required"):
             pytest.fail(f"--gpu-required: {message}")
         pytest.skip(message)
-    from importlib.metadata import version
-
-    return version("vllm")
+    return str(importlib.import_module("vllm").__version__)
 
 
 def deployment(name: str) -> list[SmokePlan]:
@@ -160,6 +159,9 @@ def test_flash_attn_plans_run_through_vllms_flash_attention_backend_too(vllm_ver
     report = run(plans, SmokeOptions(measure=False, layers=2))
     for group in report.groups:
         assert group.provider != PROVIDER
-        assert any("FlashAttentionBackend" in other for other in group.cross_checks), group.notes
+        assert any("FlashAttentionBackend" in other for other in group.cross_checks), (
+            "vLLM's FA3 extension (vllm.vllm_flash_attn._vllm_fa3_C) importable: "
+            f"{cross_check_provider(group.plan, load_contract(group.plan.engine).providers[1])}",
+            group.notes)
         via = [c for c in group.checks if "via vLLM" in c.name]
         assert len(via) == 4 and all(c.passed for c in via), via
