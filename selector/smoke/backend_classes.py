@@ -75,7 +75,13 @@ class VllmRuntime:
     """``vllm.model_executor.layers.attention.attention`` (``Attention``)."""
     mla_layer: Any
     """``vllm.model_executor.layers.attention.mla_attention`` (``MLAAttention``)."""
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="attn-select-vllm-")))
+    scratch: tempfile.TemporaryDirectory[str] = field(
+        default_factory=lambda: tempfile.TemporaryDirectory(prefix="attn-select-vllm-"))
+    """Where the stand-in models' ``config.json`` files are written (removed with it)."""
+
+    @property
+    def workdir(self) -> Path:
+        return Path(self.scratch.name)
 
     def backend_class(self, name: str) -> Any:
         enum = self.registry.AttentionBackendEnum
