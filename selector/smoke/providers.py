@@ -37,8 +37,15 @@ from selector.smoke.contract import (
 from selector.smoke.environment import INSTALL_HINT, package_version
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["KERNELS_DIR_VARIABLE", "Provider", "ProviderChoice", "choose_provider",
-           "cross_check_provider", "materialize"]
+__all__ = [
+    "KERNELS_DIR_VARIABLE",
+    "Provider",
+    "ProviderChoice",
+    "backend_class_problem",
+    "choose_provider",
+    "cross_check_provider",
+    "materialize",
+]
 
 Torch: TypeAlias = Any
 KERNELS_DIR_VARIABLE = "VLLM_KERNELS_DIR"
@@ -171,10 +178,30 @@ def _op_entry(spec: ProviderSpec, entry_point: str, op: Any, torch: Torch
     return call
 
 
-def _load(spec: ProviderSpec, torch: Torch) -> Provider:
+def backend_class_problem(backend: str) -> str | None:
+    """Why the installed vLLM's class of ``backend`` cannot run through the smoke's
+    backend-classes step (None: it can)."""
+    vllm = importlib.import_module("vllm")
+    registry = importlib.import_module("vllm.v1.attention.backends.registry")
+    enum = registry.AttentionBackendEnum
+    if backend not in enum.__members__:
+        return f"vLLM {vllm.__version__} has no attention backend {backend}"
+    cls = enum[backend].get_class()
+    if not hasattr(cls, "get_kv_cache_shape"):
+        return (f"vLLM {vllm.__version__}'s {cls.__name__} has no get_kv_cache_shape (from "
+                "0.29.0 the runner views one flat buffer per layer, "
+                "vllm/v1/kv_cache_interface.py create_kv_cache_views), which the smoke does "
+                "not build; it runs the backend classes of vLLM 0.25.1-0.28.0")
+    return None
+
+
+def _load(spec: ProviderSpec, torch: Torch, backend: str | None = None) -> Provider:
     if spec.kind == "backend_classes":
         assert spec.module is not None
         module = importlib.import_module(spec.module)
+        problem = backend_class_problem(backend) if backend else None
+        if problem:
+            raise CannotRunHereError(problem)
         return Provider(spec, f"vLLM {module.__version__} backend classes", {})
     if spec.kind == "module":
         assert spec.module is not None
@@ -221,6 +248,11 @@ def cross_check_provider(plan: SmokePlan, primary: ProviderSpec) -> ProviderSpec
         if spec.kind == "backend_classes" and plan.backend in spec.cross_checks and \
                 spec.module and _importable(spec.module) and \
                 not _requirements_missing(spec, plan.backend):
+            try:
+                if backend_class_problem(plan.backend):
+                    return None
+            except ImportError:
+                return None
             return spec
     return None
 
@@ -262,7 +294,7 @@ def choose_provider(plan: SmokePlan, torch: Torch, *, strict: bool = False) -> P
                            f"{spec.min_block_multiple}")
             continue
         try:
-            provider = _load(spec, torch)
+            provider = _load(spec, torch, plan.backend)
         except Exception as error:  # a broken install raises more than ImportError
             skipped.append(f"{spec.id}: {type(error).__name__}: {error}".splitlines()[0][:200])
             continue

@@ -64,6 +64,8 @@ def test_flash_attn_is_cross_checked_only_where_vllms_fa3_extension_imports(
     primary = contract.providers_for("FLASH_ATTN")[0]
     present: set[str] = set()
     monkeypatch.setattr(providers, "_importable", lambda name: name in present)
+    problems: dict[str, str] = {}
+    monkeypatch.setattr(providers, "backend_class_problem", problems.get)
     assert cross_check_provider(plan, primary) is None
     present.add("vllm")
     assert cross_check_provider(plan, primary) is None  # no FA3 extension
@@ -71,6 +73,8 @@ def test_flash_attn_is_cross_checked_only_where_vllms_fa3_extension_imports(
     spec = cross_check_provider(plan, primary)
     assert spec is not None and spec.id == "vllm.backend_classes"
     assert cross_check_provider(plan, spec) is None  # the classes never check themselves
+    problems["FLASH_ATTN"] = "vLLM 0.33.0's FlashAttentionBackend has no get_kv_cache_shape"
+    assert cross_check_provider(plan, primary) is None
     assert cross_check_provider(_plan("FLASHINFER", engine, head_size=128),
                                contract.providers_for("FLASHINFER")[0]) is None
 
@@ -87,3 +91,15 @@ def test_the_stand_in_models_carry_the_plans_geometry(engine: str) -> None:
     config = resolve_arguments(mla, spec.stand_in_model["mla"], "mla")
     assert (config["num_attention_heads"], config["kv_lora_rank"],
             config["qk_rope_head_dim"], config["model_type"]) == (16, 512, 64, "deepseek_v2")
+
+
+def test_a_vllm_whose_classes_the_smoke_cannot_drive_is_skipped_naming_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.29.0 and later: no get_kv_cache_shape; the provider is skipped (exit 4 when
+    no other can run the plan), never a failed check."""
+    why = "vLLM 0.33.0's TritonAttentionBackend has no get_kv_cache_shape"
+    monkeypatch.setattr(providers, "backend_class_problem", lambda backend: why)
+    monkeypatch.setattr(importlib, "import_module",
+                        lambda name, *a: type("vllm", (), {"__version__": "0.33.0"}))
+    with pytest.raises(CannotRunHereError, match="has no get_kv_cache_shape"):
+        choose_provider(_plan("TRITON_ATTN", "vllm==0.33.0"), torch)
