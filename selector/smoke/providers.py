@@ -195,13 +195,10 @@ def backend_class_problem(backend: str) -> str | None:
     return None
 
 
-def _load(spec: ProviderSpec, torch: Torch, backend: str | None = None) -> Provider:
+def _load(spec: ProviderSpec, torch: Torch) -> Provider:
     if spec.kind == "backend_classes":
         assert spec.module is not None
         module = importlib.import_module(spec.module)
-        problem = backend_class_problem(backend) if backend else None
-        if problem:
-            raise CannotRunHereError(problem)
         return Provider(spec, f"vLLM {module.__version__} backend classes", {})
     if spec.kind == "module":
         assert spec.module is not None
@@ -294,7 +291,11 @@ def choose_provider(plan: SmokePlan, torch: Torch, *, strict: bool = False) -> P
                            f"{spec.min_block_multiple}")
             continue
         try:
-            provider = _load(spec, torch, plan.backend)
+            problem = backend_class_problem(plan.backend) \
+                if spec.kind == "backend_classes" else None
+            if problem:
+                raise CannotRunHereError(problem)
+            provider = _load(spec, torch)
         except Exception as error:  # a broken install raises more than ImportError
             skipped.append(f"{spec.id}: {type(error).__name__}: {error}".splitlines()[0][:200])
             continue
