@@ -135,7 +135,9 @@ class VllmBackendStep:
         if not hasattr(self.backend, "get_kv_cache_shape"):
             raise CannotRunHereError(
                 f"vLLM {runtime.version}'s {self.backend.__name__} has no get_kv_cache_shape "
-                "(vLLM 0.29.0 and later): the smoke runs the backend classes of 0.25.1-0.28.0")
+                "(the release's runner views one flat buffer per layer, "
+                "vllm/v1/kv_cache_interface.py create_kv_cache_views): the smoke runs vLLM's "
+                "backend classes of the releases whose backends state their KV cache shape")
         self.notes: list[str] = []
         if plan.engine != f"vllm=={runtime.version}":
             self.notes.append(f"the plan is negotiated for {plan.engine}; the backend classes "

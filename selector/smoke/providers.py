@@ -188,10 +188,11 @@ def backend_class_problem(backend: str) -> str | None:
         return f"vLLM {vllm.__version__} has no attention backend {backend}"
     cls = enum[backend].get_class()
     if not hasattr(cls, "get_kv_cache_shape"):
-        return (f"vLLM {vllm.__version__}'s {cls.__name__} has no get_kv_cache_shape (from "
-                "0.29.0 the runner views one flat buffer per layer, "
+        return (f"vLLM {vllm.__version__}'s {cls.__name__} has no get_kv_cache_shape (the "
+                "release's runner views one flat buffer per layer, "
                 "vllm/v1/kv_cache_interface.py create_kv_cache_views), which the smoke does "
-                "not build; it runs the backend classes of vLLM 0.25.1-0.28.0")
+                "not build; it runs the backend classes of the releases whose backends state "
+                "their KV cache shape")
     return None
 
 
