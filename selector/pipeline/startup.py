@@ -127,7 +127,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                                              kv.max_num_seqs))
 
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
-        return check_model(facts, base, engine=engine_name, attention_backend=d.attention_backend,
+        return check_model(facts, base, engine=target.engine, attention_backend=d.attention_backend,
                            backend_per_kind=d.attention_config.backend_per_kind,
                            cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog)
 

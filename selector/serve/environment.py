@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from selector.catalog import Catalog, close_matches
+from selector.catalog import Catalog, EngineData, close_matches
 from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags
 from selector.serve.settings import Settings
@@ -16,7 +16,7 @@ __all__ = ["read_environment"]
 
 
 def read_environment(env: Mapping[str, str], settings: Settings, notes: list[ServeNote],
-                     catalog: Catalog, engine: str | None, table: ServeFlags) -> None:
+                     catalog: Catalog, engine: str | EngineData | None, table: ServeFlags) -> None:
     """The variables of the command line (and the process's ``VLLM_*`` ones)."""
     for name, value in env.items():
         if name in table.removed_environment:
@@ -25,14 +25,14 @@ def read_environment(env: Mapping[str, str], settings: Settings, notes: list[Ser
             shown = value
             if name == "VLLM_ATTENTION_BACKEND":
                 shown = re.sub(r"_VLLM_V1$", "", value.strip().upper())
-                backends = catalog.engine(engine).backends
+                backends = catalog.engine_of(engine).backends
                 if shown not in backends:
                     hint = close_matches(shown, sorted(backends))
                     replacement = "--attention-backend NAME (" + hint + ")"
             if name == "VLLM_USE_TRTLLM_ATTENTION" and shown.strip() in ("0", "1"):
                 shown = "true" if shown.strip() == "1" else "false"
             flag = replacement.format(value=shown) if replacement else ""
-            label = catalog.engine(engine).label
+            label = catalog.engine_of(engine).label
             message = f"{name}={value} has no effect: {label} does not read it"
             if name == "VLLM_USE_V1":
                 message = f"{name}={value} has no effect: V1 is {label}'s only engine"
