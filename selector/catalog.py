@@ -59,6 +59,7 @@ __all__ = [
     "load_catalog",
     "load_engine",
     "merge_inherited",
+    "patch_document",
     "read_yaml",
     "validation_message",
 ]
@@ -618,9 +619,11 @@ MLA_PREFILL_FILE = "mla_prefill.yaml"
 class FileRule:
     """How a file of an engine profile folder is inherited along the ``extends`` chain."""
 
-    kind: Literal["merge", "whole", "own"]
+    kind: Literal["merge", "patch", "whole", "own"]
     """``merge``: the child's file over the parent's merged document by the one rule
-    (:func:`_merge_document`); ``whole``: the nearest file of the chain, unchanged;
+    (:func:`_merge_document`); ``patch``: a child file with ``inherit: true`` patches the
+    parent's document as a backend file patches its parent's (:func:`patch_document`),
+    one without it stands alone; ``whole``: the nearest file of the chain, unchanged;
     ``own``: the release's own file alone (a recorded answer is never inherited)."""
     mappings: tuple[str, ...] = ()
     """``merge``: the sections that merge key by key."""
@@ -641,7 +644,7 @@ ENGINE_FILES: dict[str, FileRule] = {
                                            "frontend_flags")),
     "startup.yaml": FileRule("whole"),
     "defaults.yaml": FileRule("whole"),
-    "encoder.yaml": FileRule("whole"),
+    "encoder.yaml": FileRule("patch"),
     "kernel-calls.yaml": FileRule("whole"),
     "model_registry.json": FileRule("own"),
 }
@@ -757,6 +760,14 @@ def merge_inherited(parent: dict[str, Any], path: Path, mappings: tuple[str, ...
     if not isinstance(own, dict):
         raise CatalogError(f"{path}: not a mapping")
     return _merge_document(parent, own, str(path), mappings, {})
+
+
+def patch_document(parent: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A data file with ``inherit: true`` over its parent's document, by the rule of a
+    backend file: mappings merge key by key, any other value (lists included) replaces
+    the parent's."""
+    merged: dict[str, Any] = _deep_merge(parent, {k: v for k, v in patch.items() if k != "inherit"})
+    return merged
 
 
 def _deep_merge(base: Any, patch: Any) -> Any:

@@ -599,7 +599,13 @@ def _encoder_section(engine: EngineData, catalog: Catalog) -> list[str]:
                  f"(../reason-codes.md#{_anchor(budget.raise_code)}); {_cell(budget.raise_source)})"
                  if budget.raise_code else "")
               + f". Tokens per item are modelled for {families or 'no family'}; any other "
-              "family's count needs its processor files and is a note."]
+              "family's count needs its processor files and is a note. The encoder cache holds "
+              "`max(max_num_batched_tokens, largest item)` tokens; the profile run encodes as "
+              "many items of the modality with the most tokens as that budget holds (at least "
+              f"one; {_cell(budget.profile_run.items_source)}) and keeps their outputs, "
+              f"`{budget.profile_run.output_width_key}` of the text config wide, while the "
+              "decoder's dummy run measures the peak: a line of the memory table "
+              f"({_cell(budget.profile_run.source)})."]
     return lines
 
 

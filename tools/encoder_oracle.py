@@ -24,8 +24,12 @@ the ``AssertionError`` text it raises.
 processor's dummy inputs, which need the checkpoint's processor files), the default-raise
 floor ``EngineArgs._get_min_mm_batched_tokens`` (vllm/engine/arg_utils.py) and the budget
 check ``compute_mm_encoder_budget`` (vllm/v1/core/encoder_cache_manager.py) for several
-``max_num_batched_tokens`` with chunked multimodal input disabled. Nothing here decides an
-answer: tests/golden/test_encoder_oracle.py compares the tool with these records. A
+``max_num_batched_tokens`` with chunked multimodal input disabled, and ``profile_run``:
+vLLM's ``MultiModalBudget`` (vllm/multimodal/encoder_budget.py) as the profile run builds it
+(the modality it encodes, the items per batch, the encoder budget). Packages vLLM imports
+but no answer here reads are stood in where an oracle venv lacks them (the structured
+output grammars; the processor's tokenizer). Nothing here decides an answer:
+tests/golden/test_encoder_oracle.py compares the tool with these records. A
 config the harness cannot build (an architecture the CPU install cannot inspect) is
 written as ``harness_error`` (no answer of vLLM's), and ``budget`` is null with
 ``budget_harness_error`` where the environment lacks a package those modules import.
@@ -130,8 +134,15 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any]) -> di
 
     out: dict[str, Any] = {"id": name, "config": path, "kwargs": kwargs}
     try:
-        model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
-                                   skip_tokenizer_init=True, **kwargs)
+        try:
+            model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
+                                       skip_tokenizer_init=True, **kwargs)
+        except Exception as exc:
+            if type(exc).__name__ != "AmbiguousGlobalPerLayerAttributeError":
+                raise
+            _global_per_layer_attributes()
+            model_config = ModelConfig(model=str(_model_dir(tmp, name, path)),
+                                       skip_tokenizer_init=True, **kwargs)
     except Exception as exc:  # the harness could not build the config: no answer of vLLM's
         out["harness_error"] = _error(exc).replace(str(tmp), "<scratch>")  # reproducible
         return out
@@ -171,7 +182,88 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any]) -> di
             except ValueError as exc:
                 checks[str(batched)] = {"error": str(exc)}
     out["budget_check"] = checks
+    if out.get("max_tokens_per_item"):
+        out["profile_run"] = {str(batched): _profile_run(model_config, batched)
+                              for batched in BATCHED_TOKENS}
     return out
+
+
+def _global_per_layer_attributes() -> None:
+    """vLLM 0.25.1-0.27.1 read ``hf_text_config.head_dim`` of a config whose layers
+    differ (Gemma-4), as the transformers releases of their time answered it: the global
+    value. The oracle venvs' newer transformers refuses that read unless the config allows
+    it (``allow_global_per_layer_attribute_access``); the harness allows it, as those
+    transformers did. No encoder or budget answer reads the head size."""
+    from transformers.integrations.heterogeneity import configuration_utils
+
+    for cls in vars(configuration_utils).values():
+        if isinstance(cls, type) and isinstance(
+                vars(cls).get("allow_global_per_layer_attribute_access"), property):
+            cls.allow_global_per_layer_attribute_access = property(  # type: ignore[attr-defined]
+                lambda self: True, lambda self, value: None)
+
+
+class _TokenizerStandIn:
+    """Handed to the multimodal processor where vLLM would load the checkpoint's
+    tokenizer (``skip_tokenizer_init``: the records hold no tokenizer files). The
+    budget reads only the processing info (``get_mm_max_tokens_per_item``) and the
+    scheduler's limits; nothing here tokenizes."""
+
+
+def _profile_run(model_config: Any, batched: int) -> dict[str, Any]:
+    """vLLM's ``MultiModalBudget`` (vllm/multimodal/encoder_budget.py), as the GPU model
+    runner builds it for the profile run: the encoder budget and how many items of
+    which modality the profile run encodes (``gpu_model_runner.profile_run``), with
+    ``max_num_seqs`` 256, chunked multimodal input disabled."""
+    from vllm.config import SchedulerConfig, VllmConfig
+    from vllm.multimodal import MULTIMODAL_REGISTRY
+    from vllm.multimodal import registry as mm_registry_module
+    from vllm.multimodal.encoder_budget import MultiModalBudget
+
+    mm_registry_module.cached_tokenizer_from_config = (
+        lambda *args, **kwargs: _TokenizerStandIn())
+    given = {"max_num_batched_tokens": batched, "max_num_seqs": 256,
+             "max_model_len": model_config.max_model_len, "is_encoder_decoder": False,
+             "disable_chunked_mm_input": True}
+    try:
+        scheduler = SchedulerConfig(**given)
+        vllm_config = VllmConfig(model_config=model_config, scheduler_config=scheduler)
+        try:
+            budget = MultiModalBudget(vllm_config, MULTIMODAL_REGISTRY, enable_cache=False)
+        except TypeError:  # releases without the keyword
+            budget = MultiModalBudget(vllm_config, MULTIMODAL_REGISTRY)
+    except ValueError as exc:  # compute_mm_encoder_budget's refusal
+        return {"error": str(exc)}
+    return {"error": None, "max_num_seqs": vllm_config.scheduler_config.max_num_seqs,
+            "max_model_len": model_config.max_model_len,
+            "encoder_compute_budget": budget.encoder_compute_budget,
+            "encoder_cache_size": budget.encoder_cache_size,
+            "encoder_budget": budget.get_encoder_budget(),
+            "modality": budget.get_modality_with_max_tokens(),
+            "max_items_per_batch": dict(budget.mm_max_items_per_batch),
+            "max_items_per_prompt": dict(budget.mm_max_items_per_prompt)}
+
+
+def _stub_structured_output_grammar() -> None:
+    """``vllm.v1.core.encoder_cache_manager`` imports ``vllm.v1.request``, whose structured
+    output package annotates a class with ``llguidance.LLMatcher``
+    (``vllm/v1/structured_output/backend_guidance.py``) and xgrammar's classes
+    (``backend_xgrammar.py``) at import; the oracle venvs of 0.25.1-0.29.0 lack llguidance
+    and xgrammar. No encoder or budget answer reads a grammar: an inert stand-in is
+    importable in their place (only where a package is missing)."""
+    import importlib.util
+    import types
+
+    class _Annotations(types.ModuleType):
+        def __getattr__(self, item: str) -> type:
+            if item.startswith("__"):
+                raise AttributeError(item)
+            return type(item, (), {})  # a class: ``X | None`` annotations evaluate
+
+    for package, modules in (("llguidance", ("", ".hf", ".torch")), ("xgrammar", ("",))):
+        if importlib.util.find_spec(package) is None:
+            for name in modules:
+                sys.modules[package + name] = _Annotations(package + name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     import vllm_model_reference
 
     vllm_model_reference._bootstrap()
+    _stub_structured_output_grammar()
     import vllm
 
     answer: dict[str, Any] = {"vllm_version": vllm.__version__, "vit": vit_answers()}

@@ -237,7 +237,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                   reserved_bytes: int | None = None, include_sampler: bool = True,
                   cpu_offload_bytes: int = 0, max_model_len: int | None = None,
                   block_size: int | None = None, model_runner: str | None = None,
-                  captured_graphs: int = 0) -> MemoryBudget:
+                  captured_graphs: int = 0,
+                  encoder_profile: MemoryLine | None = None) -> MemoryBudget:
     """The budget of one GPU (``weights`` already per GPU). The batch limits and the
     memory fraction are the deployment's resolved values (its own, else the engine's
     ``defaults.yaml`` for the device: :func:`selector.config.resolve_target`), the ones the
@@ -246,7 +247,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
     non-driver ranks ran no sampler. ``max_model_len`` and ``block_size`` (when given)
     size an MLA model's profile-run workspace. ``model_runner``: the runner vLLM starts
     (:meth:`~selector.memory.profile.ModelRunnerRule.runner`); ``captured_graphs``: the
-    CUDA graphs it captures."""
+    CUDA graphs it captures. ``encoder_profile``: what the profile run keeps of a
+    multimodal encoder's dummy pass (``selector.memory.encoder``)."""
     mem = profile.memory
     est = mem.estimates
     tp = weights.tensor_parallel_size
@@ -285,6 +287,8 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                                            max_model_len=max_model_len, block_size=block_size)
         lines.append(MemoryLine(name="activation peak (profile run)", bytes=activation,
                                 basis="estimate", detail=how))
+        if encoder_profile is not None:
+            lines.append(encoder_profile)
         non_torch = est.non_torch_gib + (est.non_torch_tp_gib if tp > 1 else 0.0)
         lines.append(MemoryLine(name="non-torch memory", bytes=int(non_torch * GIB),
                                 basis="estimate",

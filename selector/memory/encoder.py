@@ -1,31 +1,44 @@
 """vLLM's start-up of the multimodal encoder: the vision encoder's attention backend
 (``get_vit_attn_backend``) and the encoder budget check (``compute_mm_encoder_budget``),
 including vLLM's raise of the default ``max_num_batched_tokens`` for a multimodal
-prefix-LM. Data: ``encoder.yaml`` of the engine profile (inherited whole); checked
-against vLLM's own answers by tests/golden/test_encoder_oracle.py."""
+prefix-LM, the encoder cache and what the profile run keeps of the encoder's dummy
+inputs. Data: ``encoder.yaml`` of the engine profile (a file with ``inherit: true``
+patches the nearest older profile's); checked against each release's own answers by
+tests/golden/test_encoder_oracle.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.catalog import Catalog, CatalogError, EngineData, close_matches
+from selector.catalog import (
+    Catalog,
+    CatalogError,
+    EngineData,
+    close_matches,
+    patch_document,
+    read_yaml,
+)
 from selector.errors import InputError
+from selector.memory.budget import MemoryLine
 from selector.memory.issues import StartupIssue, startup_issue
 
 __all__ = [
     "EncoderData",
     "EncoderReport",
     "EncoderSelection",
+    "ProfileRun",
     "encoder_data",
+    "encoder_memory_line",
     "encoder_report",
     "is_mm_prefix_lm",
     "max_tokens_per_item",
+    "profile_run_items",
     "vit_backend",
     "vit_refusal",
 ]
@@ -85,6 +98,10 @@ class VitAttention(_Strict):
 class EncoderTower(_Strict):
     tower: Literal["vit", "transformers"]
     source: str
+    hidden_keys: tuple[str, ...] = ("hidden_size",)
+    """The ``vision_config`` keys of the tower's width, the first one given is read."""
+    heads_keys: tuple[str, ...] = ("num_attention_heads", "num_heads")
+    """The ``vision_config`` keys of its attention heads (head size: width // heads)."""
 
 
 class ImageTokens(_Strict):
@@ -112,6 +129,23 @@ class TextConfigFlag(_Strict):
     model_types: tuple[str, ...]
 
 
+class ProfileRunData(_Strict):
+    """The profile run's multimodal pass (``GPUModelRunner.profile_run``): the modality
+    with the most tokens per item, ``MultiModalBudget``'s items per batch of it, encoded
+    and kept in the encoder cache while the decoder's dummy run measures the peak."""
+
+    source: str
+    items_source: str
+    output_width_key: str
+    """The text config's key of the embedding width the encoder outputs take (they are
+    merged into the decoder's input embeddings)."""
+    log: str
+    """vLLM's log line of the pass (``{budget}``, ``{items}``, ``{modality}``)."""
+    chunked_prefill: bool
+    """``enable_chunked_prefill`` of the scheduler vLLM runs (V1: on), which drops the
+    decoder's ``max_num_batched_tokens // tokens`` limit of the items."""
+
+
 class Budget(_Strict):
     source: str
     refusal_code: str
@@ -121,6 +155,11 @@ class Budget(_Strict):
     raise_code: str | None = None
     raise_source: str | None = None
     notice_code: str
+    default_limit_per_prompt: int
+    """What ``MultiModalConfig.get_limit_per_prompt`` answers for a modality
+    ``--limit-mm-per-prompt`` does not name."""
+    default_limit_source: str
+    profile_run: ProfileRunData
     tokens_per_item: dict[str, FamilyTokens] = Field(default_factory=dict)
 
 
@@ -155,6 +194,27 @@ class EncoderSelection(_Strict):
         return f"{self.encoder} encoder attention: {self.backend} ({size}{self.dtype}{how}; {self.source})"
 
 
+class ProfileRun(_Strict):
+    """What the profile run encodes (``MultiModalBudget``) and the encoder outputs it keeps
+    while the decoder's dummy run measures the peak."""
+
+    modality: str
+    items: int
+    tokens_per_item: int
+    encoder_budget: int
+    width: int | None = None
+    """The embedding width of each output row (None: not in the config)."""
+    dtype_bytes: int = 2
+
+    @property
+    def bytes(self) -> int | None:
+        """At most ``items x tokens x width x dtype`` bytes (an item's output rows are its
+        embeddings, no more than its tokens); None without the width."""
+        if self.width is None:
+            return None
+        return self.items * self.tokens_per_item * self.width * self.dtype_bytes
+
+
 class EncoderReport(_Strict):
     """The encoder at start-up: each encoder's attention, the per-item tokens, the
     batched tokens vLLM runs with, notices (vLLM's log lines, what is not modelled)
@@ -165,6 +225,8 @@ class EncoderReport(_Strict):
     max_num_batched_tokens: int | None = None
     """The batched tokens after vLLM's raise of the default (None: unchanged)."""
     encoder_cache_size: int | None = None
+    profile_run: ProfileRun | None = None
+    """The profile run's multimodal pass (None: no tokens per item, or no item fits)."""
     notices: tuple[tuple[str, str], ...] = ()
     """(code, message) notes."""
     issues: tuple[StartupIssue, ...] = ()
@@ -175,18 +237,50 @@ class EncoderReport(_Strict):
         return tuple((self.notice_code, e.message) for e in self.encoders) + self.notices
 
 
-@lru_cache(maxsize=8)
-def _load(path: Path) -> EncoderData:
+ENCODER_FILE = "encoder.yaml"
+
+
+def _document(catalog: Catalog, name: str) -> tuple[dict[str, Any], Path] | None:
+    """``encoder.yaml`` of engine ``name`` with inheritance applied (a file with
+    ``inherit: true`` patches the nearest older profile's), and the file it was read
+    from last; None where the chain has none."""
+    parent_name = catalog.engine_of(name).profile.extends
+    parent = _document(catalog, parent_name) if parent_name else None
+    path = catalog.engine_dirs[name] / ENCODER_FILE
+    if not path.is_file():
+        return parent
+    own = read_yaml(path)
+    if not isinstance(own, dict):
+        raise CatalogError(f"{path}: not a mapping")
+    if own.get("inherit", False):
+        if parent is None:
+            raise CatalogError(f"{path}: inherit: true but no older profile has {ENCODER_FILE}")
+        return patch_document(parent[0], own), path
+    return own, path
+
+
+@lru_cache(maxsize=32)
+def _validated(document: str, path: Path) -> EncoderData:
     try:
-        return EncoderData.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        return EncoderData.model_validate_json(document)
+    except ValidationError as exc:
         raise CatalogError(f"{path}: {exc}") from None
 
 
 def encoder_data(catalog: Catalog, engine: str | EngineData | None) -> EncoderData | None:
     """The engine's encoder data (None: the release's profile chain has none)."""
-    path = catalog.engine_file(catalog.engine_of(engine).engine, "encoder.yaml")
-    return None if path is None else _load(path)
+    name = catalog.engine_of(engine).engine
+    key = (str(catalog.engine_dirs[name]), name)
+    if key not in _DOCUMENTS:
+        _DOCUMENTS[key] = _document(catalog, name)
+    found = _DOCUMENTS[key]
+    if found is None:
+        return None
+    return _validated(json.dumps(found[0]), found[1])
+
+
+_DOCUMENTS: dict[tuple[str, str], tuple[dict[str, Any], Path] | None] = {}
+"""Each engine's merged document, read once per process."""
 
 
 def vit_backend(data: EncoderData, *, head_size: int, dtype: str, cc: int) -> str:
@@ -214,14 +308,19 @@ def vit_refusal(catalog: Catalog, data: EncoderData, choice: str, cc: int) -> St
                          choice=choice, supported=listed, valid=", ".join(supported))
 
 
-def _vision_head_size(raw: Mapping[str, Any]) -> int | None:
-    """``vision_config.hidden_size // num_heads``, as every mapped ViT computes it."""
+def _first(config: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    value = next((config[key] for key in keys if key in config), None)
+    return value if isinstance(value, int) else None
+
+
+def _vision_head_size(raw: Mapping[str, Any], tower: EncoderTower | None) -> int | None:
+    """``vision_config`` width // heads, by the keys the encoder's row names."""
     vision = raw.get("vision_config")
     if not isinstance(vision, Mapping):
         return None
-    hidden = vision.get("hidden_size")
-    heads = vision.get("num_attention_heads", vision.get("num_heads"))
-    if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
+    keys = tower or EncoderTower(tower="vit", source="")
+    hidden, heads = _first(vision, keys.hidden_keys), _first(vision, keys.heads_keys)
+    if hidden is not None and heads is not None and heads > 0:
         return hidden // heads
     return None
 
@@ -273,6 +372,49 @@ def max_tokens_per_item(data: EncoderData, raw: Mapping[str, Any], *,
     return tokens, gaps
 
 
+def _limit(limit_mm_per_prompt: Mapping[str, Any], modality: str, default: int) -> int:
+    """``MultiModalConfig.get_limit_per_prompt``: the count given, else the default."""
+    given = limit_mm_per_prompt.get(modality)
+    count = given.get("count", default) if isinstance(given, Mapping) else given
+    return count if isinstance(count, int) else default
+
+
+def profile_run_items(budget: Budget, tokens: Mapping[str, int], *, max_num_batched_tokens: int,
+                      limit_mm_per_prompt: Mapping[str, Any], max_model_len: int,
+                      max_num_seqs: int) -> tuple[str, int, int] | None:
+    """(modality, items per batch, encoder budget) of vLLM's profile run
+    (``MultiModalBudget.get_modality_with_max_tokens`` and ``_get_max_items``; the encoder
+    budget is ``min(compute budget, cache size)``, both ``max(max_num_batched_tokens,
+    largest item)``); None when no modality is active."""
+    if not tokens:
+        return None
+    modality, per_item = max(tokens.items(), key=lambda item: (item[1], item[0]))
+    encoder_budget = max(max_num_batched_tokens, per_item)
+    if per_item == 0:
+        return modality, 0, encoder_budget
+    encoder_items = encoder_budget // per_item
+    limit = _limit(limit_mm_per_prompt, modality, budget.default_limit_per_prompt)
+    per_prompt = max(1, min(limit, max_model_len // per_item))
+    seqs = max_num_seqs if budget.profile_run.chunked_prefill \
+        else min(max_num_seqs, max_num_batched_tokens // per_item)
+    return modality, max(1, min(encoder_items, seqs * per_prompt)), encoder_budget
+
+
+def encoder_memory_line(report: EncoderReport | None, data: EncoderData | None) -> MemoryLine | None:
+    """The memory table's line of the profile run's encoder outputs (None: nothing kept,
+    or the width is unknown)."""
+    run = report.profile_run if report is not None else None
+    if run is None or run.bytes is None or data is None or run.items == 0:
+        return None
+    return MemoryLine(
+        name="encoder outputs (profile run)", bytes=run.bytes, basis="estimate",
+        detail=(f"at most {run.items} {run.modality} item{'s' if run.items > 1 else ''} x "
+                f"{run.tokens_per_item:,} tokens x {run.width:,} x {run.dtype_bytes} bytes, kept in "
+                "the encoder cache through the dummy and sampler runs "
+                f"({data.budget.profile_run.source}); "
+                "the dummy inputs and the encoder's own activations are not counted"))
+
+
 def is_mm_prefix_lm(budget: Budget, raw: Mapping[str, Any]) -> bool:
     if "is_mm_prefix_lm" in raw:
         return bool(raw["is_mm_prefix_lm"])
@@ -288,9 +430,11 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                    dtype: str, model_name: str, mm_encoder_attn_backend: str | None,
                    limit_mm_per_prompt: Mapping[str, Any], mm_processor_kwargs: Mapping[str, Any],
                    disable_chunked_mm_input: bool, max_num_batched_tokens: int | None,
-                   default_max_num_batched_tokens: int) -> EncoderReport | None:
+                   default_max_num_batched_tokens: int, max_model_len: int | None = None,
+                   max_num_seqs: int | None = None, dtype_bytes: int = 2) -> EncoderReport | None:
     """The encoder's start-up for a multimodal config (None: the config has no vision
-    encoder)."""
+    encoder). ``max_model_len`` and ``max_num_seqs`` (the resolved ones) size the profile
+    run's items (without them no profile run is reported)."""
     if not isinstance(raw.get("vision_config"), Mapping):
         return None
     model_type = str(raw.get("model_type"))
@@ -309,7 +453,7 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     if refused is not None:
         issues.append(refused)
     encoders: list[EncoderSelection] = []
-    head_size = _vision_head_size(raw)
+    head_size = _vision_head_size(raw, tower)
     if tower is None:
         notices.append((code, f"vision encoder of {model_type}: how vLLM builds it is not "
                               "modelled (its attention backend is not checked)"))
@@ -326,9 +470,10 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                                        mm_processor_kwargs=mm_processor_kwargs)
     notices.extend((code, gap) for gap in gaps)
     if tokens is None:
-        notices.append((code, f"encoder tokens per item of {model_type}: vLLM counts the "
-                              "processor's dummy inputs (the checkpoint's processor files); "
-                              "the encoder budget check is not modelled"))
+        notices.append((code, f"encoder tokens per item of {model_type}: vLLM counts them "
+                              "with the checkpoint's processor files (its processing info or "
+                              "the processor's dummy inputs); the encoder budget check and the "
+                              "profile run's encoder outputs are not modelled"))
         return EncoderReport(encoders=tuple(encoders), notices=tuple(notices),
                              issues=tuple(issues), notice_code=code)
     prefix_lm = is_mm_prefix_lm(budget, raw)
@@ -352,10 +497,28 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                                     max_tokens_per_mm_item=largest,
                                     max_num_batched_tokens=batched))
     cache = max(batched, largest) if tokens else None
+    run = None
+    over_budget = any(issue.code == budget.refusal_code for issue in issues)
+    items = None if over_budget or max_model_len is None or max_num_seqs is None \
+        else profile_run_items(
+        budget, tokens, max_num_batched_tokens=batched, limit_mm_per_prompt=limit_mm_per_prompt,
+        max_model_len=max_model_len, max_num_seqs=max_num_seqs)
+    if items is not None:
+        text = raw.get("text_config")
+        width = (text if isinstance(text, Mapping) else raw).get(budget.profile_run.output_width_key)
+        run = ProfileRun(modality=items[0], items=items[1], tokens_per_item=tokens[items[0]],
+                         encoder_budget=items[2], width=width if isinstance(width, int) else None,
+                         dtype_bytes=dtype_bytes)
     if cache is not None:
+        how = (f"; the profile run encodes {run.items} {run.modality} item"
+               f"{'s' if run.items != 1 else ''} of {run.tokens_per_item:,} tokens "
+               f"({budget.profile_run.items_source}) and keeps the outputs (the memory "
+               "table); vLLM logs: " + budget.profile_run.log.format(
+                   budget=run.encoder_budget, items=run.items, modality=run.modality)
+               if run is not None and run.items else "")
         notices.append((code, f"encoder cache: {cache:,} tokens (max(max_num_batched_tokens, the "
-                              f"largest item); {budget.source}); its memory and the profile "
-                              "run's multimodal pass are not in the memory estimate"))
+                              f"largest item); {budget.source}){how}"))
     return EncoderReport(encoders=tuple(encoders), tokens_per_item=tokens,
                          max_num_batched_tokens=raised, encoder_cache_size=cache,
-                         notices=tuple(notices), issues=tuple(issues), notice_code=code)
+                         profile_run=run, notices=tuple(notices), issues=tuple(issues),
+                         notice_code=code)

@@ -17,7 +17,7 @@ from selector.catalog import Catalog
 from selector.errors import InputError
 from selector.kv.capacity import Capacity, group_pages_per_request
 from selector.kv.plan_types import ModelPlan
-from selector.memory.budget import MemoryBudget, memory_budget, offloaded_weight_bytes
+from selector.memory.budget import MemoryBudget, MemoryLine, memory_budget, offloaded_weight_bytes
 from selector.memory.dcp import DCP_MODEL_CHECKS, DCP_PARALLEL_CHECKS
 from selector.memory.fit import KVFit, format_gib, kv_fit
 from selector.memory.issues import (
@@ -42,6 +42,7 @@ __all__ = [
     "captured_graph_count",
     "derived_max_model_len",
     "device_total_memory",
+    "dtype_bytes",
     "dtype_issue",
     "max_model_len_issue",
     "memory_report",
@@ -111,6 +112,11 @@ def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str]
     return None
 
 
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of a model dtype (``--dtype``; 2 unless float32)."""
+    return _DTYPE_BYTES.get(dtype, 2)
+
+
 def captured_graph_count(mode: str | None, capture_sizes: tuple[int, ...],
                          max_num_seqs: int) -> int:
     """The CUDA graphs vLLM captures: a PIECEWISE graph per capture size, a FULL one per
@@ -132,7 +138,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 quantization: str | None = None, cpu_offload_gib: float = 0.0,
                 stage: tuple[int, int] | None = None, max_model_len: int | None = None,
                 block_size: int | None = None,
-                captured_graphs: int = 0) -> MemoryBudget | None:
+                captured_graphs: int = 0,
+                encoder_profile: MemoryLine | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
     ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
     batch limits and memory fraction resolved once for the whole report; ``stage``: the
@@ -166,7 +173,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                          reserved_bytes=reserved_bytes,
                          cpu_offload_bytes=int(cpu_offload_gib * _GIB),
                          max_model_len=max_model_len, block_size=block_size,
-                         model_runner=runner, captured_graphs=captured_graphs)
+                         model_runner=runner, captured_graphs=captured_graphs,
+                         encoder_profile=encoder_profile)
 
 
 def auto_fit_length(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile, *,

@@ -28,9 +28,15 @@ from selector.memory import (
     startup_profile,
     tensor_parallel_issue,
 )
-from selector.memory.encoder import EncoderReport, encoder_data, encoder_report
+from selector.memory.encoder import (
+    EncoderReport,
+    encoder_data,
+    encoder_memory_line,
+    encoder_report,
+)
 from selector.memory.issues import startup_issue
 from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
+from selector.memory.startup import dtype_bytes
 from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts
 from selector.pipeline.model import check_model
@@ -79,7 +85,7 @@ def _pp_size(loaded: LoadedDeployment, settings: Mapping[str, object] | None) ->
 
 
 def _encoder(model: ModelFacts, loaded: LoadedDeployment, catalog: Catalog, engine: str,
-             cc: int, default_batched_tokens: int) -> EncoderReport | None:
+             cc: int, default_batched_tokens: int, kv: KVOptions) -> EncoderReport | None:
     data = encoder_data(catalog, engine)
     if data is None:
         return None
@@ -90,7 +96,9 @@ def _encoder(model: ModelFacts, loaded: LoadedDeployment, catalog: Catalog, engi
         limit_mm_per_prompt=d.limit_mm_per_prompt, mm_processor_kwargs=d.mm_processor_kwargs,
         disable_chunked_mm_input=d.disable_chunked_mm_input,
         max_num_batched_tokens=d.max_num_batched_tokens,
-        default_max_num_batched_tokens=default_batched_tokens)
+        default_max_num_batched_tokens=default_batched_tokens,
+        max_model_len=kv.max_model_len, max_num_seqs=kv.max_num_seqs,
+        dtype_bytes=dtype_bytes(d.dtype))
 
 
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
@@ -109,7 +117,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     total = (target.memory_bytes, target.memory_source) if target.memory_bytes else None
     assert target.serve is not None
     encoder = _encoder(model, loaded, catalog, engine_name, cc,
-                       default_batched_tokens=target.serve.max_num_batched_tokens)
+                       default_batched_tokens=target.serve.max_num_batched_tokens, kv=kv)
     if encoder is not None and encoder.max_num_batched_tokens:  # vLLM's raise of the default:
         # the budget, the KV fit and the report all read the raised value
         kv = kv.model_copy(update={"max_num_batched_tokens": encoder.max_num_batched_tokens})
@@ -124,7 +132,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb,
         max_model_len=kv.max_model_len, block_size=kv.block_size,
         captured_graphs=captured_graph_count(kv.cudagraph_mode, target.serve.cudagraph_capture_sizes,
-                                             kv.max_num_seqs))
+                                             kv.max_num_seqs),
+        encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)))
 
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
         return check_model(facts, base, engine=target.engine, attention_backend=d.attention_backend,

@@ -6,9 +6,10 @@ attention backend ``get_vit_attn_backend`` returns for each emulated capability,
 size and dtype, its assertion for an explicit ``--mm-encoder-attn-backend``, and for each
 multimodal config the processing info's tokens per item, the prefix-LM flag, the floor
 of vLLM's raise of the default ``max_num_batched_tokens`` and ``compute_mm_encoder_budget``'s
-refusal or budget. The data compared is ``schemas/engines/vllm-0.33.0/encoder.yaml``:
-every recorded release answers as it states (0.25.1-0.33.0 for the ViT selection;
-0.30.0-0.33.0 for the budget, where the oracle environments import those modules).
+refusal or budget, and the profile run's encoder pass (``MultiModalBudget``: the
+modality, the items per batch, the encoder budget). The data compared is each
+release's own ``schemas/engines/vllm-<version>/encoder.yaml`` (inheritance applied):
+every profiled release is recorded and answers as its data states.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from selector.memory.encoder import (
     encoder_report,
     is_mm_prefix_lm,
     max_tokens_per_item,
+    profile_run_items,
     vit_backend,
     vit_refusal,
 )
 
 ROOT = Path(__file__).parent / "oracle"
 REPO = Path(__file__).resolve().parents[2]
-ENGINE = "vllm==0.33.0"
 
 
 def _golden_files() -> list[Path]:
@@ -48,8 +49,9 @@ def _answers(path: Path) -> dict[str, Any]:
     return data
 
 
-def _data() -> EncoderData:
-    data = encoder_data(load_catalog(), ENGINE)
+def _data(path: Path) -> EncoderData:
+    """The encoder data of the release ``path`` records."""
+    data = encoder_data(load_catalog(), "vllm==" + _answers(path)["vllm_version"])
     assert data is not None
     return data
 
@@ -64,14 +66,19 @@ def _raw(row: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def test_every_release_with_the_encoder_is_recorded() -> None:
+def test_every_profiled_release_is_recorded_with_its_own_data() -> None:
+    catalog = load_catalog()
     versions = {path.parent.name for path in _golden_files()}
-    assert {"vllm-0.30.0", "vllm-0.31.0", "vllm-0.32.0", "vllm-0.33.0"} <= versions
+    assert {"vllm-" + name.split("==")[1] for name in catalog.engine_names} <= versions
+    for path in _golden_files():
+        data = _data(path)
+        assert data.engine == "vllm==" + _answers(path)["vllm_version"], path
+        assert _answers(path).get("budget") is not None, path  # the budget harness ran
 
 
 @pytest.mark.parametrize("path", _golden_files(), ids=lambda p: p.parent.name)
 def test_vit_backend_is_vllms(path: Path) -> None:
-    data = _data()
+    data = _data(path)
     answers = _answers(path)["vit"]
     for row in answers["auto"]:
         assert row["error"] is None, row
@@ -84,7 +91,7 @@ def test_vit_backend_is_vllms(path: Path) -> None:
 
 @pytest.mark.parametrize("path", _golden_files(), ids=lambda p: p.parent.name)
 def test_explicit_encoder_backend_is_refused_in_vllms_words(path: Path) -> None:
-    catalog, data = load_catalog(), _data()
+    catalog, data = load_catalog(), _data(path)
     for row in _answers(path)["vit"]["explicit"]:
         if row["error"] == "not an AttentionBackendEnum member":
             continue
@@ -95,21 +102,27 @@ def test_explicit_encoder_backend_is_refused_in_vllms_words(path: Path) -> None:
             assert issue is not None and issue.message == row["error"], row
 
 
-def test_the_backend_names_are_vllms() -> None:
-    """The names --mm-encoder-attn-backend takes: every AttentionBackendEnum member."""
-    answers = _answers(ROOT / "vllm-0.33.0" / "encoder.json.gz")["vit"]
-    assert list(_data().vit_attention.enum_members) == answers["enum_members"]
+@pytest.mark.parametrize("path", _golden_files(), ids=lambda p: p.parent.name)
+def test_the_backend_names_are_vllms(path: Path) -> None:
+    """The names --mm-encoder-attn-backend takes: every AttentionBackendEnum member of
+    the release."""
+    answers = _answers(path)["vit"]
+    assert list(_data(path).vit_attention.enum_members) == answers["enum_members"]
 
 
-def _budget_rows() -> list[tuple[str, dict[str, Any]]]:
-    return [(path.parent.name, row) for path in _golden_files()
+def _budget_rows() -> list[tuple[Path, dict[str, Any]]]:
+    return [(path, row) for path in _golden_files()
             for row in _answers(path).get("budget") or () if "harness_error" not in row]
 
 
-@pytest.mark.parametrize(("release", "row"), _budget_rows(),
-                         ids=lambda v: v if isinstance(v, str) else v["id"])
-def test_tokens_per_item_and_the_budget_check_are_vllms(release: str, row: dict[str, Any]) -> None:
-    catalog, data = load_catalog(), _data()
+def _row_id(value: object) -> str:
+    return value.parent.name if isinstance(value, Path) else str(value["id"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("path", "row"), _budget_rows(), ids=_row_id)
+def test_tokens_per_item_and_the_budget_check_are_vllms(path: Path, row: dict[str, Any]) -> None:
+    release = path.parent.name
+    catalog, data = load_catalog(), _data(path)
     raw, kwargs = _raw(row), row["kwargs"]
     limits = kwargs.get("limit_mm_per_prompt", {})
     processor = kwargs.get("mm_processor_kwargs", {})
@@ -137,3 +150,34 @@ def test_tokens_per_item_and_the_budget_check_are_vllms(release: str, row: dict[
             assert not refusals and report.encoder_cache_size == answer["encoder_cache_size"]
         else:
             assert refusals == [answer["error"]], release
+
+
+@pytest.mark.parametrize(("path", "row"), [(p, r) for p, r in _budget_rows() if r.get("profile_run")],
+                         ids=_row_id)
+def test_the_profile_runs_encoder_pass_is_vllms(path: Path, row: dict[str, Any]) -> None:
+    """``MultiModalBudget`` as the profile run builds it: the modality encoded, how many
+    items of it, the encoder budget; and its refusal where one item does not fit."""
+    catalog, data = load_catalog(), _data(path)
+    raw, kwargs = _raw(row), row["kwargs"]
+    limits = kwargs.get("limit_mm_per_prompt", {})
+    for batched, answer in row["profile_run"].items():
+        if answer["error"] is not None:
+            report = encoder_report(
+                catalog, data, raw, cc=90, dtype="bfloat16", model_name=row["id"],
+                mm_encoder_attn_backend=None, limit_mm_per_prompt=limits,
+                mm_processor_kwargs=kwargs.get("mm_processor_kwargs", {}),
+                disable_chunked_mm_input=True, max_num_batched_tokens=int(batched),
+                default_max_num_batched_tokens=8192, max_model_len=row["max_model_len"],
+                max_num_seqs=256)
+            assert report is not None and report.profile_run is None
+            assert [i.message for i in report.issues] == [answer["error"]]
+            continue
+        got = profile_run_items(data.budget, row["max_tokens_per_item"],
+                                max_num_batched_tokens=int(batched), limit_mm_per_prompt=limits,
+                                max_model_len=answer["max_model_len"],
+                                max_num_seqs=answer["max_num_seqs"])
+        modality = answer["modality"]
+        assert got == (modality, answer["max_items_per_batch"][modality],
+                       answer["encoder_budget"]), (path.parent.name, batched)
+        assert answer["encoder_budget"] == min(answer["encoder_compute_budget"],
+                                               answer["encoder_cache_size"])

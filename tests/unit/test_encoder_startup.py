@@ -6,15 +6,17 @@ The per-item tokens and texts are vLLM's own answers (tests/golden/test_encoder_
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
-from selector.memory.encoder import encoder_data, encoder_report
+from selector.memory.encoder import encoder_data, encoder_report, profile_run_items
 from tests.fuzz.test_config_fuzz import run_cli
 
 GEMMA4 = "tests/fixtures/hf_configs/google--gemma-4-26B-A4B.json"
@@ -145,3 +147,105 @@ def test_the_encoder_flags_get_no_passed_over_note(flag: str) -> None:
     findings = doc["findings"]
     assert isinstance(findings, list)
     assert not [f for f in findings if f["code"] in ("AS103", "AS104") and flag in f["message"]]
+
+
+def _reservation(document: dict[str, object], name: str) -> dict[str, object] | None:
+    memory = document["memory"]
+    assert isinstance(memory, dict)
+    return next((line for line in memory["reservations"] if line["name"] == name), None)
+
+
+@pytest.mark.parametrize(("argv", "items"), [([], 1), (["--max-num-batched-tokens", "8192"], 3)])
+def test_the_profile_runs_encoder_outputs_are_in_the_memory_table(argv: list[str],
+                                                                   items: int) -> None:
+    """vLLM's MultiModalBudget on Gemma-4 (tests/golden/oracle/vllm-0.33.0/encoder.json.gz,
+    ``profile_run``): at the raised 2,496 batched tokens the profile run encodes one
+    32-frame video, at 8,192 three; each output row is text_config.hidden_size (2,816)
+    wide, bfloat16, and they are held while the decoder's dummy run measures the peak."""
+    code, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4, *argv])
+    assert code == 0
+    line = _reservation(doc, "encoder outputs (profile run)")
+    assert line is not None and line["bytes"] == items * 2496 * 2816 * 2
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict)
+    assert encoder["profile_run"]["items"] == items and encoder["profile_run"]["modality"] == "video"
+    budget = max(2496, 8192 if argv else 0)  # vllm/v1/worker/gpu_model_runner.py:6104-6110
+    assert any(m.endswith(f"vLLM logs: Encoder cache will be initialized with a budget of {budget} "
+                          f"tokens, and profiled with {items} video items of the maximum feature "
+                          "size.") for m in _messages(doc, "MM010"))
+    without = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4, *argv,
+                     "--limit-mm-per-prompt", '{"video": 0, "image": 0}'])[1]
+    assert _reservation(without, "encoder outputs (profile run)") is None
+    memory, memory_without = doc["memory"], without["memory"]
+    assert isinstance(memory, dict) and isinstance(memory_without, dict)
+    assert memory_without["available_kv_bytes"] - memory["available_kv_bytes"] == line["bytes"]
+
+
+def test_refused_budget_has_no_profile_run() -> None:
+    _, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA4,
+                    "--max-num-batched-tokens", "2048"])
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict) and encoder["profile_run"] is None
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.25.1", "vllm==0.29.0", "vllm==0.33.0"])
+def test_every_release_refuses_the_budget_in_its_words(engine: str) -> None:
+    """compute_mm_encoder_budget is the same code in every profiled release (each one's
+    encoder.yaml cites its own lines); the refusal is the same text."""
+    code, doc = _json(["--engine", engine, "--device", "A100", "--", "vllm", "serve", GEMMA4,
+                       "--max-num-batched-tokens", "2048"])
+    assert code == 1
+    assert str(_findings(doc)["SU026"]["message"]).startswith(
+        "Chunked MM input disabled but max_tokens_per_mm_item (2496)")
+
+
+def test_kimi_k25_moonvit_encoder_backend_is_reported() -> None:
+    """Kimi-K2.5's vision tower is vLLM's MoonViT (MMEncoderAttention); its config names
+    the width and heads vt_hidden_size / vt_num_attention_heads: 1152 // 16 = 72."""
+    _, doc = _json(["--device", "H200", "--", "vllm", "serve",
+                    "tests/fixtures/hf_configs/moonshotai--Kimi-K2.5.json",
+                    "--tensor-parallel-size", "8"])
+    assert any(m.startswith("vision encoder attention: FLASH_ATTN (head size 72, bfloat16")
+               for m in _messages(doc, "MM010"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(batched=st.integers(1, 40000), per_item=st.dictionaries(
+    st.sampled_from(["image", "video", "audio"]), st.integers(0, 20000), min_size=1),
+    seqs=st.integers(1, 1024), length=st.integers(1, 1 << 20), limit=st.integers(0, 2000))
+def test_profile_run_items_fit_the_encoder_budget(batched: int, per_item: dict[str, int],
+                                                  seqs: int, length: int, limit: int) -> None:
+    """MultiModalBudget's invariants: the modality with the most tokens, at least one
+    item, and more than one only while they fit the encoder budget."""
+    data = encoder_data(load_catalog(), "vllm==0.33.0")
+    assert data is not None
+    got = profile_run_items(data.budget, per_item, max_num_batched_tokens=batched,
+                            limit_mm_per_prompt=dict.fromkeys(per_item, limit),
+                            max_model_len=length, max_num_seqs=seqs)
+    assert got is not None
+    modality, items, budget = got
+    assert per_item[modality] == max(per_item.values())
+    assert budget == max(batched, per_item[modality])
+    if per_item[modality]:
+        assert items >= 1 and (items == 1 or items * per_item[modality] <= budget)
+        assert items <= max(1, seqs * max(1, min(limit, length // per_item[modality])))
+
+
+def test_each_release_patches_only_what_its_file_states() -> None:
+    """encoder.yaml of 0.26.0 onwards has ``inherit: true``: every fact it does not state is
+    the previous release's (the sources are each release's own lines)."""
+    catalog = load_catalog()
+    names = catalog.engine_names
+    for older, newer in itertools.pairwise(names):
+        before, after = encoder_data(catalog, older), encoder_data(catalog, newer)
+        assert before is not None and after is not None and after.engine == newer
+        own = yaml.safe_load((catalog.engine_dirs[newer] / "encoder.yaml").read_text("utf-8"))
+        assert own["inherit"] is True
+        stated = set(own.get("vit_attention", {}))
+        for key in ("orders", "unchecked", "enum_values", "refusal_code"):
+            if key not in stated:
+                assert getattr(after.vit_attention, key) == getattr(before.vit_attention, key)
+        assert after.vit_attention.source == own.get("vit_attention", {}).get(
+            "source", before.vit_attention.source)
+        assert set(after.encoders) == set(before.encoders) | set(own.get("encoders", {}))
+        assert after.budget.prefix_lm_model_types == before.budget.prefix_lm_model_types
