@@ -346,6 +346,13 @@ def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
         order = ", ".join(p["id"] + ("" if p["runs_negotiated_kernel"] else " (substitute)")
                           for p in entry["providers"])
         out.print(f"  providers, in order: {order}", markup=False, highlight=False)
+        for provider in entry["providers"]:
+            if "runs" in provider:
+                out.print(f"  {provider['id']}: {provider['runs']}", markup=False,
+                          highlight=False)
+        if entry.get("cross_checked_by"):
+            out.print(f"  also through, where importable: {', '.join(entry['cross_checked_by'])}",
+                      markup=False, highlight=False)
         for call in entry["calls"] + entry.get("graph_calls", []):
             out.print(f"  {call['call']}: {call['entry_point']}  ({call['source']})",
                       markup=False, highlight=False)

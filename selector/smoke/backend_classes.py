@@ -75,7 +75,13 @@ class VllmRuntime:
     """``vllm.model_executor.layers.attention.attention`` (``Attention``)."""
     mla_layer: Any
     """``vllm.model_executor.layers.attention.mla_attention`` (``MLAAttention``)."""
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="attn-select-vllm-")))
+    scratch: tempfile.TemporaryDirectory[str] = field(
+        default_factory=lambda: tempfile.TemporaryDirectory(prefix="attn-select-vllm-"))
+    """Where the stand-in models' ``config.json`` files are written (removed with it)."""
+
+    @property
+    def workdir(self) -> Path:
+        return Path(self.scratch.name)
 
     def backend_class(self, name: str) -> Any:
         enum = self.registry.AttentionBackendEnum
@@ -329,6 +335,10 @@ class VllmBackendStep:
             keys, values = keys[order], values[order]
         self._new_tokens[id(cache.storage)] = (keys.contiguous(), values.contiguous())
 
+    def staged(self, cache: PagedKvCache) -> tuple[Tensor, Tensor]:
+        """The K/V rows staged for ``cache`` (the tensors handed to vLLM's cache update)."""
+        return self._new_tokens[id(cache.storage)]
+
     def _layer(self, cache: PagedKvCache, sinks: Tensor | None) -> Any:
         layer = self._layer_of.get(id(cache.storage))
         if layer is None:
@@ -380,6 +390,35 @@ class VllmBackendStep:
         result = layer.impl.forward(layer, query, keys, values, cache.storage,
                                     self.attn_metadata, output=output)
         return output if result is None else result
+
+    def load_batch(self, batch: BatchSpec) -> None:
+        """Copy ``batch``'s metadata into the tensors the builder's metadata holds (in place,
+        as vLLM's runner refills its persistent buffers before a graph replay: the same
+        request and token counts, rows padded to the block table's width; ``max_seq_len``
+        stays the captured batch's) and build the metadata again."""
+        torch, common = self.torch, self.common
+        fresh = build_common_metadata(batch)
+        width = int(common.block_table_tensor.shape[1])
+        if fresh.num_reqs != common.num_reqs or fresh.num_actual_tokens != common.num_actual_tokens \
+                or max(len(row) for row in fresh.block_table) > width:
+            raise ValueError("a graph replay's batch must match the captured one's shape")
+        rows = [row + [0] * (width - len(row)) for row in fresh.block_table]
+        common.block_table_tensor.copy_(torch.tensor(rows, dtype=torch.int32))
+        common.seq_lens.copy_(torch.tensor(fresh.seq_lens, dtype=torch.int32))
+        common.query_start_loc.copy_(torch.tensor(fresh.query_start_loc, dtype=torch.int32))
+        common.slot_mapping.copy_(torch.tensor(fresh.slot_mapping, dtype=torch.long))
+        self.batch = batch
+        self.metadata = build_flash_attn_metadata(batch)
+        with self.current_config():
+            # the builder refreshes what it keeps for a captured graph (FA3's ahead-of-time
+            # schedule is copied into its persistent buffer, flash_attn.py build)
+            self.attn_metadata = self.builder.build(0, common)
+
+    def graph_buffers(self) -> dict[str, Tensor | None]:
+        """The tensors a captured graph reads (their addresses must not change)."""
+        common = self.common
+        return {"query_start_loc": common.query_start_loc, "seq_lens": common.seq_lens,
+                "block_table": common.block_table_tensor, "slot_mapping": common.slot_mapping}
 
     # -- what the runner checks ----------------------------------------------------------
     def device_metadata(self) -> FlashAttentionMetadata:

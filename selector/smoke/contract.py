@@ -123,6 +123,12 @@ class ProviderSpec(BaseModel):
     """The library builds each kernel variant the first time it is called (a JIT compile:
     FlashInfer's modules, FA4's CuTe kernels), so a first run pays the compile."""
     compile_source: str | None = None
+    cross_checks: list[str] = Field(default_factory=list)
+    """``backend_classes``: backends another provider runs whose outputs vLLM's classes
+    check beside it (same layers and data, compared with the reference and that provider)."""
+    requires: dict[str, list[str]] = Field(default_factory=dict)
+    """Per backend, modules that must be importable for this provider to take it (a
+    compiled extension the backend's impl loads)."""
     stand_in_model: dict[str, dict[str, ArgSpec]] = Field(default_factory=dict)
     """``backend_classes``: the ``config.json`` of the model vLLM's config is built from, per
     plan kind (``attention``, ``mla``), each key a literal or a plan quantity."""

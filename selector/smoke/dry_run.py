@@ -36,10 +36,18 @@ def smoke_batch(plan: SmokePlan, seed: int) -> BatchSpec:
 def _provider(spec: ProviderSpec, plan: SmokePlan) -> dict[str, Any]:
     exact = plan.fa_version is None or spec.fa_versions is None or \
         plan.fa_version in spec.fa_versions
-    where = spec.module if spec.kind == "module" else f"$VLLM_KERNELS_DIR/{spec.library_file}"
+    where = spec.module if spec.kind in ("module", "backend_classes") \
+        else f"$VLLM_KERNELS_DIR/{spec.library_file}"
     entry: dict[str, Any] = {"id": spec.id, "kind": spec.kind, "library": where,
              "entry_points": spec.entry_points,
              "runs_negotiated_kernel": exact}
+    if spec.kind == "backend_classes":
+        forward = "forward_mqa (the MLA decode)" if plan.is_mla else "forward"
+        entry["runs"] = (f"vLLM's {plan.backend} backend class: its metadata builder's "
+                         f"build(0, CommonAttentionMetadata) and its impl's {forward}, with "
+                         "vLLM's own kernel arguments")
+    if spec.requires.get(plan.backend):
+        entry["requires"] = spec.requires[plan.backend]
     for key in ("bind", "fixed", "drops", "unsupported", "force", "positional"):
         value = getattr(spec, key)
         if value:
@@ -71,6 +79,9 @@ def dry_run(plans: Sequence[SmokePlan], options: SmokeOptions | None = None
             "engine": contract.engine, "library": backend.library,
             "batch": _batch_json(batch),
             "providers": providers,
+            "cross_checked_by": [spec.id for spec in contract.providers
+                                 if spec.kind == "backend_classes"
+                                 and plan.backend in spec.cross_checks],
             "calls": [call.to_json() for call in resolve_calls(plan, batch)],
             "notes": backend.notes,
         }

@@ -13,8 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
+from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime
 from selector.smoke.batch import BatchRequest, BatchSpec
-from selector.smoke.contract import query_dtype, resolve_calls
+from selector.smoke.contract import ProviderSpec, query_dtype, resolve_calls
 from selector.smoke.invariants import Violation, check_graph_addresses, check_metadata
 from selector.smoke.metadata import build_flash_attn_metadata, build_flashinfer_metadata
 from selector.smoke.plan import SmokeOptions, SmokePlan
@@ -140,6 +141,42 @@ class _FlashAttentionHarness(_GraphHarness):
         return self.output if result is None else result
 
 
+class _VllmClassesHarness(_GraphHarness):
+    """vLLM's backend classes: the builder's metadata built once for the capture batch
+    (every request at the page-table capacity), its tensors refilled in place per replay;
+    the impl's cache update and forward captured."""
+
+    def __init__(self, torch: Torch, step: VllmBackendStep, cache: PagedKvCache,
+                 device: Any) -> None:
+        self.torch, self.step, self.cache, self.plan = torch, step, cache, step.plan
+        plan = step.plan
+        dtype = getattr(torch, plan.dtype)
+        self.queries = torch.zeros(GRAPH_REQUESTS, plan.num_q_heads, plan.head_size,
+                                   dtype=dtype, device=device)
+        self.keys = torch.zeros(GRAPH_REQUESTS, plan.num_kv_heads, plan.head_size,
+                                dtype=dtype, device=device)
+        self.values = torch.zeros_like(self.keys)
+        step.stage_new_tokens(cache, self.keys, self.values)
+        self.keys, self.values = step.staged(cache)
+        self.sinks: Tensor | None = None
+        self.buffers = {"queries": self.queries, "keys": self.keys, "values": self.values,
+                        "kv_cache": cache.storage, **step.graph_buffers()}
+
+    def load(self, workload: Workload, data: RequestData) -> list[Violation]:
+        torch, batch, step = self.torch, workload.batch, self.step
+        step.load_batch(batch)
+        fill_cache(torch, self.cache, batch, data, step.common.slot_mapping, new_tokens=False)
+        keys, values = data.new_tokens(torch, batch)
+        self.keys.copy_(keys)
+        self.values.copy_(values)
+        self.queries.copy_(data.flat_queries(torch))
+        return check_metadata(batch, step.device_metadata(),
+                              cache_block_size=self.cache.block_size)
+
+    def launch(self) -> Tensor:
+        return self.step.run(self.queries, self.cache, self.sinks)
+
+
 class _FlashInferHarness(_GraphHarness):
     def __init__(self, torch: Torch, flashinfer: Any, plan: SmokePlan, cache: PagedKvCache,
                  device: Any) -> None:
@@ -207,19 +244,30 @@ class _FlashInferHarness(_GraphHarness):
 
 def check_decode_graph(torch: Torch, plan: SmokePlan, options: SmokeOptions, device: Any,
                        *, provider: Provider | None = None, flashinfer: Any = None,
+                       vllm: tuple[VllmRuntime, ProviderSpec] | None = None,
                        progress: Callable[[str], None] = lambda _: None) -> list[CheckResult]:
-    """Capture the decode path in a CUDA graph and replay it with new data; one item each."""
+    """Capture the decode path in a CUDA graph and replay it with new data; one item each
+    (``vllm``: through vLLM's backend classes, the runtime and the contract's provider)."""
     block = plan.kernel_block_size
     workloads = [decode_batch(block, options.seed + 7919 * (index + 1),
                               num_requests=GRAPH_REQUESTS)
                  for index in range(options.graph_replays + 1)]
     generator = torch.Generator(device=device).manual_seed(options.seed + 17)
-    cache = allocate_cache(torch, plan, workloads[0].num_pages, device, generator)
     harness: _GraphHarness
-    if plan.backend == "FLASH_ATTN":
+    if vllm is not None:
+        capacity = capacity_batch(block, graph_capacity_pages(block))
+        step = VllmBackendStep(torch, vllm[0], vllm[1], plan, capacity, device,
+                               [f"{plan.name}.graph"])
+        pages = max(workloads[0].num_pages,
+                    1 + max(page for r in capacity.requests for page in r.block_ids))
+        cache = step.allocate_cache(pages, generator)
+        harness = _VllmClassesHarness(torch, step, cache, device)
+    elif plan.backend == "FLASH_ATTN":
+        cache = allocate_cache(torch, plan, workloads[0].num_pages, device, generator)
         assert provider is not None
         harness = _FlashAttentionHarness(torch, provider, plan, cache, device)
     else:
+        cache = allocate_cache(torch, plan, workloads[0].num_pages, device, generator)
         harness = _FlashInferHarness(torch, flashinfer, plan, cache, device)
     atol, rtol = tolerance_for(plan.dtype, fp8=plan.fp8_kv)
     sinks = (torch.randn(plan.num_q_heads, generator=generator, device=device,

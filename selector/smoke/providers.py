@@ -18,6 +18,7 @@ torch is imported by the caller and passed in.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,8 +37,15 @@ from selector.smoke.contract import (
 from selector.smoke.environment import INSTALL_HINT, package_version
 from selector.smoke.plan import SmokePlan
 
-__all__ = ["KERNELS_DIR_VARIABLE", "Provider", "ProviderChoice", "choose_provider",
-           "materialize"]
+__all__ = [
+    "KERNELS_DIR_VARIABLE",
+    "Provider",
+    "ProviderChoice",
+    "backend_class_problem",
+    "choose_provider",
+    "cross_check_provider",
+    "materialize",
+]
 
 Torch: TypeAlias = Any
 KERNELS_DIR_VARIABLE = "VLLM_KERNELS_DIR"
@@ -170,6 +178,24 @@ def _op_entry(spec: ProviderSpec, entry_point: str, op: Any, torch: Torch
     return call
 
 
+def backend_class_problem(backend: str) -> str | None:
+    """Why the installed vLLM's class of ``backend`` cannot run through the smoke's
+    backend-classes step (None: it can)."""
+    vllm = importlib.import_module("vllm")
+    registry = importlib.import_module("vllm.v1.attention.backends.registry")
+    enum = registry.AttentionBackendEnum
+    if backend not in enum.__members__:
+        return f"vLLM {vllm.__version__} has no attention backend {backend}"
+    cls = enum[backend].get_class()
+    if not hasattr(cls, "get_kv_cache_shape"):
+        return (f"vLLM {vllm.__version__}'s {cls.__name__} has no get_kv_cache_shape (the "
+                "release's runner views one flat buffer per layer, "
+                "vllm/v1/kv_cache_interface.py create_kv_cache_views), which the smoke does "
+                "not build; it runs the backend classes of the releases whose backends state "
+                "their KV cache shape")
+    return None
+
+
 def _load(spec: ProviderSpec, torch: Torch) -> Provider:
     if spec.kind == "backend_classes":
         assert spec.module is not None
@@ -200,6 +226,35 @@ def _load(spec: ProviderSpec, torch: Torch) -> Provider:
     return Provider(spec, f"{spec.namespace} ({versions}, {path})", entries)
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _requirements_missing(spec: ProviderSpec, backend: str) -> list[str]:
+    return [name for name in spec.requires.get(backend, []) if not _importable(name)]
+
+
+def cross_check_provider(plan: SmokePlan, primary: ProviderSpec) -> ProviderSpec | None:
+    """vLLM's backend classes to run beside ``primary`` for ``plan`` (the contract's
+    ``cross_checks``), when vLLM and the modules they need are importable here."""
+    if primary.kind == "backend_classes":
+        return None
+    for spec in load_contract(plan.engine).providers:
+        if spec.kind == "backend_classes" and plan.backend in spec.cross_checks and \
+                spec.module and _importable(spec.module) and \
+                not _requirements_missing(spec, plan.backend):
+            try:
+                if backend_class_problem(plan.backend):
+                    return None
+            except ImportError:
+                return None
+            return spec
+    return None
+
+
 def _unsupported(spec: ProviderSpec, calls: list[ResolvedCall]) -> list[str]:
     problems = []
     for call in calls:
@@ -224,6 +279,10 @@ def choose_provider(plan: SmokePlan, torch: Torch, *, strict: bool = False) -> P
     calls = resolve_calls(plan)
     skipped: list[str] = []
     for spec in exact + ([] if strict else others):
+        missing = _requirements_missing(spec, plan.backend)
+        if missing:
+            skipped.append(f"{spec.id}: needs {', '.join(missing)}")
+            continue
         refused = _unsupported(spec, calls)
         if refused:
             skipped.append(f"{spec.id}: cannot take {', '.join(refused)}")
@@ -233,6 +292,10 @@ def choose_provider(plan: SmokePlan, torch: Torch, *, strict: bool = False) -> P
                            f"{spec.min_block_multiple}")
             continue
         try:
+            problem = backend_class_problem(plan.backend) \
+                if spec.kind == "backend_classes" else None
+            if problem:
+                raise CannotRunHereError(problem)
             provider = _load(spec, torch)
         except Exception as error:  # a broken install raises more than ImportError
             skipped.append(f"{spec.id}: {type(error).__name__}: {error}".splitlines()[0][:200])

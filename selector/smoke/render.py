@@ -30,6 +30,8 @@ def _plan_line(group: GroupReport) -> Text:
                }.get(group.status, Text(" FAIL ", style="bold white on red"))
     line = Text.assemble(verdict, " ", (plan.name, "bold"), f"  {' | '.join(parts)}")
     line.append(f"\n  ran: {group.implementation}", style="cyan")
+    for other in group.cross_checks:
+        line.append(f"\n  also ran: {other} (same layers and data)", style="cyan")
     if group.substitution:
         line.append(f"\n  substituted: {group.substitution}", style="bold yellow")
     line.append(f"\n  batch: {group.shapes}", style="dim")

@@ -56,6 +56,8 @@ class GroupReport:
     substitution: str | None = None
     """Set when the negotiated kernel could not run and another one did (SUBSTITUTED)."""
     shapes: str = ""
+    cross_checks: list[str] = field(default_factory=list)
+    """Other implementations that ran the same layers and data (vLLM's backend classes)."""
     notes: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     timings: list[TimingResult] = field(default_factory=list)
@@ -80,7 +82,8 @@ class GroupReport:
         return {"plan": self.plan.model_dump(mode="json"), "implementation": self.implementation,
                 "provider": self.provider, "status": self.status,
                 "substitution": self.substitution,
-                "shapes": self.shapes, "notes": self.notes, "passed": self.passed,
+                "shapes": self.shapes, "cross_checks": self.cross_checks, "notes": self.notes,
+                "passed": self.passed,
                 "checks": [c.to_json() for c in self.checks],
                 "timings": [t.to_json() for t in self.timings]}
 

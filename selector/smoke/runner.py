@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 from selector.errors import CannotRunHereError
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
-from selector.smoke.contract import load_contract
+from selector.smoke.contract import ProviderSpec, load_contract
 from selector.smoke.environment import import_torch_cuda, package_version
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
@@ -35,7 +35,7 @@ from selector.smoke.invariants import (
 )
 from selector.smoke.metrics import attention_flops, kv_read_bytes
 from selector.smoke.plan import SmokeOptions, SmokePlan
-from selector.smoke.providers import ProviderChoice, choose_provider
+from selector.smoke.providers import ProviderChoice, choose_provider, cross_check_provider
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import (
     CheckResult,
@@ -89,6 +89,8 @@ class _Libraries:
     flashinfer: Any = None
     vllm: VllmRuntime | None = None
     """vLLM's modules, when a plan runs through vLLM's backend classes."""
+    cross_checks: dict[str, ProviderSpec] = field(default_factory=dict)
+    """Plans (by name) whose outputs vLLM's backend classes check beside their provider."""
 
 
 def _check_runnable(plans: Sequence[SmokePlan]) -> None:
@@ -126,7 +128,11 @@ def _load_libraries(machine: SmokeMachine, plans: Sequence[SmokePlan], options: 
         notify(f"{plan.name}: loading the {plan.backend} kernel provider")
         choice = machine.choose(plan)
         libraries.providers[plan.name] = choice
-        if choice.provider.spec.kind == "backend_classes" and libraries.vllm is None:
+        cross_check = cross_check_provider(plan, choice.provider.spec)
+        if cross_check is not None:
+            libraries.cross_checks[plan.name] = cross_check
+        if (choice.provider.spec.kind == "backend_classes" or cross_check is not None) \
+                and libraries.vllm is None:
             libraries.vllm = vllm_runtime = vllm_runtime or load_vllm()
         if choice.provider.spec.id == "flashinfer" and libraries.flashinfer is None:
             libraries.flashinfer = importlib.import_module("flashinfer")
@@ -179,6 +185,7 @@ class _GroupRun:
         self.atol, self.rtol = tolerance_for(plan.dtype, fp8=plan.fp8_kv)
         self.step: FlashAttentionStep | FlashInferStep | MlaDecodeStep | VllmBackendStep
         self.layers: list[_Layer] = []
+        self.layer_names: list[str] = []
         self.outputs: list[Tensor] = []
 
     def _reference(self, batch: BatchSpec, data: Any, sinks: Tensor | None) -> Tensor:
@@ -216,28 +223,73 @@ class _GroupRun:
                                            self.device)
         report.notes.extend(getattr(self.step, "notes", []))
         report.notes.extend(load_contract(plan.engine).backend(plan.backend).notes)
+        self.layer_names = names
         for index, name in enumerate(names):
-            seed = self.options.seed * 1000 + index
-            data_generator = torch.Generator(device=self.device).manual_seed(seed)
-            noise_generator = torch.Generator(device=self.device).manual_seed(seed + 500)
-            data = make_request_data(torch, self.batch, plan, self.device, data_generator)
-            step = self.step
-            if isinstance(step, VllmBackendStep):
-                cache = step.allocate_cache(self.workload.num_pages, noise_generator)
-            else:
-                cache = allocate_cache(torch, plan, self.workload.num_pages, self.device,
-                                       noise_generator)
-            writes_new = isinstance(step, VllmBackendStep) and step.writes_new_tokens
-            fill_cache(torch, cache, self.batch, data, step.slot_mapping,
-                       token_order=step.token_order, new_tokens=not writes_new)
-            if writes_new:
-                assert isinstance(step, VllmBackendStep)
-                step.stage_new_tokens(cache, *data.new_tokens(torch, self.batch))
-            sinks = (torch.randn(plan.num_q_heads, generator=data_generator, device=self.device,
-                                 dtype=torch.float32) * 2.0).to(
-                         sinks_dtype(torch, plan)) if plan.has_sinks else None
+            data, cache, sinks = self._layer_data(self.step, index)
             self.layers.append(_Layer(name, cache, data.flat_queries(torch),
                                       self._reference(self.batch, data, sinks), sinks))
+
+    def _layer_data(self, step: Any, index: int) -> tuple[Any, PagedKvCache, Tensor | None]:
+        """Layer ``index``'s data (its own seed), its cache allocated for ``step`` and
+        written as the step's backend sees it, and its sinks."""
+        torch, plan = self.torch, self.plan
+        seed = self.options.seed * 1000 + index
+        data_generator = torch.Generator(device=self.device).manual_seed(seed)
+        noise_generator = torch.Generator(device=self.device).manual_seed(seed + 500)
+        data = make_request_data(torch, self.batch, plan, self.device, data_generator)
+        if isinstance(step, VllmBackendStep):
+            cache = step.allocate_cache(self.workload.num_pages, noise_generator)
+        else:
+            cache = allocate_cache(torch, plan, self.workload.num_pages, self.device,
+                                   noise_generator)
+        writes_new = isinstance(step, VllmBackendStep) and step.writes_new_tokens
+        fill_cache(torch, cache, self.batch, data, step.slot_mapping,
+                   token_order=step.token_order, new_tokens=not writes_new)
+        if writes_new:
+            assert isinstance(step, VllmBackendStep)
+            step.stage_new_tokens(cache, *data.new_tokens(torch, self.batch))
+        sinks = (torch.randn(plan.num_q_heads, generator=data_generator, device=self.device,
+                             dtype=torch.float32) * 2.0).to(
+                     sinks_dtype(torch, plan)) if plan.has_sinks else None
+        return data, cache, sinks
+
+    def cross_check(self) -> None:
+        """Run the same layers and data through vLLM's backend classes (the contract's
+        ``cross_checks``) and compare with the reference and with this plan's provider."""
+        spec = self.libraries.cross_checks.get(self.plan.name)
+        if spec is None or not self.outputs:
+            return
+        assert self.libraries.vllm is not None
+        torch, plan, report = self.torch, self.plan, self.report
+        self.progress(f"{plan.name}: the same layers through vLLM's backend classes")
+        try:
+            step = VllmBackendStep(torch, self.libraries.vllm, spec, plan, self.batch,
+                                   self.device, self.layer_names)
+        except (ImportError, CannotRunHereError) as error:
+            report.notes.append(f"vLLM's backend classes were not run beside "
+                                f"{report.implementation}: {type(error).__name__}: {error}"[:300])
+            return
+        label = f"vLLM {self.libraries.vllm.version} backend classes ({step.backend.__name__})"
+        report.cross_checks.append(label)
+        report.notes.extend(note for note in step.notes if note not in report.notes)
+        for index, (layer, theirs) in enumerate(zip(self.layers, self.outputs, strict=False)):
+            _, cache, _ = self._layer_data(step, index)
+            try:
+                output = step.run(layer.queries, cache, layer.sinks)
+                self.synchronize()
+            except Exception as error:
+                report.checks.append(CheckResult(f"{layer.name} via {label}", False,
+                                                 f"{type(error).__name__}: {error}"[:400]))
+                return
+            for what, truth, scale in (("fp32 reference", layer.reference, 1),
+                                       (report.implementation, theirs, 2)):
+                comparison = compare(torch, output, truth, atol=scale * self.atol,
+                                     rtol=scale * self.rtol)
+                report.checks.append(CheckResult(
+                    f"{layer.name} via {label} vs {what}", comparison.passed,
+                    "" if comparison.passed else
+                    f"worst token row {comparison.worst_token}, {comparison.nan_count} non-finite",
+                    comparison.max_abs, comparison.max_rel))
 
     def check_bindings(self) -> None:
         plan = self.plan
@@ -350,14 +402,14 @@ class _GroupRun:
     def check_graph(self) -> None:
         if not self.plan.uses_full_graph or self.plan.is_mla:
             return
+        choice = self.libraries.providers[self.plan.name]
+        vllm = None
         if isinstance(self.step, VllmBackendStep):
-            self.report.notes.append(f"{self.plan.cudagraph_mode}: the decode graph replay is "
-                                     "not run through vLLM's backend classes yet")
-            return
+            assert self.libraries.vllm is not None
+            vllm = (self.libraries.vllm, choice.provider.spec)
         self.report.checks.extend(check_decode_graph(
-            self.torch, self.plan, self.options, self.device,
-            provider=self.libraries.providers[self.plan.name].provider,
-            flashinfer=self.libraries.flashinfer, progress=self.progress))
+            self.torch, self.plan, self.options, self.device, provider=choice.provider,
+            flashinfer=self.libraries.flashinfer, vllm=vllm, progress=self.progress))
 
     def measure(self, extra: TimedLaunch | None) -> None:
         if not self.options.measure or not self.guard("timing"):
@@ -505,6 +557,7 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
         if not group.run_layers():
             continue
         try:
+            group.cross_check()
             notify(f"{plan.name}: decode path and parity")
             extra = group.decode_only_launch()
             group.check_parity(parity)

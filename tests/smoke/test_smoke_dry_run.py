@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "smoke"
 GOLDEN = ROOT / "tests" / "golden" / "smoke_dry_run"
 CASES = ["llama-h200", "gpt-oss-20b-h200", "llama-fp8kv-h200", "deepseek-v3-tp8-h200",
-         "deepseek-v3-tp8-h200-flashmla", "gqa16-tp2-h200", "gemma-2-9b-h200"]
+         "deepseek-v3-tp8-h200-flashmla", "gqa16-tp2-h200", "gemma-2-9b-h200",
+         "gemma-3-27b-h200-vllm-0.25.1", "deepseek-v3-tp8-h200-triton-mla"]
 
 
 def make_app() -> typer.Typer:

@@ -9,6 +9,7 @@ without vLLM they skip too, and with ``--gpu-required`` both are failures.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from selector.errors import CannotRunHereError
 from selector.smoke import SmokeOptions, SmokePlan, SmokeReport, run_smoke
 from selector.smoke.contract import load_contract
-from selector.smoke.providers import ProviderChoice, _load, choose_provider
+from selector.smoke.providers import ProviderChoice, _load, choose_provider, cross_check_provider
 from selector.smoke.runner import cuda_machine
 
 pytestmark = pytest.mark.gpu
@@ -35,9 +36,7 @@ def vllm_version(request: pytest.FixtureRequest) -> str:
         if request.config.getoption("--gpu-required"):
             pytest.fail(f"--gpu-required: {message}")
         pytest.skip(message)
-    from importlib.metadata import version
-
-    return version("vllm")
+    return str(importlib.import_module("vllm").__version__)
 
 
 def deployment(name: str) -> list[SmokePlan]:
@@ -70,6 +69,9 @@ def test_triton_attn_gemma3_window_through_vllms_backend_classes(vllm_version: s
     report = run(plans)
     through_vllm(report, vllm_version)
     assert "TritonAttentionBackend" in report.groups[0].implementation
+    for group in report.groups:  # FULL_AND_PIECEWISE: the decode path replayed from a graph
+        replays = [c for c in group.checks if c.name.startswith("graph replay")]
+        assert len(replays) == OPTIONS.graph_replays + 1, group.checks
 
 
 @pytest.mark.parametrize(("q_heads", "kv_heads", "head", "window", "soft_cap", "kv_dtype"), [
@@ -141,3 +143,25 @@ def test_vllm_classes_and_the_contract_path_agree_on_one_plan(vllm_version: str)
     assert by_name[contract.name].provider != PROVIDER
     parity = [c for c in by_name[classes.name].checks if c.name.startswith("parity vs")]
     assert parity and all(c.passed for c in parity), by_name[classes.name].checks
+
+
+def test_flash_attn_plans_run_through_vllms_flash_attention_backend_too(vllm_version: str
+                                                                          ) -> None:
+    """A FLASH_ATTN plan runs on its contract provider (vLLM's FA3 kernel) and, with vLLM's
+    FA3 extension importable, the same layers and data through FlashAttentionBackend's
+    builder and impl: both against the reference and against each other."""
+    from selector.cli.smoke import _deployment_plans
+
+    plans = _deployment_plans(FIXTURES.parent / "smoke" / "gpt-oss-20b-h200.yaml", True)
+    plans = [p.model_copy(update={"engine": f"vllm=={vllm_version}"}) for p in plans
+             if p.backend == "FLASH_ATTN"]
+    assert plans and any(p.has_sinks and p.sliding_window for p in plans)
+    report = run(plans, SmokeOptions(measure=False, layers=2))
+    for group in report.groups:
+        assert group.provider != PROVIDER
+        assert any("FlashAttentionBackend" in other for other in group.cross_checks), (
+            "vLLM's FA3 extension (vllm.vllm_flash_attn._vllm_fa3_C) importable: "
+            f"{cross_check_provider(group.plan, load_contract(group.plan.engine).providers[1])}",
+            group.notes)
+        via = [c for c in group.checks if "via vLLM" in c.name]
+        assert len(via) == 4 and all(c.passed for c in via), via
