@@ -303,11 +303,15 @@ def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineD
     if status.status == "supported":
         if model.family is not None:
             return []
+        from selector.models.families import unmapped_reason
+
         unmapped = load_catalog().cli_codes["AS132"]
+        reason = unmapped_reason(status.architecture, registry.table_of(status.architecture))
         return [_finding(
             "warning", "AS132", unmapped.name,
-            f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
-            "every layer was checked as uniform attention", unmapped.hint, path, loaded)]
+            f"{status.architecture} (vLLM module {status.module}) has no layer mapping"
+            + (f" ({reason})" if reason else "")
+            + ": every layer was checked as uniform attention", unmapped.hint, path, loaded)]
     name, _ = CLI_CODES["AS131"]
     if status.status == "removed":
         hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "

@@ -61,7 +61,11 @@ Patches beyond the shared oracle's (all CPU-only necessities):
   deployment has; it changes no cache shape);
 * ``current_platform.log_warnings`` is silent (it asks NVML about the GPUs);
 * ``registry._run_in_subprocess`` runs in this process (the subprocess would
-  lack these patches);
+  lack these patches), and ``registry._try_inspect_model_cls`` lets an error while
+  importing a model module through (vLLM logs it and refuses the architecture as
+  "failed to be inspected": for a package the venv lacks that is the harness failing,
+  not vLLM refusing); ``ORACLE_EXTRA_PATH`` then also needs ``mistral_common``
+  (Pixtral, Llava, Mistral-3, Voxtral) and ``timm`` (Gemma-3n, OpenVLA);
 * ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on
   the GPU explicitly (a factory's ``device=``, ``nn.Module.to(device)``) go to
   ``meta``; torch's ``_device_constructors`` cache is filled before those wrappers
@@ -316,6 +320,10 @@ def _bootstrap() -> None:
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()
+    # the registry logs and swallows any error while importing a model module, then
+    # refuses the architecture as "failed to be inspected": here that error (a package
+    # the venv lacks) reaches the harness, which then fails instead of recording it
+    registry._try_inspect_model_cls = lambda arch, model: model.inspect_model_cls()
     from vllm.platforms import current_platform
 
     type(current_platform).log_warnings = classmethod(lambda cls: None)  # type: ignore[method-assign]

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Write small synthetic config.json files for architectures without a public config
+the reference can read offline: the architecture's config class (transformers', or
+vLLM's own in ``vllm/transformers_utils/configs/``) with its defaults, a few fields
+shrunk (``SPECS``), as ``to_dict()`` writes it. Run with an oracle interpreter::
+
+    /work/.venvs/oracle-0.33.0/bin/python tools/synthetic_model_configs.py [ARCH ...]
+
+into ``tests/fixtures/hf_configs/synthetic/<ARCH>.json``; vLLM's answer for them is then
+``tools/vllm_model_reference.py --merge ...``. Every value not in ``SPECS`` is the config
+class's default.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "tests" / "fixtures" / "hf_configs" / "synthetic"
+
+_SMALL = {"num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
+          "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 4096,
+          "max_position_embeddings": 4096}
+"""A small language model (4 layers, 8 query / 2 KV heads of 64)."""
+
+
+def _text(model_type: str, **extra: Any) -> dict[str, Any]:
+    return {"model_type": model_type, **_SMALL, **extra}
+
+
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    # architecture: (model_type, overrides of the config class's defaults)
+    "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
+    "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
+    "LlavaNextVideoForConditionalGeneration": ("llava_next_video", {"text_config": _text("llama")}),
+    "LlavaOnevisionForConditionalGeneration": ("llava_onevision", {"text_config": _text("qwen2")}),
+    "Blip2ForConditionalGeneration": ("blip-2", {"text_config": _text("opt", ffn_dim=1024)}),
+    "Qwen2AudioForConditionalGeneration": ("qwen2_audio", {"text_config": _text("qwen2")}),
+    "Glm4vForConditionalGeneration": ("glm4v", {"text_config": _text("glm4v_text")}),
+    "InternVLForConditionalGeneration": ("internvl", {"text_config": _text("qwen2")}),
+    "LightOnOCRForConditionalGeneration": ("lighton_ocr", {"text_config": _text("qwen3", head_dim=64)}),
+    "VoxtralForConditionalGeneration": ("voxtral", {"text_config": _text("llama")}),
+    "PixtralForConditionalGeneration": ("llava", {"text_config": _text("mistral")}),
+    "AudioFlamingo3ForConditionalGeneration": ("audioflamingo3", {"text_config": _text("qwen2")}),
+    "Gemma3nForCausalLM": ("gemma3n_text", {"num_hidden_layers": 10, "num_kv_shared_layers": 4,
+                                            "layer_types": ["sliding_attention"] * 4 + ["full_attention"]
+                                            + ["sliding_attention"] * 4 + ["full_attention"]}),
+    "FalconForCausalLM": ("falcon", {"num_hidden_layers": 4, "new_decoder_architecture": True,
+                                     "num_kv_heads": 8, "num_attention_heads": 32, "hidden_size": 2048}),
+    "Mistral3ForConditionalGeneration": ("mistral3", {"text_config": _text("mistral")}),
+    "UltravoxModel": ("ultravox", {"text_config": _text("llama"), "vocab_size": 4096}),
+    "OpenVLAForActionPrediction": ("openvla", {}),
+    "GraniteSpeechForConditionalGeneration": ("granite_speech", {"text_config": _text("granite")}),
+    "GlmAsrForConditionalGeneration": ("glmasr", {"text_config": _text("llama")}),
+    "Exaone4_5_ForConditionalGeneration": ("exaone4_5", {"text_config": _text(
+        "exaone4", sliding_window=1024)}),
+    "Qwen2_5OmniModel": ("qwen2_5_omni", {"thinker_config": {"text_config": _text(
+        "qwen2_5_omni_text", max_position_embeddings=32768)}}),
+    "Step3VLForConditionalGeneration": ("step3_vl", {"text_config": {
+        "architectures": ["Step3TextForCausalLM"], "num_hidden_layers": 4, "hidden_size": 512,
+        "intermediate_size": 1024, "num_attention_heads": 8, "num_attention_groups": 1,
+        "head_dim": 64, "moe_layers_enum": "1,2", "moe_num_experts": 4, "moe_top_k": 2,
+        "moe_intermediate_size": 256, "share_expert_dim": 256, "vocab_size": 4096,
+        "max_position_embeddings": 4096}}),
+    "MambaForCausalLM": ("mamba", {"num_hidden_layers": 4, "hidden_size": 256, "vocab_size": 4096}),
+    "FalconMambaForCausalLM": ("falcon_mamba", {"num_hidden_layers": 4, "hidden_size": 256,
+                                                "vocab_size": 4096}),
+    "Mamba2ForCausalLM": ("mamba2", {"num_hidden_layers": 4, "hidden_size": 256, "num_heads": 8,
+                                      "head_dim": 64, "vocab_size": 4096, "n_groups": 1}),
+    # the Transformers backend (transformers_supported_models): the config class's defaults
+    # with a small stack
+    **{arch: (model_type, {"num_hidden_layers": 4, **({"head_dim": 128} if "hunyuan" in model_type else {})})
+       for arch, model_type in (
+           ("ArceeForCausalLM", "arcee"), ("CwmForCausalLM", "cwm"),
+           ("FlexOlmoForCausalLM", "flex_olmo"), ("GPTNeoXForCausalLM", "gpt_neox"),
+           ("GlmForCausalLM", "glm"), ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
+           ("HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe"), ("Jais2ForCausalLM", "jais2"),
+           ("Kolibri1ForCausalLM", "kolibri1"), ("MellumForCausalLM", "mellum"),
+           ("Olmo2ForCausalLM", "olmo2"), ("Olmo3ForCausalLM", "olmo3"),
+           ("OlmoForCausalLM", "olmo"), ("SeedOssForCausalLM", "seed_oss"),
+           ("SmolLM3ForCausalLM", "smollm3"), ("Starcoder2ForCausalLM", "starcoder2"),
+           ("VaultGemmaForCausalLM", "vaultgemma"))},
+}
+
+
+def _config_class(model_type: str) -> Any:
+    from transformers import AutoConfig
+
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    except ImportError:  # pragma: no cover - every profiled release has it
+        _CONFIG_REGISTRY = {}
+    if model_type in _CONFIG_REGISTRY:
+        return _CONFIG_REGISTRY[model_type]  # a lazy table: indexing imports the class
+    return type(AutoConfig.for_model(model_type))
+
+
+def write(arch: str) -> Path:
+    model_type, overrides = SPECS[arch]
+    overrides = dict(overrides)
+    drop = overrides.pop("_drop", [])
+    config = _config_class(model_type)(**overrides)
+    raw = config.to_dict()
+    for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)
+        raw.setdefault(key, value)
+    raw.pop("wrapped_model_config", None)
+    for key in drop:  # what to_dict writes beside the key the class reads (DeepSeek-VL2)
+        raw.pop(key, None)
+    raw["architectures"] = [arch]
+    raw.setdefault("model_type", model_type)
+    raw.pop("transformers_version", None)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{arch}.json"
+    path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    names = (argv if argv is not None else sys.argv[1:]) or sorted(SPECS)
+    failed = 0
+    for arch in names:
+        try:
+            print(write(arch), file=sys.stderr)
+        except Exception as exc:  # a config class that cannot be built: say which
+            failed += 1
+            print(f"FAILED {arch}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
