@@ -31,19 +31,22 @@ def _text(model_type: str, **extra: Any) -> dict[str, Any]:
     return {"model_type": model_type, **_SMALL, **extra}
 
 
+_EXTRA: dict[str, dict[str, Any]] = {
+    # fields the model class reads that the config class does not default
+    "hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
+}
+
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     # architecture: (model_type, overrides of the config class's defaults)
     "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
     "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
     "LlavaNextVideoForConditionalGeneration": ("llava_next_video", {"text_config": _text("llama")}),
     "LlavaOnevisionForConditionalGeneration": ("llava_onevision", {"text_config": _text("qwen2")}),
-    "Blip2ForConditionalGeneration": ("blip-2", {"text_config": _text("opt", ffn_dim=1024)}),
+    "Blip2ForConditionalGeneration": ("blip-2", {"text_config": {
+        **_text("opt", ffn_dim=1024), "num_key_value_heads": 8}}),  # OPT has no GQA
     "Qwen2AudioForConditionalGeneration": ("qwen2_audio", {"text_config": _text("qwen2")}),
     "Glm4vForConditionalGeneration": ("glm4v", {"text_config": _text("glm4v_text")}),
     "InternVLForConditionalGeneration": ("internvl", {"text_config": _text("qwen2")}),
-    "LightOnOCRForConditionalGeneration": ("lighton_ocr", {"text_config": _text("qwen3", head_dim=64)}),
-    "VoxtralForConditionalGeneration": ("voxtral", {"text_config": _text("llama")}),
-    "PixtralForConditionalGeneration": ("llava", {"text_config": _text("mistral")}),
     "AudioFlamingo3ForConditionalGeneration": ("audioflamingo3", {"text_config": _text("qwen2")}),
     "Gemma3nForCausalLM": ("gemma3n_text", {"num_hidden_layers": 10, "num_kv_shared_layers": 4,
                                             "layer_types": ["sliding_attention"] * 4 + ["full_attention"]
@@ -70,9 +73,17 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                                                 "vocab_size": 4096}),
     "Mamba2ForCausalLM": ("mamba2", {"num_hidden_layers": 4, "hidden_size": 256, "num_heads": 8,
                                       "head_dim": 64, "vocab_size": 4096, "n_groups": 1}),
+    "GlmOcrForConditionalGeneration": ("glm_ocr", {"text_config": _text("glm_ocr_text", head_dim=64)}),
+    "Qwen2ForRewardModel": ("qwen2", _SMALL),
+    "Qwen2ForProcessRewardModel": ("qwen2", _SMALL),
+    "JinaVLForRanking": ("qwen2_vl", {"text_config": _text("qwen2_vl_text")}),
+    "Alpamayo2Super": ("alpamayo2_super", {"text_config": _text("qwen3_vl_text", head_dim=64)}),
+    "GraniteSpeechPlusForConditionalGeneration": ("granite_speech_plus", {"text_config": _text("granite")}),
+    "OlmoHybridForCausalLM": ("olmo_hybrid", {"num_hidden_layers": 4, "layer_types": [
+        "linear_attention", "linear_attention", "linear_attention", "full_attention"]}),
     # the Transformers backend (transformers_supported_models): the config class's defaults
     # with a small stack
-    **{arch: (model_type, {"num_hidden_layers": 4, **({"head_dim": 128} if "hunyuan" in model_type else {})})
+    **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})
        for arch, model_type in (
            ("ArceeForCausalLM", "arcee"), ("CwmForCausalLM", "cwm"),
            ("FlexOlmoForCausalLM", "flex_olmo"), ("GPTNeoXForCausalLM", "gpt_neox"),
@@ -82,7 +93,12 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
            ("Olmo2ForCausalLM", "olmo2"), ("Olmo3ForCausalLM", "olmo3"),
            ("OlmoForCausalLM", "olmo"), ("SeedOssForCausalLM", "seed_oss"),
            ("SmolLM3ForCausalLM", "smollm3"), ("Starcoder2ForCausalLM", "starcoder2"),
-           ("VaultGemmaForCausalLM", "vaultgemma"))},
+           ("VaultGemmaForCausalLM", "vaultgemma"),
+           # vLLM's own model classes of the llama / cohere2 / exaone4 families
+           ("HyperCLOVAXForCausalLM", "hyperclovax"),
+           ("GraniteMoeSharedForCausalLM", "granitemoeshared"),
+           ("GraniteMoeSWAForCausalLM", "granitemoe_swa"),
+           ("ExaoneMoeForCausalLM", "exaone_moe"), ("Cohere2MoeForCausalLM", "cohere2_moe"))},
 }
 
 

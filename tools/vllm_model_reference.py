@@ -49,7 +49,8 @@ Patches beyond the shared oracle's (all CPU-only necessities):
   after import, any missing op with an inert stub (model constructors keep
   references to kernels such as ``silu_and_mul`` but never call them here);
 * ``triton.Config`` (when vLLM's Triton placeholder is in use) keeps its
-  arguments, because kernel modules filter their autotune configs on import;
+  arguments, because kernel modules filter their autotune configs on import, and
+  ``triton.set_allocator`` is inert (OLMo-Hybrid's GDN layer calls it while built);
 * ``torchvision._meta_registrations`` is an empty module (torchvision's
   compiled ops cannot load against a CPU torch; multimodal model modules only
   need its image transforms);
@@ -315,6 +316,8 @@ def _bootstrap() -> None:
 
     if isinstance(triton, importing.TritonPlaceholder):
         triton.Config = _TritonConfig
+        # OLMo-Hybrid's GDN layer registers Triton's allocator in its constructor
+        triton.set_allocator = lambda allocator: None
 
     _STATE["permissive"] = True
     from vllm.model_executor.models import registry

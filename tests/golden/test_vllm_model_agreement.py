@@ -66,6 +66,9 @@ def test_the_answers_exist_and_cover_every_preset_and_config() -> None:
     configs = {f"tests/fixtures/hf_configs/{p.name}" for p in CONFIGS.glob("*.json")
                if p.stem != "broken_layer_types"}
     edge = {f"tests/fixtures/hf_configs/edge/{p.name}" for p in (CONFIGS / "edge").glob("*.json")}
+    synthetic = {f"tests/fixtures/hf_configs/synthetic/{p.name}"
+                 for p in (CONFIGS / "synthetic").glob("*.json")}
+    assert synthetic <= covered, sorted(synthetic - covered)
     assert presets <= covered, sorted(presets - covered)
     assert configs <= covered, sorted(configs - covered)
     assert edge <= covered, sorted(edge - covered)
