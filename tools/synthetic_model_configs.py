@@ -81,6 +81,10 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "GraniteSpeechPlusForConditionalGeneration": ("granite_speech_plus", {"text_config": _text("granite")}),
     "OlmoHybridForCausalLM": ("olmo_hybrid", {"num_hidden_layers": 4, "layer_types": [
         "linear_attention", "linear_attention", "linear_attention", "full_attention"]}),
+    "DbrxForCausalLM": ("dbrx", {"n_layers": 4, "d_model": 512, "n_heads": 8, "max_seq_len": 32768,
+                                 "attn_config": {"kv_n_heads": 2, "rope_theta": 500000},
+                                 "ffn_config": {"ffn_hidden_size": 1024, "moe_num_experts": 4,
+                                                "moe_top_k": 2}}),
     # the Transformers backend (transformers_supported_models): the config class's defaults
     # with a small stack
     **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})
@@ -102,6 +106,73 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+DEFAULTS: dict[str, str] = {
+    # architecture: model_type; the config class's defaults with a 4-layer stack (in its
+    # text_config when the class has one)
+    "BagelForConditionalGeneration": "bagel",
+    "BertForMaskedLM": "bert",
+    "BertForSequenceClassification": "bert",
+    "BertForTokenClassification": "bert",
+    "BertModel": "bert",
+    "BertSpladeSparseEmbeddingModel": "bert",
+    "BgeM3EmbeddingModel": "roberta",
+    "Cohere2VisionForConditionalGeneration": "cohere2_vision",
+    "CohereForCausalLM": "cohere",
+    "Ernie4_5ForCausalLM": "ernie4_5",
+    "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+    "ExaoneForCausalLM": "exaone",
+    "ExaoneMoEForCausalLM": "exaone_moe",
+    "GPT2ForSequenceClassification": "gpt2",
+    "Gemma2Model": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma4ForCausalLM": "gemma4_text",
+    "Glm4ForCausalLM": "glm4",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "GraniteSWAForCausalLM": "granite_swa",
+    "HCXVisionV2ForCausalLM": "hyperclovax_vision_v2",
+    "HfMoondream": "moondream3",
+    "IQuestCoderForCausalLM": "llama",
+    "InternLM3ForCausalLM": "llama",
+    "JambaForSequenceClassification": "jamba",
+    "LLaMAForCausalLM": "llama",
+    "Llama4ForCausalLM": "llama4_text",
+    "LlamaModel": "llama",
+    "Ministral3ForCausalLM": "ministral3",
+    "MistralModel": "llama",
+    "ModernBertForSequenceClassification": "modernbert",
+    "ModernBertForTokenClassification": "modernbert",
+    "ModernBertModel": "modernbert",
+    "Moondream3ForCausalLM": "moondream3",
+    "MossTranscribeDiarizeForConditionalGeneration": "moss_transcribe_diarize",
+    "NemotronHPuzzleForCausalLM": "nemotron_h",
+    "OlmoeForCausalLM": "olmoe",
+    "PaliGemmaForConditionalGeneration": "paligemma",
+    "PhiMoEForCausalLM": "phimoe",
+    "Qwen2Model": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3_5ForCausalLM": "qwen3_5_text",
+    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
+    "RobertaForMaskedLM": "roberta",
+    "RobertaForSequenceClassification": "roberta",
+    "RobertaForTokenClassification": "roberta",
+    "RobertaModel": "roberta",
+    "SmolVLMForConditionalGeneration": "smolvlm",
+    "TeleChat3ForCausalLM": "llama",
+    "XLMRobertaForSequenceClassification": "roberta",
+    "XLMRobertaForTokenClassification": "roberta",
+}
+
+
+def _default_spec(arch: str) -> tuple[str, dict[str, Any]]:
+    model_type = DEFAULTS[arch]
+    default = _config_class(model_type)()
+    text = getattr(default, "text_config", None)
+    if text is not None and text is not default and hasattr(text, "to_dict"):
+        return model_type, {"text_config": {"model_type": text.model_type, "num_hidden_layers": 4}}
+    return model_type, {"num_hidden_layers": 4}
+
+
 def _config_class(model_type: str) -> Any:
     from transformers import AutoConfig
 
@@ -115,7 +186,7 @@ def _config_class(model_type: str) -> Any:
 
 
 def write(arch: str) -> Path:
-    model_type, overrides = SPECS[arch]
+    model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
     drop = overrides.pop("_drop", [])
     config = _config_class(model_type)(**overrides)
@@ -138,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    names = (argv if argv is not None else sys.argv[1:]) or sorted(SPECS)
+    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS})
     failed = 0
     for arch in names:
         try:

@@ -350,7 +350,8 @@ def _bootstrap() -> None:
     _register_remote_configs()
 
 
-_LAYER_INDEX = re.compile(r"\.(?:layers|h|blocks|decoder\.layers)\.(\d+)\.")
+_LAYER_INDEX = re.compile(r"\.(?:layers|layer|h|blocks|decoder\.layers)\.(\d+)\.")
+"""A layer's index in its module name (``encoder.layer.<i>.`` is BERT's naming)."""
 
 
 _TOP_INDEX = re.compile(r"^model\.(\d+)\.")
