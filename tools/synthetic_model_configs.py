@@ -85,6 +85,11 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                                  "attn_config": {"kv_n_heads": 2, "rope_theta": 500000},
                                  "ffn_config": {"ffn_hidden_size": 1024, "moe_num_experts": 4,
                                                 "moe_top_k": 2}}),
+    "Idefics3ForConditionalGeneration": ("idefics3", {"text_config": _text("llama")}),
+    "AriaForConditionalGeneration": ("aria", {"text_config": _text(
+        "aria_text", moe_num_experts=4, moe_topk=2, moe_intermediate_size=256)}),
+    "PaddleOCRVLForConditionalGeneration": ("paddleocr_vl", {"text_config": _text(
+        "paddleocr_vl_text", head_dim=64)}),
     # the Transformers backend (transformers_supported_models): the config class's defaults
     # with a small stack
     **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})
@@ -111,6 +116,8 @@ DEFAULTS: dict[str, str] = {
     # text_config when the class has one)
     "BagelForConditionalGeneration": "bagel",
     "BertForMaskedLM": "bert",
+    "CLIPModel": "clip",
+    "SiglipModel": "siglip",
     "BertForSequenceClassification": "bert",
     "BertForTokenClassification": "bert",
     "BertModel": "bert",

@@ -226,3 +226,18 @@ def test_a_layout_vllm_refuses_exits_1_in_its_words(tmp_path: Path) -> None:
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS133")
     assert "Sliding window for some but all layers is not supported" in finding["message"]
     assert "vllm==0.33.0" in finding["message"]
+
+
+def test_an_attention_free_model_gets_its_state_only_plan(tmp_path: Path) -> None:
+    """Mamba (IsAttentionFree): every layer a Mamba-1 state, one state group, no
+    attention layer and no AS132; the groups are vLLM's (the reference's answer for the
+    same config, tests/golden/vllm_models/vllm-0.33.0.jsonl.gz)."""
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / "synthetic" / "MambaForCausalLM.json"
+    model = load_model(config)
+    assert model.family == "mamba" and {layer.kind for layer in model.layers} == {"mamba"}
+    deployment = tmp_path / "deploy.yaml"
+    deployment.write_text(f"device: H200\nmodel: {config}\nmax_model_len: 4096\n")
+    code, out, _ = run_cli(["check", str(deployment), "--format", "json"])
+    assert code == 0, out
+    document = json.loads(out)
+    assert not [f for f in document["findings"] if f["code"].startswith("AS13")]
