@@ -26,7 +26,7 @@ from selector.models.families import (
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
 from selector.models.ssm_config import read_ssm, ssm_refusal
 
-__all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
+__all__ = ["MAX_LAYERS", "language_model_config", "parse_config", "resolve_family"]
 
 MAX_LAYERS = 4096
 """More layers than this is treated as a malformed config."""
@@ -347,6 +347,21 @@ def _language_model(
         family, mapped = resolve_family(arch)
         reader = section
     raise top.error("text_config", "language models nested too deep")
+
+
+def language_model_config(
+    raw: Mapping[str, Any], *, file: str = "config.json"
+) -> tuple[Mapping[str, Any], Family]:
+    """The language model's section of ``raw`` (the top level's keys beneath it, as
+    ``text_config`` is read) and the family whose rules read it: for a wrapper, the
+    section and family of the language model it builds (``Family.language_model``)."""
+    top = ConfigReader(raw, file)
+    architectures = top.str_list("architectures") or [""]
+    family, mapped = resolve_family(architectures[0])
+    section, family, _ = _language_model(top, family, mapped)
+    if section.data is raw:
+        return raw, family
+    return {**raw, **section.data}, family
 
 
 def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFacts:
