@@ -90,6 +90,8 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "aria_text", moe_num_experts=4, moe_topk=2, moe_intermediate_size=256)}),
     "PaddleOCRVLForConditionalGeneration": ("paddleocr_vl", {"text_config": _text(
         "paddleocr_vl_text", head_dim=64)}),
+    "Qwen3ASRForConditionalGeneration": ("qwen3_asr", {"thinker_config": {"text_config": _text(
+        "qwen3", head_dim=64, max_position_embeddings=32768)}}),
     # the Transformers backend (transformers_supported_models): the config class's defaults
     # with a small stack
     **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})
