@@ -92,6 +92,8 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "paddleocr_vl_text", head_dim=64)}),
     "Qwen3ASRForConditionalGeneration": ("qwen3_asr", {"thinker_config": {"text_config": _text(
         "qwen3", head_dim=64, max_position_embeddings=32768)}}),
+    "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
+        "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
     # the Transformers backend (transformers_supported_models): the config class's defaults
     # with a small stack
     **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})
