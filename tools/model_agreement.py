@@ -337,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         groups += arch_groups
         groups_agree += arch_groups_ok
         notes = "; ".join(
-            f"vLLM refused {Path(r.config).name}" for r in group if r.vllm_status != "ok"
+            [f"vLLM refused {Path(r.config).name}" for r in group if r.vllm_status != "ok"]
+            + [f"the tool cannot read {Path(r.config).name}" for r in group
+               if r.vllm_status == "ok" and r.tool_error]
         )
         print(f"| {arch} | {len(group)} | {ok}/{layers} | {arch_groups_ok}/{arch_groups} | {notes} |")
     built = sum(r.vllm_status == "ok" for r in rows)

@@ -42,8 +42,8 @@ class ConfigReader:
         return ConfigReader(self.data, self.file, self.prefix, aliases=aliases, defaults=defaults)
 
     def _at(self, path: str) -> Any:
-        """The value at ``path``: a key, or (an alias only) a dotted path into nested
-        objects (DBRX's ``attn_config.kv_n_heads``)."""
+        """The value at ``path``: a key, or a dotted path into nested objects (DBRX's
+        ``attn_config.kv_n_heads``) when no key has that name."""
         if "." not in path or path in self.data:
             return self.data.get(path)
         value: Any = self.data
