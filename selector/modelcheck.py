@@ -143,10 +143,14 @@ def architecture_notes(model: ModelFacts, engine: EngineData,
                                  engine.engine)
     if status.status == "supported":
         if model.family is None:
+            from selector.models.families import unmapped_reason
+
             unmapped = catalog.cli_codes["AS132"]
+            reason = unmapped_reason(status.architecture, registry.table_of(status.architecture))
             notes.append(ArchitectureNote(
                 "warning", "AS132", f"{status.architecture} (vLLM module {status.module}) has "
-                "no layer mapping: every layer was checked as uniform attention", unmapped.hint))
+                "no layer mapping" + (f" ({reason})" if reason else "")
+                + ": every layer was checked as uniform attention", unmapped.hint))
         return tuple(notes)
     if status.status == "removed":
         hint = (f"{engine.engine} no longer supports it; vllm=={status.last_version} is the "

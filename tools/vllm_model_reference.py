@@ -75,7 +75,8 @@ MODEL_DTYPE = "bfloat16"
 """``--dtype``: fixed, so that every answer is for the same activation dtype
 (float32 configs would otherwise be refused by every MLA backend)."""
 
-_LAYER_INDEX = re.compile(r"\.(?:layers|h|blocks|decoder\.layers)\.(\d+)\.")
+_LAYER_INDEX = re.compile(r"\.(?:layers|layer|h|blocks|decoder\.layers)\.(\d+)\.")
+"""A layer's index in its module name (``encoder.layer.<i>.`` is BERT's naming)."""
 
 
 _TOP_INDEX = re.compile(r"^model\.(\d+)\.")

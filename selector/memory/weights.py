@@ -20,7 +20,7 @@ from selector.memory.quant import QuantPlan, part_shares, quant_plan
 from selector.models import ModelFacts, parse_config
 from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, ShortConvDims, SSMDims
 from selector.models.families import GENERIC, Family, FFNSizing, WeightRules, families
-from selector.models.hf_config import resolve_family
+from selector.models.hf_config import language_model_config, resolve_family
 
 __all__ = [
     "WeightEstimate",
@@ -341,10 +341,10 @@ def _quantize_parts(parts: list[WeightPart], plan: QuantPlan | None, profile: St
     return out
 
 
-def _family_config(raw: Mapping[str, Any], family: Family) -> dict[str, Any]:
+def _family_config(section: Mapping[str, Any], family: Family) -> dict[str, Any]:
     """The language model's config with the family's defaults (the transformers config
     class's) and canonical names for its aliases (GPTBigCode's ``n_embd`` ...)."""
-    cfg = {**family.defaults, **text_config(raw)}
+    cfg = {**family.defaults, **section}
     generic = families()[GENERIC].aliases
     for canonical, others in [*family.aliases.items(), *generic.items()]:
         if canonical not in cfg:
@@ -381,8 +381,12 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     tests/golden/test_pp_stages.py)."""
     facts = _facts(raw, model)
     family = resolve_family(facts.architecture)[0] if facts is not None else None
+    section = text_config(raw)
+    if family is not None and family.language_model is not None:
+        # a wrapper: the rules and the section of the language model it builds
+        section, family = language_model_config(raw)
     rules = family.weights if family is not None else WeightRules()
-    cfg = _family_config(raw, family) if family is not None else dict(text_config(raw))
+    cfg = _family_config(section, family) if family is not None else dict(section)
     hidden = config_int(cfg, "hidden_size")
     vocab = config_int(cfg, *rules.vocab_fields, "vocab_size", default=rules.vocab_default or 32000)
     layers = facts.layers if facts is not None and len(facts.layers) == len(layer_kinds) else None

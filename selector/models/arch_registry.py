@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.models.families import family_for
+from selector.models.families import family_for, unmapped_reason
 from selector.models.presets import list_presets, preset_path
 
 if TYPE_CHECKING:
@@ -148,13 +148,16 @@ def model_rows(engine: EngineData) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for arch in registry.supported:
         family = family_for(arch)
+        table = registry.table_of(arch)
         rows.append({
             "architecture": arch,
             "status": "supported",
             "module": registry.module_of(arch),
-            "table": registry.table_of(arch),
+            "table": table,
             "family": family.name if family is not None else "-",
             "presets": ", ".join(presets.get(arch, ())),
+            "unmapped_reason": (unmapped_reason(arch, table) or "not listed")
+                               if family is None else "",
         })
     for arch, version in sorted(registry.previously_supported.items()):
         rows.append({
@@ -164,5 +167,6 @@ def model_rows(engine: EngineData) -> list[dict[str, Any]]:
             "table": None,
             "family": "-",
             "presets": "",
+            "unmapped_reason": "",
         })
     return rows

@@ -41,16 +41,28 @@ class ConfigReader:
         config may use) and its config class's defaults for omitted fields."""
         return ConfigReader(self.data, self.file, self.prefix, aliases=aliases, defaults=defaults)
 
+    def _at(self, path: str) -> Any:
+        """The value at ``path``: a key, or a dotted path into nested objects (DBRX's
+        ``attn_config.kv_n_heads``) when no key has that name."""
+        if "." not in path or path in self.data:
+            return self.data.get(path)
+        value: Any = self.data
+        for part in path.split("."):
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(part)
+        return value
+
     def key_of(self, key: str) -> str:
         """The name ``key`` has in the file (an alias when only that is present)."""
         if self.data.get(key) is None:
             for alias in self.aliases.get(key, ()):
-                if self.data.get(alias) is not None:
+                if self._at(alias) is not None:
                     return alias
         return key
 
     def _get(self, key: str) -> Any:
-        value = self.data.get(self.key_of(key))
+        value = self._at(self.key_of(key))
         if value is None:
             return self.defaults.get(key)
         return value

@@ -19,14 +19,17 @@ __all__ = [
     "AttentionRules",
     "FFNSizing",
     "Family",
+    "LanguageModelRule",
     "MixerRules",
     "SSMRules",
     "VisionRules",
     "WeightRules",
+    "causal_lm_architecture",
     "families",
     "family_for",
     "kv_heads_fields",
     "mapped_modules",
+    "unmapped_reason",
 ]
 
 GENERIC = "generic"
@@ -53,6 +56,7 @@ RuleName = Literal[
     "llama4",
     "block_configs",
     "index_list",
+    "state_only",
 ]
 
 
@@ -231,6 +235,24 @@ class WeightRules(_Strict):
     generic formula (weights.py ``_vision_params``)."""
 
 
+class LanguageModelRule(_Strict):
+    """How a wrapper (a multimodal or pooling model) builds its language model:
+    ``init_vllm_registered_model(hf_config=<section>, architectures=<architecture>)``."""
+
+    source: str
+    sections: list[str] = Field(default_factory=list)
+    """Config sections (a dotted path each; the first present wins) holding the language
+    model's config; none (or none present): the wrapper's own config."""
+    architecture: str | None = None
+    """The architecture vLLM builds whatever the section says; None: the section's
+    ``architectures``, else transformers' causal-LM architecture of its ``model_type``."""
+    model_type: str | None = None
+    """The section's model type when the config omits it (the config class's default)."""
+    by_model_type: dict[str, str] = Field(default_factory=dict)
+    """{the config's top-level model_type: the architecture vLLM builds} (before
+    ``architecture``)."""
+
+
 class Family(_Strict):
     name: str = ""
     source: str
@@ -245,6 +267,9 @@ class Family(_Strict):
     mm_prefix_lm: bool = False
     encoder_only: bool = False
     alibi: bool = False
+    language_model: LanguageModelRule | None = None
+    """The architecture builds a language model of another architecture inside itself:
+    its layers are that architecture's family's, read from the named sub-config."""
 
 
 class _File(_Strict):
@@ -254,6 +279,43 @@ class _File(_Strict):
 
 def _families_path() -> Path:
     return preset_dir() / "families.yaml"
+
+
+@cache
+def _causal_lm_architectures() -> dict[str, str]:
+    path = preset_dir() / "causal_lm_architectures.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data
+        raise RuntimeError(f"{path}: {exc}") from exc
+    table = data["causal_lm_architectures"]
+    return {str(k): str(v) for k, v in table.items()}
+
+
+@cache
+def _unmapped() -> tuple[dict[str, str], str]:
+    path = preset_dir() / "unmapped.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data
+        raise RuntimeError(f"{path}: {exc}") from exc
+    return {str(k): str(v) for k, v in data["unmapped"].items()}, str(data["speculative_draft"])
+
+
+def unmapped_reason(architecture: str, table: str | None = None) -> str | None:
+    """Why no family maps ``architecture`` (``unmapped.yaml``; every speculative draft
+    of the ``speculative_decoding_models`` table shares one reason); None when none is
+    listed."""
+    reasons, draft = _unmapped()
+    if architecture in reasons:
+        return reasons[architecture]
+    return draft if table == "speculative_decoding_models" else None
+
+
+def causal_lm_architecture(model_type: str) -> str | None:
+    """The architecture vLLM gives a sub-config of ``model_type`` that names none
+    (transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``; ``causal_lm_architectures.yaml``)."""
+    return _causal_lm_architectures().get(model_type)
 
 
 @cache

@@ -15,11 +15,18 @@ from pydantic import ValidationError
 from selector.errors import InputError
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
-from selector.models.families import GENERIC, Family, families, family_for, kv_heads_fields
+from selector.models.families import (
+    GENERIC,
+    Family,
+    causal_lm_architecture,
+    families,
+    family_for,
+    kv_heads_fields,
+)
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
 from selector.models.ssm_config import read_ssm, ssm_refusal
 
-__all__ = ["MAX_LAYERS", "parse_config", "resolve_family"]
+__all__ = ["MAX_LAYERS", "language_model_config", "parse_config", "resolve_family"]
 
 MAX_LAYERS = 4096
 """More layers than this is treated as a malformed config."""
@@ -302,6 +309,61 @@ def resolve_family(architecture: str) -> tuple[Family, bool]:
     return family, True
 
 
+_MAX_WRAPPERS = 4
+"""Language models nested deeper than this are a malformed config."""
+
+
+def _section(reader: ConfigReader, path: str) -> ConfigReader | None:
+    section: ConfigReader | None = reader
+    for key in path.split("."):
+        section = section.section(key) if section is not None else None
+    return section
+
+
+def _language_model(
+    top: ConfigReader, family: Family, mapped: bool
+) -> tuple[ConfigReader, Family, bool]:
+    """The section and family whose rules read the layers: for a family that builds its
+    language model inside itself (``language_model``), the family of that model's
+    architecture (the rule's, else the section's ``architectures``, else transformers'
+    causal-LM architecture of its ``model_type``, as ``VllmConfig.with_hf_config``
+    resolves it), read from its section; else the config's ``text_config`` (or the top
+    level) and the family itself."""
+    reader = top
+    for _ in range(_MAX_WRAPPERS):
+        rule = family.language_model
+        if rule is None:
+            return _text_reader(reader), family, mapped
+        section = next((s for path in rule.sections
+                        if (s := _section(reader, path)) is not None), reader)
+        inner = section.str_list("architectures")
+        model_type = section.str_("model_type") or rule.model_type
+        arch = (rule.by_model_type.get(top.str_("model_type") or "") or rule.architecture
+                or (inner[0] if inner else None))
+        if arch is None and model_type is not None:
+            arch = causal_lm_architecture(model_type)
+        if arch is None or (section is reader and arch in (reader.str_list("architectures") or [])):
+            return section, families()[GENERIC], False
+        family, mapped = resolve_family(arch)
+        reader = section
+    raise top.error("text_config", "language models nested too deep")
+
+
+def language_model_config(
+    raw: Mapping[str, Any], *, file: str = "config.json"
+) -> tuple[Mapping[str, Any], Family]:
+    """The language model's section of ``raw`` (the top level's keys beneath it, as
+    ``text_config`` is read) and the family whose rules read it: for a wrapper, the
+    section and family of the language model it builds (``Family.language_model``)."""
+    top = ConfigReader(raw, file)
+    architectures = top.str_list("architectures") or [""]
+    family, mapped = resolve_family(architectures[0])
+    section, family, _ = _language_model(top, family, mapped)
+    if section.data is raw:
+        return raw, family
+    return {**raw, **section.data}, family
+
+
 def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFacts:
     """Derive every layer's attention facts from a config.json mapping.
 
@@ -315,8 +377,8 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
         raise top.error("architectures", "missing required field", hint='e.g. ["LlamaForCausalLM"]')
     if top.str_("model_type") is None:
         raise top.error("model_type", "missing required field", hint='e.g. "llama"')
-    text = _text_reader(top)
     family, mapped = resolve_family(architectures[0])
+    text, family, mapped = _language_model(top, family, mapped)
     parser = _ConfigParser(top, text, family)
     try:
         return ModelFacts(

@@ -173,6 +173,11 @@ def _index_list(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType
     return ["full_attention" if i in chosen else rules.other for i in range(n)]
 
 
+def _state_only(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    """Every layer is the family's state mixer (``other``): an attention-free model."""
+    return [rules.other] * n
+
+
 def _uniform(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
     if model_wide_window(text) is not None:
         return ["sliding_attention"] * n
@@ -190,6 +195,7 @@ _RULES: dict[str, Callable[[ConfigReader, MixerRules, int], list[MixerType]]] = 
     "llama4": _llama4,
     "block_configs": _block_configs,
     "index_list": _index_list,
+    "state_only": _state_only,
 }
 assert set(_RULES) <= set(get_args(MixerRules.model_fields["rule"].annotation))
 

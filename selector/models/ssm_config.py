@@ -38,8 +38,12 @@ def read_ssm(
     state_dtype = _state_dtype(text, family)
     mixer_class = family.ssm.mixer_class
     if kind == "mamba1":
+        intermediate = (text.int_(str(family.ssm.fields["intermediate_size"][0]))
+                        if "intermediate_size" in family.ssm.fields
+                        and text.has(str(family.ssm.fields["intermediate_size"][0]))
+                        else _field(text, family, "expand") * hidden_size)
         return Mamba1Dims(
-            intermediate_size=_field(text, family, "expand") * hidden_size,
+            intermediate_size=intermediate,
             state_size=_field(text, family, "state_size"),
             conv_kernel=_field(text, family, "conv_kernel"),
             state_dtype=state_dtype,

@@ -14,6 +14,7 @@ from selector.errors import InputError
 from selector.models import load_model
 from selector.models.arch_registry import load_model_registry
 from selector.models.families import families
+from selector.models.hf_config import parse_config
 from tests.fuzz.test_config_fuzz import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,10 +66,12 @@ def test_made_up_architecture_exits_1(tmp_path: Path) -> None:
 
 
 def test_unmapped_supported_architecture_warns_and_fails_under_strict(tmp_path: Path) -> None:
-    path = _deployment(tmp_path, "Olmo2ForCausalLM")
-    code, out, _ = run_cli(["check", str(path)])
+    path = _deployment(tmp_path, "Zamba2ForCausalLM")
+    code, out, _ = run_cli(["check", str(path), "--format", "json"])
     assert code == 0
-    assert "AS132" in out and "Olmo2ForCausalLM" in out
+    finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS132")
+    # the reason unmapped.yaml gives is part of the warning
+    assert "Zamba2ForCausalLM" in finding["message"] and "hybrid_layer_ids" in finding["message"]
     code, _, _ = run_cli(["check", str(path), "--strict"])
     assert code == 1
 
@@ -94,6 +97,70 @@ def test_every_family_module_is_a_vllm_module() -> None:
     for family in families().values():
         assert set(family.modules) <= modules, (family.name, set(family.modules) - modules)
         assert set(family.architectures) <= architectures, family.name
+
+
+def _registry_architectures() -> dict[str, tuple[str, set[str]]]:
+    """architecture -> (its table, the profiled releases whose registry has it)."""
+    out: dict[str, tuple[str, set[str]]] = {}
+    for version in ENGINE_VERSIONS:
+        registry = load_model_registry(ROOT / "schemas" / "engines" / f"vllm-{version}")
+        if registry is None:
+            continue
+        for table, rows in registry.tables.items():
+            for arch in rows:
+                out.setdefault(arch, (table, set()))[1].add(version)
+    return out
+
+
+def test_every_registered_architecture_is_mapped_or_has_a_reason() -> None:
+    """Issue 24: every architecture of every profiled release's registry is mapped by a
+    family, or unmapped.yaml says why; and nothing a family maps is listed there."""
+    from selector.models.families import family_for, unmapped_reason
+
+    unlisted, stale = [], []
+    for arch, (table, _versions) in sorted(_registry_architectures().items()):
+        mapped = family_for(arch) is not None
+        reason = unmapped_reason(arch, table)
+        if not mapped and reason is None:
+            unlisted.append(arch)
+        if mapped and reason is not None and table != "speculative_decoding_models":
+            stale.append(arch)
+    assert not unlisted, f"no family and no reason in schemas/models/unmapped.yaml: {unlisted}"
+    assert not stale, f"mapped, yet listed in schemas/models/unmapped.yaml: {stale}"
+
+
+def test_list_models_gives_the_unmapped_reason() -> None:
+    code, out, _ = run_cli(["list", "models", "--format", "json"])
+    assert code == 0
+    rows = {row["architecture"]: row for row in json.loads(out)}
+    assert rows["LlamaForCausalLM"]["unmapped_reason"] == ""
+    assert rows["DeepseekV4ForCausalLM"]["unmapped_reason"] == ""  # mapped: model-driven
+    assert "model-driven" in rows["DeepseekV41ForCausalLM"]["unmapped_reason"]
+    assert all(row["unmapped_reason"] != "not listed" for row in rows.values())
+
+
+@pytest.mark.parametrize(("architecture", "family"), [
+    # multimodal wrappers: the family of the language model they build from text_config
+    ("LlavaForConditionalGeneration", "llama"),
+    ("InternVLChatModel", "qwen2"),
+    ("Glm4vMoeForConditionalGeneration", "llama"),
+    ("NemotronH_Nano_VL_V2", "nemotron_h"),
+])
+def test_a_wrapper_reads_its_language_model(architecture: str, family: str) -> None:
+    text = {"InternVLChatModel": dict(LLAMA, model_type="qwen2", architectures=["Qwen2ForCausalLM"]),
+            "NemotronH_Nano_VL_V2": {
+                "model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 512,
+                "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+                "hybrid_override_pattern": "M*M-", "mamba_num_heads": 8, "mamba_head_dim": 64,
+                "n_groups": 1, "ssm_state_size": 128}}.get(architecture, dict(LLAMA, model_type="llama"))
+    text.pop("architectures", None) if architecture != "InternVLChatModel" else None
+    section = "llm_config" if architecture == "InternVLChatModel" else "text_config"
+    raw = {"architectures": [architecture], "model_type": "wrapper", section: text}
+    if architecture == "Glm4vMoeForConditionalGeneration":
+        raw["model_type"] = "glm4v_moe"
+    model = parse_config(raw, file="config.json")
+    assert model.family == family and model.architecture == architecture
+    assert model.num_layers == text["num_hidden_layers"]
 
 
 def test_registry_data_is_vllms(tmp_path: Path) -> None:
@@ -160,3 +227,18 @@ def test_a_layout_vllm_refuses_exits_1_in_its_words(tmp_path: Path) -> None:
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS133")
     assert "Sliding window for some but all layers is not supported" in finding["message"]
     assert "vllm==0.33.0" in finding["message"]
+
+
+def test_an_attention_free_model_gets_its_state_only_plan(tmp_path: Path) -> None:
+    """Mamba (IsAttentionFree): every layer a Mamba-1 state, one state group, no
+    attention layer and no AS132; the groups are vLLM's (the reference's answer for the
+    same config, tests/golden/vllm_models/vllm-0.33.0.jsonl.gz)."""
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / "synthetic" / "MambaForCausalLM.json"
+    model = load_model(config)
+    assert model.family == "mamba" and {layer.kind for layer in model.layers} == {"mamba"}
+    deployment = tmp_path / "deploy.yaml"
+    deployment.write_text(f"device: H200\nmodel: {config}\nmax_model_len: 4096\n")
+    code, out, _ = run_cli(["check", str(deployment), "--format", "json"])
+    assert code == 0, out
+    document = json.loads(out)
+    assert not [f for f in document["findings"] if f["code"].startswith("AS13")]

@@ -10,7 +10,8 @@ pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with
   op with an inert stub (model constructors keep references to kernels such as
   ``silu_and_mul`` but never call them here);
 * ``triton.Config`` (when vLLM's Triton placeholder is in use) keeps its arguments,
-  because kernel modules filter their autotune configs on import;
+  because kernel modules filter their autotune configs on import, and
+  ``triton.set_allocator`` is inert (OLMo-Hybrid's GDN layer calls it while built);
 * ``torchvision._meta_registrations`` is an empty module (torchvision's compiled ops
   cannot load against a CPU torch; multimodal model modules only need its transforms);
 * ``ORACLE_EXTRA_PATH`` adds folders of pure-Python packages some model modules import
@@ -21,7 +22,11 @@ pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with
   cache shape);
 * ``current_platform.log_warnings`` is silent (it asks NVML about the GPUs);
 * ``registry._run_in_subprocess`` runs in this process (the subprocess would lack these
-  patches);
+  patches), and ``registry._try_inspect_model_cls`` lets an error while importing a model
+  module through (vLLM logs it and refuses the architecture as "failed to be inspected":
+  for a package the venv lacks that is the harness failing, not vLLM refusing);
+  ``ORACLE_EXTRA_PATH`` then also needs ``mistral_common`` (Pixtral, Llava, Mistral-3,
+  Voxtral) and ``timm`` (Gemma-3n, OpenVLA);
 * ``torch.cuda.Stream``/``Event`` are inert, and tensors a constructor puts on the GPU
   explicitly (a factory's ``device=``, ``nn.Module.to(device)``) go to ``meta``
   (``device_tensors_on_meta``); torch's ``_device_constructors`` cache is filled before
@@ -352,11 +357,17 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
 
     if isinstance(triton, importing.TritonPlaceholder):
         triton.Config = _TritonConfig
+        # OLMo-Hybrid's GDN layer registers Triton's allocator in its constructor
+        triton.set_allocator = lambda allocator: None
 
     _STATE["permissive"] = True
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()
+    # the registry logs and swallows any error while importing a model module, then
+    # refuses the architecture as "failed to be inspected": here that error (a package
+    # the venv lacks) reaches the harness, which then fails instead of recording it
+    registry._try_inspect_model_cls = lambda arch, model: model.inspect_model_cls()
     from vllm.platforms import current_platform
 
     type(current_platform).log_warnings = classmethod(lambda cls: None)  # type: ignore[method-assign]

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Write small synthetic config.json files for architectures without a public config
+the reference can read offline: the architecture's config class (transformers', or
+vLLM's own in ``vllm/transformers_utils/configs/``) with its defaults, a few fields
+shrunk (``SPECS``), as ``to_dict()`` writes it. Run with an oracle interpreter::
+
+    /work/.venvs/oracle-0.33.0/bin/python tools/synthetic_model_configs.py [ARCH ...]
+
+into ``tests/fixtures/hf_configs/synthetic/<ARCH>.json``; vLLM's answer for them is then
+``tools/vllm_model_reference.py --merge ...``. Every value not in ``SPECS`` is the config
+class's default.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "tests" / "fixtures" / "hf_configs" / "synthetic"
+
+_SMALL = {"num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
+          "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 4096,
+          "max_position_embeddings": 4096}
+"""A small language model (4 layers, 8 query / 2 KV heads of 64)."""
+
+
+def _text(model_type: str, **extra: Any) -> dict[str, Any]:
+    return {"model_type": model_type, **_SMALL, **extra}
+
+
+_EXTRA: dict[str, dict[str, Any]] = {
+    # fields the model class reads that the config class does not default
+    "hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
+}
+
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    # architecture: (model_type, overrides of the config class's defaults)
+    "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
+    "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
+    "LlavaNextVideoForConditionalGeneration": ("llava_next_video", {"text_config": _text("llama")}),
+    "LlavaOnevisionForConditionalGeneration": ("llava_onevision", {"text_config": _text("qwen2")}),
+    "Blip2ForConditionalGeneration": ("blip-2", {"text_config": {
+        **_text("opt", ffn_dim=1024), "num_key_value_heads": 8}}),  # OPT has no GQA
+    "Qwen2AudioForConditionalGeneration": ("qwen2_audio", {"text_config": _text("qwen2")}),
+    "Glm4vForConditionalGeneration": ("glm4v", {"text_config": _text("glm4v_text")}),
+    "InternVLForConditionalGeneration": ("internvl", {"text_config": _text("qwen2")}),
+    "AudioFlamingo3ForConditionalGeneration": ("audioflamingo3", {"text_config": _text("qwen2")}),
+    "Gemma3nForCausalLM": ("gemma3n_text", {"num_hidden_layers": 10, "num_kv_shared_layers": 4,
+                                            "layer_types": ["sliding_attention"] * 4 + ["full_attention"]
+                                            + ["sliding_attention"] * 4 + ["full_attention"]}),
+    "FalconForCausalLM": ("falcon", {"num_hidden_layers": 4, "new_decoder_architecture": True,
+                                     "num_kv_heads": 8, "num_attention_heads": 32, "hidden_size": 2048}),
+    "Mistral3ForConditionalGeneration": ("mistral3", {"text_config": _text("mistral")}),
+    "UltravoxModel": ("ultravox", {"text_config": _text("llama"), "vocab_size": 4096}),
+    "OpenVLAForActionPrediction": ("openvla", {}),
+    "GraniteSpeechForConditionalGeneration": ("granite_speech", {"text_config": _text("granite")}),
+    "GlmAsrForConditionalGeneration": ("glmasr", {"text_config": _text("llama")}),
+    "Exaone4_5_ForConditionalGeneration": ("exaone4_5", {"text_config": _text(
+        "exaone4", sliding_window=1024)}),
+    "Qwen2_5OmniModel": ("qwen2_5_omni", {"thinker_config": {"text_config": _text(
+        "qwen2_5_omni_text", max_position_embeddings=32768)}}),
+    "Step3VLForConditionalGeneration": ("step3_vl", {"text_config": {
+        "architectures": ["Step3TextForCausalLM"], "num_hidden_layers": 4, "hidden_size": 512,
+        "intermediate_size": 1024, "num_attention_heads": 8, "num_attention_groups": 1,
+        "head_dim": 64, "moe_layers_enum": "1,2", "moe_num_experts": 4, "moe_top_k": 2,
+        "moe_intermediate_size": 256, "share_expert_dim": 256, "vocab_size": 4096,
+        "max_position_embeddings": 4096}}),
+    "MambaForCausalLM": ("mamba", {"num_hidden_layers": 4, "hidden_size": 256, "vocab_size": 4096}),
+    "FalconMambaForCausalLM": ("falcon_mamba", {"num_hidden_layers": 4, "hidden_size": 256,
+                                                "vocab_size": 4096}),
+    "Mamba2ForCausalLM": ("mamba2", {"num_hidden_layers": 4, "hidden_size": 256, "num_heads": 8,
+                                      "head_dim": 64, "vocab_size": 4096, "n_groups": 1}),
+    "GlmOcrForConditionalGeneration": ("glm_ocr", {"text_config": _text("glm_ocr_text", head_dim=64)}),
+    "Qwen2ForRewardModel": ("qwen2", _SMALL),
+    "Qwen2ForProcessRewardModel": ("qwen2", _SMALL),
+    "JinaVLForRanking": ("qwen2_vl", {"text_config": _text("qwen2_vl_text")}),
+    "Alpamayo2Super": ("alpamayo2_super", {"text_config": _text("qwen3_vl_text", head_dim=64)}),
+    "GraniteSpeechPlusForConditionalGeneration": ("granite_speech_plus", {"text_config": _text("granite")}),
+    "OlmoHybridForCausalLM": ("olmo_hybrid", {"num_hidden_layers": 4, "layer_types": [
+        "linear_attention", "linear_attention", "linear_attention", "full_attention"]}),
+    "DbrxForCausalLM": ("dbrx", {"n_layers": 4, "d_model": 512, "n_heads": 8, "max_seq_len": 32768,
+                                 "attn_config": {"kv_n_heads": 2, "rope_theta": 500000},
+                                 "ffn_config": {"ffn_hidden_size": 1024, "moe_num_experts": 4,
+                                                "moe_top_k": 2}}),
+    "Idefics3ForConditionalGeneration": ("idefics3", {"text_config": _text("llama")}),
+    "AriaForConditionalGeneration": ("aria", {"text_config": _text(
+        "aria_text", moe_num_experts=4, moe_topk=2, moe_intermediate_size=256)}),
+    "PaddleOCRVLForConditionalGeneration": ("paddleocr_vl", {"text_config": _text(
+        "paddleocr_vl_text", head_dim=64)}),
+    "Qwen3ASRForConditionalGeneration": ("qwen3_asr", {"thinker_config": {"text_config": _text(
+        "qwen3", head_dim=64, max_position_embeddings=32768)}}),
+    "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
+        "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    # the Transformers backend (transformers_supported_models): the config class's defaults
+    # with a small stack
+    **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})
+       for arch, model_type in (
+           ("ArceeForCausalLM", "arcee"), ("CwmForCausalLM", "cwm"),
+           ("FlexOlmoForCausalLM", "flex_olmo"), ("GPTNeoXForCausalLM", "gpt_neox"),
+           ("GlmForCausalLM", "glm"), ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
+           ("HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe"), ("Jais2ForCausalLM", "jais2"),
+           ("Kolibri1ForCausalLM", "kolibri1"), ("MellumForCausalLM", "mellum"),
+           ("Olmo2ForCausalLM", "olmo2"), ("Olmo3ForCausalLM", "olmo3"),
+           ("OlmoForCausalLM", "olmo"), ("SeedOssForCausalLM", "seed_oss"),
+           ("SmolLM3ForCausalLM", "smollm3"), ("Starcoder2ForCausalLM", "starcoder2"),
+           ("VaultGemmaForCausalLM", "vaultgemma"),
+           # vLLM's own model classes of the llama / cohere2 / exaone4 families
+           ("HyperCLOVAXForCausalLM", "hyperclovax"),
+           ("GraniteMoeSharedForCausalLM", "granitemoeshared"),
+           ("GraniteMoeSWAForCausalLM", "granitemoe_swa"),
+           ("ExaoneMoeForCausalLM", "exaone_moe"), ("Cohere2MoeForCausalLM", "cohere2_moe"))},
+}
+
+
+DEFAULTS: dict[str, str] = {
+    # architecture: model_type; the config class's defaults with a 4-layer stack (in its
+    # text_config when the class has one)
+    "BagelForConditionalGeneration": "bagel",
+    "BertForMaskedLM": "bert",
+    "CLIPModel": "clip",
+    "SiglipModel": "siglip",
+    "BertForSequenceClassification": "bert",
+    "BertForTokenClassification": "bert",
+    "BertModel": "bert",
+    "BertSpladeSparseEmbeddingModel": "bert",
+    "BgeM3EmbeddingModel": "roberta",
+    "Cohere2VisionForConditionalGeneration": "cohere2_vision",
+    "CohereForCausalLM": "cohere",
+    "Ernie4_5ForCausalLM": "ernie4_5",
+    "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+    "ExaoneForCausalLM": "exaone",
+    "ExaoneMoEForCausalLM": "exaone_moe",
+    "GPT2ForSequenceClassification": "gpt2",
+    "Gemma2Model": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma4ForCausalLM": "gemma4_text",
+    "Glm4ForCausalLM": "glm4",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "GraniteSWAForCausalLM": "granite_swa",
+    "HCXVisionV2ForCausalLM": "hyperclovax_vision_v2",
+    "HfMoondream": "moondream3",
+    "IQuestCoderForCausalLM": "llama",
+    "InternLM3ForCausalLM": "llama",
+    "JambaForSequenceClassification": "jamba",
+    "LLaMAForCausalLM": "llama",
+    "Llama4ForCausalLM": "llama4_text",
+    "LlamaModel": "llama",
+    "Ministral3ForCausalLM": "ministral3",
+    "MistralModel": "llama",
+    "ModernBertForSequenceClassification": "modernbert",
+    "ModernBertForTokenClassification": "modernbert",
+    "ModernBertModel": "modernbert",
+    "Moondream3ForCausalLM": "moondream3",
+    "MossTranscribeDiarizeForConditionalGeneration": "moss_transcribe_diarize",
+    "NemotronHPuzzleForCausalLM": "nemotron_h",
+    "OlmoeForCausalLM": "olmoe",
+    "PaliGemmaForConditionalGeneration": "paligemma",
+    "PhiMoEForCausalLM": "phimoe",
+    "Qwen2Model": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3_5ForCausalLM": "qwen3_5_text",
+    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
+    "RobertaForMaskedLM": "roberta",
+    "RobertaForSequenceClassification": "roberta",
+    "RobertaForTokenClassification": "roberta",
+    "RobertaModel": "roberta",
+    "SmolVLMForConditionalGeneration": "smolvlm",
+    "TeleChat3ForCausalLM": "llama",
+    "XLMRobertaForSequenceClassification": "roberta",
+    "XLMRobertaForTokenClassification": "roberta",
+}
+
+
+def _default_spec(arch: str) -> tuple[str, dict[str, Any]]:
+    model_type = DEFAULTS[arch]
+    default = _config_class(model_type)()
+    text = getattr(default, "text_config", None)
+    if text is not None and text is not default and hasattr(text, "to_dict"):
+        return model_type, {"text_config": {"model_type": text.model_type, "num_hidden_layers": 4}}
+    return model_type, {"num_hidden_layers": 4}
+
+
+def _config_class(model_type: str) -> Any:
+    from transformers import AutoConfig
+
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    except ImportError:  # pragma: no cover - every profiled release has it
+        _CONFIG_REGISTRY = {}
+    if model_type in _CONFIG_REGISTRY:
+        return _CONFIG_REGISTRY[model_type]  # a lazy table: indexing imports the class
+    return type(AutoConfig.for_model(model_type))
+
+
+def write(arch: str) -> Path:
+    model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
+    overrides = dict(overrides)
+    drop = overrides.pop("_drop", [])
+    config = _config_class(model_type)(**overrides)
+    raw = config.to_dict()
+    for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)
+        raw.setdefault(key, value)
+    raw.pop("wrapped_model_config", None)
+    for key in drop:  # what to_dict writes beside the key the class reads (DeepSeek-VL2)
+        raw.pop(key, None)
+    raw["architectures"] = [arch]
+    raw.setdefault("model_type", model_type)
+    raw.pop("transformers_version", None)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{arch}.json"
+    path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS})
+    failed = 0
+    for arch in names:
+        try:
+            print(write(arch), file=sys.stderr)
+        except Exception as exc:  # a config class that cannot be built: say which
+            failed += 1
+            print(f"FAILED {arch}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
