@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import vllm_model_reference as ref  # noqa: E402
+import vllm_model_reference as ref
 
 REPO = ref.REPO
 CONFIGS = REPO / "tests" / "fixtures" / "hf_configs"
@@ -67,7 +67,7 @@ MAX_MODEL_LEN = 4096
 """Every case runs with this ``max_model_len`` (below every draft's own maximum: the
 draft's length does not then lower the target's)."""
 
-EAGLE3_DRAFT = CONFIGS / "yuhuili--EAGLE3-LLaMA3.1-Instruct-8B.json"
+EAGLE3_DRAFT = MODELS / "drafts" / "yuhuili--EAGLE3-LLaMA3.1-Instruct-8B.json"
 
 CASES: list[dict[str, Any]] = [
     {"id": "deepseek-v3-mtp", "target": MODELS / "deepseek-v3.json",
@@ -117,6 +117,10 @@ CASES: list[dict[str, Any]] = [
     {"id": "llama-3.1-8b-draft-model", "target": MODELS / "llama-3.1-8b.json",
      "draft": CONFIGS / "meta-llama--Llama-3.2-3B.json",
      "speculative": {"method": "draft_model", "num_speculative_tokens": 2}},
+    {"id": "llama-3.1-8b-draft-model-triton", "target": MODELS / "llama-3.1-8b.json",
+     "draft": CONFIGS / "meta-llama--Llama-3.2-3B.json",
+     "speculative": {"method": "draft_model", "num_speculative_tokens": 2,
+                     "attention_backend": "TRITON_ATTN"}},
     {"id": "llama-3.1-8b-eagle3-adaptive-v1-runner", "target": MODELS / "llama-3.1-8b.json",
      "draft": EAGLE3_DRAFT, "env": {"VLLM_USE_V2_MODEL_RUNNER": "0"},
      "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
@@ -147,7 +151,7 @@ def _refusal(exc: BaseException) -> bool:
 
 @contextlib.contextmanager
 def _environment(env: dict[str, str]) -> Any:
-    import vllm.envs as envs
+    from vllm import envs
 
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
@@ -164,20 +168,31 @@ def _environment(env: dict[str, str]) -> Any:
 
 
 def _draft_vllm_config(vllm_config: Any) -> Any:
-    """The config the draft's layers are built under, as the runner in use builds it."""
-    from vllm.config.utils import replace
-
+    """The config the draft's layers are built under, by the runner in use's own code:
+    Model Runner V2's ``load_eagle_model`` overlays ``SpeculativeConfig.apply_draft_overrides``
+    (releases without it build the draft under the target's config as it is); the V1
+    runner's proposer builds it with its ``_create_draft_vllm_config`` (``EagleProposer``,
+    or ``DraftModelProposer`` for a draft model), called here on a proposer that holds
+    only the two configs it reads."""
     spec = vllm_config.speculative_config
+    if getattr(vllm_config, "use_v2_model_runner", False) and spec.method == "draft_model":
+        # v1/worker/gpu/spec_decode/standalone_ar/speculator.py load_draft_model (0.33.0:
+        # 100-130): the draft's model config, no quant config, the target's attention
+        # config; a method of a speculator, so its replace is restated here
+        from vllm.config.utils import replace
+
+        return replace(vllm_config, model_config=spec.draft_model_config, quant_config=None)
     if getattr(vllm_config, "use_v2_model_runner", False):
-        # v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model (V2 runner)
-        return spec.apply_draft_overrides(vllm_config)
-    # v1/spec_decode/llm_base_proposer.py _create_draft_vllm_config (V1 runner)
-    config = replace(vllm_config, attention_config=replace(
-        vllm_config.attention_config, backend=spec.attention_backend))
-    if spec.kv_cache_dtype is not None:
-        config = replace(config, cache_config=replace(
-            config.cache_config, cache_dtype=spec.kv_cache_dtype))
-    return config
+        apply = getattr(spec, "apply_draft_overrides", None)
+        return vllm_config if apply is None else apply(vllm_config)
+    if spec.method == "draft_model":
+        from vllm.v1.spec_decode.draft_model import DraftModelProposer as proposer_cls
+    else:
+        from vllm.v1.spec_decode.eagle import EagleProposer as proposer_cls
+    proposer = object.__new__(proposer_cls)
+    proposer.vllm_config = vllm_config
+    proposer.speculative_config = spec
+    return proposer._create_draft_vllm_config()
 
 
 def _builds_draft(spec: Any) -> bool:

@@ -200,6 +200,10 @@ def _check_speculative(config: dict[str, Any], notes: list[ServeNote], catalog: 
                                          config_class="SpeculativeConfig"))
 
 
+_DRAFT_KEYS = ("method", "model", "attention_backend", "parallel_drafting")
+"""The SpeculativeConfig keys the draft's start-up reads (selector/memory/speculative.py)."""
+
+
 def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
                        catalog: Catalog, table: ServeFlags) -> None:
     if "--speculative-config" not in raw.values and "--speculative-config" not in raw.dotted:
@@ -208,6 +212,14 @@ def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNot
         if "--speculative-config" in raw.values else {}
     config = deep_merge(config, raw.dotted.get("--speculative-config", {}))
     _check_speculative(config, notes, catalog, table)
+    for key in _DRAFT_KEYS:
+        if config.get(key) is not None:
+            value = config[key]
+            if key == "parallel_drafting":
+                value = parse_bool(f"--speculative-config.{key}", value)
+            elif not isinstance(value, str):
+                raise bad_value(f"--speculative-config.{key}", f"expected a string, got {value!r}")
+            settings.speculative[key] = value
     tokens = config.get("num_speculative_tokens")
     flag = "--speculative-config.num_speculative_tokens"
     if tokens is None:
