@@ -220,10 +220,11 @@ def draft_backend(data: SpeculativeData, request: DraftRequest, runner: Literal[
         return given, "--speculative-config.attention_backend"
     rule = data.draft_backend.v2 if runner == "v2" else data.draft_backend.v1
     if rule == "inherit":
-        return target_backend, ("the target's --attention-backend (Model Runner V2 keeps it "
-                                "for the draft)" if target_backend else "selected by vLLM")
-    return None, ("selected afresh (the V1 runner never inherits the target's backend)"
-                  if target_backend else "selected by vLLM")
+        return target_backend, ("the target's --attention-backend: Model Runner V2 keeps it "
+                                "for the draft" if target_backend
+                                else "selected by vLLM, as for the target")
+    return None, ("selected afresh: the V1 runner never gives the draft the target's backend"
+                  if target_backend else "selected by vLLM, as for the target")
 
 
 def _mtp_rule(data: SpeculativeData, model: ModelFacts) -> MTPRule | None:
@@ -329,8 +330,11 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
                  runner: Literal["v1", "v2"], runner_refusal: str | None,
                  layers: tuple[LayerFacts, ...], architecture: str | None,
                  backend: str | None, backend_rule: str,
-                 weights: WeightPart | None) -> DraftReport:
-    """The report of the draft: a note of what vLLM builds, and its refusals."""
+                 weights: WeightPart | None, selected: tuple[str, ...] = (),
+                 groups: tuple[int, ...] = (), kv_bytes_per_token: int = 0) -> DraftReport:
+    """The report of the draft: a note of what vLLM builds (``selected``: the backends the
+    solver selected for its layers; ``groups``: the KV-cache groups holding them;
+    ``kv_bytes_per_token``: their KV cache per token), and its refusals."""
     codes = data.codes
     method = request.method or "?"
     issues = []
@@ -338,23 +342,29 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
         issues.append(startup_issue(catalog, codes.runner_refusal, ("speculative", "method"),
                                     message=runner_refusal))
     notes = []
+    tokens = request.num_speculative_tokens
+    head = f"speculative draft ({method}, {tokens} speculative token{'s' * (tokens != 1)}"
     if layers:
-        span = (f"{layers[0].index}" if len(layers) == 1
-                else f"{layers[0].index}-{layers[-1].index}")
+        span = (f"layer {layers[0].index}" if len(layers) == 1
+                else f"layers {layers[0].index}-{layers[-1].index}")
         what = f"{architecture}, " if architecture else ""
-        notes.append((codes.draft_note, (
-            f"speculative draft ({method}, {what}{request.num_speculative_tokens} speculative "
-            f"tokens, Model Runner {runner.upper()}): {len(layers)} layer(s), {span}; their "
-            f"backend: {backend or 'selected by vLLM'} ({backend_rule})")))
+        chosen = ", ".join(selected) or backend or "none valid"
+        text = (f"{head}, {what}Model Runner {runner.upper()}): {span}, backend {chosen} "
+                f"({backend_rule})")
+        if groups:
+            text += (f"; KV-cache group{'s' * (len(groups) > 1)} "
+                     f"{', '.join(map(str, groups))}, {kv_bytes_per_token:,} bytes per token")
+        if weights is not None:
+            text += (f"; weights {weights.bytes / 1024**3:.2f} GiB per GPU (in the memory "
+                     "table's weights; the target's input embedding shared)")
+        notes.append((codes.draft_note, text))
     elif method not in data.draft_free_methods:
         notes.append((codes.not_modelled, (
-            f"speculative draft ({method}): its layers are not modelled (no draft config.json "
-            "read, or a target model type without an MTP rule): its KV cache and weights are "
-            "not counted")))
+            f"{head}): its layers are not modelled (no draft config.json read, or a target "
+            "model type without an MTP rule): its KV cache and weights are not counted")))
     else:
         notes.append((codes.draft_note, (
-            f"speculative decoding ({method}, {request.num_speculative_tokens} speculative "
-            f"tokens, Model Runner {runner.upper()}): no draft model, no draft KV cache")))
+            f"{head}, Model Runner {runner.upper()}): no draft model, no draft KV cache")))
     return DraftReport(method=method, runner=runner,
                        num_speculative_tokens=request.num_speculative_tokens,
                        draft=request.model, architecture=architecture,

@@ -30,6 +30,7 @@ from selector.memory.speculative import (
     unknown_backend_message,
 )
 from selector.memory.weights import WeightPart
+from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts, load_model, parse_config
 from selector.models.presets import preset_dir
 
@@ -53,14 +54,32 @@ class DraftStage:
     issue: StartupIssue | None = None
     """vLLM's refusal before any draft layer is built (an unknown backend name)."""
 
-    def report(self, catalog: Catalog, weights: WeightPart | None = None) -> DraftReport:
-        """What the report says of the draft (its weights: ``draft_weight_part``)."""
-        part = weights
+    def report(self, catalog: Catalog, weights: WeightPart | None = None,
+               checked: ModelCheckResult | None = None) -> DraftReport:
+        """What the report says of the draft (its weights: ``draft_weight_part``; the
+        backends selected for its layers and their KV-cache groups: ``checked``)."""
         layers = tuple(layer for layer in self.model.layers if layer.draft)
+        selected: tuple[str, ...] = ()
+        groups: tuple[int, ...] = ()
+        per_token = 0
+        if checked is not None:
+            selected = tuple(dict.fromkeys(s.result.selected for s in checked.selections
+                                           if s.draft and s.result.selected))
+            indices = {layer.index for layer in layers}
+            plan = checked.plan
+            for group in plan.groups if plan is not None else ():
+                specs = group.layer_specs or (group.spec,) * len(group.layer_indices)
+                held = [spec for index, spec in zip(group.layer_indices, specs, strict=False)
+                        if index in indices and spec is not None]
+                if held:
+                    groups += (group.index,)
+                    per_token += sum(spec.page_size_bytes // max(spec.block_size, 1)
+                                     for spec in held)
         report = draft_report(catalog, self.data, self.request, runner=self.runner,
                               runner_refusal=self.runner_refusal, layers=layers,
                               architecture=self.architecture, backend=self.backend,
-                              backend_rule=self.backend_rule, weights=part)
+                              backend_rule=self.backend_rule, weights=weights,
+                              selected=selected, groups=groups, kv_bytes_per_token=per_token)
         if self.issue is not None:
             report = report.model_copy(update={"issues": (*report.issues, self.issue)})
         return report
