@@ -32,6 +32,7 @@ __all__ = [
     "draft_layers",
     "draft_report",
     "draft_weight_part",
+    "not_modelled_report",
     "runner_of",
     "speculative_data",
     "unknown_backend_message",
@@ -372,3 +373,18 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
                        backend_rule=backend_rule,
                        weight_params=weights.params if weights is not None else 0,
                        notes=tuple(notes), issues=tuple(issues))
+
+
+NOT_MODELLED = "SP005"
+"""The warning for a release whose profile chain has no ``speculative.yaml``."""
+
+
+def not_modelled_report(catalog: Catalog, request: DraftRequest) -> DraftReport:
+    """The draft of a release without speculative data: said, not modelled."""
+    catalog.code(NOT_MODELLED)  # registered
+    message = (f"speculative draft ({request.method or '?'}): this release's draft start-up "
+               "is not modelled (no speculative.yaml in its profile chain): the draft's "
+               "layers, backend, KV cache and weights are not checked")
+    return DraftReport(method=request.method or "?", runner="v1",
+                       num_speculative_tokens=request.num_speculative_tokens,
+                       draft=request.model, notes=((NOT_MODELLED, message),))

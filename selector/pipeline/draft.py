@@ -25,6 +25,7 @@ from selector.memory.speculative import (
     draft_layers,
     draft_report,
     is_mtp,
+    not_modelled_report,
     runner_of,
     speculative_data,
     unknown_backend_message,
@@ -46,7 +47,8 @@ class DraftStage:
     backend: str | None
     draft: ModelFacts | None
     request: DraftRequest
-    data: SpeculativeData
+    data: SpeculativeData | None
+    """None: the release has no speculative.yaml (the draft is a warning, not modelled)."""
     runner: Literal["v1", "v2"]
     runner_refusal: str | None
     backend_rule: str
@@ -58,6 +60,8 @@ class DraftStage:
                checked: ModelCheckResult | None = None) -> DraftReport:
         """What the report says of the draft (its weights: ``draft_weight_part``; the
         backends selected for its layers and their KV-cache groups: ``checked``)."""
+        if self.data is None:
+            return not_modelled_report(catalog, self.request)
         layers = tuple(layer for layer in self.model.layers if layer.draft)
         selected: tuple[str, ...] = ()
         groups: tuple[int, ...] = ()
@@ -146,8 +150,10 @@ def draft_stage(loaded: LoadedDeployment, catalog: Catalog, engine: str, whole: 
     if request is None:
         return None
     data = speculative_data(catalog, engine)
-    if data is None:
-        return None
+    if data is None:  # said, never passed over: the release's draft is not modelled
+        return DraftStage(model=whole, backend=None, draft=None, request=request, data=None,
+                          runner="v1", runner_refusal=None, backend_rule="",
+                          architecture=None)
     runner, refusal = runner_of(data, request, environ or {})
     target_backend = loaded.deployment.attention_backend
     unknown = unknown_backend_message(data, request.attention_backend or "")

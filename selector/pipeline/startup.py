@@ -209,7 +209,7 @@ def _draft_weights(draft: DraftStage | None, model: ModelFacts, profile: Startup
                    dtype: str, cc: int, moe_backend: str | None,
                    quantization: str | None) -> WeightPart | None:
     """The speculative draft's weights on one GPU (None: no draft layers)."""
-    if draft is None or not any(layer.draft for layer in model.layers):
+    if draft is None or draft.data is None or not any(layer.draft for layer in model.layers):
         return None
     return draft_weight_part(draft.data, draft.request, model, draft.draft, profile,
                              dtype_bytes=4 if dtype == "float32" else 2, cc=cc, moe_backend=moe_backend,
