@@ -54,6 +54,7 @@ import os
 import sys
 import tempfile
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
@@ -359,10 +360,32 @@ def answer(case: dict[str, Any], workdir: Path) -> dict[str, Any]:
     return out
 
 
+class _ClassModule(types.ModuleType):
+    """A package whose every attribute is an empty class (annotations such as
+    ``llguidance.LLMatcher | None`` evaluate; nothing here calls it)."""
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("__"):
+            raise AttributeError(item)
+        value = type(item, (), {})
+        setattr(self, item, value)
+        return value
+
+
+_INERT_IF_ABSENT = ("llguidance",)
+"""Packages some releases' model modules import (structured output: llguidance) that an
+oracle venv may lack: inert when absent (they decide no cache shape)."""
+
+
 def _bootstrap() -> None:
     """``vllm_model_reference``'s bootstrap; Triton present: a CUDA host has it, and
     without it vLLM falls back to the V1 runner ("Model Runner V2 requires Triton",
     ``VllmConfig.use_v2_model_runner``), which no GPU deployment does."""
+    import importlib.util
+
+    for name in _INERT_IF_ABSENT:
+        if importlib.util.find_spec(name) is None:
+            sys.modules[name] = _ClassModule(name)
     ref._bootstrap()
     import vllm.config.vllm as vllm_config_module
 

@@ -185,3 +185,18 @@ def test_the_draft_model_backend_is_not_read_by_model_runner_v2(tmp_path: Path) 
     result = _solve(row, "vllm-0.33.0", tmp_path).model
     assert result is not None and result.draft is not None
     assert "is not read" in result.draft.backend_rule
+
+
+_OLDER = sorted({version for version, _ in _rows()} - {"vllm-0.33.0"})
+
+
+@pytest.mark.parametrize("version", _OLDER)
+def test_an_older_release_says_its_draft_is_not_modelled(version: str, tmp_path: Path) -> None:
+    """The releases before 0.33.0 build the draft by other rules (their recorded answers:
+    V2 runners that do not read attention_backend, other runner defaults): check says
+    their draft is not modelled (SP005), never that it passed."""
+    row = next(r for v, r in _rows() if v == version and r["id"] == "llama-3.1-8b-eagle3")
+    result = _solve(row, version, tmp_path).model
+    assert result is not None and result.draft is not None
+    assert [code for code, _ in result.draft.notes] == ["SP005"]
+    assert not any(s.draft for s in result.selections)
