@@ -110,6 +110,8 @@ CASES: list[dict[str, Any]] = [
      "speculative": {"method": "mtp", "num_speculative_tokens": 2}},
     {"id": "qwen3.5-35b-a3b-mtp", "target": CONFIGS / "Qwen--Qwen3.5-35B-A3B.json",
      "speculative": {"method": "mtp", "num_speculative_tokens": 2}},
+    {"id": "glm-5-mtp", "target": CONFIGS / "zai-org--GLM-5.json",
+     "speculative": {"method": "mtp", "num_speculative_tokens": 1}},
     {"id": "glm-4.5-air-mtp", "target": CONFIGS / "edge" / "glm-4.5-air-shape.json",
      "speculative": {"method": "mtp", "num_speculative_tokens": 1}},
     {"id": "llama-3.1-8b-ngram", "target": MODELS / "llama-3.1-8b.json",
@@ -372,9 +374,9 @@ class _ClassModule(types.ModuleType):
         return value
 
 
-_INERT_IF_ABSENT = ("llguidance",)
+_INERT_IF_ABSENT = ("llguidance", "xgrammar")
 """Packages some releases' model modules import (structured output: llguidance) that an
-oracle venv may lack: inert when absent (they decide no cache shape)."""
+oracle venv may lack (xgrammar too): inert when absent (they decide no cache shape)."""
 
 
 def _bootstrap() -> None:

@@ -91,6 +91,9 @@ class EagleRule(_Strict):
 class Term(_Strict):
     factor: int
     of: tuple[str, ...]
+    sharded: bool = False
+    """Split over the tensor-parallel ranks (a parallel linear layer, the vocab-parallel
+    head); else every rank holds it whole (``nn.Linear``, ``ReplicatedLinear``, a norm)."""
 
     def params(self, cfg: Mapping[str, Any]) -> int:
         value = self.factor
@@ -316,8 +319,9 @@ def draft_weight_part(data: SpeculativeData, request: DraftRequest, model: Model
     extras = _extras(data, request, model, draft_raw) if request.method != "draft_model" else None
     params = 0
     if extras is not None:
-        params += len(layers) * sum(term.params(cfg) for term in extras.per_layer) // tp
-        params += sum(term.params(cfg) for term in extras.once) // tp
+        params += len(layers) * sum(term.params(cfg) // (tp if term.sharded else 1)
+                                    for term in extras.per_layer)
+        params += sum(term.params(cfg) // (tp if term.sharded else 1) for term in extras.once)
         if extras.lm_head_vocab:
             params += config_int(cfg, extras.lm_head_vocab) * config_int(cfg, "hidden_size") // tp
         if extras.qkv_input_multiple > 1:

@@ -36,6 +36,11 @@ def backend_name(flag: str, value: str, catalog: Catalog, engine: str | None) ->
     return name
 
 
+_MODELLED_ATTENTION_KEYS = ("backend", "flash_attn_version", "use_trtllm_attention",
+                            "use_non_causal", "backend_per_kind")
+"""The AttentionConfig keys read into the settings below (each checked as it is read)."""
+
+
 def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
                       catalog: Catalog, engine: str | None, table: ServeFlags) -> None:
     passed_over = table.attention_config_passed_over
@@ -43,8 +48,19 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
     if "--attention-config" in raw.values:
         config = json_object("--attention-config", raw.values["--attention-config"])
     config = deep_merge(config, raw.dotted.get("--attention-config", {}))
+    literals = table.config_literals.get("AttentionConfig", {})
     for key, value in config.items():
         flag = f"--attention-config.{key}"
+        allowed = literals.get(key)
+        if allowed and isinstance(value, str) and key not in _MODELLED_ATTENTION_KEYS \
+                and value not in allowed:
+            notes.append(ServeNote(
+                "error", "SU046", flag, catalog.code("SU046").message.format(
+                    flag="--attention-config/-ac", config_class="AttentionConfig", key=key,
+                    expected=_literal_expected(allowed), input_value=repr(value),
+                    input_type=type(value).__name__),
+                hint=close_matches(value, list(allowed))))
+            continue
         if key == "backend":
             if value is not None and "--attention-backend" in raw.values:
                 raise bad_value("--attention-backend",
@@ -79,6 +95,12 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
         elif key in passed_over.fields or key.startswith(passed_over.prefixes):
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
+        elif "AttentionConfig" in table.config_fields:
+            label = catalog.engine(engine).label
+            notes.append(ServeNote("warning", "AS103", flag,
+                                   f"{flag}: {label}'s AttentionConfig reads {key!r} "
+                                   f"({'its value checked; ' if allowed else ''}what it changes "
+                                   "is not modelled by attn-select)"))
         else:
             label = catalog.engine(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
