@@ -88,7 +88,6 @@ def ask_configs(oracle_dir: Path) -> dict[str, Any]:
     orc = oracle_mod.Oracle(kv_cache=False)
     from vllm.config.attention import AttentionConfig
     from vllm.config.speculative import SpeculativeConfig, SpeculativeMethod
-
     from vllm.engine.arg_utils import AsyncEngineArgs
 
     try:
