@@ -17,6 +17,7 @@ vllm_startups/ (tools/record_startups.py).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import subprocess
@@ -39,6 +40,12 @@ def deployments() -> dict[str, dict[str, Any]]:
     return data
 
 
+def environment() -> dict[str, str]:
+    """The environment every start-up runs with (deployments.json says why)."""
+    data: dict[str, str] = json.loads(DEPLOYMENTS.read_text()).get("environment", {})
+    return data
+
+
 def model_dir(spec: dict[str, Any], into: Path) -> Path:
     """A folder with the deployment's config.json (its source file with the stated edits)."""
     config = json.loads((ROOT / spec["config"]).read_text())
@@ -57,6 +64,9 @@ def start_one(name: str) -> None:
     """In this process: start the engine for ``name`` and leave (no teardown)."""
     spec = deployments()[name]
     folder = model_dir(spec, Path(tempfile.mkdtemp(prefix=f"{name}-")))
+    # a start-up that stops making progress leaves every thread's stack in its log
+    faulthandler.dump_traceback_later(float(os.environ.get("STARTUP_STACKS_AFTER_S", "120")),
+                                      repeat=True)
     import vllm
 
     print(f"STARTUP {name}: vllm {vllm.__version__}, args {json.dumps(spec['engine_args'])}",
@@ -82,7 +92,7 @@ def main(argv: list[str]) -> int:
     names = argv[1:] or list(deployments())
     env = {**os.environ, "VLLM_LOGGING_LEVEL": "DEBUG", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+           "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **environment()}
     budget = float(os.environ.get("STARTUP_BUDGET_S", "540"))
     begun = time.time()
     rows = []
@@ -96,7 +106,9 @@ def main(argv: list[str]) -> int:
         started = time.time()
         path = out / f"{name}.log"
         with open(path, "w") as log:
-            process = subprocess.Popen([sys.executable, __file__, "--one", name], env=env,
+            stacks = {"STARTUP_STACKS_AFTER_S": str(max(20.0, limit - 15))}
+            process = subprocess.Popen([sys.executable, __file__, "--one", name],
+                                       env={**env, **stacks},
                                        stdout=log, stderr=subprocess.STDOUT)
             status = f"timeout {limit:.0f} s"
             while time.time() - started < limit:

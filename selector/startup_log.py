@@ -65,6 +65,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], Any], str
      lambda _: "NONE", "vllm/config/vllm.py:1322"),
     ("cudagraph_mode", re.compile(r"cudagraph_mode=(?:CUDAGraphMode\.)?([A-Z_]+)"), _word,
      "vllm/config/compilation.py (CompilationConfig repr in the engine config line)"),
+    ("cudagraph_mode", re.compile(r"'cudagraph_mode': <CUDAGraphMode\.([A-Z_]+)"), _word,
+     "vllm/v1/engine/core.py:114 (the engine config line's compilation_config as a dict)"),
     ("model_loading_gib", re.compile(r"Model loading took " + _GIB), _float,
      "vllm/v1/worker/gpu_model_runner.py:5307 (V2 runner: v1/worker/gpu/model_runner.py:302)"),
     ("weights_gib", re.compile(r"weights memory: " + _GIB), _float,

@@ -141,6 +141,9 @@ def _predicted(record: CheckRecord) -> dict[str, Any]:
                     out[key] = round(line.bytes / _GIB, 2)
                 if key == "weights_gib":
                     out["model_loading_gib"] = out[key]
+            if memory.budget.cudagraph_capture_bytes is not None:
+                # vLLM logs the capture itself, after the KV cache is sized
+                out["cudagraph_gib"] = round(memory.budget.cudagraph_capture_bytes / _GIB, 2)
             out.setdefault("cudagraph_gib", 0.0)
             out["available_kv_gib"] = round(memory.budget.available_kv_bytes / _GIB, 2)
             cap = memory.capacity

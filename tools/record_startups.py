@@ -39,7 +39,10 @@ def figures(text: str, name: str) -> dict[str, object]:
 def main(argv: list[str]) -> int:
     archive = Path(argv[0])
     (GOLDEN / "logs").mkdir(parents=True, exist_ok=True)
-    out: dict[str, object] = {}
+    # a session that re-records some start-ups keeps the others' figures
+    previous = GOLDEN / "figures.json"
+    out: dict[str, object] = (json.loads(previous.read_text(encoding="utf-8"))["startups"]
+                              if previous.is_file() else {})
     with tarfile.open(archive) as tar:
         members = {Path(m.name).name: m for m in tar.getmembers() if m.isfile()}
         status = {row["name"]: row for row in json.load(
@@ -54,7 +57,7 @@ def main(argv: list[str]) -> int:
     (GOLDEN / "figures.json").write_text(json.dumps(
         {"about": "vLLM's own start-up figures per deployment (tools/record_startups.py from "
                   "the logs in logs/; deployments.json says how each started)",
-         "startups": out}, indent=1) + "\n", encoding="utf-8")
+         "startups": dict(sorted(out.items()))}, indent=1) + "\n", encoding="utf-8")
     print(f"recorded {len(out)} start-ups into {GOLDEN.relative_to(ROOT)}")
     return 0
 

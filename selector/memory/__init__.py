@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from selector.memory.startup import (
         MemoryReport,
         auto_fit_length,
+        captured_graph_count,
         default_max_model_len,
         derived_max_model_len,
         device_total_memory,
@@ -38,6 +39,7 @@ __all__ = [
     "WeightEstimate",
     "WeightPart",
     "auto_fit_length",
+    "captured_graph_count",
     "dcp_issue",
     "default_max_model_len",
     "derived_max_model_len",
@@ -72,6 +74,7 @@ _LAZY = {
     "kv_heads_issue": "selector.memory.issues",
     "MemoryReport": "selector.memory.startup",
     "auto_fit_length": "selector.memory.startup",
+    "captured_graph_count": "selector.memory.startup",
     "default_max_model_len": "selector.memory.startup",
     "derived_max_model_len": "selector.memory.startup",
     "device_total_memory": "selector.memory.startup",

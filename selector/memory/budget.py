@@ -72,6 +72,11 @@ class MemoryBudget(BaseModel):
     lines: tuple[MemoryLine, ...]
     weights: WeightEstimate
     available_kv_bytes: int
+    model_runner: str | None = None
+    """The GPU model runner vLLM starts (``V1``, ``V2``; None: not recorded for the release)."""
+    cudagraph_capture_bytes: int | None = None
+    """The CUDA-graph capture after the KV cache is sized, where it is not what the budget
+    subtracts (None: the budget's CUDA-graph line is the estimate of it)."""
 
     @property
     def estimated(self) -> bool:
@@ -132,11 +137,49 @@ def _activation_bytes(raw: Mapping[str, Any], profile: StartupProfile, weights: 
                          f"({max(n // 2, hidden)} + {max(n, hidden)})")
             inter = dense or shared
         else:
-            inter = max(dense, topk * expert_inter)
-            forward = layer(inter)
+            rows = [row for row in profile.memory.mxfp4_backends
+                    if row.backend == weights.moe_backend and row.profile_tensors is not None]
+            if rows and rows[0].profile_tensors is not None:
+                kept = rows[0].profile_tensors
+                padded = -(-expert_inter // rows[0].intermediate_multiple) \
+                    * rows[0].intermediate_multiple // tp
+                moe = tokens * dtype_bytes * (kept.hidden_tensors * hidden + topk * (
+                    kept.routed_intermediate * padded + kept.routed_hidden * hidden))
+                forward = max(layer(dense) if dense else 0.0, moe)
+                parts.append(f"{weights.moe_backend} MoE: {tokens} x top-{topk} x "
+                             f"({padded} + {hidden})")
+            else:
+                inter = max(dense, topk * expert_inter)
+                forward = layer(inter)
     else:
         forward = layer(inter)
     kv_lora = config_int(cfg, "kv_lora_rank")
+    part = est.attention_part
+    if part is not None and not kv_lora:
+        heads = config_int(cfg, "num_attention_heads")
+        head_dim = config_int(cfg, "head_dim", default=hidden // max(heads, 1))
+        q_width = heads * head_dim // tp
+        kv_width = max(config_int(cfg, "num_key_value_heads", default=heads) // tp, 1) * head_dim
+        copies = part.qk_norm_copies
+        normed = q_width + kv_width if copies and model_type in copies.model_types else 0
+        attention = workspace + tokens * dtype_bytes * (
+            part.hidden_tensors * hidden + q_width + 2 * kv_width + normed
+            + part.output_tensors * q_width)
+        if attention > forward:
+            forward = attention
+            parts.append(f"attention sublayer (q {q_width}, kv {kv_width}"
+                         + (", q/k norm copies" if normed else "") + ")")
+    gdn = est.linear_attention_part
+    if gdn is not None and model_type in gdn.model_types:
+        key_width = config_int(cfg, "linear_num_key_heads") * config_int(cfg, "linear_key_head_dim")
+        value_width = (config_int(cfg, "linear_num_value_heads")
+                       * config_int(cfg, "linear_value_head_dim"))
+        linear = workspace + tokens * dtype_bytes * (
+            gdn.hidden_tensors * hidden + (gdn.key_width_tensors * key_width
+                                           + gdn.value_width_tensors * value_width) / tp)
+        if linear > forward:
+            forward = linear
+            parts.append(f"Gated DeltaNet layer (key {key_width}, value {value_width})")
     spec = est.mla_profile_workspace
     if kv_lora and spec is not None:
         heads = config_int(cfg, "num_attention_heads") // tp
@@ -193,14 +236,17 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                   utilization_default: bool = False, kv_cache_memory_bytes: int | None = None,
                   reserved_bytes: int | None = None, include_sampler: bool = True,
                   cpu_offload_bytes: int = 0, max_model_len: int | None = None,
-                  block_size: int | None = None) -> MemoryBudget:
+                  block_size: int | None = None, model_runner: str | None = None,
+                  captured_graphs: int = 0) -> MemoryBudget:
     """The budget of one GPU (``weights`` already per GPU). The batch limits and the
     memory fraction are the deployment's resolved values (its own, else the engine's
     ``defaults.yaml`` for the device: :func:`selector.config.resolve_target`), the ones the
     KV plan uses too; ``utilization_default``: the fraction is the engine's default.
     ``include_sampler`` is False only to read logs of vLLM's old V0 engine, whose
     non-driver ranks ran no sampler. ``max_model_len`` and ``block_size`` (when given)
-    size an MLA model's profile-run workspace."""
+    size an MLA model's profile-run workspace. ``model_runner``: the runner vLLM starts
+    (:meth:`~selector.memory.profile.ModelRunnerRule.runner`); ``captured_graphs``: the
+    CUDA graphs it captures."""
     mem = profile.memory
     est = mem.estimates
     tp = weights.tensor_parallel_size
@@ -246,14 +292,25 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
         lines.append(MemoryLine(name="non-torch memory", bytes=int(non_torch * GIB),
                                 basis="estimate",
                                 detail="cuBLAS / NCCL workspaces" + (" (TP > 1)" if tp > 1 else "")))
-        if cudagraphs and mem.cudagraph_estimate_applied:
+        rule = mem.model_runner
+        if cudagraphs and rule is not None and model_runner == "V2" \
+                and not rule.v2_cudagraph_estimate:
+            lines.append(MemoryLine(name="CUDA graphs", bytes=0, basis="vllm",
+                                    detail="the V2 model runner estimates none before the KV "
+                                           f"cache is sized ({rule.source})"))
+        elif cudagraphs and mem.cudagraph_estimate_applied:
             graphs = est.cudagraph_base_gib + est.cudagraph_per_layer_gib * num_layers
             lines.append(MemoryLine(name="CUDA graphs", bytes=int(graphs * GIB), basis="estimate",
                                     detail=f"{num_layers} layers; subtracted since "
                                            "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"))
+    capture = est.cudagraph_capture
+    capture_bytes = None
+    if cudagraphs and capture is not None and captured_graphs:
+        capture_bytes = int((capture.base_gib + capture.per_graph_gib * captured_graphs) * GIB)
     if kv_cache_memory_bytes is not None:
         available = kv_cache_memory_bytes
     else:
         available = requested - sum(line.bytes for line in lines)
     return MemoryBudget(engine=profile.engine, inputs=inputs, requested_bytes=requested,
-                        lines=tuple(lines), weights=weights, available_kv_bytes=available)
+                        lines=tuple(lines), weights=weights, available_kv_bytes=available,
+                        model_runner=model_runner, cudagraph_capture_bytes=capture_bytes)

@@ -15,17 +15,23 @@ from selector.catalog import Catalog, CatalogError
 from selector.memory.dcp import DcpCheck
 
 __all__ = [
+    "AttentionPart",
     "AutoFit",
     "CheckSpec",
     "CompressedTensorsMatch",
+    "CudagraphCapture",
     "DcpChecks",
     "Estimates",
     "ExtraHidden",
+    "LinearAttentionPart",
     "MaxLenCheck",
     "MemorySpec",
     "MlaProfileWorkspace",
+    "ModelRunnerRule",
+    "MoeProfileTensors",
     "MoeWorkspace",
     "Mxfp4Backend",
+    "QkNormCopies",
     "QuantScheme",
     "QuantizedModules",
     "StartupChecks",
@@ -62,6 +68,71 @@ class MlaProfileWorkspace(_Strict):
     source: str
 
 
+class QkNormCopies(_Strict):
+    """Model types whose attention normalises q and k per head out of place (the vllm_c
+    ``rms_norm`` writes a new tensor), so a normed q and k are alive beside ``qkv``."""
+
+    model_types: tuple[str, ...]
+    source: str
+
+
+class AttentionPart(_Strict):
+    """The tensors a decoder layer's attention sublayer holds when its output projection
+    writes, in the profile run (no attention metadata, so the kernel does not run but
+    its output buffer is allocated): ``hidden_tensors`` hidden-width ones (the normed
+    layer input, the residual, the output projection's output), the ``qkv`` projection
+    output and ``output_tensors`` q-width attention output(s). With an MoE model the
+    persistent fused-MoE workspace is alive from the second layer on."""
+
+    hidden_tensors: float
+    output_tensors: float
+    qk_norm_copies: QkNormCopies | None = None
+    source: str
+
+
+class CudagraphCapture(_Strict):
+    """The memory the CUDA-graph capture takes after the KV cache is sized (vLLM's
+    "Graph capturing finished ..., took N GiB"), per captured graph (a PIECEWISE graph
+    per capture size, a FULL one per decode size), fitted to recorded start-ups."""
+
+    base_gib: float
+    per_graph_gib: float
+    source: str
+
+
+class ModelRunnerRule(_Strict):
+    """Which GPU model runner vLLM starts (``VllmConfig.use_v2_model_runner``): V2 for a
+    generating model that is neither hybrid nor attention-free and either dense or one of
+    ``v2_moe_architectures``; else V1. ``v2_cudagraph_estimate``: V2's
+    ``profile_cudagraph_memory`` estimates the capture (False: it returns 0, so nothing is
+    subtracted for CUDA graphs before the KV cache is sized)."""
+
+    v2_moe_architectures: tuple[str, ...]
+    v2_cudagraph_estimate: bool
+    source: str
+
+    def runner(self, *, architectures: tuple[str, ...], moe: bool, state_layers: bool) -> str:
+        if state_layers:
+            return "V1"
+        if moe and not set(architectures) & set(self.v2_moe_architectures):
+            return "V1"
+        return "V2"
+
+
+class LinearAttentionPart(_Strict):
+    """The tensors a Gated DeltaNet layer holds in the profile run when its output
+    projection writes (the kernels return early without attention metadata): hidden-width
+    ones (the normed input, the residual, the layer's output buffer, out_proj's output)
+    and, per GPU, tensors of the key width (``linear_num_key_heads x linear_key_head_dim``)
+    and of the value width (``linear_num_value_heads x linear_value_head_dim``)."""
+
+    model_types: tuple[str, ...]
+    hidden_tensors: float
+    key_width_tensors: float
+    value_width_tensors: float
+    source: str
+
+
 class ExtraHidden(_Strict):
     """Hidden-width tensors some model classes hold at the MLP's peak beyond the common
     decoder layer's (``activation_hidden_factor``)."""
@@ -85,6 +156,12 @@ class Estimates(_Strict):
     """Counted where a release's own start-ups are recorded (else the MoE layer is taken
     as a dense MLP of ``topk x moe_intermediate_size``)."""
     mla_profile_workspace: MlaProfileWorkspace | None = None
+    attention_part: AttentionPart | None = None
+    linear_attention_part: LinearAttentionPart | None = None
+    cudagraph_capture: CudagraphCapture | None = None
+    """Counted where a release's own start-ups with CUDA graphs are recorded."""
+    """Counted where a release's own start-ups are recorded (else the MLP's peak stands
+    for the layer's)."""
     activation_extra_hidden: tuple[ExtraHidden, ...] = ()
 
 
@@ -145,6 +222,18 @@ class QuantizedModules(_Strict):
     source: str
 
 
+class MoeProfileTensors(_Strict):
+    """The tensors an MoE layer of this backend holds at its peak in the profile run:
+    ``hidden_tensors`` hidden-width ones and, per routed token (tokens x topk),
+    ``routed_intermediate`` tensors of the padded expert width and ``routed_hidden`` of
+    the hidden width."""
+
+    hidden_tensors: float
+    routed_intermediate: float
+    routed_hidden: float
+    source: str
+
+
 class Mxfp4Backend(_Strict):
     """The MXFP4 MoE backend on a range of compute capabilities and its padding."""
 
@@ -155,6 +244,8 @@ class Mxfp4Backend(_Strict):
     """The ``--moe-backend`` value that selects it."""
     intermediate_multiple: int
     hidden_multiple: int
+    profile_tensors: MoeProfileTensors | None = None
+    """Counted where a release's own start-ups with this backend are recorded."""
 
 
 class WeightShapes(_Strict):
@@ -197,6 +288,8 @@ class MemorySpec(_Strict):
     """``VLLM_PP_LAYER_PARTITION`` refusals (selector/memory/pp.py: invalid, count, sum)
     -> their codes."""
     estimates: Estimates
+    model_runner: ModelRunnerRule | None = None
+    """None: the release's runner choice is not recorded (the V1 runner's profile is assumed)."""
     weights: WeightShapes
     quantization: tuple[QuantScheme, ...]
     quantized_modules: QuantizedModules | None = None

@@ -39,6 +39,7 @@ __all__ = [
     "auto_fit_length",
     "auto_fit_log",
     "auto_fit_tokens",
+    "captured_graph_count",
     "derived_max_model_len",
     "device_total_memory",
     "dtype_issue",
@@ -110,6 +111,19 @@ def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str]
     return None
 
 
+def captured_graph_count(mode: str | None, capture_sizes: tuple[int, ...],
+                         max_num_seqs: int) -> int:
+    """The CUDA graphs vLLM captures: a PIECEWISE graph per capture size, a FULL one per
+    uniform-decode size (at most ``max_num_seqs`` tokens) or per size (``FULL``); the
+    capture's own log counts them ("Capturing CUDA graphs (PIECEWISE): n/n")."""
+    piecewise = len(capture_sizes) if mode in ("FULL_AND_PIECEWISE", "PIECEWISE") else 0
+    if mode == "FULL":
+        return len(capture_sizes)
+    decode = sum(1 for size in capture_sizes if size <= max_num_seqs) \
+        if mode in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY") else 0
+    return piecewise + decode
+
+
 def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: int,
                 total: tuple[int, str] | None, dtype: str, cudagraphs: bool,
                 gpu_memory_utilization: float, utilization_default: bool,
@@ -118,16 +132,27 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 quantization: str | None = None, cpu_offload_gib: float = 0.0,
                 stage: tuple[int, int] | None = None, max_model_len: int | None = None,
                 block_size: int | None = None,
+                captured_graphs: int = 0,
                 extra_weights: tuple[WeightPart, ...] = ()) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
     ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
     batch limits and memory fraction resolved once for the whole report; ``stage``: the
-    layers of one pipeline stage). The speculative draft's layers (``LayerFacts.draft``)
+    layers of one pipeline stage; ``captured_graphs``: the CUDA graphs vLLM captures,
+    :func:`captured_graph_count`). The speculative draft's layers (``LayerFacts.draft``)
     are not the model's decoder layers: their weights come in ``extra_weights``
     (selector/memory/speculative.py, ``draft_weight_part``)."""
     if total is None:
         return None
     raw = raw_config(model)
+    rule = profile.memory.model_runner
+    runner = None
+    if rule is not None:
+        architectures = raw.get("architectures") or ()
+        runner = rule.runner(
+            architectures=tuple(str(a) for a in architectures),
+            moe=bool(config_int(text_config(raw), "num_local_experts", "n_routed_experts",
+                                "num_experts")),
+            state_layers=bool(model.state_layers))
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     if any(layer.draft for layer in model.layers):
         model = model.model_copy(update={
@@ -148,7 +173,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                          max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_memory_bytes,
                          reserved_bytes=reserved_bytes,
                          cpu_offload_bytes=int(cpu_offload_gib * _GIB),
-                         max_model_len=max_model_len, block_size=block_size)
+                         max_model_len=max_model_len, block_size=block_size,
+                         model_runner=runner, captured_graphs=captured_graphs)
 
 
 def auto_fit_length(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile, *,

@@ -19,6 +19,7 @@ from selector.memory import (
     MemoryReport,
     StartupIssue,
     auto_fit_length,
+    captured_graph_count,
     dtype_issue,
     max_model_len_issue,
     memory_report,
@@ -130,7 +131,9 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         kv_cache_memory_bytes=d.kv_cache_memory_bytes,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
         quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb,
-        max_model_len=kv.max_model_len, block_size=kv.block_size)
+        max_model_len=kv.max_model_len, block_size=kv.block_size,
+        captured_graphs=captured_graph_count(kv.cudagraph_mode, target.serve.cudagraph_capture_sizes,
+                                             kv.max_num_seqs))
 
     def budget_for(stage: tuple[int, int] | None) -> MemoryBudget | None:
         last = stage is None or stage[1] == decoder_layers  # the draft runs on the last stage

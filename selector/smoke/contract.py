@@ -41,6 +41,7 @@ __all__ = [
     "contract_path",
     "load_contract",
     "query_dtype",
+    "resolve_arguments",
     "resolve_calls",
 ]
 
@@ -99,7 +100,7 @@ class ProviderSpec(BaseModel):
 
     id: str
     backends: list[str]
-    kind: Literal["module", "op_library"]
+    kind: Literal["module", "op_library", "backend_classes"]
     module: str | None = None
     distribution: str | None = None
     library_file: str | None = None
@@ -122,6 +123,9 @@ class ProviderSpec(BaseModel):
     """The library builds each kernel variant the first time it is called (a JIT compile:
     FlashInfer's modules, FA4's CuTe kernels), so a first run pays the compile."""
     compile_source: str | None = None
+    stand_in_model: dict[str, dict[str, ArgSpec]] = Field(default_factory=dict)
+    """``backend_classes``: the ``config.json`` of the model vLLM's config is built from, per
+    plan kind (``attention``, ``mla``), each key a literal or a plan quantity."""
     source: str | None = None
     quote: str | None = None
 
@@ -235,6 +239,8 @@ QUANTITIES: dict[str, Callable[[_Context], Any]] = {
     "num_q_heads": lambda c: c.plan.num_q_heads,
     "q_tokens_per_kv_head": _q_tokens_per_kv_head,
     "num_kv_heads": lambda c: c.plan.num_kv_heads,
+    "q_width": lambda c: c.plan.num_q_heads * c.plan.head_size,
+    "model_dtype_name": lambda c: c.plan.dtype,
     "head_size": lambda c: c.plan.head_size,
     "page_size": lambda c: c.plan.kernel_block_size,
     "kv_layout": lambda c: c.plan.kv_layout,
@@ -344,6 +350,15 @@ def query_dtype(plan: SmokePlan) -> Dtype:
     resolver = _Resolver(contract, backend, _Context(plan, None, False))
     value = resolver.arg(backend.query_dtype, f"{plan.backend}.query_dtype")
     return value if isinstance(value, Dtype) else Dtype(plan.dtype)
+
+
+def resolve_arguments(plan: SmokePlan, specs: Mapping[str, ArgSpec], where: str
+                      ) -> dict[str, Any]:
+    """Plain values of ``specs`` (literals and plan quantities) for ``plan``."""
+    contract = load_contract(plan.engine)
+    backend = contract.backend(plan.backend)
+    resolver = _Resolver(contract, backend, _Context(plan, None, False))
+    return {name: arg.value for name, arg in resolver.stage(specs, where).items()}
 
 
 def resolve_calls(plan: SmokePlan, batch: BatchSpec | None = None, *,

@@ -1,7 +1,8 @@
 """Kernel providers: the libraries that can take a backend's calls, the engine's own first.
 
 The kernel call contract lists, per backend, the providers in the order they are tried:
-vLLM's own kernels when ``vllm`` is importable, vLLM's compiled extensions loaded by
+vLLM's own backend classes (builder and impl, :mod:`selector.smoke.backend_classes`) and
+kernels when ``vllm`` is importable, vLLM's compiled extensions loaded by
 path (``VLLM_KERNELS_DIR``), then standalone packages. A provider turns a call made with
 vLLM's argument names into its own entry point's call, as the data says (``bind``,
 ``fixed``, ``drops``); compiled ops are bound by name from their schemas (FlashMLA's
@@ -170,6 +171,10 @@ def _op_entry(spec: ProviderSpec, entry_point: str, op: Any, torch: Torch
 
 
 def _load(spec: ProviderSpec, torch: Torch) -> Provider:
+    if spec.kind == "backend_classes":
+        assert spec.module is not None
+        module = importlib.import_module(spec.module)
+        return Provider(spec, f"vLLM {module.__version__} backend classes", {})
     if spec.kind == "module":
         assert spec.module is not None
         module = importlib.import_module(spec.module)

@@ -11,6 +11,7 @@ full graphs, and time the kernels.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import threading
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from selector.errors import CannotRunHereError
+from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import load_contract
 from selector.smoke.environment import import_torch_cuda, package_version
@@ -54,12 +56,11 @@ from selector.smoke.tensors import PagedKvCache, allocate_cache, fill_cache, mak
 from selector.smoke.timing import time_kernel
 from selector.smoke.workload import long_context_for, mixed_batch, mla_decode_batch
 
-RUNNABLE_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "FLASHMLA", "FLASH_ATTN_MLA")
-"""Backends with a kernel runner; each is called as its engine's kernel call contract says."""
+RUNNABLE_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "FLASHMLA", "FLASH_ATTN_MLA", "TRITON_ATTN",
+                     "TRITON_MLA")
+"""Backends with a kernel runner; each is called as its engine's kernel call contract says
+(TRITON_ATTN and TRITON_MLA only through vLLM's backend classes: vLLM importable)."""
 RUNNABLE_BACKENDS_WHY = {
-    "TRITON_ATTN": "vLLM's Triton attention ops (vllm.v1.attention.ops.triton_unified_attention)"
-                   " import only with the vllm package (the contract records its entry point)",
-    "TRITON_MLA": "vLLM's Triton MLA decode op imports only with the vllm package",
     "CUTLASS_MLA": "CUTLASS_MLA's kernels are Blackwell-only (SM100)",
     "FLASHINFER_MLA": "FlashInfer's MLA decode here is trtllm-gen, Blackwell-only (SM100)",
     "TRITON_FLASHINFER": "composite backends are smoke-tested through their child backends",
@@ -86,6 +87,8 @@ class _Libraries:
     providers: dict[str, ProviderChoice] = field(default_factory=dict)
     """The provider chosen for each plan (by plan name)."""
     flashinfer: Any = None
+    vllm: VllmRuntime | None = None
+    """vLLM's modules, when a plan runs through vLLM's backend classes."""
 
 
 def _check_runnable(plans: Sequence[SmokePlan]) -> None:
@@ -99,7 +102,16 @@ def _check_runnable(plans: Sequence[SmokePlan]) -> None:
             raise CannotRunHereError(
                 f"plan '{plan.name}': {plan.backend} cannot be smoke-tested here: "
                 f"{RUNNABLE_BACKENDS_WHY.get(plan.backend, 'no kernel runner for it yet')}")
-        load_contract(plan.engine).backend(plan.backend)
+        contract = load_contract(plan.engine)
+        contract.backend(plan.backend)
+        specs = contract.providers_for(plan.backend)
+        missing = [spec for spec in specs if spec.kind == "backend_classes" and spec.module
+                   and importlib.util.find_spec(spec.module) is None]
+        if specs and len(missing) == len(specs):
+            raise CannotRunHereError(
+                f"plan '{plan.name}': {plan.backend} runs only through vLLM's own backend "
+                f"classes ({', '.join(s.id for s in missing)}), and the vllm package is not "
+                "importable here; run the smoke where vLLM is installed (its image)")
 
 
 def _load_libraries(machine: SmokeMachine, plans: Sequence[SmokePlan], options: SmokeOptions,
@@ -107,12 +119,15 @@ def _load_libraries(machine: SmokeMachine, plans: Sequence[SmokePlan], options: 
     """Choose each plan's kernel provider up front, so a missing library fails before any
     work; only the providers the plans need are imported."""
     libraries = _Libraries(flashinfer=machine.flashinfer)
+    vllm_runtime: VllmRuntime | None = None
     if any(plan.backend == "FLASH_ATTN" for plan in plans) and options.persistent_kernel_cache:
         os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
     for plan in plans:
         notify(f"{plan.name}: loading the {plan.backend} kernel provider")
         choice = machine.choose(plan)
         libraries.providers[plan.name] = choice
+        if choice.provider.spec.kind == "backend_classes" and libraries.vllm is None:
+            libraries.vllm = vllm_runtime = vllm_runtime or load_vllm()
         if choice.provider.spec.id == "flashinfer" and libraries.flashinfer is None:
             libraries.flashinfer = importlib.import_module("flashinfer")
     return libraries
@@ -162,7 +177,7 @@ class _GroupRun:
                                      long_context=long_context))
         self.batch = self.workload.batch
         self.atol, self.rtol = tolerance_for(plan.dtype, fp8=plan.fp8_kv)
-        self.step: FlashAttentionStep | FlashInferStep | MlaDecodeStep
+        self.step: FlashAttentionStep | FlashInferStep | MlaDecodeStep | VllmBackendStep
         self.layers: list[_Layer] = []
         self.outputs: list[Tensor] = []
 
@@ -184,7 +199,14 @@ class _GroupRun:
         report.provider = choice.provider.spec.id
         if choice.substitution:
             report.substitution = choice.substitution
-        if plan.is_mla:
+        names = plan.layer_names or [f"{plan.name}.layer{i}" for i in range(self.options.layers)]
+        names = names[: self.options.layers]
+        if choice.provider.spec.kind == "backend_classes":
+            assert self.libraries.vllm is not None
+            self.step = VllmBackendStep(torch, self.libraries.vllm, choice.provider.spec, plan,
+                                        self.batch, self.device, names)
+            report.implementation += f" ({self.step.backend.__name__})"
+        elif plan.is_mla:
             self.step = MlaDecodeStep(torch, choice.provider, plan, self.batch, self.device)
         elif plan.backend == "FLASHINFER":
             wrappers = FlashInferWrappers(torch, self.libraries.flashinfer, plan, self.device)
@@ -194,16 +216,23 @@ class _GroupRun:
                                            self.device)
         report.notes.extend(getattr(self.step, "notes", []))
         report.notes.extend(load_contract(plan.engine).backend(plan.backend).notes)
-        names = plan.layer_names or [f"{plan.name}.layer{i}" for i in range(self.options.layers)]
-        for index, name in enumerate(names[: self.options.layers]):
+        for index, name in enumerate(names):
             seed = self.options.seed * 1000 + index
             data_generator = torch.Generator(device=self.device).manual_seed(seed)
             noise_generator = torch.Generator(device=self.device).manual_seed(seed + 500)
             data = make_request_data(torch, self.batch, plan, self.device, data_generator)
-            cache = allocate_cache(torch, plan, self.workload.num_pages, self.device,
-                                   noise_generator)
-            fill_cache(torch, cache, self.batch, data, self.step.slot_mapping,
-                       token_order=self.step.token_order)
+            step = self.step
+            if isinstance(step, VllmBackendStep):
+                cache = step.allocate_cache(self.workload.num_pages, noise_generator)
+            else:
+                cache = allocate_cache(torch, plan, self.workload.num_pages, self.device,
+                                       noise_generator)
+            writes_new = isinstance(step, VllmBackendStep) and step.writes_new_tokens
+            fill_cache(torch, cache, self.batch, data, step.slot_mapping,
+                       token_order=step.token_order, new_tokens=not writes_new)
+            if writes_new:
+                assert isinstance(step, VllmBackendStep)
+                step.stage_new_tokens(cache, *data.new_tokens(torch, self.batch))
             sinks = (torch.randn(plan.num_q_heads, generator=data_generator, device=self.device,
                                  dtype=torch.float32) * 2.0).to(
                          sinks_dtype(torch, plan)) if plan.has_sinks else None
@@ -321,6 +350,10 @@ class _GroupRun:
     def check_graph(self) -> None:
         if not self.plan.uses_full_graph or self.plan.is_mla:
             return
+        if isinstance(self.step, VllmBackendStep):
+            self.report.notes.append(f"{self.plan.cudagraph_mode}: the decode graph replay is "
+                                     "not run through vLLM's backend classes yet")
+            return
         self.report.checks.extend(check_decode_graph(
             self.torch, self.plan, self.options, self.device,
             provider=self.libraries.providers[self.plan.name].provider,
@@ -383,6 +416,8 @@ def _software(torch: Torch, libraries: _Libraries) -> dict[str, str]:
     software = {"torch": str(torch.__version__), "cuda": str(torch.version.cuda)}
     if libraries.flashinfer is not None:
         software["flashinfer"] = package_version("flashinfer-python")
+    if libraries.vllm is not None:
+        software["vllm"] = libraries.vllm.version
     for name, choice in libraries.providers.items():
         software[f"provider {name}"] = choice.provider.label
     return software

@@ -189,17 +189,22 @@ def history_slots(batch: BatchSpec) -> list[int]:
 
 
 def fill_cache(torch: Torch, cache: PagedKvCache, batch: BatchSpec, data: RequestData,
-               slot_mapping: Tensor, *, token_order: list[int] | None = None) -> None:
+               slot_mapping: Tensor, *, token_order: list[int] | None = None,
+               new_tokens: bool = True) -> None:
     """Write the cached context (earlier steps), then this step's tokens via slot_mapping.
 
     ``slot_mapping`` is in the order the backend sees the tokens; ``token_order[t]`` is
     the original flat row of token ``t`` (FlashInfer's reorder), identity when None.
+    ``new_tokens=False`` writes the context only (the engine's own cache update writes
+    this step's tokens).
     """
     device = cache.storage.device
     history = torch.tensor(history_slots(batch), device=device, dtype=torch.long)
     if history.numel():
         keys, values = data.context_tokens(torch, batch)
         cache.write(torch, history, keys, values)
+    if not new_tokens:
+        return
     keys, values = data.new_tokens(torch, batch)
     if token_order is not None:
         order = torch.tensor(token_order, device=device, dtype=torch.long)

@@ -8,6 +8,7 @@ one with the command in the failure message after reviewing the change.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -108,7 +109,13 @@ def test_dry_run_imports_no_torch() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_a_backend_that_cannot_run_here_exits_4_naming_why() -> None:
+def test_a_backend_that_cannot_run_here_exits_4_naming_why(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """TRITON_ATTN runs only through vLLM's backend classes: without vLLM, exit 4 before
+    torch or a GPU is looked for."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "vllm" else find_spec(name, *a))
     result = CliRunner().invoke(make_app(), ["smoke", str(FIXTURES / "gemma-3-27b-h200.yaml")])
     assert result.exit_code == 4, result.output
     assert "TRITON_ATTN" in result.stderr and "vllm package" in result.stderr
