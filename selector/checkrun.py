@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 # loaded on first use: the KV-plan helpers for a model's findings, the command-line reader
 # for --device, --ignore or a command line
@@ -238,8 +238,14 @@ def _model_findings(result: ModelCheckResult, catalog: Catalog,
         entry = catalog.code(code)
         findings.append(_finding("note", code, entry.name, message, entry.hint,
                                  tuple(entry.field.split(".")) if entry.field else None, loaded))
+    for code, message in result.draft.notes if result.draft is not None else ():
+        entry = catalog.code(code)
+        level: Literal["warning", "note"] = "warning" if entry.severity == "warning" else "note"
+        findings.append(_finding(level, code, entry.name, message, entry.hint, ("speculative",),
+                                 loaded))
     for selection in result.selections:
-        prefix = f"layers {kv.format_ranges(list(selection.layers))} ({selection.kind}): "
+        draft = ", speculative draft" if selection.draft else ""
+        prefix = f"layers {kv.format_ranges(list(selection.layers))} ({selection.kind}{draft}): "
         for finding in _result_findings(selection.result, catalog, loaded, graphs=False):
             findings.append(replace(finding, message=prefix + finding.message))
     plan = result.plan

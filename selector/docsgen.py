@@ -28,6 +28,7 @@ from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
 from selector.config import LoadedDeployment
 from selector.memory.encoder import encoder_data, vit_backend
+from selector.memory.speculative import speculative_data
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
 from selector.platforms import capability_int
@@ -41,7 +42,14 @@ from selector.schema.device import DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.mla_prefill import MLAPrefillProfile
 from selector.schema.platform import PLATFORM_SECTIONS, PlatformCatalog, PlatformProfile
-from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
+from selector.schema.request import (
+    Deployment,
+    DeviceRef,
+    LayerSpec,
+    MLADims,
+    Parallel,
+    Speculative,
+)
 from selector.schema.serve_flags import ServeFlags
 from selector.serve import ARG_CODES
 from selector.serve.flags import release_flags
@@ -609,6 +617,61 @@ def _encoder_section(engine: EngineData, catalog: Catalog) -> list[str]:
     return lines
 
 
+_DRAFT_EXAMPLES = (
+    ("llama-3.1-8b", 1, Speculative(method="eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                                    num_speculative_tokens=3)),
+    ("deepseek-v3", 8, Speculative(method="mtp", num_speculative_tokens=1)),
+    ("llama-3.1-8b", 1, Speculative(method="eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                                    num_speculative_tokens=3, attention_backend="FLASHMLA")),
+)
+"""The speculative section's examples: an EAGLE-3 draft, DeepSeek-V3's MTP layer and a
+draft backend vLLM refuses, each on an H200 through the pipeline."""
+
+
+def _draft_example(engine: EngineData, catalog: Catalog, model: str, tp: int,
+                   speculative: Speculative) -> str:
+    deployment = Deployment(engine=engine.engine, device="H200", model=model,
+                            parallel=Parallel(tensor_parallel_size=tp), speculative=speculative)
+    loaded = LoadedDeployment(path="<docs>", text="", deployment=deployment, lines={})
+    result = solve_deployment(loaded, catalog, engine=engine.engine, suggest=False).model
+    assert result is not None
+    given = f", attention_backend {speculative.attention_backend}" \
+        if speculative.attention_backend else ""
+    what = f"`{model}` (TP {tp}) with `{speculative.method}`" + (
+        f" `{speculative.model}`" if speculative.model else "") + given
+    errors = [s.result.error.message for s in result.selections
+              if s.draft and s.result.error is not None]
+    errors += [issue.message for issue in result.draft.issues] if result.draft else []
+    if errors:
+        return f"| {what} | refused: {_cell(errors[0])} |"
+    notes = "; ".join(message for _, message in result.draft.notes) if result.draft else "-"
+    return f"| {what} | {_cell(notes)} |"
+
+
+def _speculative_section(engine: EngineData, catalog: Catalog) -> list[str]:
+    """The speculative draft's start-up, from the engine's ``speculative.yaml`` (nothing
+    when its profile chain has none), with an example of each kind of draft."""
+    data = speculative_data(catalog, engine.engine)
+    if data is None:
+        return []
+    rule = data.draft_backend
+    lines = ["", "## Speculative draft", "",
+             f"The model runner: {data.runner.default.upper()} by default "
+             f"(`{data.runner.environment}` forces one; {_cell(data.runner.source)}); the "
+             f"draft's attention backend: `attention_backend` when given, else "
+             f"{'the target' + chr(39) + 's' if rule.v2 == 'inherit' else 'selected afresh'} "
+             f"under Model Runner V2 and "
+             f"{'the target' + chr(39) + 's' if rule.v1 == 'inherit' else 'selected afresh'} "
+             f"under V1 ({_cell(rule.source)}). MTP layers by target model type: "
+             + ", ".join(f"`{t}` ({m.layers_key})" for t, m in data.mtp.items())
+             + "; EAGLE drafts read as: "
+             + ", ".join(f"`{a}` -> `{e.reads_as}`" for a, e in data.eagle.items()) + ".", "",
+             "| deployment (H200) | draft at start-up |", "|---|---|"]
+    lines += [_draft_example(engine, catalog, model, tp, spec)
+              for model, tp, spec in _DRAFT_EXAMPLES]
+    return lines
+
+
 def _engine_page(engine: EngineData, catalog: Catalog) -> str:
     profile = engine.profile
     lines = [
@@ -633,6 +696,7 @@ def _engine_page(engine: EngineData, catalog: Catalog) -> str:
         lines.append(f"| [{check.code}](../reason-codes.md#{_anchor(check.code)}) | "
                      f"{_code(check.fails_when)} |")
     lines += _encoder_section(engine, catalog)
+    lines += _speculative_section(engine, catalog)
     lines += ["", "## Backends", ""]
     for name, spec in sorted(engine.backends.items()):
         lines += _backend_section(name, spec, catalog, "../reason-codes.md")

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from selector.catalog import Catalog, EngineData
 from selector.kv import BackendKVFacts, ModelPlan
 from selector.memory.encoder import EncoderReport
+from selector.memory.speculative import DraftReport
 from selector.memory.startup import MemoryReport, StartupIssue
 from selector.models import ModelFacts
 from selector.request import RequestFacts
@@ -42,6 +43,8 @@ class LayerSelection:
     kind: str
     facts: RequestFacts
     result: SolveResult
+    draft: bool = False
+    """Layers of the speculative draft (their backend follows the draft's rule)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,9 @@ class ModelCheckResult:
     encoder: EncoderReport | None = None
     """The multimodal encoder's start-up: its attention backend, tokens per item, vLLM's
     raise of the batched tokens (None: no vision encoder, or the engine has no data)."""
+    draft: DraftReport | None = None
+    """The speculative draft at start-up: its runner, layers, backend rule and weights
+    (None: no draft asked, or the engine has no data)."""
     platform: str | None = None
     """The platform the engine was loaded for (None: the catalog's default platform)."""
 

@@ -122,6 +122,9 @@ STEPS: tuple[Step, ...] = (
     Step("encoder", "encoder_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/encoder.json.gz",),
          note="the ViT attention backend per capability and the encoder budget check "
               "(tests/golden/test_encoder_oracle.py)"),
+    Step("draft", "draft_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/draft.jsonl.gz",),
+         note="the speculative draft vLLM builds on the meta device: its layers, backend, "
+              "KV specs in the groups, parameters, refusals (tests/golden/test_draft_oracle.py)"),
     Step("runtime-facts", "runtime_facts_oracle.py",
          ("all", "--python", "{python}", "--oracle-dir", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/runtime_facts.json",), interpreter="project",
@@ -150,13 +153,14 @@ STEPS: tuple[Step, ...] = (
               "frontend's packages (fastapi ...) in the oracle environment"),
     Step("serve-configs", "serve_flags.py", ("--configs", "--oracle", "{oracle}", "-o", "{out}"),
          (f"{ORACLE_GOLDEN}/serve-configs.json",),
-         note="the fields of the JSON config classes and the speculative methods "
-              "(tests/golden/test_serve_parse_oracle.py)"),
+         note="the fields of the JSON config classes, their Literal fields, the flags' "
+              "choices and the speculative methods (tests/golden/test_serve_parse_oracle.py)"),
     Step("serve-parser", "serve_flags.py",
          ("--write-parser", f"{{root}}/{ORACLE_GOLDEN}/serve-arity.json",
           f"{{root}}/{ORACLE_GOLDEN}/serve-configs.json", "-o", "{root}/schemas/engines"),
          (f"{PROFILE}/serve-flags.yaml",), interpreter="project",
-         note="its frontend_flags, speculative_methods and config_fields sections "
+         note="its frontend_flags, speculative_methods, config_fields, config_literals and "
+              "flag_choices sections "
               "(tests/golden/test_serve_parse_oracle.py)"),
     Step("serve-parse", "serve_flags.py",
          ("--parse", "{root}/tests/data/serve_parse_lines.json", "--oracle", "{oracle}",

@@ -84,11 +84,43 @@ def ask_configs(oracle_dir: Path | None = None) -> dict[str, Any]:
     orc = oracle.engine(oracle_dir=oracle_dir)
     from vllm.config.attention import AttentionConfig
     from vllm.config.speculative import SpeculativeConfig, SpeculativeMethod
+    from vllm.engine.arg_utils import AsyncEngineArgs
 
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # pragma: no cover - older layout
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
+    parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())
+    choices = {option: [str(c) for c in action.choices]
+               for option, action in sorted(parser._option_string_actions.items())
+               if option.startswith("--") and action.choices is not None}
     return {"vllm_version": orc.vllm_version,
             "config_fields": {cls.__name__: [f.name for f in dataclasses.fields(cls)]
                               for cls in (AttentionConfig, SpeculativeConfig)},
+            "config_literals": {cls.__name__: {f.name: values for f in dataclasses.fields(cls)
+                                               if (values := _literal_field(f.type))}
+                                for cls in (AttentionConfig,)},
+            "flag_choices": choices,
             "speculative_methods": _literal_values(SpeculativeMethod)}
+
+
+def _literal_field(annotation: Any) -> list[str]:
+    """A field's ``Literal`` values (also inside ``Literal[...] | None``), as strings; empty
+    for any other type, a union with another type (``IndexerKVDType | str`` takes any
+    text) or an unresolved string annotation."""
+    import typing
+
+    if isinstance(annotation, str):
+        return []
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(v) for v in _literal_values(annotation)]
+    values: list[str] = []
+    for arg in typing.get_args(annotation):
+        if typing.get_origin(arg) is typing.Literal:
+            values += [str(v) for v in _literal_values(arg)]
+        elif arg is not type(None):  # ``Literal[...] | str``: any text is taken
+            return []
+    return values
 
 
 def _serve_parser() -> Any:
@@ -262,7 +294,8 @@ def write(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, 
     return files
 
 
-PARSER_SECTIONS = ("frontend_flags", "speculative_methods", "config_fields")
+PARSER_SECTIONS = ("frontend_flags", "speculative_methods", "config_fields", "config_literals",
+                   "flag_choices")
 """The sections ``--write-parser`` writes, in this order, after ``engine_flags``."""
 
 
@@ -314,10 +347,41 @@ def write_parser(arity_answer: dict[str, Any], configs_answer: dict[str, Any],
              "#   JSON config classes, pydantic dataclasses that refuse any other key\n"
              "#   (vllm/config/utils.py @config, extra=\"forbid\"); asked by\n"
              "#   tools/serve_flags.py --configs.\n")
-    text += yaml.safe_dump({"speculative_methods": configs_answer["speculative_methods"],
-                            "config_fields": configs_answer["config_fields"]},
-                           sort_keys=False, width=100, default_flow_style=None)
+    text += _configs_text(configs_answer)
     return {path: text}
+
+
+CONFIG_SECTIONS = ("speculative_methods", "config_fields", "config_literals", "flag_choices")
+"""The sections a ``--configs`` answer states (``--write-configs`` writes them alone)."""
+
+
+def _configs_text(configs_answer: dict[str, Any]) -> str:
+    import yaml
+
+    text = ("\n# speculative_methods: SpeculativeConfig.method's values in declaration order\n"
+            "#   (SpeculativeMethod, vllm/config/speculative.py); config_fields: the fields of the\n"
+            "#   JSON config classes, pydantic dataclasses that refuse any other key\n"
+            "#   (vllm/config/utils.py @config, extra=\"forbid\"); config_literals: their fields\n"
+            "#   typed as a Literal, with its values (pydantic's literal_error for another);\n"
+            "#   flag_choices: the engine flags argparse restricts to choices (\"invalid choice\");\n"
+            "#   asked by tools/serve_flags.py --configs.\n")
+    text += yaml.safe_dump({key: configs_answer[key] for key in CONFIG_SECTIONS
+                            if key in configs_answer},
+                           sort_keys=False, width=100, default_flow_style=None)
+    return text
+
+
+def write_configs(answers: list[dict[str, Any]], engines: Path = ENGINES) -> dict[Path, str]:
+    """Each release's ``serve-flags.yaml`` with the sections of its ``--configs`` answer
+    (replaced whole; the file is made for a release that has none)."""
+    out: dict[Path, str] = {}
+    for answer in answers:
+        path = engines / f"vllm-{answer['vllm_version']}" / FILE
+        text = _without_sections(path.read_text(), CONFIG_SECTIONS) if path.is_file() else (
+            f"# vLLM {answer['vllm_version']}: its parser's JSON config classes (the rest of the "
+            "flag table is inherited).\n")
+        out[path] = text.rstrip("\n") + "\n" + _configs_text(answer)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--write-parser", nargs=2, type=Path, metavar=("ARITY", "CONFIGS"),
                       help="an --arity and a --configs answer of one release: write its "
                            "frontend_flags, speculative_methods and config_fields")
+    mode.add_argument("--write-configs", nargs="+", type=Path,
+                      help="--configs answers: write each release's speculative_methods, "
+                           "config_fields, config_literals and flag_choices")
     mode.add_argument("--configs", action="store_true",
                       help="ask the vLLM of this interpreter for its JSON config classes' fields "
                            "and speculative methods")
@@ -353,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
             a.output.write_text(text)
         else:
             sys.stdout.write(text)
+        return 0
+    if a.write_configs:
+        configs = [json.loads(p.read_text()) for p in a.write_configs]
+        for path, text in write_configs(configs, a.output or ENGINES).items():
+            path.write_text(text)
         return 0
     if a.write_parser:
         arity_answer, configs_answer = (json.loads(p.read_text()) for p in a.write_parser)

@@ -276,6 +276,9 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
             detail += f"; not counted: {', '.join(weights.unknown)} (a lower bound)"
         if tp > 1:
             detail += f", 1/{tp} per GPU"
+        draft = sum(part.bytes for part in weights.parts if part.name == "draft model")
+        if draft:
+            detail += f"; with the speculative draft's {draft / GIB:.2f} GiB"
         offloaded = offloaded_weight_bytes(weights, cpu_offload_bytes)
         if offloaded:
             detail += f", {offloaded / GIB:.2f} GiB of it in CPU memory (--cpu-offload-gb)"

@@ -28,7 +28,7 @@ from selector.memory.issues import (
     startup_issue,
 )
 from selector.memory.profile import StartupProfile
-from selector.memory.weights import config_int, estimate_weights, text_config
+from selector.memory.weights import WeightPart, config_int, estimate_weights, text_config
 from selector.models import ModelFacts
 from selector.models.loader import with_quantization_sidecar
 from selector.models.presets import preset_dir
@@ -139,12 +139,15 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 stage: tuple[int, int] | None = None, max_model_len: int | None = None,
                 block_size: int | None = None,
                 captured_graphs: int = 0,
-                encoder_profile: MemoryLine | None = None) -> MemoryBudget | None:
+                encoder_profile: MemoryLine | None = None,
+                extra_weights: tuple[WeightPart, ...] = ()) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
     ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
     batch limits and memory fraction resolved once for the whole report; ``stage``: the
     layers of one pipeline stage; ``captured_graphs``: the CUDA graphs vLLM captures,
-    :func:`captured_graph_count`)."""
+    :func:`captured_graph_count`). The speculative draft's layers (``LayerFacts.draft``)
+    are not the model's decoder layers: their weights come in ``extra_weights``
+    (selector/memory/speculative.py, ``draft_weight_part``)."""
     if total is None:
         return None
     raw = raw_config(model)
@@ -158,10 +161,15 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                                 "num_experts")),
             state_layers=bool(model.state_layers))
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
+    if any(layer.draft for layer in model.layers):
+        model = model.model_copy(update={
+            "layers": tuple(layer for layer in model.layers if not layer.draft)})
     weights = estimate_weights(raw, layer_kinds=tuple(layer.kind for layer in model.layers),
                                tp=model.tp_size, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
                                moe_backend=moe_backend, quantization=quantization, stage=stage,
                                model=model)
+    if extra_weights:
+        weights = weights.model_copy(update={"parts": (*weights.parts, *extra_weights)})
     return memory_budget(raw, weights, profile, device=device, total_memory_bytes=total[0],
                          total_memory_source=total[1],
                          gpu_memory_utilization=gpu_memory_utilization,

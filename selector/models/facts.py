@@ -167,6 +167,10 @@ class LayerFacts(_Frozen):
     ssm: SSMDims | None = None
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
+    draft: bool = False
+    """A layer of the speculative draft (selector/memory/speculative.py), numbered after
+    the target's: vLLM registers it in the same forward context, so its KV cache joins
+    the KV-cache groups."""
 
     @property
     def has_parallel_state(self) -> bool:

@@ -36,6 +36,7 @@ __all__ = [
     "deployment_plans",
     "deployment_smoke",
     "diff_deployment",
+    "draft_stage",
     "explain_layer",
     "layer_of",
     "record_of",
@@ -71,6 +72,7 @@ _LAZY = {
     "FlatEvaluator": "selector.pipeline.flat",
     "FlatRequest": "selector.pipeline.flat",
     "check_model": "selector.pipeline.model",
+    "draft_stage": "selector.pipeline.draft",
     "check_startup": "selector.pipeline.startup",
     "tensor_parallel_record": "selector.pipeline.startup",
 }
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
     )
     from selector.pipeline.deployment import LayerRequest, Solved, layer_of, solve_deployment
     from selector.pipeline.diff import diff_deployment, solve_for_engine, sweep_matrix
+    from selector.pipeline.draft import draft_stage
     from selector.pipeline.explain import Explained, explain_layer
     from selector.pipeline.flat import FlatEvaluator, FlatRequest
     from selector.pipeline.model import check_model

@@ -119,17 +119,22 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
         if split is not None:
             issue, engine_name, device = split
             return Solved(loaded=loaded, engine=engine_name, device=device, refused=issue)
+    draft = stages.draft_stage(loaded, catalog, target.engine.engine, whole, environ)
+    if draft is not None:  # the draft's layers join the model's (their KV joins the groups)
+        whole = draft.model
     facts_model, base, kv = deployment_model(loaded, catalog, target, whole)
     if kv_options:
         kv = kv.model_copy(update=dict(kv_options))
     if startup:
         checked = stages.check_startup(facts_model, base, kv, loaded=loaded, catalog=catalog,
-                                target=target, settings=settings, environ=environ)
+                                target=target, settings=settings, environ=environ,
+                                draft=draft)
     else:
         checked = stages.check_model(facts_model, base, engine=target.engine,
                               attention_backend=d.attention_backend,
                               backend_per_kind=d.attention_config.backend_per_kind,
-                              cudagraph_mode=target.cudagraph_mode, options=kv, catalog=catalog)
+                              cudagraph_mode=target.cudagraph_mode, options=kv, catalog=catalog,
+                              draft_backend=draft.backend if draft is not None else None)
     return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)
 
 

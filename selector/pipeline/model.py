@@ -43,11 +43,13 @@ def check_model(
     options: KVOptions | None = None,
     catalog: Catalog | None = None,
     platform: str | None = None,
+    draft_backend: str | None = None,
 ) -> ModelCheckResult:
     """Select each attention layer's backend and negotiate the KV cache. ``cudagraph_mode``
     None and the values ``options`` does not give are the engine's defaults
     (``defaults.yaml``; the batch limits of a device vLLM cannot query, as a model checked
-    without a device)."""
+    without a device). ``draft_backend``: the backend of the speculative draft's layers
+    (``LayerFacts.draft``; None: selected by vLLM)."""
     catalog = catalog or load_catalog()
     engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     defaults = catalog.engine_defaults(engine_data.engine)
@@ -70,8 +72,9 @@ def check_model(
         if not layer.is_attention:
             continue
         facts = layer_request(base, layer, model)
-        backend = per_kind.get(layer.spec_kind, attention_backend)
-        key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind))
+        backend = per_kind.get(layer.spec_kind, draft_backend if layer.draft else attention_backend)
+        key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
+               ("__draft__", layer.draft))
         groups.setdefault(key, []).append(layer.index)
         facts_of[key] = facts
         kind_of[key] = layer.layer_kind
@@ -82,7 +85,7 @@ def check_model(
         result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
                        cudagraph_mode=cudagraph_mode, catalog=catalog)
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
-                                         result=result))
+                                         result=result, draft=bool(dict(key).get("__draft__"))))
         for index in layers:
             by_layer[index] = result
     plan = None

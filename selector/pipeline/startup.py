@@ -36,9 +36,13 @@ from selector.memory.encoder import (
 )
 from selector.memory.issues import startup_issue
 from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
+from selector.memory.profile import StartupProfile
+from selector.memory.speculative import draft_weight_part
 from selector.memory.startup import dtype_bytes
+from selector.memory.weights import WeightPart
 from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts
+from selector.pipeline.draft import DraftStage
 from selector.pipeline.model import check_model
 from selector.request import RequestFacts
 
@@ -104,12 +108,15 @@ def _encoder(model: ModelFacts, loaded: LoadedDeployment, catalog: Catalog, engi
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                   loaded: LoadedDeployment, catalog: Catalog, target: Target,
                   settings: Mapping[str, object] | None = None,
-                  environ: Mapping[str, str] | None = None) -> ModelCheckResult:
+                  environ: Mapping[str, str] | None = None,
+                  draft: DraftStage | None = None) -> ModelCheckResult:
     """Budget -> KV plan (with the memory left for the KV cache) -> start-up refusals;
     with pipeline parallelism one budget and KV plan per stage, each of its own layers.
 
     The budget and the KV plan read the same batch limits and memory fraction: the
-    ``kv`` options' (from ``target``, :func:`selector.config.deployment_model`)."""
+    ``kv`` options' (from ``target``, :func:`selector.config.deployment_model`). ``draft``:
+    the speculative draft (its layers are in ``model``): their backend, its weights and
+    refusals."""
     d = loaded.deployment
     engine_name = target.engine.engine
     profile = startup_profile(catalog, engine_name)
@@ -121,6 +128,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     if encoder is not None and encoder.max_num_batched_tokens:  # vLLM's raise of the default:
         # the budget, the KV fit and the report all read the raised value
         kv = kv.model_copy(update={"max_num_batched_tokens": encoder.max_num_batched_tokens})
+    draft_weights = _draft_weights(draft, model, profile, d.dtype, cc, d.moe_backend,
+                                   d.quantization)
     budget_of = partial(
         plan_budget, model, profile, device=device_name, cc=cc, total=total, dtype=d.dtype,
         cudagraphs=kv.cudagraph_mode not in (None, "NONE"),
@@ -135,15 +144,22 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                                              kv.max_num_seqs),
         encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)))
 
+    def budget_for(stage: tuple[int, int] | None) -> MemoryBudget | None:
+        last = stage is None or stage[1] == decoder_layers  # the draft runs on the last stage
+        return budget_of(stage=stage, extra_weights=(draft_weights,)
+                         if draft_weights is not None and last else ())
+
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
         return check_model(facts, base, engine=target.engine, attention_backend=d.attention_backend,
                            backend_per_kind=d.attention_config.backend_per_kind,
-                           cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog)
+                           cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog,
+                           draft_backend=draft.backend if draft is not None else None)
 
     issues: list[StartupIssue] = []
     pp = _pp_size(loaded, settings)
-    split = pp_stages(len(model.layers), pp, (environ or {}).get(PARTITION_ENV)) if pp > 1 \
-        else ((0, len(model.layers)),)
+    decoder_layers = sum(1 for layer in model.layers if not layer.draft)
+    split = pp_stages(decoder_layers, pp, (environ or {}).get(PARTITION_ENV)) if pp > 1 \
+        else ((0, decoder_layers),)
     if isinstance(split, PartitionRefusal):
         issues.append(startup_issue(catalog, profile.memory.pp_partition_codes[split.check],
                                     ("parallel", "pipeline_parallel_size"), **split.values))
@@ -152,7 +168,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     stages = [_Stage(model if pp == 1 else _stage_model(model, start, end), budget,
                      None if pp == 1 else (start, end, pp))
               for start, end in split
-              for budget in [budget_of(stage=None if pp == 1 else (start, end)) if modelled
+              for budget in [budget_for(None if pp == 1 else (start, end)) if modelled
                              else None]]
     whole = stages[0].budget if pp == 1 and stages else None
     if whole is not None:
@@ -184,6 +200,9 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         issues.append(found)
     if encoder is not None:
         issues.extend(encoder.issues)
+    draft_report = draft.report(catalog, draft_weights, checked) if draft is not None else None
+    if draft_report is not None:
+        issues.extend(draft_report.issues)
     reports = [(memory_report(stage.budget, plan if not issues else None, profile, catalog,
                               in_flight_tokens=kv.max_in_flight_tokens, auto_fit_from=auto_from),
                 stage.label)
@@ -194,7 +213,19 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     if pp > 1 and checked.plan is not None:  # every stage's pool holds the reported one's blocks
         checked = replace(checked, plan=checked.plan.model_copy(
             update={"capacity": report.capacity if report is not None else None}))
-    return replace(checked, memory=report, startup=tuple(issues), encoder=encoder)
+    return replace(checked, memory=report, startup=tuple(issues), encoder=encoder,
+                   draft=draft_report)
+
+
+def _draft_weights(draft: DraftStage | None, model: ModelFacts, profile: StartupProfile,
+                   dtype: str, cc: int, moe_backend: str | None,
+                   quantization: str | None) -> WeightPart | None:
+    """The speculative draft's weights on one GPU (None: no draft layers)."""
+    if draft is None or draft.data is None or not any(layer.draft for layer in model.layers):
+        return None
+    return draft_weight_part(draft.data, draft.request, model, draft.draft, profile,
+                             dtype_bytes=4 if dtype == "float32" else 2, cc=cc, moe_backend=moe_backend,
+                             quantization=quantization)
 
 
 @dataclass(frozen=True)
@@ -214,7 +245,10 @@ class _Stage:
 
 
 def _stage_model(model: ModelFacts, start: int, end: int) -> ModelFacts:
-    return model.model_copy(update={"layers": model.layers[start:end]})
+    """One stage's decoder layers; the last stage holds the speculative draft's too."""
+    decoder = tuple(layer for layer in model.layers if not layer.draft)
+    draft = tuple(layer for layer in model.layers if layer.draft) if end == len(decoder) else ()
+    return model.model_copy(update={"layers": (*decoder[start:end], *draft)})
 
 
 def _stage_plan(solve: Callable[..., ModelCheckResult], stage: _Stage,

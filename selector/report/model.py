@@ -72,7 +72,7 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
                                   for d in v.reasons)
             reasons = f"{r.error.code}: {r.error.name} ({', '.join(codes) or 'see below'})"
         layers.add_row(
-            _ranges(selection.layers), selection.kind,
+            _ranges(selection.layers) + (" (draft)" if selection.draft else ""), selection.kind,
             f"{facts.model_num_q_heads}/{facts.model_num_kv_heads}",
             str(facts.head_size),
             "yes" if facts.has_sliding_window else "-",
@@ -185,6 +185,7 @@ def model_to_json(result: ModelCheckResult, *, source: str | None = None,
                   "num_layers": result.model.num_layers, "architecture": result.model.architecture},
         "layers": [
             {"layers": list(s.layers), "ranges": _ranges(s.layers), "kind": s.kind,
+             **({"draft": True} if s.draft else {}),
              "check": result_to_json(s.result, device=device)}
             for s in result.selections
         ],
@@ -192,4 +193,6 @@ def model_to_json(result: ModelCheckResult, *, source: str | None = None,
         "memory": memory_json(result.memory) if result.memory is not None else None,
         "startup_errors": [issue_json(issue) for issue in result.startup],
         "encoder": encoder_json(result.encoder) if result.encoder is not None else None,
+        **({"draft": result.draft.model_dump(mode="json", exclude={"issues"})}
+           if result.draft is not None else {}),
     }

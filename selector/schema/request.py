@@ -112,8 +112,21 @@ class Parallel(StrictModel):
 
 
 class Speculative(StrictModel):
+    """``--speculative-config``: the draft and its attention backend."""
+
     num_speculative_tokens: int = Field(default=0, ge=0, le=64)
     adaptive_verification: bool = False
+    method: str | None = None
+    """``eagle``, ``eagle3``, ``mtp``, ``draft_model``, ``ngram``... (vLLM's
+    ``SpeculativeConfig.method``; a ``model`` without it is a draft model)."""
+    model: str | None = None
+    """The draft: a config.json (or its folder; relative to this file) or a Hugging Face id
+    whose config.json is recorded in ``schemas/models/drafts/``. MTP needs none: its
+    layers come from the target's config."""
+    attention_backend: str | None = None
+    """The draft's layers' backend (``--speculative-config.attention_backend``); unset:
+    Model Runner V2 keeps the target's ``attention_backend``, V1 selects afresh."""
+    parallel_drafting: bool = False
 
 
 class KVConnector(StrictModel):

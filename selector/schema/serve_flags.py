@@ -70,6 +70,12 @@ class ServeFlags(_Frozen):
     config_fields: dict[str, tuple[str, ...]] = {}
     """The fields of the JSON config classes (``AttentionConfig``, ``SpeculativeConfig``):
     any other key is refused; a class not listed is not recorded."""
+    config_literals: dict[str, dict[str, tuple[str, ...]]] = {}
+    """The JSON config classes' fields typed as a ``Literal``: their values (as text); a
+    value outside them is pydantic's ``literal_error`` (SU046)."""
+    flag_choices: dict[str, tuple[str, ...]] = {}
+    """The engine flags argparse restricts to ``choices`` (``--kda-decode-backend``...): a
+    value outside them is argparse's "invalid choice" (SU045)."""
 
     _frontend_stand_in: frozenset[str] = PrivateAttr(default=frozenset())
     """Where this release's frontend flags are not recorded: the nearest newer recorded

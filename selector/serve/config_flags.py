@@ -38,6 +38,11 @@ def backend_name(flag: str, value: str, catalog: Catalog, engine: str | EngineDa
     return name
 
 
+_MODELLED_ATTENTION_KEYS = ("backend", "flash_attn_version", "use_trtllm_attention",
+                            "use_non_causal", "backend_per_kind")
+"""The AttentionConfig keys read into the settings below (each checked as it is read)."""
+
+
 def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
                       catalog: Catalog, engine: str | EngineData | None, table: ServeFlags) -> None:
     passed_over = table.attention_config_passed_over
@@ -45,8 +50,19 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
     if "--attention-config" in raw.values:
         config = json_object("--attention-config", raw.values["--attention-config"])
     config = deep_merge(config, raw.dotted.get("--attention-config", {}))
+    literals = table.config_literals.get("AttentionConfig", {})
     for key, value in config.items():
         flag = f"--attention-config.{key}"
+        allowed = literals.get(key)
+        if allowed and isinstance(value, str) and key not in _MODELLED_ATTENTION_KEYS \
+                and value not in allowed:
+            notes.append(ServeNote(
+                "error", "SU046", flag, catalog.code("SU046").message.format(
+                    flag="--attention-config/-ac", config_class="AttentionConfig", key=key,
+                    expected=_literal_expected(allowed), input_value=repr(value),
+                    input_type=type(value).__name__),
+                hint=close_matches(value, list(allowed))))
+            continue
         if key == "backend":
             if value is not None and "--attention-backend" in raw.values:
                 raise bad_value("--attention-backend",
@@ -81,6 +97,12 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
         elif key in passed_over.fields or key.startswith(passed_over.prefixes):
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
+        elif "AttentionConfig" in table.config_fields:
+            label = catalog.engine_of(engine).label
+            notes.append(ServeNote("warning", "AS103", flag,
+                                   f"{flag}: {label}'s AttentionConfig reads {key!r} "
+                                   f"({'its value checked; ' if allowed else ''}what it changes "
+                                   "is not modelled by attn-select)"))
         else:
             label = catalog.engine_of(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
@@ -202,6 +224,10 @@ def _check_speculative(config: dict[str, Any], notes: list[ServeNote], catalog: 
                                          config_class="SpeculativeConfig"))
 
 
+_DRAFT_KEYS = ("method", "model", "attention_backend", "parallel_drafting")
+"""The SpeculativeConfig keys the draft's start-up reads (selector/memory/speculative.py)."""
+
+
 def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
                        catalog: Catalog, table: ServeFlags) -> None:
     if "--speculative-config" not in raw.values and "--speculative-config" not in raw.dotted:
@@ -210,6 +236,14 @@ def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNot
         if "--speculative-config" in raw.values else {}
     config = deep_merge(config, raw.dotted.get("--speculative-config", {}))
     _check_speculative(config, notes, catalog, table)
+    for key in _DRAFT_KEYS:
+        if config.get(key) is not None:
+            value = config[key]
+            if key == "parallel_drafting":
+                value = parse_bool(f"--speculative-config.{key}", value)
+            elif not isinstance(value, str):
+                raise bad_value(f"--speculative-config.{key}", f"expected a string, got {value!r}")
+            settings.speculative[key] = value
     tokens = config.get("num_speculative_tokens")
     flag = "--speculative-config.num_speculative_tokens"
     if tokens is None:

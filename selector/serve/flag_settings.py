@@ -27,11 +27,26 @@ from selector.serve.values import (
 __all__ = ["build_settings"]
 
 
+def _check_choices(values: dict[str, str], catalog: Catalog, notes: list[ServeNote],
+                   table: ServeFlags) -> None:
+    """argparse's refusal of a value outside a flag's ``choices`` (the release's parser:
+    ``flag_choices`` of serve-flags.yaml; vLLM exits 2 before the engine starts)."""
+    for flag, choices in table.flag_choices.items():
+        value = values.get(flag)
+        if value is None or value in choices:
+            continue
+        listed = ", ".join(c if c == "None" else repr(c) for c in choices)
+        notes.append(ServeNote("error", "SU045", flag, catalog.code("SU045").message.format(
+            flag=flag, value=repr(value), choices=listed),
+            hint=close_matches(value, [c for c in choices if c != "None"])))
+
+
 def build_settings(raw: RawCommand, catalog: Catalog, engine: str | EngineData | None,
                    notes: list[ServeNote], table: ServeFlags) -> Settings:
     """The settings the flags amount to (bad values raise :class:`InputError`)."""
     s = Settings()
     values = raw.values
+    _check_choices(values, catalog, notes, table)
     if "--attention-backend" in values:
         s.attention_backend = backend_name("--attention-backend", values["--attention-backend"],
                                             catalog, engine)

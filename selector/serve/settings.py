@@ -39,6 +39,9 @@ class Settings:
     pcp: int = 1
     cp_interleave: int = 1
     num_speculative_tokens: int = 0
+    speculative: dict[str, Any] = field(default_factory=dict)
+    """``--speculative-config``'s draft keys (method, model, attention_backend,
+    parallel_drafting) as given."""
     cudagraph_mode: str | None = None
     """None: the engine's default (``defaults.yaml``)."""
     kv_connector: str | None = None

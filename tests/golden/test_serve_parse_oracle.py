@@ -18,12 +18,12 @@ import pytest
 from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.serve import ServeCommand, parse_serve_command
-from selector.serve.flags import serve_flags
+from selector.serve.flags import release_flags, serve_flags
 
 GOLDEN = Path(__file__).parent / "oracle" / "vllm-0.33.0"
 ENGINE = "vllm==0.33.0"
 ANSWERS: list[dict[str, Any]] = json.loads((GOLDEN / "serve-parse.json").read_text())["answers"]
-REFUSALS = ("SE005", "SE006", "SE007", "SE008", "SU004", "SU005", "SU007")
+REFUSALS = ("SE005", "SE006", "SE007", "SE008", "SU004", "SU005", "SU007", "SU045", "SU046")
 FIELD_ERRORS = {"literal_error", "unexpected_keyword_argument"}
 
 
@@ -67,9 +67,11 @@ def test_each_line_gets_vllms_answer(answer: dict[str, Any]) -> None:
     if vllm is not None and vllm.startswith(("unrecognized arguments:", "ambiguous option:")):
         code = "SE005" if vllm.startswith("unrecognized") else "SE006"
         assert (code, vllm) in errors, errors
-    elif vllm is not None:  # a JSON config flag's class refuses a key, at parse time
-        assert any(code == "SU005" and vllm.startswith(message) for code, message in errors), \
-            (vllm, errors)
+    elif vllm is not None and "invalid choice" in vllm:  # argparse's choices
+        assert ("SU045", vllm) in errors, errors
+    elif vllm is not None:  # a JSON config flag's class refuses a key or a value, at parse time
+        assert any(code in ("SU005", "SU046") and vllm.startswith(message)
+                   for code, message in errors), (vllm, errors)
     elif set(answer.get("speculative_error_types", ())) & FIELD_ERRORS:
         assert any(code in ("SE007", "SE008") and answer["speculative_error"].startswith(message)
                    for code, message in errors), (answer["speculative_error"], errors)
@@ -85,3 +87,28 @@ def test_each_line_gets_vllms_answer(answer: dict[str, Any]) -> None:
             assert deployment.gpu_memory_utilization == float(parsed["gpu_memory_utilization"])
         if "block_size" in parsed:
             assert deployment.block_size == int(parsed["block_size"])
+
+
+_CONFIGS = sorted((Path(__file__).parent / "oracle").glob("vllm-*/serve-configs.json"))
+
+
+@pytest.mark.parametrize("path", _CONFIGS, ids=lambda p: p.parent.name)
+def test_every_release_states_its_config_classes(path: Path) -> None:
+    """Each release's JSON config classes, their Literal fields and its flags' argparse
+    choices are its own (``tools/serve_flags.py --configs`` in that release's oracle
+    venv): an unknown --attention-config key, a value outside a Literal or a choice is
+    refused as that release refuses it."""
+    answer = json.loads(path.read_text())
+    table = serve_flags(load_catalog(), f"vllm=={answer['vllm_version']}")
+    assert {k: list(v) for k, v in table.config_fields.items()} == answer["config_fields"]
+    assert list(table.speculative_methods) == answer["speculative_methods"]
+    if "flag_choices" in answer:
+        assert {k: list(v) for k, v in table.flag_choices.items()} == answer["flag_choices"]
+        assert {c: {k: list(v) for k, v in f.items()} for c, f in table.config_literals.items()} \
+            == answer["config_literals"]
+
+
+def test_every_release_records_its_config_classes() -> None:
+    versions = {p.parent.name for p in _CONFIGS}
+    engines = {f"vllm-{v}" for v in release_flags(load_catalog())}
+    assert engines <= versions

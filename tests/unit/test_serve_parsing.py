@@ -35,7 +35,7 @@ def test_only_the_base_profile_states_the_whole_table() -> None:
             # what a release's own parser says (tools/serve_flags.py), and short spellings
             assert set(yaml.safe_load(path.read_text())) <= {
                 "engine_flags", "frontend_flags", "speculative_methods", "config_fields",
-                "aliases"}, path
+                "config_literals", "flag_choices", "aliases"}, path
     assert serve_flags(catalog, base).flags == serve_flags(catalog).flags
 
 

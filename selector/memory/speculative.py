@@ -1,0 +1,394 @@
+"""The speculative draft at start-up (``--speculative-config``): the model runner vLLM
+uses, the draft's layers (EAGLE / EAGLE-3 drafts from their own config.json, MTP layers
+from the target's config as vLLM reads it, a whole draft model), the attention backend
+its layers get, its weights, and vLLM's refusals in its words.
+
+Data: ``speculative.yaml`` of the engine profile (inherited whole); checked against
+vLLM's own answers (``tools/draft_oracle.py``, ``tests/golden/test_draft_oracle.py``).
+The draft's layers join the model's layers (``LayerFacts.draft``), so the KV plan groups
+and unifies them with the target's as vLLM's KV-cache manager does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from selector.catalog import Catalog, CatalogError
+from selector.memory.issues import StartupIssue, startup_issue
+from selector.memory.profile import StartupProfile
+from selector.memory.weights import WeightPart, config_int, estimate_weights, text_config
+from selector.models import LayerFacts, ModelFacts
+
+__all__ = [
+    "DraftReport",
+    "DraftRequest",
+    "SpeculativeData",
+    "draft_backend",
+    "draft_layers",
+    "draft_report",
+    "draft_weight_part",
+    "not_modelled_report",
+    "runner_of",
+    "speculative_data",
+    "unknown_backend_message",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class V2Unsupported(_Strict):
+    methods: tuple[str, ...] = ()
+    keys: dict[str, str] = Field(default_factory=dict)
+    keys_except_methods: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+
+class V1Unsupported(_Strict):
+    methods: dict[str, str] = Field(default_factory=dict)
+    keys: dict[str, str] = Field(default_factory=dict)
+
+
+class Runner(_Strict):
+    source: str
+    default: Literal["v1", "v2"]
+    environment: str
+    v2_unsupported: V2Unsupported
+    v1_unsupported: V1Unsupported
+    v2_refusal: str
+    v1_refusal: str
+    v2_method_feature: str
+
+
+class DraftBackendRule(_Strict):
+    source: str
+    v2: Literal["inherit", "auto"]
+    v1: Literal["inherit", "auto"]
+    v2_ignores_given: tuple[str, ...] = ()
+    unknown: str
+    enum_members: tuple[str, ...]
+
+
+class MTPRule(_Strict):
+    draft: str
+    layers_key: str
+    default_layers: int | None = None
+    extras: str
+    source: str
+
+
+class EagleRule(_Strict):
+    reads_as: str
+    extras: str
+    source: str
+
+
+class Term(_Strict):
+    factor: int
+    of: tuple[str, ...]
+    sharded: bool = False
+    """Split over the tensor-parallel ranks (a parallel linear layer, the vocab-parallel
+    head); else every rank holds it whole (``nn.Linear``, ``ReplicatedLinear``, a norm)."""
+
+    def params(self, cfg: Mapping[str, Any]) -> int:
+        value = self.factor
+        for key in self.of:
+            value *= config_int(cfg, key)
+        return value
+
+
+class Extras(_Strict):
+    source: str
+    per_layer: tuple[Term, ...] = ()
+    once: tuple[Term, ...] = ()
+    qkv_input_multiple: int = 1
+    lm_head_vocab: str | None = None
+
+
+class Codes(_Strict):
+    runner_refusal: str
+    unknown_backend: str
+    draft_note: str
+    not_modelled: str
+
+
+class SpeculativeData(_Strict):
+    """``speculative.yaml`` of an engine profile."""
+
+    engine: str
+    runner: Runner
+    draft_backend: DraftBackendRule
+    draft_free_methods: tuple[str, ...]
+    mtp: dict[str, MTPRule]
+    eagle: dict[str, EagleRule]
+    extras: dict[str, Extras]
+    codes: Codes
+
+
+class DraftRequest(_Strict):
+    """What ``--speculative-config`` (or the deployment's ``speculative:``) asks for."""
+
+    method: str | None = None
+    model: str | None = None
+    attention_backend: str | None = None
+    """As given (``auto`` and None: not given)."""
+    num_speculative_tokens: int = 0
+    keys: dict[str, Any] = Field(default_factory=dict)
+    """Every key given (the runner's unsupported features are keys)."""
+
+
+class DraftReport(_Strict):
+    """The draft at start-up: its method, the runner, its layers (indices in the model's
+    layers), the backend rule its layers follow, its weights; notes and refusals."""
+
+    method: str
+    runner: Literal["v1", "v2"]
+    num_speculative_tokens: int
+    draft: str | None = None
+    """The draft model's name (a path or id; None: MTP layers of the target, n-gram)."""
+    architecture: str | None = None
+    layers: tuple[int, ...] = ()
+    backend: str | None = None
+    """The backend asked for the draft's layers (None: vLLM selects it)."""
+    backend_rule: str = ""
+    weight_params: int = 0
+    """The draft's parameters on one GPU (the shared input embedding not counted)."""
+    notes: tuple[tuple[str, str], ...] = ()
+    issues: tuple[StartupIssue, ...] = ()
+
+
+@lru_cache(maxsize=8)
+def _load(path: Path) -> SpeculativeData:
+    try:
+        return SpeculativeData.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise CatalogError(f"{path}: {exc}") from None
+
+
+def speculative_data(catalog: Catalog, engine: str | None) -> SpeculativeData | None:
+    """The engine's speculative data (None: the release's profile chain has none)."""
+    path = catalog.engine_file(catalog.engine(engine).engine, "speculative.yaml")
+    return None if path is None else _load(path)
+
+
+def _given_backend(request: DraftRequest) -> str | None:
+    name = (request.attention_backend or "").strip()
+    return None if not name or name.lower() == "auto" else name.upper()
+
+
+def unknown_backend_message(data: SpeculativeData, value: str) -> str | None:
+    """vLLM's refusal of an ``attention_backend`` name ``AttentionBackendEnum`` lacks."""
+    rule = data.draft_backend
+    name = value.strip().upper()
+    if not value.strip() or value.strip().lower() == "auto" or name in rule.enum_members:
+        return None
+    return rule.unknown.format(name=name, value=value, valid=", ".join(rule.enum_members))
+
+
+def runner_of(data: SpeculativeData, request: DraftRequest,
+              environ: Mapping[str, str]) -> tuple[Literal["v1", "v2"], str | None]:
+    """(the model runner vLLM uses, its refusal or None) for this draft."""
+    rule = data.runner
+    method = request.method or ""
+    v2 = [rule.v2_method_feature.format(method=method)] if method in rule.v2_unsupported.methods else []
+    for key, feature in rule.v2_unsupported.keys.items():
+        if request.keys.get(key) and method not in rule.v2_unsupported.keys_except_methods.get(key, ()):
+            v2.append(feature)
+    v1 = [feature for name, feature in rule.v1_unsupported.methods.items() if method == name]
+    v1 += [feature for key, feature in rule.v1_unsupported.keys.items()
+           if request.keys.get(key) not in (None, False)]
+    forced = (environ.get(rule.environment) or "").strip().lower()
+    if forced in ("1", "true"):
+        return "v2", rule.v2_refusal.format(features=", ".join(v2)) if v2 else None
+    if forced in ("0", "false"):
+        return "v1", rule.v1_refusal.format(features=", ".join(v1)) if v1 else None
+    if rule.default == "v2" and not v2:
+        return "v2", None
+    return "v1", rule.v1_refusal.format(features=", ".join(v1)) if v1 else None
+
+
+def draft_backend(data: SpeculativeData, request: DraftRequest, runner: Literal["v1", "v2"],
+                  target_backend: str | None) -> tuple[str | None, str]:
+    """(the backend the draft's layers are built with, None: selected by vLLM; why)."""
+    given = _given_backend(request)
+    if runner == "v2" and (request.method or "") in data.draft_backend.v2_ignores_given:
+        ignored = f"; attention_backend {given} is not read" if given else ""
+        return target_backend, ("Model Runner V2 builds a draft model under the target's "
+                                f"attention config{ignored}")
+    if given is not None:
+        return given, "--speculative-config.attention_backend"
+    rule = data.draft_backend.v2 if runner == "v2" else data.draft_backend.v1
+    if rule == "inherit":
+        return target_backend, ("the target's --attention-backend: Model Runner V2 keeps it "
+                                "for the draft" if target_backend
+                                else "selected by vLLM, as for the target")
+    return None, ("selected afresh: the V1 runner never gives the draft the target's backend"
+                  if target_backend else "selected by vLLM, as for the target")
+
+
+def _mtp_rule(data: SpeculativeData, model: ModelFacts) -> MTPRule | None:
+    raw = model.config or {}
+    return data.mtp.get(str(raw.get("model_type") or model.model_type))
+
+
+def is_mtp(request: DraftRequest) -> bool:
+    method = request.method or ""
+    return method == "mtp" or method.endswith("_mtp")
+
+
+def draft_layers(data: SpeculativeData, request: DraftRequest, model: ModelFacts,
+                 draft: ModelFacts | None) -> tuple[tuple[LayerFacts, ...], str | None]:
+    """The draft's layers as vLLM builds them, numbered after the target's (each with
+    ``draft`` set), and the draft's architecture; ((), None) for a method without a draft
+    model. MTP: ``layers_key`` of the target's config, each a copy of the target's last
+    attention layer; EAGLE / a draft model: the layers of ``draft`` (its config read as
+    ``reads_as``)."""
+    method = request.method or ""
+    if method in data.draft_free_methods:
+        return (), None
+    start = len(model.layers)
+    if is_mtp(request):
+        rule = _mtp_rule(data, model)
+        if rule is None:
+            return (), None
+        cfg = text_config(model.config or {})
+        count = config_int(cfg, rule.layers_key, default=rule.default_layers or 0)
+        template = next((layer for layer in reversed(model.layers) if layer.is_attention), None)
+        if template is None or count <= 0:
+            return (), rule.draft
+        return tuple(template.model_copy(update={"index": start + i, "draft": True})
+                     for i in range(count)), rule.draft
+    if draft is None:
+        return (), None
+    return tuple(layer.model_copy(update={"index": start + i, "draft": True,
+                                          "kv_sharing_target": None})
+                 for i, layer in enumerate(draft.layers)), draft.architecture
+
+
+def _extras(data: SpeculativeData, request: DraftRequest, model: ModelFacts,
+            draft_raw: Mapping[str, Any] | None) -> Extras | None:
+    if is_mtp(request):
+        rule = _mtp_rule(data, model)
+        return data.extras.get(rule.extras) if rule else None
+    archs = (draft_raw or {}).get("architectures") or []
+    rule_e = next((data.eagle[a] for a in archs if a in data.eagle), None)
+    return data.extras.get(rule_e.extras) if rule_e else None
+
+
+def draft_weight_part(data: SpeculativeData, request: DraftRequest, model: ModelFacts,
+                      draft: ModelFacts | None, profile: StartupProfile, *, dtype_bytes: int,
+                      cc: int, moe_backend: str | None, quantization: str | None) -> WeightPart | None:
+    """The draft's weights on one GPU (``model``: the sharded model with the draft's
+    layers), as its class builds them, the target's input embedding shared: the draft's
+    decoder layers (counted as the target's at that index for MTP, as the draft's own
+    config for EAGLE / a draft model) plus its class's extra matrices."""
+    layers = tuple(layer for layer in model.layers if layer.draft)
+    if not layers:
+        return None
+    tp = model.tp_size
+    raw = model.config or {}
+    bits = 8.0 * dtype_bytes
+    decoder = model.model_copy(update={"layers": tuple(la for la in model.layers if not la.draft)})
+
+    def total(facts: ModelFacts, config: Mapping[str, Any]) -> dict[str, int]:
+        estimate = estimate_weights(config, layer_kinds=tuple(la.kind for la in facts.layers),
+                                    tp=tp, dtype_bytes=dtype_bytes, cc=cc, profile=profile,
+                                    moe_backend=moe_backend, quantization=quantization,
+                                    model=facts)
+        return {part.name: part.bytes for part in estimate.parts}
+
+    draft_raw = draft.config if draft is not None else None
+    if is_mtp(request):
+        with_draft, without = total(model, raw), total(decoder, raw)
+        layer_bytes = sum(with_draft.values()) - sum(without.values())
+        cfg = text_config(raw)
+    else:
+        assert draft is not None and draft_raw is not None
+        own = total(draft.model_copy(update={"tp_size": tp}), draft_raw)
+        cfg = text_config(draft_raw)
+        shared = {"embedding"} if request.method != "draft_model" else set()
+        extras_e = _extras(data, request, model, draft_raw)
+        if extras_e is not None and extras_e.lm_head_vocab:
+            shared.add("lm_head")
+        layer_bytes = sum(b for name, b in own.items() if name not in shared)
+    extras = _extras(data, request, model, draft_raw) if request.method != "draft_model" else None
+    params = 0
+    if extras is not None:
+        params += len(layers) * sum(term.params(cfg) // (tp if term.sharded else 1)
+                                    for term in extras.per_layer)
+        params += sum(term.params(cfg) // (tp if term.sharded else 1) for term in extras.once)
+        if extras.lm_head_vocab:
+            params += config_int(cfg, extras.lm_head_vocab) * config_int(cfg, "hidden_size") // tp
+        if extras.qkv_input_multiple > 1:
+            first = layers[0]
+            qkv = (first.total_q_heads + 2 * first.total_kv_heads) * first.head_size
+            params += (extras.qkv_input_multiple - 1) * config_int(cfg, "hidden_size") * qkv // tp
+    return WeightPart(name="draft model", params=int(layer_bytes * 8 / bits) + params, bits=bits)
+
+
+def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest, *,
+                 runner: Literal["v1", "v2"], runner_refusal: str | None,
+                 layers: tuple[LayerFacts, ...], architecture: str | None,
+                 backend: str | None, backend_rule: str,
+                 weights: WeightPart | None, selected: tuple[str, ...] = (),
+                 groups: tuple[int, ...] = (), kv_bytes_per_token: int = 0) -> DraftReport:
+    """The report of the draft: a note of what vLLM builds (``selected``: the backends the
+    solver selected for its layers; ``groups``: the KV-cache groups holding them;
+    ``kv_bytes_per_token``: their KV cache per token), and its refusals."""
+    codes = data.codes
+    method = request.method or "?"
+    issues = []
+    if runner_refusal is not None:
+        issues.append(startup_issue(catalog, codes.runner_refusal, ("speculative", "method"),
+                                    message=runner_refusal))
+    notes = []
+    tokens = request.num_speculative_tokens
+    head = f"speculative draft ({method}, {tokens} speculative token{'s' * (tokens != 1)}"
+    if layers:
+        span = (f"layer {layers[0].index}" if len(layers) == 1
+                else f"layers {layers[0].index}-{layers[-1].index}")
+        what = f"{architecture}, " if architecture else ""
+        chosen = ", ".join(selected) or backend or "none valid"
+        text = (f"{head}, {what}Model Runner {runner.upper()}): {span}, backend {chosen} "
+                f"({backend_rule})")
+        if groups:
+            text += (f"; KV-cache group{'s' * (len(groups) > 1)} "
+                     f"{', '.join(map(str, groups))}, {kv_bytes_per_token:,} bytes per token")
+        if weights is not None:
+            text += (f"; weights {weights.bytes / 1024**3:.2f} GiB per GPU (in the memory "
+                     "table's weights; the target's input embedding shared)")
+        notes.append((codes.draft_note, text))
+    elif method not in data.draft_free_methods:
+        notes.append((codes.not_modelled, (
+            f"{head}): its layers are not modelled (no draft config.json read, or a target "
+            "model type without an MTP rule): its KV cache and weights are not counted")))
+    else:
+        notes.append((codes.draft_note, (
+            f"{head}, Model Runner {runner.upper()}): no draft model, no draft KV cache")))
+    return DraftReport(method=method, runner=runner,
+                       num_speculative_tokens=request.num_speculative_tokens,
+                       draft=request.model, architecture=architecture,
+                       layers=tuple(layer.index for layer in layers), backend=backend,
+                       backend_rule=backend_rule,
+                       weight_params=weights.params if weights is not None else 0,
+                       notes=tuple(notes), issues=tuple(issues))
+
+
+NOT_MODELLED = "SP005"
+"""The warning for a release whose profile chain has no ``speculative.yaml``."""
+
+
+def not_modelled_report(catalog: Catalog, request: DraftRequest) -> DraftReport:
+    """The draft of a release without speculative data: said, not modelled."""
+    catalog.code(NOT_MODELLED)  # registered
+    message = (f"speculative draft ({request.method or '?'}): this release's draft start-up "
+               "is not modelled (no speculative.yaml in its profile chain): the draft's "
+               "layers, backend, KV cache and weights are not checked")
+    return DraftReport(method=request.method or "?", runner="v1",
+                       num_speculative_tokens=request.num_speculative_tokens,
+                       draft=request.model, notes=((NOT_MODELLED, message),))

@@ -1,0 +1,215 @@
+"""The speculative draft at start-up as vLLM answers it.
+
+The expected answers are vLLM's own (``tests/golden/oracle/vllm-<version>/draft.jsonl.gz``,
+written by ``tools/draft_oracle.py`` with the release's oracle interpreter): for each
+target config and ``--speculative-config`` of the grid, the model runner, the draft's
+layers and the backend vLLM built them with, every layer's KV spec grouped by vLLM's
+``get_kv_cache_groups`` after the engine's block-size alignment, the draft's parameters
+as its class builds them, or vLLM's refusal. ``check``'s pipeline (the data of
+``schemas/engines/vllm-0.33.0/speculative.yaml``) must answer the same.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from selector.catalog import load_catalog
+from selector.config import parse_deployment
+from selector.pipeline import solve_deployment
+from selector.pipeline.deployment import Solved
+
+ROOT = Path(__file__).parent / "oracle"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _golden_files() -> list[Path]:
+    return sorted(ROOT.glob("vllm-*/draft.jsonl.gz"))
+
+
+@cache
+def _answers(path: Path) -> tuple[dict[str, Any], ...]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return tuple(json.loads(line) for line in handle if line.strip())
+
+
+def _rows() -> list[tuple[str, dict[str, Any]]]:
+    return [(path.parent.name, row) for path in _golden_files() for row in _answers(path)]
+
+
+def _config_copy(path: Path, folder: Path, name: str) -> Path:
+    """The config as the oracle built it (``quantization_config`` removed)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw.pop("quantization_config", None)
+    out = folder / name / "config.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(raw), encoding="utf-8")
+    return out
+
+
+def _solve(row: dict[str, Any], version: str, tmp_path: Path) -> Solved:
+    speculative = dict(row["speculative_config"])
+    spec: dict[str, Any] = {key: speculative[key] for key in
+                            ("method", "num_speculative_tokens", "attention_backend",
+                             "parallel_drafting") if key in speculative}
+    spec["adaptive_verification"] = bool(speculative.get("enable_adaptive_verification"))
+    if "draft" in row:
+        spec["model"] = str(_config_copy(REPO / row["draft"], tmp_path, "draft"))
+    deployment = {
+        "engine": version.replace("vllm-", "vllm=="),
+        "device": "H200",
+        "model": str(_config_copy(REPO / row["target"], tmp_path, "target")),
+        "dtype": "bfloat16",
+        "max_model_len": 4096,
+        "speculative": spec,
+    }
+    if "attention_backend" in row:
+        deployment["attention_backend"] = row["attention_backend"]
+    path = tmp_path / "deploy.yaml"
+    text = yaml.safe_dump(deployment)
+    path.write_text(text, encoding="utf-8")
+    return solve_deployment(parse_deployment(str(path), text), load_catalog(),
+                            environ=row.get("env", {}))
+
+
+_WIRED = {"DEEPSEEK_V32_INDEXER"}
+"""Cache modules vLLM wires beside a layer's attention (a sparse MLA layer's indexer)."""
+
+
+def _layer_of(name: str) -> str:
+    """A cache module's layer (``model.layers.78.self_attn.indexer.k_cache`` and
+    ``model.layers.78.self_attn.attn`` are one layer)."""
+    return name.split(".self_attn", 1)[0]
+
+
+def _ids(item: tuple[str, dict[str, Any]]) -> str:
+    return f"{item[0]}-{item[1]['id']}"
+
+
+def test_the_newest_release_is_recorded() -> None:
+    assert "vllm-0.33.0" in {path.parent.name for path in _golden_files()}
+
+
+_OK = [item for item in _rows() if item[1]["status"] == "ok" and item[0] == "vllm-0.33.0"]
+_REFUSED = [item for item in _rows() if item[1]["status"] == "refused"
+            and item[0] == "vllm-0.33.0"]
+
+
+@pytest.mark.parametrize("item", _OK, ids=[_ids(i) for i in _OK])
+def test_draft_layers_backend_and_groups_are_vllms(item: tuple[str, dict[str, Any]],
+                                                  tmp_path: Path) -> None:
+    version, row = item
+    solved = _solve(row, version, tmp_path)
+    result = solved.model
+    assert result is not None and result.draft is not None, solved
+    # every layer selected, the KV cache planned (a target too large for one GPU is the
+    # memory check's refusal, not the draft's)
+    assert all(s.result.valid for s in result.selections)
+    assert not result.draft.issues
+    assert result.draft.runner == row["runner"]
+    draft = [s for s in result.selections if s.draft]
+    # a sparse MLA layer's indexer keeps a K cache module of its own beside the layer's
+    # attention (DEEPSEEK_V32_INDEXER, which vLLM wires: no selection)
+    attention = [r for r in row["draft_layers"] if r["backend"] not in _WIRED]
+    assert sum(len(s.layers) for s in draft) == len({_layer_of(r["name"]) for r in attention})
+    assert {s.result.selected for s in draft} == {r["backend"] for r in attention}
+    for layer in attention:
+        assert {s.facts.head_size for s in draft} == {layer["head_size"]}
+    plan = result.plan
+    assert plan is not None
+    aligned = row["aligned"]
+    assert plan.block_size is not None
+    assert plan.block_size.block_size == aligned["block_size"]
+    assert len(plan.groups) == len(aligned["groups"])
+    # each group's page as vLLM's group spec states it: one layer's page, or the sum of
+    # its layers' pages for a group of specs that differ only in their backend's layout
+    # (UniformTypeKVCacheSpecs)
+    mine = sorted((g.uniform_type, g.bytes_per_block if g.uniform_type else g.page_size_bytes[0])
+                  for g in plan.groups)
+    theirs = sorted((g["spec"] == "UniformTypeKVCacheSpecs", g["page_size_bytes"])
+                    for g in aligned["groups"])
+    assert mine == theirs
+    # the draft's layers are in a group of as many layers as vLLM's (a sparse layer's
+    # indexer cache beside its attention is the same layer)
+    expected = [len(set(g["layers"])) + len({_layer_of(n) for n in g["draft_layers"]})
+                for g in row["groups"] if g["draft_layers"]]
+    draft_indices = {i for s in draft for i in s.layers}
+    assert expected == [len(g.layer_indices) for g in plan.groups
+                        if draft_indices & set(g.layer_indices)]
+
+
+def _expected_draft_params(row: dict[str, Any]) -> int:
+    """The draft's parameters vLLM keeps: all its class builds, less the input
+    embedding the V2 runner shares with the target (maybe_share_target_embed: a draft
+    checkpoint without its own), and a top-level lm_head of the target's vocabulary
+    (shared the same way); a draft model shares nothing (draft_model.py)."""
+    params = dict(row["draft_parameters"])
+    if row["method"] == "draft_model":
+        return sum(params.values())
+    params.pop("model.embed_tokens", None)
+    draft_raw = json.loads((REPO / row["draft"]).read_text()) if "draft" in row else {}
+    if "draft_vocab_size" not in draft_raw:
+        params.pop("lm_head", None)
+    return sum(params.values())
+
+
+@pytest.mark.parametrize("item", [i for i in _OK if i[1].get("draft_parameters")],
+                         ids=[_ids(i) for i in _OK if i[1].get("draft_parameters")])
+def test_draft_weights_are_vllms(item: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    version, row = item
+    result = _solve(row, version, tmp_path).model
+    assert result is not None and result.draft is not None
+    expected = _expected_draft_params(row)
+    # the estimate leaves out the layers' norms (a few hidden widths per layer)
+    assert result.draft.weight_params == pytest.approx(expected, rel=2e-3), row["id"]
+    memory = result.memory
+    assert memory is not None
+    parts = {p.name: p for p in memory.budget.weights.parts}
+    assert parts["draft model"].params == result.draft.weight_params
+
+
+@pytest.mark.parametrize("item", _REFUSED, ids=[_ids(i) for i in _REFUSED])
+def test_refusals_are_vllms(item: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    version, row = item
+    solved = _solve(row, version, tmp_path)
+    result = solved.model
+    assert result is not None and not result.valid
+    error = row["error"]
+    messages = [i.message for i in result.startup]
+    messages += [s.result.error.message for s in result.selections
+                 if s.draft and s.result.error is not None]
+    kind, _, text = error.partition(": ")
+    if kind == "ValueError":  # the draft's layers: the selection's refusal, word for word
+        assert text in messages, (messages, text)
+    else:  # pydantic's ValidationError: vLLM's message, then its link to pydantic's docs
+        assert any(text.startswith(m) or m in text for m in messages), (messages, text)
+
+
+def test_the_draft_model_backend_is_not_read_by_model_runner_v2(tmp_path: Path) -> None:
+    """vLLM 0.33.0's V2 draft-model speculator ignores attention_backend (the oracle's
+    llama-3.1-8b-draft-model-triton case builds FLASH_ATTN layers): check says so."""
+    row = next(r for v, r in _OK if r["id"] == "llama-3.1-8b-draft-model-triton")
+    result = _solve(row, "vllm-0.33.0", tmp_path).model
+    assert result is not None and result.draft is not None
+    assert "is not read" in result.draft.backend_rule
+
+
+_OLDER = sorted({version for version, _ in _rows()} - {"vllm-0.33.0"})
+
+
+@pytest.mark.parametrize("version", _OLDER)
+def test_an_older_release_says_its_draft_is_not_modelled(version: str, tmp_path: Path) -> None:
+    """The releases before 0.33.0 build the draft by other rules (their recorded answers:
+    V2 runners that do not read attention_backend, other runner defaults): check says
+    their draft is not modelled (SP005), never that it passed."""
+    row = next(r for v, r in _rows() if v == version and r["id"] == "llama-3.1-8b-eagle3")
+    result = _solve(row, version, tmp_path).model
+    assert result is not None and result.draft is not None
+    assert [code for code, _ in result.draft.notes] == ["SP005"]
+    assert not any(s.draft for s in result.selections)
