@@ -34,7 +34,7 @@ def _cache_dir() -> Path | None:
     return Path(xdg or Path.home() / ".cache") / "attn-select"
 
 
-_CODE_FILES = ("expr.py", "catalog.py", "cache.py", "schema", "solver/compiled.py")
+_CODE_FILES = ("expr.py", "catalog.py", "cache.py", "schema", "platforms", "solver/compiled.py")
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
+from selector.platforms import platform_module
 from selector.resources import schemas_dir
 from selector.schema.backend import PREFILL_CHECKPOINT_NAMES, BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
@@ -31,6 +32,7 @@ from selector.schema.defaults import EngineDefaults
 from selector.schema.device import Device, DeviceCatalog, OtherPlatform
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.layouts import KVLayouts
+from selector.schema.platform import PLATFORM_SECTIONS, PlatformCatalog, PlatformProfile, PlatformSpec
 from selector.schema.types import KVLayout
 
 if TYPE_CHECKING:  # packaging's requirement parser loads only for a range or an odd name
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_ENGINE_ENV",
     "INSTALLED_VLLM_ENV",
     "MLA_PREFILL_FILE",
+    "PLATFORMS_DIR",
     "PROFILE_FILE",
     "Catalog",
     "CatalogError",
@@ -147,6 +150,11 @@ class EngineData:
         return self.profile.engine
 
     @property
+    def platform(self) -> str:
+        """The platform this engine was loaded for (``cuda``)."""
+        return self.profile.platform
+
+    @property
     def version(self) -> Version:
         return _pinned(self.profile.engine)[1]
 
@@ -203,6 +211,9 @@ class Catalog:
     """5-D KV-cache layout -> the per-layer ``NHD`` / ``HND`` view (``kv-layouts.yaml``)."""
     default_layout_preference: tuple[KVLayout, ...] = ()
     """The KV-cache layouts most preferred first when no backend declares a set (``kv-layouts.yaml``)."""
+    platforms: tuple[PlatformSpec, ...] = ()
+    """The platforms of ``schemas/platforms.yaml``, in the file's order (the first is the
+    platform of a request that names none)."""
     digest: str = field(default="", repr=False, compare=False)
     """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
@@ -221,10 +232,26 @@ class Catalog:
     def default_engine(self) -> str:
         return self.engine_names[-1]
 
-    def engine(self, requested: str | None = None) -> EngineData:
+    @property
+    def default_platform(self) -> str:
+        """The platform of a request that names no device of another (the first of
+        ``schemas/platforms.yaml``)."""
+        return self.platforms[0].name
+
+    def platform(self, name: str) -> PlatformSpec:
+        """A platform of ``schemas/platforms.yaml`` by name."""
+        for spec in self.platforms:
+            if spec.name == name:
+                return spec
+        raise InputError(f"unknown platform {name!r}", field="platform",
+                         hint=close_matches(name, [p.name for p in self.platforms]))
+
+    def engine(self, requested: str | None = None, platform: str | None = None) -> EngineData:
         """The profile for ``requested`` (an exact ``vllm==X``, ``vllm==0.29`` for the newest
-        0.29.x, or a range); by default the installed vLLM's (see :meth:`choose`)."""
-        return self._load(self._resolve(requested))
+        0.29.x, or a range; by default the installed vLLM's, see :meth:`choose`) on
+        ``platform`` (default: :attr:`default_platform`): the profile with that platform's
+        sections and only the backends of that platform."""
+        return self._load(self._resolve(requested), platform or self.default_platform)
 
     def choose(self, requested: str | None = None) -> EngineChoice:
         """Which profile ``requested`` names and why (``None``: the vLLM installed in this
@@ -280,20 +307,23 @@ class Catalog:
         parts = ([f"{older[-1]} (older)"] if older else []) + ([f"{newer[0]} (newer)"] if newer else [])
         return "nearest: " + ", ".join(parts) if parts else "available: " + ", ".join(names)
 
-    def _load(self, name: str) -> EngineData:
-        loaded = self._loaded.get(name)
+    def _load(self, name: str, platform: str) -> EngineData:
+        memo = f"{name}@{platform}"
+        loaded = self._loaded.get(memo)
         if loaded is None:
             from selector.cache import cache_get, cache_put
 
-            key = f"{self.digest}-{name}"
+            self.platform(platform)  # a known platform
+            key = f"{self.digest}-{name}-{platform}"
             cached = cache_get("engine", key) if self.digest else None
             if isinstance(cached, EngineData):
                 loaded = cached
             else:
-                loaded = _load_engine(self.engine_dirs[name], self.codes, self.engine_dirs)
+                loaded = _load_engine(self.engine_dirs[name], self.codes, self.engine_dirs,
+                                      platform, tuple(p.name for p in self.platforms))
                 if self.digest:
                     cache_put("engine", key, loaded)
-            self._loaded[name] = loaded
+            self._loaded[memo] = loaded
         return loaded
 
     def _resolve(self, requested: str | None) -> str:
@@ -533,7 +563,12 @@ PROFILE_FILE = "profile.yaml"
 MLA_PREFILL_FILE = "mla_prefill.yaml"
 """The engine's MLA prefill selector (optional; inherited like every other section)."""
 
+PLATFORMS_DIR = "platforms"
+"""The folder of an engine profile with one file per platform (``platforms/cuda.yaml``)."""
+
 _PROFILE_MAPPINGS = ("inputs", "environment", "messages", "hybrid_alignment")
+_PLATFORM_MAPPINGS = ("environment", "messages")
+_PLATFORM_KEYED = {"facts": "name", "priorities": "id"}
 _PROFILE_KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
 _PREFILL_MAPPINGS = ("messages",)
 _PREFILL_KEYED = {"facts": "name", "checks": "code", "backends": "name", "priorities": "id"}
@@ -656,6 +691,10 @@ class RawEngine:
     mla_prefill: dict[str, Any] | None
     mla_prefill_path: Path | None
     """The newest file that shaped ``mla_prefill`` (for messages)."""
+    platforms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Platform name -> its sections (``platforms/<name>.yaml``, inheritance applied)."""
+    platform_paths: dict[str, Path] = field(default_factory=dict)
+    """Platform name -> the newest file that shaped its sections (for messages)."""
 
 
 def _parent_of(profile_path: Path, profile: dict[str, Any], by_engine: dict[str, Path]) -> str | None:
@@ -675,21 +714,42 @@ def _parent_of(profile_path: Path, profile: dict[str, Any], by_engine: dict[str,
     return parent
 
 
-def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> RawEngine:
+def _raw_engine(directory: Path, by_engine: dict[str, Path],
+                platform_names: tuple[str, ...]) -> RawEngine:
     """The raw (unvalidated) data files of one engine, inheritance applied: the parent's
-    profile, backends and MLA prefill selector, then this folder's changes."""
+    profile, platform sections, backends and MLA prefill selector, then this folder's
+    changes (one rule for every file: :func:`_merge_document`)."""
     profile_path = directory / PROFILE_FILE
     own = read_yaml(profile_path)
     if not isinstance(own, dict):
         raise CatalogError(f"{profile_path}: not a mapping")
     engine = own.get("engine")
+    misplaced = [key for key in PLATFORM_SECTIONS if key in own]
+    if misplaced:
+        raise CatalogError(f"{profile_path}: {', '.join(misplaced)} belong to a platform: "
+                           f"state them in {PLATFORMS_DIR}/<platform>.yaml of the engine folder "
+                           f"(platforms: {', '.join(platform_names)})")
     parent_name = _parent_of(profile_path, own, by_engine)
     if parent_name is None:
         base = RawEngine(profile={}, backends={}, mla_prefill=None, mla_prefill_path=None)
         if "remove_backends" in own:
             raise CatalogError(f"{profile_path}: remove_backends needs `extends:`")
     else:
-        base = _raw_engine(by_engine[parent_name], by_engine)
+        base = _raw_engine(by_engine[parent_name], by_engine, platform_names)
+    platforms = {name: {**doc, "engine": engine} for name, doc in base.platforms.items()}
+    platform_paths = dict(base.platform_paths)
+    for path in sorted((directory / PLATFORMS_DIR).glob("*.yaml")):
+        raw_platform = read_yaml(path)
+        if not isinstance(raw_platform, dict):
+            raise CatalogError(f"{path}: not a mapping")
+        if path.stem not in platform_names:
+            raise CatalogError(f"{path}: no platform {path.stem!r} in platforms.yaml "
+                               f"(platforms: {', '.join(platform_names)})")
+        if raw_platform.get("platform") != path.stem or raw_platform.get("engine") != engine:
+            raise CatalogError(f"{path}: states `engine: {engine}` and `platform: {path.stem}`")
+        platforms[path.stem] = _merge_document(platforms.get(path.stem, {}), raw_platform,
+                                               str(path), _PLATFORM_MAPPINGS, _PLATFORM_KEYED)
+        platform_paths[path.stem] = path
     profile = _merge_document(base.profile, own, str(profile_path),
                               _PROFILE_MAPPINGS, _PROFILE_KEYED)
     profile["extends"] = parent_name
@@ -727,15 +787,36 @@ def _raw_engine(directory: Path, by_engine: dict[str, Path]) -> RawEngine:
             prefill = raw_prefill
         prefill_path = own_prefill_path
     return RawEngine(profile=profile, backends=dict(sorted(backends.items())),
-                     mla_prefill=prefill, mla_prefill_path=prefill_path)
+                     mla_prefill=prefill, mla_prefill_path=prefill_path,
+                     platforms=platforms, platform_paths=platform_paths)
 
 
-def _load_engine(directory: Path, codes: dict[str, ReasonCode],
-                 by_engine: dict[str, Path]) -> EngineData:
-    profile_path = directory / PROFILE_FILE
-    raw = _raw_engine(directory, by_engine)
+def _platform_profile(raw: RawEngine, profile_path: Path, platform: str) -> dict[str, Any]:
+    """The profile document for ``platform``: the platform's sections over the profile's,
+    by the same one rule."""
+    document = raw.platforms.get(platform)
+    if document is None:
+        raise InputError(f"{raw.profile.get('engine')} has no {platform} platform "
+                         f"(no {PLATFORMS_DIR}/{platform}.yaml in its profile folder or a "
+                         "profile it extends)", field="device",
+                         hint="platforms of this engine: " + ", ".join(sorted(raw.platforms)))
+    path = raw.platform_paths[platform]
     try:
-        profile = EngineProfile.model_validate(raw.profile)
+        PlatformProfile.model_validate(document)
+    except ValidationError as exc:
+        raise CatalogError(validation_message(path, exc)) from None
+    sections = {k: v for k, v in document.items() if k not in ("engine", "platform")}
+    merged = _merge_document(raw.profile, sections, str(path), _PROFILE_MAPPINGS, _PROFILE_KEYED)
+    merged["platform"] = platform
+    return merged
+
+
+def _load_engine(directory: Path, codes: dict[str, ReasonCode], by_engine: dict[str, Path],
+                 platform: str, platform_names: tuple[str, ...]) -> EngineData:
+    profile_path = directory / PROFILE_FILE
+    raw = _raw_engine(directory, by_engine, platform_names)
+    try:
+        profile = EngineProfile.model_validate(_platform_profile(raw, profile_path, platform))
     except ValidationError as exc:
         raise CatalogError(validation_message(profile_path, exc)) from None
     backends: dict[str, BackendSpec] = {}
@@ -750,17 +831,23 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
             raise CatalogError(f"{path}: name {spec.name!r} does not match the file name")
         if spec.engine != profile.engine:
             raise CatalogError(f"{path}: engine {spec.engine!r} is not {profile.engine!r}")
-        if spec.wired_for is None:
+        unknown_platforms = sorted(set(spec.platforms) - set(platform_names))
+        if unknown_platforms:
+            raise CatalogError(f"{path}: platforms names {unknown_platforms}, which "
+                               f"platforms.yaml does not have ({', '.join(platform_names)})")
+        if platform not in spec.platforms:
+            continue
+        kind = spec.wired_for
+        if kind is None:
             backends[spec.name] = spec
             continue
-        _check_wired(path, spec)
-        if spec.wired_for in wired:
-            raise CatalogError(f"{path}: {wired[spec.wired_for].name} is also wired_for "
-                               f"{spec.wired_for}")
-        wired[spec.wired_for] = spec
+        if kind in wired:
+            raise CatalogError(f"{path}: {wired[kind].name} is also wired_for {kind}")
+        wired[kind] = _check_wired(path, spec, platform)
     missing = sorted(set(typing.get_args(WiredFor)) - set(wired))
     if missing:
-        raise CatalogError(f"{profile_path}: no backend is wired_for {missing}")
+        raise CatalogError(f"{profile_path}: no backend of platform {platform} is wired_for "
+                           f"{missing}")
     data = EngineData(profile=profile, backends=backends, directory=directory,
                       mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path,
                       wired=wired)
@@ -768,22 +855,47 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode],
     return data
 
 
-def _check_wired(path: Path, spec: BackendSpec) -> None:
-    """A wired backend's rules are read without request facts: unconditional, with
-    plain values."""
-    rules: list[Any] = [*spec.kernel_block_sizes, *spec.runtime.cudagraph_support,
-                        *spec.runtime.reorder_batch_threshold]
-    if any(rule.when is not True for rule in rules) or len(rules) != 3 or any(
-            isinstance(rule.value, str) for rule in spec.runtime.reorder_batch_threshold):
-        raise CatalogError(f"{path}: a wired backend (wired_for: {spec.wired_for}) states one "
-                           "unconditional kernel_block_sizes, cudagraph_support and "
-                           "reorder_batch_threshold rule each, with plain values")
+WIRED_NAMES = frozenset({"platform"})
+"""The names a wired backend's rules may read (no request facts: the KV planner
+evaluates them without any)."""
+
+
+def _check_wired(path: Path, spec: BackendSpec, platform: str) -> BackendSpec:
+    """A wired backend's rules are read without request facts: they may depend only on
+    the platform (``when: "platform == 'cuda'"``); for the loaded platform exactly one
+    kernel_block_sizes, cudagraph_support and reorder_batch_threshold rule applies each,
+    with a plain value. Returns the backend with those rules alone, unconditional."""
+    scope = {"platform": platform}
+    sections: dict[str, tuple[Any, ...]] = {"kernel_block_sizes": spec.kernel_block_sizes,
+                "cudagraph_support": spec.runtime.cudagraph_support,
+                "reorder_batch_threshold": spec.runtime.reorder_batch_threshold}
+    chosen: dict[str, Any] = {}
+    for section, rules in sections.items():
+        for rule in rules:
+            _check_names(f"{path}: a wired backend's {section}", rule.when, set(WIRED_NAMES))
+        applying = [rule for rule in rules
+                    if rule.when is True or (isinstance(rule.when, str)
+                    and expr_lang.evaluate(expr_lang.parse(rule.when), scope) is True)]
+        if len(applying) != 1 or (section == "reorder_batch_threshold" \
+                and isinstance(applying[0].value, str)):
+            raise CatalogError(f"{path}: a wired backend (wired_for: {spec.wired_for}) states, "
+                               f"for each platform, one kernel_block_sizes, cudagraph_support "
+                               f"and reorder_batch_threshold rule each (conditions may read "
+                               f"only {sorted(WIRED_NAMES)}), with plain values; on {platform} "
+                               f"{len(applying)} {section} rule(s) apply")
+        chosen[section] = (applying[0].model_copy(update={"when": True}),)
+    spec = spec.model_copy(update={
+        "kernel_block_sizes": chosen["kernel_block_sizes"],
+        "runtime": spec.runtime.model_copy(update={
+            "cudagraph_support": chosen["cudagraph_support"],
+            "reorder_batch_threshold": chosen["reorder_batch_threshold"]})})
     if spec.prefill_checkpoint is not None:
         if spec.family != "state":
             raise CatalogError(f"{path}: prefill_checkpoint is a state backend's section")
         for rule in spec.prefill_checkpoint.rules:
             _check_names(f"{path}: prefill_checkpoint rule {rule.kernel}", rule.when,
                          set(PREFILL_CHECKPOINT_NAMES))
+    return spec
 
 
 def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
@@ -879,11 +991,17 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
                 raise CatalogError(f"{codes_path}: duplicate code {code.code} / {code.name}")
             table[code.code] = code
             names.add(code.name)
+    platforms_path = base / "platforms.yaml"
+    try:
+        platforms = PlatformCatalog.model_validate(read_yaml(platforms_path)).platforms
+    except ValidationError as exc:
+        raise CatalogError(validation_message(platforms_path, exc)) from None
     devices_path = base / "devices.yaml"
     try:
         catalog = DeviceCatalog.model_validate(read_yaml(devices_path))
     except ValidationError as exc:
         raise CatalogError(validation_message(devices_path, exc)) from None
+    _check_devices(devices_path, catalog.devices, platforms)
     index: dict[str, Device] = {}
     for device in catalog.devices:
         for alias in (device.name, *device.aliases):
@@ -913,7 +1031,22 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
                    other_platforms=catalog.other_platforms, cli_codes=cli_codes,
                    argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
                    per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()},
-                   default_layout_preference=layouts.default_preference, digest=digest)
+                   default_layout_preference=layouts.default_preference,
+                   platforms=platforms, digest=digest)
+
+
+def _check_devices(path: Path, devices: tuple[Device, ...],
+                   platforms: tuple[PlatformSpec, ...]) -> None:
+    """Every device names a platform of platforms.yaml, and its ``arch`` is the one its
+    platform's module gives for its capability (``sm_90`` for CUDA 9.0)."""
+    known = {p.name: p for p in platforms}
+    for device in devices:
+        if device.platform not in known:
+            raise CatalogError(f"{path}: device {device.name}: unknown platform "
+                               f"{device.platform!r} (platforms.yaml: {', '.join(known)})")
+        problem = platform_module(device.platform).check_device(device)
+        if problem:
+            raise CatalogError(f"{path}: device {device.name}: {problem}")
 
 
 def load_engine(requested: str | None = None) -> EngineData:

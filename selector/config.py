@@ -21,6 +21,7 @@ from selector import kv  # KV options only for a model deployment: loaded on fir
 from selector.catalog import DEFAULT_ENGINE_ENV, Catalog, EngineData, close_matches
 from selector.errors import InputError
 from selector.inputfile import check_duplicate_keys, parse_json_text
+from selector.platforms import capability_int, platform_module
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
@@ -38,8 +39,10 @@ __all__ = [
     "deployment_model",
     "deployment_whole_model",
     "device_names",
+    "device_platform",
     "load_deployment",
     "parse_deployment",
+    "resolve_device",
     "resolve_target",
 ]
 
@@ -319,14 +322,24 @@ def load_deployment(path: str) -> LoadedDeployment:
 
 
 def resolve_device(deployment: Deployment, catalog: Catalog) -> tuple[Device | None, int, str]:
-    """(catalog device or None, capability int, display name)."""
+    """(catalog device or None, capability int, display name); the capability read by
+    the device's platform module (:func:`device_platform` names the platform)."""
     device = deployment.device
     if isinstance(device, DeviceRef):
-        major, minor = device.capability.split(".")
-        cc = int(major) * 10 + int(minor)
-        return None, cc, device.name or f"sm_{cc}"
+        module = platform_module(catalog.platform(device.platform or catalog.default_platform).name)
+        cc = module.parse_capability(device.capability)
+        return None, cc, device.name or module.arch_of(cc)
     entry = catalog.device(device)
-    return entry, entry.capability_int, entry.name
+    return entry, capability_int(entry), entry.name
+
+
+def device_platform(deployment: Deployment, catalog: Catalog) -> str:
+    """The platform of the deployment's device (a catalog device's ``platform:``, a
+    device given by capability its ``platform`` or the default platform)."""
+    device = deployment.device
+    if isinstance(device, DeviceRef):
+        return catalog.platform(device.platform or catalog.default_platform).name
+    return catalog.device(device).platform
 
 
 def device_names(device: Device) -> tuple[str, ...]:
@@ -358,9 +371,11 @@ class Target:
     engine's defaults the deployment does not override."""
 
     engine: EngineData
+    """The engine release, loaded for the device's platform (:attr:`platform`)."""
     device: Device | None
     """The catalog device (None: a device given by capability)."""
     cc: int
+    """The capability as profiles read it, by the platform's module (``9.0`` -> 90)."""
     device_name: str
     memory_bytes: int | None
     """The total memory vLLM sees on one GPU (what CUDA reports where known, else the
@@ -371,25 +386,41 @@ class Target:
     serve: ServeDefaults | None = None
     """A model deployment's batch limits (None for a single layer: no memory stage)."""
 
+    @property
+    def platform(self) -> str:
+        """The platform the device belongs to (``cuda``): the engine was loaded for it."""
+        return self.engine.platform
 
-def _engine_of(loaded: LoadedDeployment, catalog: Catalog, engine: str | None) -> EngineData:
-    """The engine the deployment is checked with: ``engine`` (the command line's flag),
-    else the file's ``engine:``, else the default (``$ATTN_SELECT_ENGINE`` ...), each
-    error located where the engine was given."""
+
+def _engine_of(loaded: LoadedDeployment, catalog: Catalog, engine: str | None,
+               platform: str) -> EngineData:
+    """The engine the deployment is checked with, loaded for ``platform``: ``engine`` (the
+    command line's flag), else the file's ``engine:``, else the default
+    (``$ATTN_SELECT_ENGINE`` ...), each error located where the engine was given; a
+    release without the device's platform is the device's error."""
+    name = _engine_name(loaded, catalog, engine)
+    try:
+        return catalog.engine(name, platform)
+    except InputError as exc:
+        raise InputError(exc.message, file=loaded.path, field="device", hint=exc.hint,
+                         line=loaded.line_of(("device",))) from None
+
+
+def _engine_name(loaded: LoadedDeployment, catalog: Catalog, engine: str | None) -> str:
     d = loaded.deployment
     if engine:
         try:
-            return catalog.engine(engine)
+            return catalog.choose(engine).name
         except InputError as exc:
             raise InputError(exc.message, field="--engine", hint=exc.hint) from None
     if d.engine:
         try:
-            return catalog.engine(d.engine)
+            return catalog.choose(d.engine).name
         except InputError as exc:
             raise InputError(exc.message, file=loaded.path, field="engine", hint=exc.hint,
                              line=loaded.line_of(("engine",))) from None
     try:
-        return catalog.engine(None)
+        return catalog.choose(None).name
     except InputError as exc:  # only $ATTN_SELECT_ENGINE can name no profile here
         raise InputError(exc.message.removeprefix(f"{DEFAULT_ENGINE_ENV}: "), file="environment",
                          field=DEFAULT_ENGINE_ENV,
@@ -435,12 +466,13 @@ def resolve_target(loaded: LoadedDeployment, catalog: Catalog, engine: str | Non
     """The deployment's :class:`Target`, validated against its engine (``engine``: the
     command line's ``--engine``, which wins over the file and the environment)."""
     d = loaded.deployment
-    engine_data = _engine_of(loaded, catalog, engine)
     try:
         device, cc, device_name = resolve_device(d, catalog)
+        platform = device_platform(d, catalog)
     except InputError as exc:
         raise InputError(exc.message, file=loaded.path, field="device", hint=exc.hint,
                          line=loaded.line_of(("device",))) from None
+    engine_data = _engine_of(loaded, catalog, engine, platform)
     _check_against_engine(loaded, catalog, engine_data)
     defaults = catalog.engine_defaults(engine_data.engine)
     mode: CudaGraphMode = d.cudagraph_mode or defaults.cudagraph_mode.value
@@ -453,7 +485,8 @@ def resolve_target(loaded: LoadedDeployment, catalog: Catalog, engine: str | Non
     total = device_total_memory(device_name, nominal)
     memory_bytes, memory_source = total if total is not None else (None, "")
     names = device_names(device) if device is not None else (device_name,)
-    tokens, seqs = defaults.batch_defaults(names, memory_bytes, f"{cc // 10}.{cc % 10}")
+    tokens, seqs = defaults.batch_defaults(names, memory_bytes,
+                                           platform_module(platform).capability_text(cc))
     tokens = d.max_num_batched_tokens or tokens
     seqs = d.max_num_seqs or seqs
     sizes = defaults.cudagraph_capture.sizes(seqs, tokens, cc) if mode != "NONE" else ()

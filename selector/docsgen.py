@@ -30,6 +30,7 @@ from selector.config import LoadedDeployment
 from selector.memory.encoder import encoder_data, vit_backend
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
+from selector.platforms import capability_int
 from selector.records import CLI_CODES
 from selector.release_history import release_history_page
 from selector.report.formats import REPORTERS
@@ -39,6 +40,7 @@ from selector.schema.codes import ReasonCodeRegistry
 from selector.schema.device import DeviceCatalog
 from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.mla_prefill import MLAPrefillProfile
+from selector.schema.platform import PLATFORM_SECTIONS, PlatformCatalog, PlatformProfile
 from selector.schema.request import Deployment, DeviceRef, LayerSpec, MLADims
 from selector.schema.serve_flags import ServeFlags
 from selector.serve import ARG_CODES
@@ -203,7 +205,15 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         return {"$defs": defs, "anyOf": [{"$ref": f"#/$defs/{name}"},
                                          {"$ref": f"#/$defs/{patch_name}"}]}
 
+    def without_platform(full: dict[str, Any]) -> None:
+        """profile.yaml holds no platform's sections (they are in platforms/<name>.yaml)."""
+        for key in ("platform", *PLATFORM_SECTIONS):
+            full["properties"].pop(key, None)
+        full["required"] = [k for k in full.get("required", [])
+                            if k not in ("platform", *PLATFORM_SECTIONS)]
+
     def base_profile(full: dict[str, Any]) -> None:
+        without_platform(full)
         full["properties"]["extends"] = {"type": "null", "description": (
             "A complete profile is the base of a chain: it extends nothing.")}
 
@@ -227,9 +237,19 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     profile_schema = complete_or_patch(
         EngineProfile, "EngineProfilePatch",
         "A newer engine's profile (`extends:` an older one) that states only what changed: ",
-        mappings={"inputs": "InputSpec", "environment": "InputSpec", "messages": None},
-        keyed={"facts": "name", "checks": "code", "priorities": "id"},
+        mappings={"inputs": "InputSpec", "messages": None},
+        keyed={"facts": "name", "checks": "code"},
         edit_full=base_profile, edit_patch=profile_patch)
+
+    def platform_patch(patch: dict[str, Any]) -> None:
+        patch["required"] = ["engine", "platform"]
+
+    platform_schema = complete_or_patch(
+        PlatformProfile, "PlatformProfilePatch",
+        "A newer engine's platforms/<name>.yaml that states only what changed (without one, "
+        "the engine inherits its parent's file): ",
+        mappings={"environment": "InputSpec", "messages": None},
+        keyed={"facts": "name", "priorities": "id"}, edit_patch=platform_patch)
     prefill_schema = complete_or_patch(
         MLAPrefillProfile, "MLAPrefillProfilePatch",
         "A newer engine's mla_prefill.yaml (`inherit: true`) that states only what changed "
@@ -261,6 +281,11 @@ def json_schemas() -> dict[str, dict[str, Any]]:
             build(ReasonCodeRegistry), "attn-select reason codes", "schemas/reason-codes.yaml"),
         "devices.schema.json": _finish(
             build(DeviceCatalog), "attn-select device catalog", "schemas/devices.yaml"),
+        "platforms.schema.json": _finish(
+            build(PlatformCatalog), "attn-select platform catalog", "schemas/platforms.yaml"),
+        "engine-platform.schema.json": _finish(
+            platform_schema, "attn-select engine platform sections",
+            "schemas/engines/<engine>/platforms/<platform>.yaml"),
         "serve-flags.schema.json": _finish(
             serve_schema, "attn-select vllm serve flag table",
             "schemas/engines/<engine>/serve-flags.yaml"),
@@ -311,7 +336,7 @@ def _engine_slug(engine: str) -> str:
 def _device_caps(catalog: Catalog) -> list[tuple[int, list[str]]]:
     caps: dict[int, list[str]] = {}
     for device in catalog.devices:
-        caps.setdefault(device.capability_int, []).append(device.name)
+        caps.setdefault(capability_int(device), []).append(device.name)
     return sorted(caps.items())
 
 

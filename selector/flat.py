@@ -8,7 +8,6 @@ the order in which faults are reported stay here."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -18,6 +17,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
 
 from selector.errors import InputError
+from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.request import (
     FLAT_FACTS,
     FLAT_FLAGS,
@@ -37,45 +37,25 @@ _DTYPE_ALIASES = {
 }
 
 
-@functools.cache
-def _capability_from_text(text: str) -> int:
-    match = re.fullmatch(r"(?:sm_?)?(\d+)(?:\.(\d+))?", text.strip().lower())
-    if match is None:
-        raise ValueError(text)
-    major, minor = match.groups()
-    if minor is None:
-        value = int(major)
-        return value if value >= 10 else value * 10
-    return int(major) * 10 + int(minor)
-
-
 _CAPABILITIES: dict[str, int] = {}
 """Capabilities already read from text (a sweep repeats a dozen strings)."""
 
 
 def parse_capability(value: object) -> int:
-    """``"9.0"``, ``"sm_90"``, ``90``, ``[9, 0]`` -> 90."""
+    """``"9.0"``, ``"sm_90"``, ``90``, ``[9, 0]`` -> 90 (a flat config's device is of the
+    default platform; its module reads the capability)."""
     if type(value) is str:
         known = _CAPABILITIES.get(value)
         if known is not None:
             return known
     try:
-        if isinstance(value, bool):
-            raise ValueError(value)
-        if isinstance(value, int):
-            return value if value >= 10 else value * 10
-        if isinstance(value, (list, tuple)) and len(value) == 2:
-            major, minor = value
-            if isinstance(major, int) and isinstance(minor, int) and not isinstance(major, bool):
-                return major * 10 + minor
-            raise ValueError(value)
-        if isinstance(value, str):
-            capability = _capability_from_text(value)
-            if type(value) is str and len(_CAPABILITIES) < 1024:
-                _CAPABILITIES[value] = capability
-            return capability
+        capability = platform_module(DEFAULT_PLATFORM).parse_capability(value)
     except ValueError:
         pass
+    else:
+        if type(value) is str and len(_CAPABILITIES) < 1024:
+            _CAPABILITIES[value] = capability
+        return capability
     raise InputError(
         f"cannot read compute capability {value!r}",
         field="device_capability",

@@ -2,7 +2,7 @@
 """Entries of an engine profile that restate its parent (safe to delete).
 
 A child profile should state only what changed. For ``vllm==X`` this tool removes,
-one at a time, every entry of ``profile.yaml`` (a key of ``inputs`` /
+one at a time, every entry of ``profile.yaml`` and ``platforms/*.yaml`` (a key of ``inputs`` /
 ``environment`` / ``messages``, an entry of ``facts`` / ``checks`` / ``priorities``,
 any other top-level key) and of each ``backends/NAME.yaml`` patch (a top-level key,
 or the whole file), reloads the catalog from a scratch copy of ``schemas/`` and
@@ -34,7 +34,7 @@ from selector.resources import schemas_dir  # noqa: E402
 
 KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
 MAPPINGS = ("inputs", "environment", "messages")
-FIXED = ("engine", "extends", "description", "source")
+FIXED = ("engine", "extends", "description", "source", "platform")
 
 
 def merged(base: Path, engine: str) -> str | None:
@@ -82,14 +82,16 @@ def redundant(engine: str) -> list[str]:
         if reference is None:
             raise SystemExit(f"{engine} does not load")
         found = []
-        profile_path = target / "profile.yaml"
-        original = profile_path.read_text()
-        doc = yaml.safe_load(original)
-        for label, variant in _variants(doc):
-            profile_path.write_text(yaml.safe_dump(variant, sort_keys=False))
-            if merged(base, engine) == reference:
-                found.append(f"profile.yaml: {label}")
-        profile_path.write_text(original)
+        for profile_path in [target / "profile.yaml",
+                             *sorted((target / "platforms").glob("*.yaml"))]:
+            original = profile_path.read_text()
+            doc = yaml.safe_load(original)
+            shown = profile_path.relative_to(target).as_posix()
+            for label, variant in _variants(doc):
+                profile_path.write_text(yaml.safe_dump(variant, sort_keys=False))
+                if merged(base, engine) == reference:
+                    found.append(f"{shown}: {label}")
+            profile_path.write_text(original)
         for path in sorted((target / "backends").glob("*.yaml")):
             text = path.read_text()
             path.unlink()

@@ -274,6 +274,9 @@ class BackendSpec(StrictModel):
     """vLLM's ``AttentionBackendEnum`` member name."""
     engine: str
     """The engine profile this file belongs to, e.g. ``vllm==0.33.0``."""
+    platforms: tuple[str, ...] = Field(min_length=1)
+    """The platforms whose selector knows this backend (``schemas/platforms.yaml``:
+    ``[cuda]``); the engine loaded for another platform has no such backend."""
     class_name: str
     """vLLM's backend class name (used in CUDA-graph messages)."""
     source: str = ""

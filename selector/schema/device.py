@@ -14,8 +14,13 @@ class Device(StrictModel):
 
     name: str
     aliases: tuple[str, ...] = ()
+    platform: str
+    """The platform it runs on (``schemas/platforms.yaml``: ``cuda``)."""
+    arch: str = Field(pattern=r"^[a-z]+_?[0-9a-z]+$")
+    """The architecture as its platform names it (``sm_90``; ROCm: ``gfx942``)."""
     capability: str = Field(pattern=r"^\d+\.\d+$")
-    """CUDA compute capability, e.g. ``9.0``."""
+    """The capability vLLM's platform reports for it (``get_device_capability``), e.g.
+    ``9.0``; read by the platform's module (:mod:`selector.platforms`)."""
     architecture: str
     memory_gib: float
     hbm_bandwidth_tbs: float
@@ -23,11 +28,6 @@ class Device(StrictModel):
     bf16_dense_tflops: float | None
     """Peak dense BF16 tensor-core TFLOP/s (vendor figure, no sparsity); null = no BF16 tensor cores."""
     notes: str = ""
-
-    @property
-    def capability_int(self) -> int:
-        major, minor = self.capability.split(".")
-        return int(major) * 10 + int(minor)
 
 
 class OtherPlatform(StrictModel):

@@ -149,6 +149,10 @@ class EngineProfile(StrictModel):
     """How messages name the engine (with the version: ``vLLM 0.33.0``)."""
     description: str = ""
     source: str = ""
+    platform: str
+    """The platform this profile was loaded for (``cuda``): :attr:`environment`,
+    :attr:`priorities` and :attr:`reported_backends` are that platform's
+    (``platforms/<name>.yaml`` of the engine folder)."""
     inputs: dict[str, InputSpec]
     environment: dict[str, InputSpec]
     """Run-time facts vLLM detects on the machine; explicit inputs with defaults."""

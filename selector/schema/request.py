@@ -38,7 +38,9 @@ class DeviceRef(StrictModel):
     """A device given by compute capability (and optionally a name and memory)."""
 
     capability: str = Field(pattern=r"^\d{1,2}\.\d$")
-    """CUDA compute capability, e.g. ``"9.0"``."""
+    """The capability vLLM's platform reports, e.g. ``"9.0"`` (CUDA compute capability)."""
+    platform: str | None = None
+    """The platform (``schemas/platforms.yaml``; default: the first, ``cuda``)."""
     name: str | None = None
     memory_gib: float | None = Field(default=None, gt=0)
 

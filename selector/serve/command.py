@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from selector.catalog import Catalog, RegisteredCodes
 from selector.errors import InputError
+from selector.memory.profile import startup_profile
+from selector.platforms import capability_int, platform_module
 from selector.schema.request import Deployment, DeviceRef
 from selector.serve.wrappers import ENV_ASSIGNMENT
 
@@ -86,7 +88,9 @@ class ServeCommand:
         notes = list(self.notes)
         deployment = self.deployment.model_copy(update={"device": device})
         cc = _device_cc(device, catalog)
-        if self.dtype_auto and deployment.dtype == "bfloat16" and cc is not None and cc < 80:
+        min_cc = startup_profile(catalog, deployment.engine).checks.bfloat16.min_cc \
+            if self.dtype_auto and deployment.dtype == "bfloat16" and cc is not None else None
+        if min_cc is not None and cc is not None and cc < min_cc:
             deployment = deployment.model_copy(update={"dtype": "float16"})
             note = ServeNote("info", "AS107", "--dtype",
                              "--dtype auto: this GPU has no bfloat16, so vLLM uses float16")
@@ -128,11 +132,12 @@ def _redacted(argv: Sequence[str]) -> list[str]:
 
 
 def _device_cc(device: str | DeviceRef, catalog: Catalog) -> int | None:
-    if isinstance(device, DeviceRef):
-        major, minor = device.capability.split(".")
-        return int(major) * 10 + int(minor)
+    """The device's capability, read by its platform's module (None: unknown device)."""
     try:
-        return catalog.device(device).capability_int
+        if isinstance(device, DeviceRef):
+            platform = catalog.platform(device.platform or catalog.default_platform).name
+            return platform_module(platform).parse_capability(device.capability)
+        return capability_int(catalog.device(device))
     except InputError:
         return None
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selector.errors import CannotRunHereError
+from selector.platforms import DEFAULT_PLATFORM, GPU_EXTRA_HINT, platform_module
 
 __all__ = [
     "INSTALL_HINT",
@@ -24,7 +25,7 @@ __all__ = [
     "package_version",
 ]
 
-INSTALL_HINT = "pip install 'attn-select[gpu]'"
+INSTALL_HINT = GPU_EXTRA_HINT
 
 
 def package_version(*distributions: str) -> str:
@@ -38,22 +39,9 @@ def package_version(*distributions: str) -> str:
 
 
 def import_torch_cuda(what: str = "the smoke check") -> Any:
-    """torch, with a CUDA device available; else :class:`CannotRunHereError` (``what``
-    names the run that needs it)."""
-    try:
-        torch = importlib.import_module("torch")
-    except ImportError as error:
-        raise CannotRunHereError(
-            f"{what} needs PyTorch, which is not installed ({error}); "
-            f"install the GPU extra: {INSTALL_HINT}") from None
-    if not torch.cuda.is_available():
-        fix = (f"this torch is a CPU-only build; install a CUDA build ({INSTALL_HINT})"
-               if torch.version.cuda is None else
-               "check the NVIDIA driver and CUDA_VISIBLE_DEVICES")
-        raise CannotRunHereError(
-            f"{what} needs a CUDA GPU, and torch {torch.__version__} sees none "
-            f"(torch.cuda.is_available() is False): {fix}")
-    return torch
+    """torch, with a GPU of the default platform available (its module's probe); else
+    :class:`CannotRunHereError` (``what`` names the run that needs it)."""
+    return platform_module(DEFAULT_PLATFORM).probe_torch(what)
 
 
 def import_flashinfer() -> Any:

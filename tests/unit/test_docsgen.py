@@ -78,6 +78,8 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     ("reason-codes.schema.json", "reason-codes.yaml"),
     ("engine-profile.schema.json", "engines/*/profile.yaml"),
     ("backend.schema.json", "engines/*/backends/*.yaml"),
+    ("platforms.schema.json", "platforms.yaml"),
+    ("engine-platform.schema.json", "engines/*/platforms/*.yaml"),
 ])
 def test_the_data_files_validate_against_their_schemas(schema: str, pattern: str) -> None:
     validator = _validator(schema)

@@ -19,6 +19,7 @@ from selector.catalog import CatalogError, _load_catalog_files
 from selector.mla_prefill import load_mla_prefill
 from selector.resources import schemas_dir
 from selector.schema.engine import PriorityEntry
+from selector.schema.platform import PLATFORM_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,9 +37,17 @@ def _next_version(name: str) -> str:
 
 
 def _write_profile(schemas: Path, engine: str, body: dict[str, object]) -> Path:
+    """A scratch profile; its platform sections (priorities, environment, reported
+    backends) go to ``platforms/cuda.yaml``, where profiles state them."""
     folder = schemas / "engines" / engine.replace("==", "-", 1)
     (folder / "backends").mkdir(parents=True, exist_ok=True)
-    (folder / "profile.yaml").write_text(yaml.safe_dump({"engine": engine, **body}, sort_keys=False))
+    own = {k: v for k, v in body.items() if k not in PLATFORM_SECTIONS}
+    platform = {k: v for k, v in body.items() if k in PLATFORM_SECTIONS}
+    (folder / "profile.yaml").write_text(yaml.safe_dump({"engine": engine, **own}, sort_keys=False))
+    if platform:
+        (folder / "platforms").mkdir(exist_ok=True)
+        (folder / "platforms" / "cuda.yaml").write_text(yaml.safe_dump(
+            {"engine": engine, "platform": "cuda", **platform}, sort_keys=False))
     return folder
 
 
@@ -194,6 +203,7 @@ def test_no_engine_version_literal_in_code() -> None:
     ("backend", "engines/*/backends/*.yaml"),
     ("mla-prefill", "engines/*/mla_prefill.yaml"),
     ("serve-flags", "engines/*/serve-flags.yaml"),
+    ("engine-platform", "engines/*/platforms/*.yaml"),
 ])
 def test_every_engine_file_matches_its_json_schema(schema: str, pattern: str) -> None:
     """The published JSON Schemas (base and child forms) accept every shipped file."""

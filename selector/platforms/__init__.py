@@ -1,0 +1,86 @@
+"""The platform registry: one module per platform of ``schemas/platforms.yaml``
+(``cuda``), each reading its devices' capability text, naming their architecture and
+probing torch for its GPUs.
+
+Every capability a device, a deployment or a flat config states is read here, by the
+module of the platform it belongs to, so that one platform's numbers are never taken for
+another's (an MI300X's 9.4 is no CUDA 9.x). Importing this package loads no torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any, Protocol, cast
+
+from selector.schema.device import Device
+
+__all__ = [
+    "DEFAULT_PLATFORM",
+    "GPU_EXTRA_HINT",
+    "PLATFORM_MODULES",
+    "PlatformModule",
+    "capability_int",
+    "platform_module",
+]
+
+
+GPU_EXTRA_HINT = "pip install 'attn-select[gpu]'"
+"""How to install what a GPU run needs (torch and the kernel libraries)."""
+
+
+class PlatformModule(Protocol):
+    """What every module of this package provides."""
+
+    NAME: str
+    """The platform's name in ``schemas/platforms.yaml``."""
+
+    def parse_capability(self, value: object) -> int:
+        """Capability text (or number) as users and data write it -> the capability as
+        profiles read it (``major * 10 + minor``); ValueError when it is none."""
+        ...
+
+    def capability_text(self, cc: int) -> str:
+        """The capability as vLLM prints it (``9.0``)."""
+        ...
+
+    def arch_of(self, cc: int) -> str:
+        """The architecture name of a capability (``sm_90``), as devices.yaml writes it."""
+        ...
+
+    def check_device(self, device: Device) -> str:
+        """What is wrong with a device entry of this platform ("" if nothing)."""
+        ...
+
+    def probe_torch(self, what: str) -> Any:
+        """torch, with a GPU of this platform available; else CannotRunHereError
+        (``what`` names the run that needs it)."""
+        ...
+
+
+PLATFORM_MODULES: dict[str, str] = {
+    "cuda": "selector.platforms.cuda",
+}
+"""Platform name -> its module (``tests/unit/test_platforms.py``: the names are those of
+``schemas/platforms.yaml``)."""
+
+
+DEFAULT_PLATFORM = next(iter(PLATFORM_MODULES))
+"""The platform of what names none (a device given by capability alone, a flat config):
+the first of ``schemas/platforms.yaml`` (``Catalog.default_platform``)."""
+
+
+def platform_module(name: str) -> PlatformModule:
+    """The module of platform ``name`` (KeyError names the known ones)."""
+    try:
+        path = PLATFORM_MODULES[name]
+    except KeyError:
+        raise KeyError(f"no module for platform {name!r} (selector/platforms/: "
+                       f"{', '.join(PLATFORM_MODULES)})") from None
+    module: ModuleType = importlib.import_module(path)
+    return cast(PlatformModule, module)
+
+
+def capability_int(device: Device) -> int:
+    """A catalog device's capability, read by its platform's module (``9.0`` -> 90)."""
+    return platform_module(device.platform).parse_capability(device.capability)

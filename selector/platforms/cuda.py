@@ -1,0 +1,95 @@
+"""The CUDA platform (vLLM's ``CudaPlatform``, ``vllm/platforms/cuda.py``): compute
+capabilities ``major.minor``, architectures ``sm_XY``, torch with a CUDA device."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from typing import Any
+
+from selector.errors import CannotRunHereError
+from selector.platforms import GPU_EXTRA_HINT
+from selector.schema.device import Device
+
+__all__ = [
+    "INSTALL_HINT",
+    "NAME",
+    "arch_of",
+    "capability_text",
+    "check_device",
+    "parse_capability",
+    "probe_torch",
+]
+
+NAME = "cuda"
+
+INSTALL_HINT = GPU_EXTRA_HINT
+
+_TEXT = re.compile(r"(?:sm_?)?(\d+)(?:\.(\d+))?")
+
+
+@functools.cache
+def _from_text(text: str) -> int:
+    match = _TEXT.fullmatch(text.strip().lower())
+    if match is None:
+        raise ValueError(text)
+    major, minor = match.groups()
+    if minor is None:
+        value = int(major)
+        return value if value >= 10 else value * 10
+    return int(major) * 10 + int(minor)
+
+
+def parse_capability(value: object) -> int:
+    """``"9.0"``, ``"sm_90"``, ``"90"``, ``90``, ``9``, ``[9, 0]`` -> 90; ValueError
+    for anything else (``True`` is no capability)."""
+    if isinstance(value, str):
+        return _from_text(value)
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        return value if value >= 10 else value * 10
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        major, minor = value
+        if isinstance(major, int) and isinstance(minor, int) and not isinstance(major, bool):
+            return major * 10 + minor
+    raise ValueError(value)
+
+
+def capability_text(cc: int) -> str:
+    """90 -> ``9.0``, 121 -> ``12.1`` (``DeviceCapability.as_version_str``)."""
+    return f"{cc // 10}.{cc % 10}"
+
+
+def arch_of(cc: int) -> str:
+    """90 -> ``sm_90``, 121 -> ``sm_121`` (nvcc's ``-arch`` names)."""
+    return f"sm_{cc}"
+
+
+def check_device(device: Device) -> str:
+    """A CUDA device's ``arch`` is ``sm_`` and its capability's digits."""
+    expected = arch_of(parse_capability(device.capability))
+    if device.arch != expected:
+        return (f"arch {device.arch!r} is not that of capability {device.capability} "
+                f"(write arch: {expected})")
+    return ""
+
+
+def probe_torch(what: str = "the smoke check") -> Any:
+    """torch, with a CUDA device available (``torch.version.cuda`` set and
+    ``torch.cuda.is_available()``); else :class:`CannotRunHereError`."""
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError as error:
+        raise CannotRunHereError(
+            f"{what} needs PyTorch, which is not installed ({error}); "
+            f"install the GPU extra: {INSTALL_HINT}") from None
+    if not torch.cuda.is_available():
+        fix = (f"this torch is a CPU-only build; install a CUDA build ({INSTALL_HINT})"
+               if torch.version.cuda is None else
+               "check the NVIDIA driver and CUDA_VISIBLE_DEVICES")
+        raise CannotRunHereError(
+            f"{what} needs a CUDA GPU, and torch {torch.__version__} sees none "
+            f"(torch.cuda.is_available() is False): {fix}")
+    return torch

@@ -1,0 +1,78 @@
+"""The platform catalog (``schemas/platforms.yaml``) and an engine's per-platform data
+(``schemas/engines/<engine>/platforms/<name>.yaml``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from selector.schema.engine import EngineMessages, FactSpec, InputSpec, PriorityBranch
+from selector.schema.types import StrictModel
+
+__all__ = [
+    "PLATFORM_SECTIONS",
+    "CapabilityKind",
+    "PlatformCatalog",
+    "PlatformProfile",
+    "PlatformSpec",
+]
+
+CapabilityKind = Literal["sm_XY", "gfxNNN"]
+"""How a platform's devices name their architecture: ``sm_90`` (CUDA: ``sm_`` and the
+compute capability's digits) or ``gfx942`` (ROCm: the GCN architecture)."""
+
+PLATFORM_SECTIONS = ("environment", "priorities", "reported_backends")
+"""The sections of an engine profile that are a platform's own: they live only in the
+profile's ``platforms/<name>.yaml``, never in ``profile.yaml``."""
+
+
+class PlatformSpec(StrictModel):
+    """One platform of vLLM (``vllm/platforms/``)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """The platform's name (vLLM's ``device_name``: ``cuda``); the module
+    ``selector.platforms.<name>`` reads its capabilities."""
+    vendor: str
+    vllm_platform: str
+    """vLLM's platform class (``CudaPlatform``)."""
+    source: str = ""
+    capability_kind: CapabilityKind
+    environment_prefixes: tuple[str, ...] = ()
+    """Prefixes of the process variables the platform's runtime reads (``CUDA_``)."""
+    device_control_env_var: str
+    """The variable that selects the visible devices (``CUDA_VISIBLE_DEVICES``)."""
+    torch_probe: str
+    """The attribute of ``torch.version`` a torch built for the platform sets
+    (``cuda``; ROCm: ``hip``)."""
+
+
+class PlatformCatalog(StrictModel):
+    platforms: tuple[PlatformSpec, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> PlatformCatalog:
+        names = [p.name for p in self.platforms]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate platform(s) {duplicates}")
+        return self
+
+
+class PlatformProfile(StrictModel):
+    """What of an engine profile is one platform's own (the complete form, as the base
+    profile's ``platforms/<name>.yaml`` states it; a newer profile's file states only
+    what changed, by the profile's one inheritance rule)."""
+
+    engine: str = Field(pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$")
+    platform: str
+    environment: dict[str, InputSpec]
+    """Run-time facts vLLM detects on the machine; explicit inputs with defaults."""
+    priorities: tuple[PriorityBranch, ...]
+    """The platform's backend priority lists (``_get_backend_priorities``)."""
+    reported_backends: tuple[str, ...]
+    """Backends a sweep line reports (the oracle's default set)."""
+    facts: tuple[FactSpec, ...] = ()
+    """Derived facts of the platform, merged over the profile's by name."""
+    messages: EngineMessages | None = None
+    """Message templates of the platform, merged over the profile's key by key."""
