@@ -47,6 +47,8 @@ class ModelCheckResult:
     encoder: EncoderReport | None = None
     """The multimodal encoder's start-up: its attention backend, tokens per item, vLLM's
     raise of the batched tokens (None: no vision encoder, or the engine has no data)."""
+    platform: str | None = None
+    """The platform the engine was loaded for (None: the catalog's default platform)."""
 
     @property
     def valid(self) -> bool:
@@ -63,7 +65,7 @@ class ModelCheckResult:
 def _local_facts(result: SolveResult, catalog: Catalog) -> dict[str, Any]:
     """The selected backend's local facts (``kv_packing``, ``canonical_kv_cache_dtype``)."""
     assert result.selected is not None
-    spec = catalog.engine(result.engine).backends[result.selected]
+    spec = catalog.engine(result.engine, result.platform).backends[result.selected]
     scope = {**result.facts, **result.derived}
     derive_facts(spec.facts, scope)
     return scope
@@ -73,7 +75,7 @@ def backend_kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
     """What the KV planner needs of a layer's selected backend (kernel block sizes,
     layouts, CUDA-graph support, packing), from the solver's result."""
     assert result.selected is not None and result.runtime is not None
-    spec = catalog.engine(result.engine).backends[result.selected]
+    spec = catalog.engine(result.engine, result.platform).backends[result.selected]
     scope = {**result.facts, **result.derived}
     sizes = kernel_block_sizes_of(spec, scope)
     local = _local_facts(result, catalog)

@@ -190,6 +190,8 @@ class SolveResult:
     environment_defaults: dict[str, Any] = field(default_factory=dict)
     mla_prefill: MLAPrefillResult | None = None
     """MLA layers: vLLM's separate prefill-backend selection (None for other layers)."""
+    platform: str | None = None
+    """The platform the engine was loaded for (None: the catalog's default platform)."""
 
     @property
     def valid(self) -> bool:

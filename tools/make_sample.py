@@ -367,7 +367,7 @@ def make_rocm_config(rng: random.Random, family: str, kv_cache_dtypes: Sequence[
         "use_mm_prefix": rng.random() < (0.03 if mla else 0.08),
         "use_per_head_quant_scales": rng.random() < 0.05,
         "has_sliding_window": rng.random() < (0.03 if mla else 0.15),
-        "use_non_causal": rng.random() < (0.08 if mla else 0.08),
+        "use_non_causal": rng.random() < 0.08,
         "attn_type": _pick(rng, ATTN_TYPES, [0.79, 0.07, 0.07, 0.07] if not mla
                            else [0.91, 0.03, 0.03, 0.03]),
     }

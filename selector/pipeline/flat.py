@@ -57,8 +57,9 @@ class FlatEvaluator:
         self.reported: tuple[str, ...] = tuple(backends or engine.profile.reported_backends)
         self.evaluated: tuple[str, ...] = tuple(
             dict.fromkeys([*engine.auto_backends(), *self.reported]))
-        self.compiled: CompiledEngine = (compiled_for(engine.engine) if every
-                                         else compiled_for(engine.engine, self.evaluated))
+        self.compiled: CompiledEngine = (
+            compiled_for(engine.engine, platform=engine.platform) if every
+            else compiled_for(engine.engine, self.evaluated, engine.platform))
         self._every = every
 
     def request(self, config: Mapping[str, Any], *, auto: bool = False) -> FlatRequest:
@@ -100,7 +101,8 @@ class FlatEvaluator:
         if self._every:
             outcome = select(self.compiled, {**self.compiled.defaults, **stated}, forced)
         elif forced is not None and forced not in self.evaluated:
-            outcome = select(compiled_for(self.engine.engine, (*self.evaluated, forced)),
+            outcome = select(compiled_for(self.engine.engine, (*self.evaluated, forced),
+                                          self.engine.platform),
                              stated, forced)
         else:
             outcome = select(self.compiled, stated, forced)

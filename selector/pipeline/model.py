@@ -41,13 +41,14 @@ def check_model(
     cudagraph_mode: str | None = None,
     options: KVOptions | None = None,
     catalog: Catalog | None = None,
+    platform: str | None = None,
 ) -> ModelCheckResult:
     """Select each attention layer's backend and negotiate the KV cache. ``cudagraph_mode``
     None and the values ``options`` does not give are the engine's defaults
     (``defaults.yaml``; the batch limits of a device vLLM cannot query, as a model checked
-    without a device)."""
+    without a device); ``platform`` None: the catalog's default platform."""
     catalog = catalog or load_catalog()
-    engine_data = catalog.engine(engine)
+    engine_data = catalog.engine(engine, platform)
     defaults = catalog.engine_defaults(engine_data.engine)
     cudagraph_mode = cudagraph_mode or defaults.cudagraph_mode.value
     per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
@@ -69,7 +70,8 @@ def check_model(
     for key, layers in groups.items():
         backend = dict(key).get("__backend__")
         result = solve(facts_of[key], engine=engine_data.engine, attention_backend=backend,
-                       cudagraph_mode=cudagraph_mode, catalog=catalog)
+                       cudagraph_mode=cudagraph_mode, catalog=catalog,
+                       platform=engine_data.platform)
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
                                          result=result))
         for index in layers:
@@ -99,5 +101,5 @@ def check_model(
                 update={"mamba_prefill_checkpoint_alignment": alignment})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
-                            plan=plan)
+                            plan=plan, platform=engine_data.platform)
 

@@ -1,5 +1,5 @@
 """The platform registry: one module per platform of ``schemas/platforms.yaml``
-(``cuda``), each reading its devices' capability text, naming their architecture and
+(``cuda``, ``rocm``), each reading its devices' capability text, naming their architecture and
 probing torch for its GPUs.
 
 Every capability a device, a deployment or a flat config states is read here, by the
@@ -60,6 +60,7 @@ class PlatformModule(Protocol):
 
 PLATFORM_MODULES: dict[str, str] = {
     "cuda": "selector.platforms.cuda",
+    "rocm": "selector.platforms.rocm",
 }
 """Platform name -> its module (``tests/unit/test_platforms.py``: the names are those of
 ``schemas/platforms.yaml``)."""

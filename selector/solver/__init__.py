@@ -289,13 +289,15 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
 def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str | None = None,
-          suggest: bool = True, catalog: Catalog | None = None) -> SolveResult:
+          suggest: bool = True, catalog: Catalog | None = None,
+          platform: str | None = None) -> SolveResult:
     """Validate every backend, select one and explain the decision (``cudagraph_mode``
-    None: the engine's default, ``defaults.yaml``)."""
+    None: the engine's default, ``defaults.yaml``; ``platform`` None: the catalog's
+    default platform)."""
     catalog = catalog or load_catalog()
-    engine_data = catalog.engine(engine)
+    engine_data = catalog.engine(engine, platform)
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
-    compiled = compiled_for(engine_data.engine)
+    compiled = compiled_for(engine_data.engine, platform=engine_data.platform)
     if attention_backend:
         attention_backend = engine_data.backend(attention_backend).name
     stated = facts.stated if isinstance(facts, RequestFacts) else facts
@@ -361,6 +363,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
         suggestions=suggestions,
         environment_defaults=env_defaults,
         mla_prefill=mla_prefill,
+        platform=engine_data.platform,
     )
 
 
@@ -392,7 +395,7 @@ def explain_backend(result: SolveResult, backend: str,
                     catalog: Catalog | None = None) -> list[dict[str, Any]]:
     """Every check of one backend in vLLM's order: the rule, the facts it read, pass/fail."""
     catalog = catalog or load_catalog()
-    engine = catalog.engine(result.engine)
+    engine = catalog.engine(result.engine, result.platform)
     spec = engine.backend(backend)
     scope = {**result.facts, **result.derived}
     caps = capability_expressions(spec)

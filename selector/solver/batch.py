@@ -419,15 +419,16 @@ class BatchEvaluator:
             append(outcome)
 
 
-_EVALUATORS: dict[tuple[str, tuple[str, ...] | None], BatchEvaluator] = {}
+_EVALUATORS: dict[tuple[str, str, tuple[str, ...] | None], BatchEvaluator] = {}
 
 
 def evaluator_for(engine: EngineData, backends: tuple[str, ...] | None = None) -> BatchEvaluator:
     """The (per-process) batch evaluator of a shipped profile, all backends or ``backends``."""
-    key = (engine.engine, backends)
+    key = (engine.engine, engine.platform, backends)
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
-        evaluator = _EVALUATORS[key] = BatchEvaluator(compiled_for(engine.engine, backends))
+        evaluator = _EVALUATORS[key] = BatchEvaluator(
+            compiled_for(engine.engine, backends, engine.platform))
     return evaluator
 
 

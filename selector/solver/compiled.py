@@ -311,16 +311,18 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
 
 
 @functools.cache
-def compiled_for(engine_name: str, backends: tuple[str, ...] | None = None) -> CompiledEngine:
+def compiled_for(engine_name: str, backends: tuple[str, ...] | None = None,
+                 platform: str | None = None) -> CompiledEngine:
     """The compiled evaluator of a shipped profile (cached per process and on disk),
-    for all backends or only ``backends``."""
+    for all backends or only ``backends``, loaded for ``platform`` (default: the
+    catalog's default platform)."""
     import marshal
 
     from selector.cache import cache_get, cache_put
 
     catalog = load_catalog()
-    engine = catalog.engine(engine_name)
-    key = f"{catalog.digest}-{engine_name}-{'-'.join(backends or ('ALL',))}"
+    engine = catalog.engine(engine_name, platform)
+    key = f"{catalog.digest}-{engine_name}@{engine.platform}-{'-'.join(backends or ('ALL',))}"
     cached = cache_get("compiled", key) if catalog.digest else None
     if isinstance(cached, tuple) and len(cached) == 5:
         source, code_bytes, constants, inputs, facts = cached
