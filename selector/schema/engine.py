@@ -93,6 +93,9 @@ class EngineMessages(StrictModel):
     reasons_item: str = "{name}: [{reasons}]"
     reasons_join: str = ", "
     block_size_precluded: str = ""
+    kv_dtypes_hint: str = ""
+    """Appended where ``no_valid_backend`` has ``{kv_hint}`` when a backend refused the
+    KV-cache dtype (``{dtypes}``: the KV-cache dtypes of those backends)."""
 
 
 class SuggestionSpec(StrictModel):

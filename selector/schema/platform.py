@@ -70,6 +70,7 @@ class PlatformMessages(StrictModel):
     reasons_item: str | None = None
     reasons_join: str | None = None
     block_size_precluded: str | None = None
+    kv_dtypes_hint: str | None = None
 
 
 class PlatformProfile(StrictModel):

@@ -149,6 +149,15 @@ def _image_engine(argv: Sequence[str], catalog: Catalog,
              "use one of their images, or pass --engine")
 
 
+def _device_platform(catalog: Catalog, name: str) -> str:
+    """The platform of a catalog device (the default platform for a name it lacks: the
+    device's own error comes later, where the deployment is resolved)."""
+    try:
+        return catalog.device(name).platform
+    except InputError:
+        return catalog.default_platform
+
+
 def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog: Catalog,
                         engine: str | None = None, model: str | None = None,
                         environ: Mapping[str, str] | None = None) -> ServeCommand:
@@ -173,7 +182,9 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     flag_notes(raw, notes, catalog, table,
                 str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = build_settings(raw, catalog, engine, notes, table)
-    read_environment(env, settings, notes, catalog, engine, table)
+    platform = (device.platform or catalog.default_platform) if isinstance(device, DeviceRef) \
+        else _device_platform(catalog, device)
+    read_environment(env, settings, notes, catalog, engine, table, platform)
     data, file, name, how = load_model_config(raw.model or "", model)
     notes.append(ServeNote("info", "AS105", "--model" if model else "MODEL", how))
     if settings.hf_overrides:

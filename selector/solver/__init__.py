@@ -42,6 +42,7 @@ __all__ = [
     "explicit_error",
     "kernel_block_sizes_of",
     "no_valid_error",
+    "no_valid_hint",
     "no_valid_message",
     "no_valid_reasons",
     "pinned",
@@ -74,7 +75,21 @@ _REPR_CACHE: dict[tuple[object, ...], str] = {}
 def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
                    invalid: list[tuple[str, list[Reason]]]) -> str:
     """vLLM's "No valid attention backend found ..." text (pieces cached: they repeat)."""
-    return no_valid_message(engine, facts, no_valid_reasons(engine, invalid))
+    return no_valid_message(engine, facts, no_valid_reasons(engine, invalid),
+                            no_valid_hint(engine, invalid))
+
+
+def no_valid_hint(engine: EngineData, invalid: list[tuple[str, list[Reason]]]) -> str:
+    """The ``kv_dtypes_hint`` of the message (empty when the engine states none or no
+    backend refused the KV-cache dtype): the KV-cache dtypes of every backend whose
+    reasons name ``kv_cache_dtype``, sorted (ROCm, 0.30.0 ``rocm.py:777-792``)."""
+    template = engine.profile.messages.kv_dtypes_hint
+    if not template:
+        return ""
+    dtypes = sorted({dtype for name, reasons in invalid
+                     if any("kv_cache_dtype" in message for _, message in reasons)
+                     for dtype in (engine.backends[name].kv_cache_dtypes or ())})
+    return template.format(dtypes=", ".join(dtypes)) if dtypes else ""
 
 
 def no_valid_reasons(engine: EngineData, invalid: list[tuple[str, list[Reason]]]) -> str:
@@ -92,20 +107,23 @@ def no_valid_reasons(engine: EngineData, invalid: list[tuple[str, list[Reason]]]
     return messages.reasons_join.join(items)
 
 
-def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str) -> str:
-    """:func:`no_valid_error` from its reasons part (:func:`no_valid_reasons`)."""
+def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str,
+                     hint: str = "") -> str:
+    """:func:`no_valid_error` from its reasons part (:func:`no_valid_reasons`) and its
+    KV-cache dtype hint (:func:`no_valid_hint`)."""
     messages = engine.profile.messages
     template = messages.config_repr
     repr_key = (template, *map(facts.get, _template_fields(template)), facts.get("attn_type"))
     try:
         config = _REPR_CACHE.get(repr_key)
     except TypeError:  # a value that cannot be a key (a list given for a fact): not cached
-        return messages.no_valid_backend.format(config=_config_repr(template, facts), reasons=reasons)
+        return messages.no_valid_backend.format(config=_config_repr(template, facts),
+                                                reasons=reasons, kv_hint=hint)
     if config is None:
         config = _config_repr(template, facts)
         if len(_REPR_CACHE) < 100_000:
             _REPR_CACHE[repr_key] = config
-    return messages.no_valid_backend.format(config=config, reasons=reasons)
+    return messages.no_valid_backend.format(config=config, reasons=reasons, kv_hint=hint)
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
@@ -147,15 +165,31 @@ def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str
             return SelectionOutcome(reasons, order, derived, None, own[0][1])
     if attention_backend:
         own = reasons[attention_backend]
-        if own:
+        if not own:
+            return SelectionOutcome(reasons, order, derived, attention_backend, None)
+        if not ([code for code, _ in own] == ["KV001"] and _explicit_kv_fallback(engine, facts)):
             return SelectionOutcome(reasons, order, derived, None,
                                     explicit_error(engine, attention_backend, own))
-        return SelectionOutcome(reasons, order, derived, attention_backend, None)
+        # the packed-KV run's fallback: the layer gets the auto-selected backend
     for name in order:
         if not reasons[name]:
             return SelectionOutcome(reasons, order, derived, name, None)
     invalid = [(name, reasons[name]) for name in order]
     return SelectionOutcome(reasons, order, derived, None, no_valid_error(engine, facts, invalid))
+
+
+_FALLBACK_FACT = "explicit_kv_fallback"
+
+
+def _explicit_kv_fallback(engine: EngineData, facts: Mapping[str, Any]) -> bool:
+    """Whether an ``--attention-backend`` refused for its KV-cache dtype alone gives way to
+    the auto-selected backend (the profile's fact ``explicit_kv_fallback``; none: never):
+    vLLM's ROCm platform keeps a packed-KV run's boundary layers at the native dtype
+    (0.31.0 ``rocm.py:705-735``)."""
+    fact = next((f for f in engine.profile.facts if f.name == _FALLBACK_FACT), None)
+    if fact is None:
+        return False
+    return bool(E.evaluate(E.parse(fact.value), facts))
 
 
 def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
