@@ -35,6 +35,13 @@ class PlatformModule(Protocol):
     NAME: str
     """The platform's name in ``schemas/platforms.yaml``."""
 
+    ENVIRONMENT_VARIABLES: dict[str, str]
+    """The platform's own ``VLLM_*`` switches -> the environment fact each sets."""
+
+    def read_switch(self, value: str) -> bool:
+        """A switch's value as vLLM reads it."""
+        ...
+
     def parse_capability(self, value: object) -> int:
         """Capability text (or number) as users and data write it -> the capability as
         profiles read it (``major * 10 + minor``); ValueError when it is none."""

@@ -18,9 +18,8 @@ __all__ = ["read_environment"]
 
 def _switches(platform: str) -> dict[str, str]:
     """A platform's ``VLLM_*`` switches -> the environment fact each sets (its module's
-    ``ENVIRONMENT_VARIABLES``; none for a platform whose module has none)."""
-    found: dict[str, str] = getattr(platform_module(platform), "ENVIRONMENT_VARIABLES", {})
-    return found
+    ``ENVIRONMENT_VARIABLES``)."""
+    return platform_module(platform).ENVIRONMENT_VARIABLES
 
 
 def read_environment(env: Mapping[str, str], settings: Settings, notes: list[ServeNote],

@@ -189,7 +189,7 @@ def _explicit_kv_fallback(engine: EngineData, facts: Mapping[str, Any]) -> bool:
     fact = next((f for f in engine.profile.facts if f.name == _FALLBACK_FACT), None)
     if fact is None:
         return False
-    return bool(E.evaluate(E.parse(fact.value), facts))
+    return bool(E.evaluate(E.parse(str(fact.value)), facts))
 
 
 def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
