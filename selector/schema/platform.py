@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from selector.schema.engine import FactSpec, InputSpec, PriorityBranch
+from selector.schema.engine import FactSpec, InputSpec, PerformanceHint, PriorityBranch
 from selector.schema.types import StrictModel
 
 __all__ = [
@@ -88,6 +88,8 @@ class PlatformProfile(StrictModel):
     """Backends a sweep line reports (the oracle's default set)."""
     facts: tuple[FactSpec, ...] = ()
     """Derived facts of the platform, merged over the profile's by name."""
+    performance_hints: tuple[PerformanceHint, ...] = ()
+    """Warnings where vLLM's choice on this platform is slower than a valid alternative."""
     messages: PlatformMessages | None = None
     """Message templates of the platform, merged over the profile's key by key (only the
     ones that differ: ``no_valid_backend`` names vLLM's ``device_name``)."""

@@ -178,6 +178,27 @@ def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str
     return SelectionOutcome(reasons, order, derived, None, no_valid_error(engine, facts, invalid))
 
 
+def _performance_hints(engine: EngineData, catalog: Catalog, scope: Mapping[str, Any],
+                       outcome: SelectionOutcome) -> list[Diagnostic]:
+    """The profile's performance hints that hold for this selection (the first valid
+    faster backend named)."""
+    found = []
+    for hint in engine.profile.performance_hints:
+        if outcome.selected not in hint.selected or not E.evaluate(E.parse(hint.when), scope):
+            continue
+        faster = next((name for name in hint.faster
+                       if name in outcome.reasons and not outcome.reasons[name]), None)
+        if faster is None:
+            continue
+        entry = catalog.code(hint.code)
+        values = {"selected": outcome.selected, "faster": faster, "why": hint.why,
+                  "fix": hint.fix.format(faster=faster), "source": hint.source}
+        found.append(Diagnostic(code=hint.code, name=entry.name, severity="warning",
+                                message=entry.message.format(**values),
+                                hint=entry.hint.format(**values), backend=faster))
+    return found
+
+
 _FALLBACK_FACT = "explicit_kv_fallback"
 
 
@@ -373,6 +394,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
                     block_size=full["block_size"], precluded=", ".join(precluded), winner=spec.name)
                 warnings.append(Diagnostic(code="SE003", name=entry.name, severity="warning",
                                            message=text, hint=entry.hint))
+        warnings.extend(_performance_hints(engine_data, catalog, scope, outcome))
     suggestions = _suggest(compiled, full, attention_backend) if (suggest and error) else ()
     # MLA layers: vLLM's second selector, for the prefill kernel (selector.mla_prefill).
     mla_prefill = _mla_prefill(engine_data, scope, outcome.selected, catalog)
