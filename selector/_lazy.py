@@ -59,7 +59,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # A single-layer check reads no model file, shards no model, never asks the architecture
     # registry, and its report never loads the model view; a check of a layer that is not
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
-    "selector.checkrun": ("selector.models.arch_registry",),
+    "selector.modelcheck": ("selector.models.arch_registry",),
     "selector.config": ("selector.memory", "selector.mla_prefill", "selector.models"),
     "selector.report.formats.json": ("selector.report.model",),
     "selector.solver": ("selector.mla_prefill",),

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # packaging's requirement parser loads only for a range or an
 __all__ = [
     "DEFAULTS_FILE",
     "DEFAULT_ENGINE_ENV",
+    "ENGINE_FILES",
     "INSTALLED_VLLM_ENV",
     "MLA_PREFILL_FILE",
     "PLATFORMS_DIR",
@@ -49,6 +50,7 @@ __all__ = [
     "CatalogError",
     "EngineChoice",
     "EngineData",
+    "FileRule",
     "RawEngine",
     "RegisteredCodes",
     "available_engines",
@@ -218,6 +220,12 @@ class Catalog:
     """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
     """A memo of the engines loaded on first use (a loaded engine is never replaced)."""
+    engine_parents: dict[str, str | None] = field(default_factory=dict)
+    """Engine name -> the profile it ``extends`` (None: the base), from the profiles'
+    headers: the chain every inherited file follows."""
+    _documents: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False,
+                                                             compare=False)
+    """A memo of the merged documents (:meth:`merged_file`)."""
 
     @property
     def engine_names(self) -> list[str]:
@@ -252,6 +260,20 @@ class Catalog:
         ``platform`` (default: :attr:`default_platform`): the profile with that platform's
         sections and only the backends of that platform."""
         return self._load(self._resolve(requested), platform or self.default_platform)
+
+    def release(self, requested: str | None = None) -> str:
+        """The profile name ``requested`` resolves to (``vllm==0.29`` -> the newest 0.29.x;
+        None: the default, see :meth:`choose`), without loading it."""
+        return self._resolve(requested)
+
+    def release_version(self, name: str) -> tuple[str, Version]:
+        """A profile name's (family, version), without loading it."""
+        return _pinned(name)
+
+    def engine_of(self, engine: str | EngineData | None) -> EngineData:
+        """``engine`` when it is a loaded engine already (a resolved target's, for its
+        platform); else :meth:`engine` of the name (the default platform)."""
+        return engine if isinstance(engine, EngineData) else self.engine(engine)
 
     def choose(self, requested: str | None = None) -> EngineChoice:
         """Which profile ``requested`` names and why (``None``: the vLLM installed in this
@@ -363,18 +385,47 @@ class Catalog:
             )
         return matches[-1]
 
-    def engine_file(self, requested: str | None, filename: str) -> Path | None:
-        """``filename`` from the engine's folder, or else from the nearest older profile
-        it extends that has one (files such as ``startup.yaml`` and
-        ``kernel-calls.yaml`` are inherited whole); None when no profile of the chain
-        has it."""
-        name: str | None = self._resolve(requested)
+    def _chain(self, requested: str | EngineData | None) -> list[str]:
+        """The engine and the profiles it extends, newest first."""
+        name: str | None = requested.engine if isinstance(requested, EngineData) \
+            else self._resolve(requested)
+        chain: list[str] = []
         while name is not None:
+            chain.append(name)
+            name = self.engine_parents.get(name)
+        return chain
+
+    def engine_file(self, requested: str | EngineData | None, filename: str) -> Path | None:
+        """``filename`` of the engine by its rule in :data:`ENGINE_FILES`: a file
+        inherited whole (``startup.yaml``, ``kernel-calls.yaml``, ...) from the engine's
+        folder or else the nearest older profile of its chain that has one; a release's
+        own recorded file (``model_registry.json``) from its folder alone. None when
+        there is none."""
+        rule = ENGINE_FILES.get(filename, FileRule("whole"))
+        chain = self._chain(requested)
+        for name in chain[:1] if rule.kind == "own" else chain:
             path = self.engine_dirs[name] / filename
             if path.is_file():
                 return path
-            name = self.engine(name).profile.extends
         return None
+
+    def merged_file(self, requested: str | EngineData | None, filename: str) -> dict[str, Any]:
+        """``filename`` of every profile of the engine's chain, oldest first, each merged
+        over the one before by the one rule (:func:`_merge_document`, the mapping
+        sections of :data:`ENGINE_FILES`); ``{}`` when none has it. Read once."""
+        rule = ENGINE_FILES[filename]
+        if rule.kind != "merge":
+            raise CatalogError(f"{filename} is inherited {rule.kind}, not merged")
+        chain = self._chain(requested)
+        key = (chain[0], filename)
+        document = self._documents.get(key)
+        if document is None:
+            document = {}
+            for name in reversed(chain):
+                document = merge_inherited(document, self.engine_dirs[name] / filename,
+                                           rule.mappings)
+            self._documents[key] = document
+        return document
 
     def engine_defaults(self, requested: str | None = None) -> EngineDefaults:
         """vLLM's defaults of the engine's release (``defaults.yaml``, inherited whole):
@@ -563,15 +614,50 @@ PROFILE_FILE = "profile.yaml"
 MLA_PREFILL_FILE = "mla_prefill.yaml"
 """The engine's MLA prefill selector (optional; inherited like every other section)."""
 
+@dataclass(frozen=True)
+class FileRule:
+    """How a file of an engine profile folder is inherited along the ``extends`` chain."""
+
+    kind: Literal["merge", "whole", "own"]
+    """``merge``: the child's file over the parent's merged document by the one rule
+    (:func:`_merge_document`); ``whole``: the nearest file of the chain, unchanged;
+    ``own``: the release's own file alone (a recorded answer is never inherited)."""
+    mappings: tuple[str, ...] = ()
+    """``merge``: the sections that merge key by key."""
+    keyed: tuple[tuple[str, str], ...] = ()
+    """``merge``: the lists that merge by their key (section, key)."""
+
+
+ENGINE_FILES: dict[str, FileRule] = {
+    "profile.yaml": FileRule("merge", ("inputs", "environment", "messages", "hybrid_alignment"),
+                             (("facts", "name"), ("checks", "code"), ("priorities", "id"))),
+    "platforms/<platform>.yaml": FileRule("merge", ("environment", "messages"),
+                                          (("facts", "name"), ("priorities", "id"))),
+    "mla_prefill.yaml": FileRule("merge", ("messages",),
+                                 (("facts", "name"), ("checks", "code"), ("backends", "name"),
+                                  ("priorities", "id"))),
+    "serve-flags.yaml": FileRule("merge", ("aliases", "flags", "removed_environment",
+                                           "optimization_levels", "dtypes", "engine_flags",
+                                           "frontend_flags")),
+    "startup.yaml": FileRule("whole"),
+    "defaults.yaml": FileRule("whole"),
+    "encoder.yaml": FileRule("whole"),
+    "kernel-calls.yaml": FileRule("whole"),
+    "model_registry.json": FileRule("own"),
+}
+"""Every data file of an engine profile folder and its inheritance rule: the one table
+every loader follows (``backends/<NAME>.yaml`` patch the parent's backend with
+``inherit: true``)."""
+
 PLATFORMS_DIR = "platforms"
 """The folder of an engine profile with one file per platform (``platforms/cuda.yaml``)."""
 
-_PROFILE_MAPPINGS = ("inputs", "environment", "messages", "hybrid_alignment")
-_PLATFORM_MAPPINGS = ("environment", "messages")
-_PLATFORM_KEYED = {"facts": "name", "priorities": "id"}
-_PROFILE_KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
-_PREFILL_MAPPINGS = ("messages",)
-_PREFILL_KEYED = {"facts": "name", "checks": "code", "backends": "name", "priorities": "id"}
+_PROFILE_MAPPINGS = ENGINE_FILES["profile.yaml"].mappings
+_PROFILE_KEYED = dict(ENGINE_FILES["profile.yaml"].keyed)
+_PLATFORM_MAPPINGS = ENGINE_FILES["platforms/<platform>.yaml"].mappings
+_PLATFORM_KEYED = dict(ENGINE_FILES["platforms/<platform>.yaml"].keyed)
+_PREFILL_MAPPINGS = ENGINE_FILES["mla_prefill.yaml"].mappings
+_PREFILL_KEYED = dict(ENGINE_FILES["mla_prefill.yaml"].keyed)
 _CHILD_ONLY = ("extends", "remove_backends", "inherit")
 
 
@@ -1015,6 +1101,7 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
     except ValidationError as exc:
         raise CatalogError(validation_message(layouts_path, exc)) from None
     by_engine: dict[str, Path] = {}
+    parents: dict[str, str | None] = {}
     for directory in sorted((base / "engines").iterdir()):
         profile_path = directory / PROFILE_FILE
         if directory.is_dir() and profile_path.is_file():
@@ -1026,13 +1113,15 @@ def _load_catalog_files(base: Path, digest: str = "") -> Catalog:
                 raise CatalogError(
                     f"{profile_path}: missing `engine: <name>==<version>`") from None
             by_engine[str(name)] = directory
+            extends = header.get("extends") if isinstance(header, dict) else None
+            parents[str(name)] = extends if isinstance(extends, str) else None
     return Catalog(engine_dirs=by_engine, codes=codes, devices=catalog.devices, _device_index=index,
                    ignored_device_words=catalog.ignored_words,
                    other_platforms=catalog.other_platforms, cli_codes=cli_codes,
                    argument_codes=argument_codes, layout_aliases=dict(layouts.aliases),
                    per_layer_layouts={k: str(v) for k, v in layouts.per_layer.items()},
                    default_layout_preference=layouts.default_preference,
-                   platforms=platforms, digest=digest)
+                   platforms=platforms, engine_parents=parents, digest=digest)
 
 
 def _check_devices(path: Path, devices: tuple[Device, ...],

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 # loaded on first use: the KV-plan helpers for a model's findings, the command-line reader
 # for --device, --ignore or a command line
 from selector import kv, serve
-from selector.catalog import Catalog, close_matches, load_catalog
+from selector.catalog import Catalog, close_matches
 from selector.config import LoadedDeployment
 from selector.errors import ExitCode, InputError
 from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
@@ -28,16 +28,12 @@ from selector.result import SolveResult
 from selector.schema.request import DeviceRef
 
 if TYPE_CHECKING:
-    from selector.catalog import EngineData
     from selector.memory import StartupIssue
     from selector.modelcheck import ModelCheckResult
-    from selector.models import ModelFacts
-    from selector.models.arch_registry import ModelRegistry
     from selector.serve import ServeCommand
 
 __all__ = [
     "CheckOptions",
-    "architecture_findings",
     "exit_code",
     "expand_configs",
     "input_error_record",
@@ -107,12 +103,7 @@ def resolve_devices(values: Sequence[str], catalog: Catalog) -> tuple[str | Devi
     return tuple(out)
 
 
-def _field_of(code: str) -> tuple[str, ...] | None:
-    """The deployment field a finding points at (``field`` in reason-codes.yaml)."""
-    return load_catalog().field_of(code)
-
-
-def _error_field(result: SolveResult) -> tuple[str, ...]:
+def _error_field(result: SolveResult, catalog: Catalog) -> tuple[str, ...]:
     if result.mode == "explicit":
         return ("attention_backend",)
     counts: Counter[tuple[str, ...]] = Counter()
@@ -120,7 +111,7 @@ def _error_field(result: SolveResult) -> tuple[str, ...]:
         if verdict.priority_index is None:
             continue
         for reason in verdict.reasons:
-            located = _field_of(reason.code)
+            located = catalog.field_of(reason.code)
             if located and located != ("device",):
                 counts[located] += 1
     if counts:
@@ -140,7 +131,7 @@ def _finding(level: FindingLevel, code: str, name: str, message: str, hint: str,
                    field=".".join(path) if path else None, backend=backend)
 
 
-def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
+def _result_findings(result: SolveResult, catalog: Catalog, loaded: LoadedDeployment | None,
                      graphs: bool = True) -> list[Finding]:
     findings: list[Finding] = []
     if result.error is not None:
@@ -151,10 +142,11 @@ def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
                 s.summary if s.selected in s.summary else f"{s.summary} (selects {s.selected})"
                 for s in result.suggestions[:3])
         findings.append(_finding("error", error.code, error.name, error.message, hint,
-                                 _error_field(result), loaded, error.backend))
+                                 _error_field(result, catalog), loaded, error.backend))
     for warning in result.warnings:
         findings.append(_finding("warning", warning.code, warning.name, warning.message,
-                                 warning.hint, _field_of(warning.code), loaded, warning.backend))
+                                 warning.hint, catalog.field_of(warning.code), loaded,
+                                 warning.backend))
     runtime = result.runtime if graphs else None
     if runtime is not None:
         refused = runtime.cudagraph_mode == "ERROR"
@@ -163,17 +155,17 @@ def _result_findings(result: SolveResult, loaded: LoadedDeployment | None,
         findings.extend(_cudagraph_findings(
             requested=runtime.cudagraph_mode_requested, resolved=runtime.cudagraph_mode,
             warnings=runtime.cudagraph_messages, error=refusal, backend=result.selected,
-            loaded=loaded))
+            loaded=loaded, catalog=catalog))
     return findings
 
 
 def _cudagraph_findings(*, requested: str | None, resolved: str | None,
                         warnings: tuple[str, ...], error: str | None, backend: str | None,
-                        loaded: LoadedDeployment | None) -> list[Finding]:
+                        loaded: LoadedDeployment | None, catalog: Catalog) -> list[Finding]:
     """An error when vLLM refuses the requested CUDA-graph mode, a warning when it
     downgrades it (for one layer or a whole model alike)."""
     if error is not None:
-        refused = load_catalog().cli_codes["AS003"]
+        refused = catalog.cli_codes["AS003"]
         return [_finding("error", "AS003", refused.name, error, refused.hint,
                          ("cudagraph_mode",), loaded, backend)]
     if requested != resolved:
@@ -239,15 +231,16 @@ def _issue_finding(issue: StartupIssue, loaded: LoadedDeployment) -> Finding:
                     issue.field or None, loaded)
 
 
-def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
+def _model_findings(result: ModelCheckResult, catalog: Catalog,
+                    loaded: LoadedDeployment) -> list[Finding]:
     findings: list[Finding] = [_issue_finding(issue, loaded) for issue in result.startup]
     for code, message in result.encoder.notes() if result.encoder is not None else ():
-        entry = load_catalog().code(code)
+        entry = catalog.code(code)
         findings.append(_finding("note", code, entry.name, message, entry.hint,
                                  tuple(entry.field.split(".")) if entry.field else None, loaded))
     for selection in result.selections:
         prefix = f"layers {kv.format_ranges(list(selection.layers))} ({selection.kind}): "
-        for finding in _result_findings(selection.result, loaded, graphs=False):
+        for finding in _result_findings(selection.result, catalog, loaded, graphs=False):
             findings.append(replace(finding, message=prefix + finding.message))
     plan = result.plan
     if plan is None:
@@ -270,56 +263,17 @@ def _model_findings(result: ModelCheckResult, loaded: LoadedDeployment) -> list[
     if graphs is not None:
         findings.extend(_cudagraph_findings(
             requested=graphs.requested, resolved=graphs.resolved, warnings=graphs.warnings,
-            error=graphs.error or None, backend=graphs.min_support_backend, loaded=loaded))
+            error=graphs.error or None, backend=graphs.min_support_backend, loaded=loaded,
+            catalog=catalog))
     return findings
 
 
-def architecture_findings(model: ModelFacts, catalog: Catalog, engine: str | None,
-                          loaded: LoadedDeployment | None) -> list[Finding]:
-    """vLLM's verdict on the model's architecture for the engine version: an
-    error (AS131, vLLM's own wording) when it refuses it, a warning (AS132) when
-    it supports it but no family maps its layers."""
-    from selector.models.arch_registry import load_model_registry
-
-    data = catalog.engine(engine)
-    code = catalog.cli_codes["AS133"]
-    refused = [_finding("error", "AS133", code.name,
-                        f"{data.engine} refuses the model at start-up: {text}",
-                        code.hint, ("model",), loaded)
-               for text in model.refusals]
-    registry = load_model_registry(data.directory)
-    if registry is None:
-        return refused
-    return refused + _registry_findings(model, registry, data, loaded)
-
-
-def _registry_findings(model: ModelFacts, registry: ModelRegistry, data: EngineData,
-                       loaded: LoadedDeployment | None) -> list[Finding]:
-    from selector.models.arch_registry import architecture_status
-
-    status = architecture_status(model.architectures or (model.architecture,), registry,
-                                 data.engine)
-    path = ("model",)
-    if status.status == "supported":
-        if model.family is not None:
-            return []
-        unmapped = load_catalog().cli_codes["AS132"]
-        return [_finding(
-            "warning", "AS132", unmapped.name,
-            f"{status.architecture} (vLLM module {status.module}) has no layer mapping: "
-            "every layer was checked as uniform attention", unmapped.hint, path, loaded)]
-    name, _ = CLI_CODES["AS131"]
-    if status.status == "removed":
-        hint = (f"{data.engine} no longer supports it; vllm=={status.last_version} is the "
-                "last release that does")
-    elif status.status == "out_of_tree":
-        hint = "install the plugin named in the message"
-    else:
-        hint = (f"`attn-select list models --engine {data.engine}` lists the architectures "
-                "it supports; check the config's architectures field")
-    return [_finding("error", "AS131", name,
-                     f"{data.engine} refuses the model at start-up: ValueError: {status.message}",
-                     hint, path, loaded)]
+def _architecture_findings(result: ModelCheckResult, catalog: Catalog,
+                           loaded: LoadedDeployment) -> list[Finding]:
+    """The check's words for vLLM's verdict on the architecture (decided by the stage:
+    :attr:`ModelCheckResult.architecture`)."""
+    return [_finding(note.level, note.code, catalog.cli_codes[note.code].name, note.message,
+                     note.hint, ("model",), loaded) for note in result.architecture]
 
 
 def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source: str,
@@ -328,12 +282,10 @@ def _model_record(result: ModelCheckResult, loaded: LoadedDeployment, *, source:
     findings = _acknowledge(findings, options.ignore)
     hard = any(f.level == "error" for f in findings) or not result.valid
     warned = any(f.level == "warning" for f in findings)
-    refused_model = any(f.code in ("AS131", "AS133") for f in findings)
     if options.strict:
         findings = [replace(f, level="error") if f.level == "warning" else f for f in findings]
     plan = result.plan
-    refused = plan is not None and plan.cudagraph is not None and plan.cudagraph.error
-    status: Status = "valid" if result.valid and not refused and not refused_model else "invalid"
+    status: Status = "valid" if result.valid else "invalid"
     selected = [s.result.selected for s in result.selections if s.result.selected]
     return CheckRecord(
         source=source, artifact=artifact, device=device, engine=result.engine, status=status,
@@ -363,9 +315,8 @@ def model_record(checked: ModelCheckResult, loaded: LoadedDeployment, catalog: C
                  settings: dict[str, object] | None = None) -> CheckRecord:
     """The record of a whole-model check: the architecture's, every layer group's, the KV
     plan's and the start-up findings."""
-    findings = architecture_findings(checked.model, catalog,
-                                     options.engine or loaded.deployment.engine, loaded)
-    findings += _model_findings(checked, loaded)
+    findings = _architecture_findings(checked, catalog, loaded)
+    findings += _model_findings(checked, catalog, loaded)
     findings += _memory_unchecked(checked, loaded)
     return _model_record(checked, loaded, source=source or loaded.path,
                          artifact=loaded.path if source is None else None, device=device,
@@ -392,7 +343,7 @@ def _memory_unchecked(checked: ModelCheckResult, loaded: LoadedDeployment) -> li
                      loaded)]
 
 
-def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,
+def layer_record(result: SolveResult, loaded: LoadedDeployment, catalog: Catalog, *, device: str,
                  startup: Sequence[StartupIssue], options: CheckOptions,
                  source: str | None = None,
                  settings: dict[str, object] | None = None) -> CheckRecord:
@@ -400,7 +351,7 @@ def layer_record(result: SolveResult, loaded: LoadedDeployment, *, device: str,
     start-up refusals (never acknowledged: vLLM refuses them whatever the file says)."""
     record = _record(result, source=source or loaded.path,
                      artifact=loaded.path if source is None else None, device=device,
-                     findings=_result_findings(result, loaded), options=options,
+                     findings=_result_findings(result, catalog, loaded), options=options,
                      settings=settings)
     if not startup:
         return record

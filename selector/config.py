@@ -468,7 +468,7 @@ def resolve_target(loaded: LoadedDeployment, catalog: Catalog, engine: str | Non
     d = loaded.deployment
     try:
         device, cc, device_name = resolve_device(d, catalog)
-        platform = device_platform(d, catalog)
+        platform = device.platform if device is not None else device_platform(d, catalog)
     except InputError as exc:
         raise InputError(exc.message, file=loaded.path, field="device", hint=exc.hint,
                          line=loaded.line_of(("device",))) from None

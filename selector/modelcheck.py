@@ -7,9 +7,9 @@ reads of a selected backend.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from selector.catalog import Catalog
+from selector.catalog import Catalog, EngineData
 from selector.kv import BackendKVFacts, ModelPlan
 from selector.memory.encoder import EncoderReport
 from selector.memory.startup import MemoryReport, StartupIssue
@@ -18,7 +18,20 @@ from selector.request import RequestFacts
 from selector.result import SolveResult
 from selector.solver import derive_facts, kernel_block_sizes_of
 
-__all__ = ["LayerSelection", "ModelCheckResult", "backend_kv_facts"]
+__all__ = ["ArchitectureNote", "LayerSelection", "ModelCheckResult", "architecture_notes",
+           "backend_kv_facts"]
+
+
+@dataclass(frozen=True)
+class ArchitectureNote:
+    """vLLM's word on the model's architecture for the engine release: an error (AS131:
+    the release does not support it; AS133: it refuses the model at start-up) or the
+    warning AS132 (supported, but no family maps its layers)."""
+
+    level: Literal["error", "warning"]
+    code: str
+    message: str
+    hint: str
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,8 @@ class ModelCheckResult:
     """The start-up memory budget and KV fit (None when the device memory is unknown)."""
     startup: tuple[StartupIssue, ...] = ()
     """Start-up refusals besides the KV plan's (dtype, max_model_len, memory)."""
+    architecture: tuple[ArchitectureNote, ...] = ()
+    """vLLM's word on the architecture (:func:`architecture_notes`)."""
     encoder: EncoderReport | None = None
     """The multimodal encoder's start-up: its attention backend, tokens per item, vLLM's
     raise of the batched tokens (None: no vision encoder, or the engine has no data)."""
@@ -51,9 +66,19 @@ class ModelCheckResult:
     """The platform the engine was loaded for (None: the catalog's default platform)."""
 
     @property
+    def cudagraph_refused(self) -> bool:
+        """vLLM raises while resolving the CUDA-graph mode (the plan's resolution)."""
+        plan = self.plan
+        return plan is not None and plan.cudagraph is not None and bool(plan.cudagraph.error)
+
+    @property
     def valid(self) -> bool:
+        """The complete verdict: vLLM starts the model (every layer selected, the KV plan
+        and CUDA-graph mode resolved, no start-up refusal, the architecture accepted)."""
         return (all(s.result.valid for s in self.selections)
-                and (self.plan is None or self.plan.ok) and not self.startup)
+                and (self.plan is None or self.plan.ok) and not self.startup
+                and not self.cudagraph_refused
+                and not any(note.level == "error" for note in self.architecture))
 
     def selection_of(self, layer: int) -> LayerSelection:
         for selection in self.selections:
@@ -97,3 +122,41 @@ def backend_kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
         canonical_kv_cache_dtype=local.get("canonical_kv_cache_dtype"),
         fa_version=fa_trace.value if fa_trace else None,
     )
+
+
+def architecture_notes(model: ModelFacts, engine: EngineData,
+                       catalog: Catalog) -> tuple[ArchitectureNote, ...]:
+    """vLLM's verdict on the model's architecture for ``engine``: AS133 for each refusal
+    the model facts record, AS131 when the release's registry refuses the architecture,
+    AS132 when it supports it but no family maps its layers."""
+    from selector.models.arch_registry import architecture_status, load_model_registry
+
+    refused = catalog.cli_codes["AS133"]
+    notes = [ArchitectureNote("error", "AS133",
+                              f"{engine.engine} refuses the model at start-up: {text}",
+                              refused.hint)
+             for text in model.refusals]
+    registry = load_model_registry(engine.directory)
+    if registry is None:
+        return tuple(notes)
+    status = architecture_status(model.architectures or (model.architecture,), registry,
+                                 engine.engine)
+    if status.status == "supported":
+        if model.family is None:
+            unmapped = catalog.cli_codes["AS132"]
+            notes.append(ArchitectureNote(
+                "warning", "AS132", f"{status.architecture} (vLLM module {status.module}) has "
+                "no layer mapping: every layer was checked as uniform attention", unmapped.hint))
+        return tuple(notes)
+    if status.status == "removed":
+        hint = (f"{engine.engine} no longer supports it; vllm=={status.last_version} is the "
+                "last release that does")
+    elif status.status == "out_of_tree":
+        hint = "install the plugin named in the message"
+    else:
+        hint = (f"`attn-select list models --engine {engine.engine}` lists the architectures "
+                "it supports; check the config's architectures field")
+    notes.append(ArchitectureNote(
+        "error", "AS131",
+        f"{engine.engine} refuses the model at start-up: ValueError: {status.message}", hint))
+    return tuple(notes)

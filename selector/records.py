@@ -67,6 +67,14 @@ class CheckRecord:
     model: Any = None
     """The whole-model check (:class:`selector.modelcheck.ModelCheckResult`) of a
     deployment that names a ``model:``; None for a single-layer deployment."""
+    measured_policy: dict[str, Any] | None = None
+    """``check --measurements``: the measured-fastest valid backend (the policy decision's
+    JSON, with the measurements file), which the JSON reporter writes."""
+
+    @property
+    def valid(self) -> bool:
+        """The check's complete verdict (vLLM would start the deployment)."""
+        return self.status == "valid"
 
     @property
     def label(self) -> str:

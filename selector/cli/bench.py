@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 from rich.console import Console
@@ -140,37 +141,46 @@ def _record_results(record: Any) -> list[tuple[str, Any]]:
             for s in model.selections if s.result is not None]
 
 
-def measured_policy(path: Path, records: list[Any], output_format: Any,
-                    text: str | None) -> str | None:
-    """``check --measurements FILE``: the measured-fastest valid backend per checked deployment.
+Decision: TypeAlias = "tuple[str, Path | None, PolicyDecision | None]"
+"""(the checked deployment's label, the measurements file, the policy's decision)."""
 
-    JSON output gains a ``measured_policy`` object per document; text output gets a panel
-    after the report; the other formats are left as they are (a note goes to stderr).
-    """
+
+def measured_decisions(path: Path, records: list[Any]) -> tuple[list[Any], list[Decision]]:
+    """``check --measurements FILE``: the measured-fastest valid backend per checked
+    deployment (and layer group): the records with their decision
+    (:attr:`~selector.records.CheckRecord.measured_policy`, which the JSON reporter
+    writes), and every decision for the text report's panels."""
     from selector.bench.measurements import load_measurements
     from selector.bench.policy import apply_measurements
 
     by_device = measurements_by_device(path) if path.is_dir() else None
     single = None if by_device is not None else (path, load_measurements(path))
     err = Console(stderr=True, soft_wrap=True)
-    decisions: list[tuple[str, Path | None, PolicyDecision | None]] = []
+    decisions: list[Decision] = []
+    out: list[Any] = []
     for record in records:
         found = single if by_device is None else by_device.get(record.device)
         if found is None and by_device is not None:
             err.print(f"note: no measurements for {record.device} in {path} (it holds "
                       f"{', '.join(sorted(by_device)) or 'none'})", markup=False,
                       highlight=False)
-        for label, result in _record_results(record):
-            decisions.append((label, None if found is None else found[0],
-                              None if found is None else apply_measurements(result, found[1])))
+        own = [(label, None if found is None else found[0],
+                None if found is None else apply_measurements(result, found[1]))
+               for label, result in _record_results(record)]
+        decisions += own
+        first = next((d for _, _, d in own), None)
+        out.append(record if first is None or found is None else replace(
+            record, measured_policy={**first.to_json(), "measurements": str(found[0])}))
+    return out, decisions
+
+
+def measured_policy(decisions: list[Decision], output_format: Any,
+                    text: str | None) -> str | None:
+    """The text report gets a panel per decision after the report; JSON has them in its
+    documents already; the other formats are left as they are (a note goes to stderr)."""
     kind = getattr(output_format, "value", str(output_format))
-    if kind == "json" and text is not None:
-        body = json.loads(text)
-        documents = body if isinstance(body, list) else [body]
-        for document, (_, source, decision) in zip(documents, decisions, strict=False):
-            if decision is not None:
-                document["measured_policy"] = {**decision.to_json(), "measurements": str(source)}
-        return json.dumps(body, indent=2, default=str) + "\n"
+    if kind == "json":
+        return text
     if kind == "text":
         import io
 

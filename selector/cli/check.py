@@ -148,12 +148,17 @@ def check(
             and (choice.from_installed or verbose):
         _console().print(f"default engine {choice.name}: {choice.reason}" if engine is None
                          else f"engine {choice.name}: {choice.reason}", style="dim", highlight=False)
+    decisions = None
+    if measurements is not None:
+        from selector.cli.bench import measured_decisions
+
+        records, decisions = measured_decisions(measurements, records)
     text = _render(records, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1, to_text=output is not None, located=located)
-    if measurements is not None:
+    if decisions is not None:
         from selector.cli.bench import measured_policy
 
-        text = measured_policy(measurements, records, output_format, text)
+        text = measured_policy(decisions, output_format, text)
     if text is not None:
         if output is not None:
             try:

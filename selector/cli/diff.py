@@ -35,16 +35,17 @@ def _engines(from_engine: str | None, to_engine: str | None) -> tuple[str, str]:
     from selector.catalog import load_catalog
 
     catalog = load_catalog()
-    target = catalog.engine(to_engine or catalog.default_engine)  # newest, not the pinned default
+    target = catalog.release(to_engine or catalog.default_engine)  # newest, not the pinned default
     if from_engine:
-        return catalog.engine(from_engine).engine, target.engine
+        return catalog.release(from_engine), target
+    family, version = catalog.release_version(target)
     older = [name for name in catalog.engine_names
-             if catalog.engine(name).family == target.family
-             and catalog.engine(name).version < target.version]
+             if catalog.release_version(name)[0] == family
+             and catalog.release_version(name)[1] < version]
     if not older:
-        raise InputError(f"no profile older than {target.engine} to compare with", field="from",
+        raise InputError(f"no profile older than {target} to compare with", field="from",
                          hint="give --from; available: " + ", ".join(catalog.engine_names))
-    return max(older, key=lambda name: catalog.engine(name).version), target.engine
+    return max(older, key=lambda name: catalog.release_version(name)[1]), target
 
 
 def diff(

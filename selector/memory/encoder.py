@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.catalog import Catalog, CatalogError, close_matches
+from selector.catalog import Catalog, CatalogError, EngineData, close_matches
 from selector.errors import InputError
 from selector.memory.issues import StartupIssue, startup_issue
 
@@ -183,9 +183,9 @@ def _load(path: Path) -> EncoderData:
         raise CatalogError(f"{path}: {exc}") from None
 
 
-def encoder_data(catalog: Catalog, engine: str | None) -> EncoderData | None:
+def encoder_data(catalog: Catalog, engine: str | EngineData | None) -> EncoderData | None:
     """The engine's encoder data (None: the release's profile chain has none)."""
-    path = catalog.engine_file(catalog.engine(engine).engine, "encoder.yaml")
+    path = catalog.engine_file(catalog.engine_of(engine).engine, "encoder.yaml")
     return None if path is None else _load(path)
 
 

@@ -11,7 +11,7 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.cache import cached_file
-from selector.catalog import Catalog, CatalogError
+from selector.catalog import Catalog, CatalogError, EngineData
 from selector.memory.dcp import DcpCheck
 
 __all__ = [
@@ -310,9 +310,23 @@ def _load(path: Path) -> StartupProfile:
         raise CatalogError(f"{path}: {exc}") from None
 
 
-def startup_profile(catalog: Catalog, engine: str | None = None) -> StartupProfile:
-    """The start-up data of ``engine`` (default: the catalog's default engine)."""
-    name = catalog.engine(engine).engine
+_PROFILES: dict[tuple[int, str], tuple[Catalog, StartupProfile]] = {}
+"""The start-up data of each engine, by catalog: loaded and cross-checked once."""
+
+
+def startup_profile(catalog: Catalog, engine: str | EngineData | None = None) -> StartupProfile:
+    """The start-up data of ``engine`` (default: the catalog's default engine), loaded and
+    cross-checked once per catalog and engine."""
+    name = engine.engine if isinstance(engine, EngineData) else catalog.choose(engine).name
+    hit = _PROFILES.get((id(catalog), name))
+    if hit is not None and hit[0] is catalog:
+        return hit[1]
+    profile = _startup_profile(catalog, name)
+    _PROFILES[(id(catalog), name)] = (catalog, profile)
+    return profile
+
+
+def _startup_profile(catalog: Catalog, name: str) -> StartupProfile:
     path = catalog.engine_file(name, "startup.yaml")
     if path is None:
         raise CatalogError(f"{name}: no startup.yaml in its profile folder or a profile it extends")

@@ -50,7 +50,7 @@ def record_of(solved: Solved, catalog: Catalog, options: CheckOptions, *,
         return model_record(solved.model, solved.loaded, catalog, device=solved.device,
                             options=options, source=source, settings=settings)
     assert solved.layer is not None
-    return layer_record(solved.layer, solved.loaded, device=solved.device,
+    return layer_record(solved.layer, solved.loaded, catalog, device=solved.device,
                         startup=solved.startup, options=options, source=source,
                         settings=settings)
 
@@ -103,11 +103,13 @@ def solve_to_run(loaded: LoadedDeployment, catalog: Catalog, command: str) -> So
     ``bench``), with ``check``'s own decision: the same stages (start-up checks included)
     and the same record. Raises what ``check`` refuses (exit 1: :func:`rejection`) and a
     model without an attention layer as bad input (exit 2)."""
-    options = _with_file_ignores(loaded, catalog, CheckOptions())
     solved = solve_deployment(loaded, catalog, suggest=False)
-    refused = rejection(record_of(solved, catalog, options), loaded.path)
-    if refused is not None:
-        raise refused
+    if not solved.valid:  # the result's own verdict; check's record words it
+        options = _with_file_ignores(loaded, catalog, CheckOptions())
+        refused = rejection(record_of(solved, catalog, options), loaded.path)
+        raise refused or InvalidDeploymentError(
+            f"{loaded.path}: vLLM would reject this deployment; `attn-select check "
+            f"{loaded.path}` says why")
     nothing = no_attention_layer(solved, command)
     if nothing is not None:
         raise nothing

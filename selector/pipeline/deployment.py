@@ -55,9 +55,12 @@ class Solved:
 
     @property
     def valid(self) -> bool:
-        """vLLM would start it (selection, KV plan and the start-up checks made)."""
+        """The complete verdict: vLLM would start it (selection, KV plan, CUDA-graph mode,
+        the start-up checks and the architecture; what ``check``'s record says)."""
         if self.layer is not None:
-            return self.layer.valid and not self.startup
+            runtime = self.layer.runtime
+            refused = runtime is not None and runtime.cudagraph_mode == "ERROR"
+            return self.layer.valid and not self.startup and not refused
         return self.model is not None and self.model.valid
 
 
@@ -106,9 +109,8 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     device = target.device_name
     if d.model is None:
         facts = deployment_facts(loaded, catalog, target)
-        result = solve(facts, engine=target.engine.engine, attention_backend=d.attention_backend,
-                       cudagraph_mode=target.cudagraph_mode, suggest=suggest, catalog=catalog,
-                       platform=target.platform)
+        result = solve(facts, engine=target.engine, attention_backend=d.attention_backend,
+                       cudagraph_mode=target.cudagraph_mode, suggest=suggest, catalog=catalog)
         issues = _layer_startup(loaded, catalog, target, split=refuse_split, startup=startup)
         if startup and result.selected is not None:  # the selected backend builds the layer
             issues += tuple(layer_build_issues(catalog, result.engine, result.platform,
@@ -129,7 +131,7 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
         checked = stages.check_startup(facts_model, base, kv, loaded=loaded, catalog=catalog,
                                 target=target, settings=settings, environ=environ)
     else:
-        checked = stages.check_model(facts_model, base, engine=target.engine.engine,
+        checked = stages.check_model(facts_model, base, engine=target.engine,
                               attention_backend=d.attention_backend,
                               backend_per_kind=d.attention_config.backend_per_kind,
                               cudagraph_mode=target.cudagraph_mode, options=kv, catalog=catalog,

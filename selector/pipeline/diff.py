@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from selector.catalog import Catalog, load_catalog
 from selector.checkrun import CheckOptions, serve_record
-from selector.config import LoadedDeployment
+from selector.config import LoadedDeployment, device_platform
 from selector.diff import (
     DeploymentDiff,
     LayerDiff,
@@ -61,7 +61,11 @@ def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
             hint=f"run attn-select check {loaded.path} --engine vllm==A and --engine vllm==B, "
                  "or diff a file with the layer's facts under `layer:`")
     catalog = catalog or load_catalog()
-    data = catalog.engine(engine)
+    try:
+        platform = device_platform(loaded.deployment, catalog)
+    except InputError:  # the target names the device's error, located
+        platform = None
+    data = catalog.engine(engine, platform)
     deployment = loaded.deployment.model_copy(update={"engine": data.engine})
     pinned = deployment.attention_backend
     missing = pinned is not None and pinned.upper() not in data.backends
@@ -151,7 +155,7 @@ def diff_inputs(words: Sequence[str], from_engine: str, to_engine: str, *, catal
     line's) ``check`` verdict and each layer group's selection."""
     sides = []
     for engine in (from_engine, to_engine):
-        options = CheckOptions(engine=catalog.engine(engine).engine, devices=tuple(devices))
+        options = CheckOptions(engine=catalog.release(engine), devices=tuple(devices))
         sides.append(check_inputs(words, catalog, options, serve_line=serve_line, model=model,
                                   environ=environ))
     (before, errors, _), (after, _, _) = sides
@@ -163,7 +167,7 @@ def diff_inputs(words: Sequence[str], from_engine: str, to_engine: str, *, catal
             result: DeploymentDiff | ModelDiff = diff_deployment(b.loaded, from_engine, to_engine,
                                                                   catalog=catalog)
         else:
-            result = _model_diff(b, a, catalog, catalog.engine(from_engine).engine,
-                                 catalog.engine(to_engine).engine)
+            result = _model_diff(b, a, catalog, catalog.release(from_engine),
+                                 catalog.release(to_engine))
         out.append(DiffInput(b.loaded.path, name, result))
     return out, errors

@@ -44,7 +44,7 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
     engine_data = target.engine
     name = engine_data.backend(backend).name
     request = layer_of(loaded, catalog, layer, target=target, model_facts=model_facts)
-    result = solve(request.facts, engine=engine_data.engine,
+    result = solve(request.facts, engine=engine_data,
                    attention_backend=request.attention_backend, suggest=False,
                    catalog=catalog)
     return Explained(backend=name, request=request, result=result,

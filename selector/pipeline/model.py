@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selector.catalog import Catalog, load_catalog
+from selector.catalog import Catalog, EngineData, load_catalog
 from selector.kv import (
     BackendKVFacts,
     KVOptions,
@@ -18,7 +18,7 @@ from selector.kv import (
     prefill_checkpoint_alignment,
     wired_backends,
 )
-from selector.modelcheck import LayerSelection, ModelCheckResult, backend_kv_facts
+from selector.modelcheck import LayerSelection, ModelCheckResult, architecture_notes, backend_kv_facts
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
 from selector.result import SolveResult
@@ -35,7 +35,7 @@ def check_model(
     model: ModelFacts,
     base_facts: RequestFacts | Mapping[str, Any],
     *,
-    engine: str | None = None,
+    engine: str | EngineData | None = None,
     attention_backend: str | None = None,
     backend_per_kind: Mapping[str, str] | None = None,
     cudagraph_mode: str | None = None,
@@ -48,7 +48,7 @@ def check_model(
     (``defaults.yaml``; the batch limits of a device vLLM cannot query, as a model checked
     without a device); ``platform`` None: the catalog's default platform."""
     catalog = catalog or load_catalog()
-    engine_data = catalog.engine(engine, platform)
+    engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     defaults = catalog.engine_defaults(engine_data.engine)
     cudagraph_mode = cudagraph_mode or defaults.cudagraph_mode.value
     per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
@@ -69,9 +69,8 @@ def check_model(
     by_layer: dict[int, SolveResult] = {}
     for key, layers in groups.items():
         backend = dict(key).get("__backend__")
-        result = solve(facts_of[key], engine=engine_data.engine, attention_backend=backend,
-                       cudagraph_mode=cudagraph_mode, catalog=catalog,
-                       platform=engine_data.platform)
+        result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
+                       cudagraph_mode=cudagraph_mode, catalog=catalog)
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
                                          result=result))
         for index in layers:
@@ -101,5 +100,6 @@ def check_model(
                 update={"mamba_prefill_checkpoint_alignment": alignment})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
-                            plan=plan, platform=engine_data.platform)
+                            plan=plan, platform=engine_data.platform,
+                            architecture=architecture_notes(model, engine_data, catalog))
 

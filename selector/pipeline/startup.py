@@ -124,7 +124,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         max_model_len=kv.max_model_len, block_size=kv.block_size)
 
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
-        return check_model(facts, base, engine=engine_name, attention_backend=d.attention_backend,
+        return check_model(facts, base, engine=target.engine, attention_backend=d.attention_backend,
                            backend_per_kind=d.attention_config.backend_per_kind,
                            cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog,
                            platform=target.platform)

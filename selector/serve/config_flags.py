@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from selector.catalog import Catalog, CatalogError, close_matches
+from selector.catalog import Catalog, CatalogError, EngineData, close_matches
 from selector.errors import InputError
 from selector.memory import startup_profile
 from selector.schema.types import CUDAGRAPH_MODES
@@ -22,13 +22,13 @@ from selector.serve.values import bad_value, deep_merge, json_object, parse_bool
 __all__ = ["attention_config", "backend_name", "compilation_config", "speculative_config"]
 
 
-def backend_name(flag: str, value: str, catalog: Catalog, engine: str | None) -> str | None:
+def backend_name(flag: str, value: str, catalog: Catalog, engine: str | EngineData | None) -> str | None:
     """A backend name as a flag gives it (``auto`` or empty: none), checked against the
     engine's backends."""
     text = value.strip()
     if not text or text.lower() == "auto":
         return None
-    backends = catalog.engine(engine).backends
+    backends = catalog.engine_of(engine).backends
     name = text.upper()
     if name not in backends:
         raise bad_value(flag, f"unknown attention backend {text!r}",
@@ -37,7 +37,7 @@ def backend_name(flag: str, value: str, catalog: Catalog, engine: str | None) ->
 
 
 def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
-                      catalog: Catalog, engine: str | None, table: ServeFlags) -> None:
+                      catalog: Catalog, engine: str | EngineData | None, table: ServeFlags) -> None:
     passed_over = table.attention_config_passed_over
     config: dict[str, Any] = {}
     if "--attention-config" in raw.values:
@@ -80,13 +80,13 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
             notes.append(ServeNote("info", "AS104", flag,
                                    f"{flag} is not modelled by attn-select; passed over"))
         else:
-            label = catalog.engine(engine).label
+            label = catalog.engine_of(engine).label
             notes.append(ServeNote("warning", "AS103", flag,
                                    f"{flag}: {label}'s AttentionConfig has no field {key!r} "
                                    "that attn-select knows of"))
 
 
-def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
+def _compilation_fields(catalog: Catalog, engine: str | EngineData | None) -> frozenset[str]:
     """CompilationConfig's fields in this engine (its startup.yaml), empty if unknown."""
     try:
         return frozenset(startup_profile(catalog, engine).checks.compilation_config_fields)
@@ -95,7 +95,7 @@ def _compilation_fields(catalog: Catalog, engine: str | None) -> frozenset[str]:
 
 
 def compilation_config(raw: RawCommand, settings: Settings, notes: list[ServeNote],
-                        catalog: Catalog, engine: str | None, table: ServeFlags) -> None:
+                        catalog: Catalog, engine: str | EngineData | None, table: ServeFlags) -> None:
     config: dict[str, Any] = {}
     level: int | None = None
     if "--compilation-config" in raw.values:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from selector.catalog import Catalog, close_matches
+from selector.catalog import Catalog, EngineData, close_matches
 from selector.platforms import PLATFORM_MODULES, platform_module
 from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags
@@ -23,7 +23,7 @@ def _switches(platform: str) -> dict[str, str]:
 
 
 def read_environment(env: Mapping[str, str], settings: Settings, notes: list[ServeNote],
-                     catalog: Catalog, engine: str | None, table: ServeFlags,
+                     catalog: Catalog, engine: str | EngineData | None, table: ServeFlags,
                      platform: str | None = None) -> None:
     """The variables of the command line (and the process's ``VLLM_*`` ones), for a
     device of ``platform`` (default: the catalog's default platform)."""
@@ -47,14 +47,14 @@ def read_environment(env: Mapping[str, str], settings: Settings, notes: list[Ser
             shown = value
             if name == "VLLM_ATTENTION_BACKEND":
                 shown = re.sub(r"_VLLM_V1$", "", value.strip().upper())
-                backends = catalog.engine(engine).backends
+                backends = catalog.engine_of(engine).backends
                 if shown not in backends:
                     hint = close_matches(shown, sorted(backends))
                     replacement = "--attention-backend NAME (" + hint + ")"
             if name == "VLLM_USE_TRTLLM_ATTENTION" and shown.strip() in ("0", "1"):
                 shown = "true" if shown.strip() == "1" else "false"
             flag = replacement.format(value=shown) if replacement else ""
-            label = catalog.engine(engine).label
+            label = catalog.engine_of(engine).label
             message = f"{name}={value} has no effect: {label} does not read it"
             if name == "VLLM_USE_V1":
                 message = f"{name}={value} has no effect: V1 is {label}'s only engine"

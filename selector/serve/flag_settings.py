@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from selector.catalog import Catalog, close_matches
+from selector.catalog import Catalog, EngineData, close_matches
 from selector.schema.types import KV_CACHE_DTYPES
 from selector.serve.command import ServeNote
 from selector.serve.config_flags import (
@@ -27,7 +27,7 @@ from selector.serve.values import (
 __all__ = ["build_settings"]
 
 
-def build_settings(raw: RawCommand, catalog: Catalog, engine: str | None,
+def build_settings(raw: RawCommand, catalog: Catalog, engine: str | EngineData | None,
                    notes: list[ServeNote], table: ServeFlags) -> Settings:
     """The settings the flags amount to (bad values raise :class:`InputError`)."""
     s = Settings()

@@ -8,38 +8,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from selector.catalog import Catalog, CatalogError, merge_inherited
+from selector.catalog import ENGINE_FILES, Catalog, CatalogError, EngineData
 from selector.schema.serve_flags import ServeFlags
 
 __all__ = ["SERVE_FLAGS_FILE", "SERVE_FLAGS_MAPPINGS", "ServeFlags", "release_flags",
            "serve_flags"]
 
 SERVE_FLAGS_FILE = "serve-flags.yaml"
-SERVE_FLAGS_MAPPINGS = ("aliases", "flags", "removed_environment", "optimization_levels",
-                        "dtypes", "engine_flags", "frontend_flags")
+SERVE_FLAGS_MAPPINGS = ENGINE_FILES[SERVE_FLAGS_FILE].mappings
 """The sections that merge key by key (``KEY: null`` removes one)."""
 
-_DOCUMENTS: dict[tuple[str, str], dict[str, Any]] = {}
 _TABLES: dict[tuple[str, str], ServeFlags] = {}
 
 
 def _document(catalog: Catalog, name: str) -> dict[str, Any]:
-    """``serve-flags.yaml`` of engine ``name`` merged over its parent's (each engine's
-    document is read once per process)."""
-    key = (str(catalog.engine_dirs[name]), name)
-    document = _DOCUMENTS.get(key)
-    if document is None:
-        parent = catalog.engine(name).profile.extends
-        document = merge_inherited(_document(catalog, parent) if parent else {},
-                                   catalog.engine_dirs[name] / SERVE_FLAGS_FILE,
-                                   SERVE_FLAGS_MAPPINGS)
-        _DOCUMENTS[key] = document
-    return document
+    """``serve-flags.yaml`` of engine ``name`` merged over its parent's (the catalog's one
+    loader: :meth:`~selector.catalog.Catalog.merged_file`)."""
+    return catalog.merged_file(name, SERVE_FLAGS_FILE)
 
 
-def serve_flags(catalog: Catalog, engine: str | None = None) -> ServeFlags:
+def serve_flags(catalog: Catalog, engine: str | EngineData | None = None) -> ServeFlags:
     """The flag table of ``engine`` (a version or range; default: the default engine)."""
-    name = catalog.engine(engine).engine
+    name = catalog.engine_of(engine).engine
     key = (str(catalog.engine_dirs[name]), name)
     table = _TABLES.get(key)
     if table is None:
@@ -56,10 +46,10 @@ def serve_flags(catalog: Catalog, engine: str | None = None) -> ServeFlags:
 def _nearest_frontend(catalog: Catalog, name: str) -> frozenset[str]:
     """The frontend flags of the oldest newer release of ``name``'s family that records
     them (none: empty)."""
-    family = catalog.engine(name).family
+    family = catalog.release_version(name)[0]
     newer = catalog.engine_names[catalog.engine_names.index(name) + 1:]
     for each in newer:
-        if catalog.engine(each).family == family:
+        if catalog.release_version(each)[0] == family:
             frontend = _document(catalog, each).get("frontend_flags") or {}
             if frontend:
                 return frozenset(flag for flag, takes in frontend.items() if takes)
@@ -71,7 +61,7 @@ def release_flags(catalog: Catalog) -> dict[str, frozenset[str]]:
     oldest first."""
     table: dict[str, frozenset[str]] = {}
     for name in catalog.engine_names:
-        data = catalog.engine(name)
-        if data.family == "vllm":
-            table[str(data.version)] = frozenset(_document(catalog, name).get("engine_flags") or ())
+        family, version = catalog.release_version(name)
+        if family == "vllm":
+            table[str(version)] = frozenset(_document(catalog, name).get("engine_flags") or ())
     return table

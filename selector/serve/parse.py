@@ -129,7 +129,7 @@ def _image_engine(argv: Sequence[str], catalog: Catalog,
         return engine, None
     name = f"vllm=={release}"
     if engine is not None:
-        chosen = catalog.engine(engine).engine
+        chosen = catalog.release(engine)
         if chosen == name:
             return engine, None
         return engine, ServeNote("warning", "AS152", "IMAGE",
@@ -139,7 +139,7 @@ def _image_engine(argv: Sequence[str], catalog: Catalog,
         return name, ServeNote("info", "AS152", "IMAGE",
                                f"the image {image} runs vLLM {release}: checked against its "
                                "profile")
-    default = catalog.engine(None).engine
+    default = catalog.release(None)
     profiled = catalog.engine_names
     return None, ServeNote(
         "warning", "AS152", "IMAGE",
@@ -149,11 +149,13 @@ def _image_engine(argv: Sequence[str], catalog: Catalog,
              "use one of their images, or pass --engine")
 
 
-def _device_platform(catalog: Catalog, name: str) -> str:
-    """The platform of a catalog device (the default platform for a name it lacks: the
-    device's own error comes later, where the deployment is resolved)."""
+def _platform_of(device: str | DeviceRef, catalog: Catalog) -> str:
+    """The platform of the command's device (the default platform for a device the
+    catalog does not know: the target reports that one, located)."""
+    if isinstance(device, DeviceRef):
+        return device.platform or catalog.default_platform
     try:
-        return catalog.device(name).platform
+        return catalog.device(device).platform
     except InputError:
         return catalog.default_platform
 
@@ -168,8 +170,8 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     variables (only ``VLLM_*`` ones are read).
     """
     engine, image_note = _image_engine(argv, catalog, engine)
-    engine_data = catalog.engine(engine)
-    table = serve_flags(catalog, engine)
+    engine_data = catalog.engine(engine, _platform_of(device, catalog))
+    table = serve_flags(catalog, engine_data)
     raw = tokenize(argv, table, _elsewhere(catalog, table))
     if raw.model is None and model is None:
         raise bad_value("MODEL", "no MODEL in the command line",
@@ -181,10 +183,9 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
         notes.append(image_note)
     flag_notes(raw, notes, catalog, table,
                 str(engine_data.version) if engine_data.family == "vllm" else "")
-    settings = build_settings(raw, catalog, engine, notes, table)
-    platform = (device.platform or catalog.default_platform) if isinstance(device, DeviceRef) \
-        else _device_platform(catalog, device)
-    read_environment(env, settings, notes, catalog, engine, table, platform)
+    settings = build_settings(raw, catalog, engine_data, notes, table)
+    read_environment(env, settings, notes, catalog, engine_data, table,
+                     _platform_of(device, catalog))
     data, file, name, how = load_model_config(raw.model or "", model)
     notes.append(ServeNote("info", "AS105", "--model" if model else "MODEL", how))
     if settings.hf_overrides:

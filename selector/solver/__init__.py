@@ -341,18 +341,19 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
     return tuple(found[:limit])
 
 
-def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | None = None,
+def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str | None = None,
           suggest: bool = True, catalog: Catalog | None = None,
           platform: str | None = None) -> SolveResult:
     """Validate every backend, select one and explain the decision (``cudagraph_mode``
-    None: the engine's default, ``defaults.yaml``; ``platform`` None: the catalog's
+    None: the engine's default, ``defaults.yaml``; ``engine``: the loaded engine of the
+    target's platform, or a release name loaded for ``platform``, None: the catalog's
     default platform)."""
     catalog = catalog or load_catalog()
-    engine_data = catalog.engine(engine, platform)
+    engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
-    compiled = compiled_for(engine_data.engine, platform=engine_data.platform)
+    compiled = compiled_for(engine_data, catalog=catalog)
     if attention_backend:
         attention_backend = engine_data.backend(attention_backend).name
     stated = facts.stated if isinstance(facts, RequestFacts) else facts
@@ -428,7 +429,8 @@ def pinned(result: SolveResult, backend: str) -> SolveResult:
     that names it gets it; ``result`` itself when it selected ``backend``."""
     if result.selected == backend:
         return result
-    return solve(result.facts, engine=result.engine, attention_backend=backend, suggest=False)
+    return solve(result.facts, engine=load_catalog().engine(result.engine, result.platform),
+                 attention_backend=backend, suggest=False)
 
 
 def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: str | None,

@@ -9,7 +9,6 @@ data author wrote, and it is checked against the interpreter in the tests.
 
 from __future__ import annotations
 
-import functools
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -310,32 +309,50 @@ def compile_engine(engine: EngineData, catalog: Catalog | None = None,
     )
 
 
-@functools.cache
-def compiled_for(engine_name: str, backends: tuple[str, ...] | None = None,
-                 platform: str | None = None) -> CompiledEngine:
-    """The compiled evaluator of a shipped profile (cached per process and on disk),
-    for all backends or only ``backends``, loaded for ``platform`` (default: the
-    catalog's default platform)."""
+_COMPILED: dict[tuple[int, tuple[str, ...] | None], tuple[EngineData, CompiledEngine]] = {}
+"""The compiled evaluators of this process, by loaded engine (kept alive with it)."""
+
+
+def compiled_for(engine: str | EngineData, backends: tuple[str, ...] | None = None,
+                 platform: str | None = None, *,
+                 catalog: Catalog | None = None) -> CompiledEngine:
+    """The compiled evaluator of ``engine`` (a loaded engine, for its platform; or a
+    release name: the shipped profile loaded for ``platform``, default the catalog's
+    default platform), for all backends or only ``backends``: cached per process and,
+    for an engine of ``catalog`` (default: the shipped one) with a data digest, on disk."""
     import marshal
 
     from selector.cache import cache_get, cache_put
 
-    catalog = load_catalog()
-    engine = catalog.engine(engine_name, platform)
-    key = f"{catalog.digest}-{engine_name}@{engine.platform}-{'-'.join(backends or ('ALL',))}"
-    cached = cache_get("compiled", key) if catalog.digest else None
+    if isinstance(engine, str):
+        catalog = catalog or load_catalog()
+        engine = catalog.engine(engine, platform)
+    memo = (id(engine), backends)
+    hit = _COMPILED.get(memo)
+    if hit is not None and hit[0] is engine:
+        return hit[1]
+    if catalog is None:
+        shipped = load_catalog()
+        name = engine.engine
+        catalog = shipped if name in shipped.engine_dirs \
+            and shipped.engine(name, engine.platform) is engine else None
+    digest = catalog.digest if catalog is not None else ""
+    key = f"{digest}-{engine.engine}-{engine.platform}-{'-'.join(backends or ('ALL',))}"
+    cached = cache_get("compiled", key) if digest else None
     if isinstance(cached, tuple) and len(cached) == 5:
         source, code_bytes, constants, inputs, facts = cached
         namespace: dict[str, Any] = dict(constants)
         exec(marshal.loads(code_bytes), namespace)
         defaults = {n: s.default for n, s in {**engine.profile.inputs, **engine.profile.environment}.items()}
-        return CompiledEngine(engine=engine, source=source, evaluate=namespace["evaluate"],
-                              input_names=inputs, fact_names=facts, defaults=defaults)
-    compiled = compile_engine(engine, catalog, backends)
-    if catalog.digest:
-        constants = {k: v for k, v in compiled.evaluate.__globals__.items()
-                     if k.startswith(("K_", "R_", "T_"))}
-        code = compile(compiled.source, f"<attn-select {engine.engine}>", "exec")
-        cache_put("compiled", key, (compiled.source, marshal.dumps(code), constants,
-                                    compiled.input_names, compiled.fact_names))
+        compiled = CompiledEngine(engine=engine, source=source, evaluate=namespace["evaluate"],
+                                  input_names=inputs, fact_names=facts, defaults=defaults)
+    else:
+        compiled = compile_engine(engine, catalog, backends)
+        if digest:
+            constants = {k: v for k, v in compiled.evaluate.__globals__.items()
+                         if k.startswith(("K_", "R_", "T_"))}
+            code = compile(compiled.source, f"<attn-select {engine.engine}>", "exec")
+            cache_put("compiled", key, (compiled.source, marshal.dumps(code), constants,
+                                        compiled.input_names, compiled.fact_names))
+    _COMPILED[memo] = (engine, compiled)
     return compiled

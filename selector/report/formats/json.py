@@ -30,8 +30,7 @@ def check_documents(records: Sequence[CheckRecord], command: Any) -> list[dict[s
                         "device": record.device if record.status == "invalid" else None,
                         "engine": record.engine, "valid": False, "status": record.status}
         document["passed"] = not record.failed
-        if record.status != "valid":
-            document["valid"] = False
+        document["valid"] = record.valid  # the record's complete verdict (start-up included)
         document["findings"] = [
             {"level": f.level, "code": f.code, "name": f.name, "message": f.message,
              "hint": f.hint, "line": f.line, "field": f.field, "backend": f.backend}
@@ -42,6 +41,8 @@ def check_documents(records: Sequence[CheckRecord], command: Any) -> list[dict[s
             document["command"] = {"argv": list(command.shown_argv), "model": command.model,
                                    "model_source": command.model_source,
                                    "settings": record.settings}
+        if record.measured_policy is not None:
+            document["measured_policy"] = record.measured_policy
         documents.append(document)
     return documents
 
