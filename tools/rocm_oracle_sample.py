@@ -191,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--standard", type=int, default=FAMILIES["standard"][0])
     ap.add_argument("--mla", type=int, default=FAMILIES["mla"][0])
     ap.add_argument("--out", type=Path, default=ROOT, help="repository root to write under")
+    ap.add_argument("--cases", type=Path, help="named configs (tools/rocm_acceptance_cases.json) "
+                    "instead of the sample: written to tests/golden/oracle/vllm-X/rocm-cases.jsonl.gz")
     a = ap.parse_args(argv)
     oracle = a.oracle_dir / "rocm_oracle.py"
     if not oracle.exists():
@@ -205,6 +207,21 @@ def main(argv: list[str] | None = None) -> int:
         probed = probe(a.python, env)
         if probed["vllm_version"] != a.version:
             raise HarnessError(f"{a.python} has vLLM {probed['vllm_version']}, not {a.version}")
+        if a.cases:  # named configs: the CLI tests' expected answers
+            named = json.loads(a.cases.read_text(encoding="utf-8"))
+            answers = ask(a.python, oracle, named, a.data / "rocm" / f"vllm-{a.version}", env)
+            bad = harness_failures(answers)
+            if bad:
+                print("error: harness failures, nothing written:\n  " + "\n  ".join(bad),
+                      file=sys.stderr)
+                return 1
+            lines = [dict(to_golden_line({k: v for k, v in c.items() if k != "id"}, ans,
+                                         a.version), id=c["id"])
+                     for c, ans in zip(named, answers, strict=True)]
+            path = golden_path(a.version, "cases", a.out)
+            write_golden(lines, path)
+            print(f"  wrote {path} ({len(lines)} lines)", file=sys.stderr)
+            return 0
         backends = [b for b in ROCM_BACKENDS if b in probed["backends"]]
         samples = {}
         for family, n in (("standard", a.standard), ("mla", a.mla)):

@@ -12,7 +12,7 @@ from typing import Any
 
 from selector.platforms import rocm
 
-__all__ = ["ROOT", "golden_files", "read_cases", "to_flat"]
+__all__ = ["FAMILIES", "ROOT", "golden_files", "read_cases", "to_flat"]
 
 ROOT = Path(__file__).parent / "oracle"
 
@@ -23,8 +23,12 @@ _SELECTOR_FIELDS = (
 )
 
 
+FAMILIES = ("standard", "mla")
+"""The seeded samples of ``tools/rocm_oracle_sample.py`` (``rocm-cases`` holds named ones)."""
+
+
 def golden_files() -> list[Path]:
-    return sorted(ROOT.glob("vllm-*/rocm-*.jsonl.gz"))
+    return sorted(p for family in FAMILIES for p in ROOT.glob(f"vllm-*/rocm-{family}.jsonl.gz"))
 
 
 def read_cases(path: Path) -> list[dict[str, Any]]:

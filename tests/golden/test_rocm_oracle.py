@@ -2,24 +2,29 @@
 ``tools/rocm_oracle_sample.py``: 10,000 standard + 5,000 MLA configs per release over the
 catalog's gfx architectures, AITER installed or not and the ``VLLM_ROCM_*`` switches)
 equal the profile's ROCm selection: every backend's reason list (vLLM's strings, in
-order), the selected backend and the error text, 100%."""
+order), the selected backend and the error text, 100%; and the agreement page
+(docs/platforms/rocm-agreement.md) states those counts."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from selector.catalog import load_catalog
 from tests.golden.oracle_sweep import sweep_mismatches
-from tests.golden.rocm_oracle import golden_files, read_cases, to_flat
+from tests.golden.rocm_oracle import golden_files, read_cases
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import rocm_agreement
 
 FAMILY_SIZES = {"rocm-standard.jsonl.gz": 10000, "rocm-mla.jsonl.gz": 5000}
 NOT_RECORDED: set[str] = {f"vllm=={v}" for v in (
     "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0")}
 """Profiled releases whose ROCm answers are not recorded yet (each one's ROCm data is
-then unchecked): none may be left when the list is emptied."""
+then unchecked, and the agreement page says so)."""
 
 
 def test_every_profiled_release_has_rocm_answers() -> None:
@@ -36,16 +41,16 @@ def test_rocm_release_agrees_with_vllm(path: Path) -> None:
     cases = read_cases(path)
     assert len(cases) == FAMILY_SIZES[path.name]
     assert {c["vllm_version"] for c in cases} == {engine.split("==", 1)[1]}
-    data = load_catalog().engine(engine, "rocm")
-    flat = [{"input": to_flat(c["input"], tuple(c.get("not_passed", ()))),
-             "backends": c["backends"], "selected": c["selected"], "error": _error(c["error"])}
-            for c in cases]
-    mismatches = sweep_mismatches(flat, data)
-    assert not mismatches, (f"{len(mismatches)} differences in {len(cases)} configs, first: "
-                            + json.dumps(mismatches[0], default=str)[:1500])
+    counts = rocm_agreement.agreement(path)
+    if counts["lists_agree"] == counts["lists"] and \
+            counts["selected_agree"] == counts["error_agree"] == counts["configs"]:
+        return
+    mismatches = sweep_mismatches(rocm_agreement.flat_cases(cases),
+                                  load_catalog().engine(engine, "rocm"))
+    pytest.fail(f"{counts}; {len(mismatches)} differences, first: "
+                + json.dumps(mismatches[0], default=str)[:1500])
 
 
-def _error(text: str | None) -> str | None:
-    """The oracle records the exception's type (``ValueError: ...``); the tool gives vLLM's
-    message."""
-    return text.removeprefix("ValueError: ") if text else text
+def test_the_agreement_page_states_the_counts() -> None:
+    page = rocm_agreement.PAGE.read_text(encoding="utf-8")
+    assert page == rocm_agreement.page(), "python tools/rocm_agreement.py"
