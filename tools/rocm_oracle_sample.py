@@ -23,6 +23,14 @@ an oracle environment without it gets one on ``PYTHONPATH`` from
 folder holding ``triton`` and its ``.dist-info``, whose entry points name the
 AMD backend).
 
+The oracle must be ``ORACLE_VERSION`` 2 or newer: the shared oracle (version 1, checked
+on 0.33.0 only) with ``tools/rocm_oracle.patch`` applied (``patch rocm_oracle.py
+tools/rocm_oracle.patch`` in the oracle directory) runs every profiled release (only the
+backends a release registers, only the ``get_attn_backend`` keywords it takes, its own
+``validate_configuration`` call before 0.31.0), keeps aiter probes of ``VllmConfig``'s
+construction apart from the selector's, and can trace an unmodelled aiter import
+(``ROCM_ORACLE_TRACE_AITER=1``).
+
 Nothing a harness failure produced is written as vLLM's answer: an answer with a
 harness ``error``, an exception outside vLLM's ``ValueError``, an AITER import the
 stub does not model or an ``internal_inconsistency`` (the selection does not
