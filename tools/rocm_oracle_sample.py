@@ -23,7 +23,7 @@ an oracle environment without it gets one on ``PYTHONPATH`` from
 folder holding ``triton`` and its ``.dist-info``, whose entry points name the
 AMD backend).
 
-The oracle must be ``ORACLE_VERSION`` 2 or newer: the shared oracle (version 1, checked
+The oracle must be ``ORACLE_VERSION`` 3 or newer: the shared oracle (version 1, checked
 on 0.33.0 only) with ``tools/rocm_oracle.patch`` applied (``patch rocm_oracle.py
 tools/rocm_oracle.patch`` in the oracle directory) runs every profiled release (only the
 backends a release registers, only the ``get_attn_backend`` keywords it takes, its own
@@ -63,7 +63,7 @@ import make_sample  # noqa: E402
 # family -> (default size, seed); the acceptance sample: 10,000 + 5,000 per release
 FAMILIES: dict[str, tuple[int, int]] = {"standard": (10000, 271), "mla": (5000, 272)}
 GOLDEN = "tests/golden/oracle/vllm-{version}/rocm-{family}.jsonl.gz"
-MIN_ORACLE_VERSION = 2
+MIN_ORACLE_VERSION = 3
 
 _PROBE = r"""
 import json, typing
