@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from selector.catalog import load_catalog
+from selector.checkrun import CheckOptions
 from selector.config import load_deployment
 from selector.errors import InvalidDeploymentError
 from selector.pipeline import record_of, solve_to_run
@@ -69,9 +70,7 @@ def test_a_cudagraph_refusal_is_the_layer_results_verdict(tmp_path: Path) -> Non
     assert record_of(solved, catalog, _options()).status == "invalid"
 
 
-def _options():  # type: ignore[no-untyped-def]
-    from selector.checkrun import CheckOptions
-
+def _options() -> CheckOptions:
     return CheckOptions()
 
 
