@@ -167,7 +167,8 @@ def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str
         own = reasons[attention_backend]
         if not own:
             return SelectionOutcome(reasons, order, derived, attention_backend, None)
-        if not ([code for code, _ in own] == ["KV001"] and _explicit_kv_fallback(engine, facts)):
+        if not (_explicit_fallback(engine, facts, _ANY_FALLBACK_FACT) or [
+                code for code, _ in own] == ["KV001"] and _explicit_fallback(engine, facts)):
             return SelectionOutcome(reasons, order, derived, None,
                                     explicit_error(engine, attention_backend, own))
         # the packed-KV run's fallback: the layer gets the auto-selected backend
@@ -200,14 +201,17 @@ def _performance_hints(engine: EngineData, catalog: Catalog, scope: Mapping[str,
 
 
 _FALLBACK_FACT = "explicit_kv_fallback"
+_ANY_FALLBACK_FACT = "explicit_fallback"
 
 
-def _explicit_kv_fallback(engine: EngineData, facts: Mapping[str, Any]) -> bool:
-    """Whether an ``--attention-backend`` refused for its KV-cache dtype alone gives way to
-    the auto-selected backend (the profile's fact ``explicit_kv_fallback``; none: never):
-    vLLM's ROCm platform keeps a packed-KV run's boundary layers at the native dtype
-    (0.31.0 ``rocm.py:705-735``)."""
-    fact = next((f for f in engine.profile.facts if f.name == _FALLBACK_FACT), None)
+def _explicit_fallback(engine: EngineData, facts: Mapping[str, Any],
+                       name: str = _FALLBACK_FACT) -> bool:
+    """Whether an invalid ``--attention-backend`` gives way to the auto-selected backend:
+    the profile's fact ``explicit_kv_fallback`` when it is refused for its KV-cache dtype
+    alone, ``explicit_fallback`` whatever its reasons (none: never). vLLM's ROCm platform
+    keeps a packed-KV run's boundary layers at the native dtype (any reason in 0.30.0,
+    ``rocm.py:684-735``; the KV-cache dtype reason alone from 0.31.0)."""
+    fact = next((f for f in engine.profile.facts if f.name == name), None)
     if fact is None:
         return False
     return bool(E.evaluate(E.parse(str(fact.value)), facts))
