@@ -167,8 +167,9 @@ def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str
         own = reasons[attention_backend]
         if not own:
             return SelectionOutcome(reasons, order, derived, attention_backend, None)
-        if not (_explicit_fallback(engine, facts, _ANY_FALLBACK_FACT) or [
-                code for code, _ in own] == ["KV001"] and _explicit_fallback(engine, facts)):
+        kv_only = [code for code, _ in own] == ["KV001"]
+        if not (_explicit_fallback(engine, facts, _ANY_FALLBACK_FACT)
+                or (kv_only and _explicit_fallback(engine, facts))):
             return SelectionOutcome(reasons, order, derived, None,
                                     explicit_error(engine, attention_backend, own))
         # the packed-KV run's fallback: the layer gets the auto-selected backend
