@@ -322,11 +322,24 @@ def model_record(checked: ModelCheckResult, loaded: LoadedDeployment, catalog: C
     """The record of a whole-model check: the architecture's, every layer group's, the KV
     plan's and the start-up findings."""
     findings = _architecture_findings(checked, catalog, loaded)
+    if checked.selections:
+        findings += _foreign_environment(loaded, checked.selections[0].result)
     findings += _model_findings(checked, catalog, loaded)
     findings += _memory_unchecked(checked, loaded)
     return _model_record(checked, loaded, source=source or loaded.path,
                          artifact=loaded.path if source is None else None, device=device,
                          findings=findings, options=options, settings=settings)
+
+
+def _foreign_environment(loaded: LoadedDeployment, result: SolveResult) -> list[Finding]:
+    """AS170 for each ``environment:`` fact the engine of the device's platform lacks
+    (another platform's: the validation refused any other name)."""
+    own = {name.removeprefix("env_") for name in result.environment_defaults}
+    name, _ = CLI_CODES["AS170"]
+    return [_finding("note", "AS170", name,
+                     f"environment.{key} has no effect on a {result.platform or 'default'} "
+                     "device: another platform's fact", "", ("environment", key), loaded)
+            for key in loaded.deployment.environment if key not in own]
 
 
 def _memory_unchecked(checked: ModelCheckResult, loaded: LoadedDeployment) -> list[Finding]:
@@ -357,7 +370,8 @@ def layer_record(result: SolveResult, loaded: LoadedDeployment, catalog: Catalog
     start-up refusals (never acknowledged: vLLM refuses them whatever the file says)."""
     record = _record(result, source=source or loaded.path,
                      artifact=loaded.path if source is None else None, device=device,
-                     findings=_result_findings(result, catalog, loaded), options=options,
+                     findings=_foreign_environment(loaded, result)
+                     + _result_findings(result, catalog, loaded), options=options,
                      settings=settings)
     if not startup:
         return record

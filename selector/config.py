@@ -453,7 +453,15 @@ def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: En
             raise InputError(exc.message, file=path, field="attention_config.mla_prefill_backend",
                              hint=exc.hint, line=loaded.line_of(("attention_config", "mla_prefill_backend"))
                              ) from None
-    unknown_env = sorted(set(d.environment) - {k.removeprefix("env_") for k in engine.profile.environment})
+    known_env = {k.removeprefix("env_") for k in engine.profile.environment}
+    for other in catalog.platforms:  # another platform's fact: no effect here (AS170), no error
+        if other.name != engine.platform:
+            try:
+                known_env |= {k.removeprefix("env_") for k in
+                              catalog.engine(engine.engine, other.name).profile.environment}
+            except InputError:
+                continue
+    unknown_env = sorted(set(d.environment) - known_env)
     if unknown_env:
         options = [k.removeprefix("env_") for k in engine.profile.environment]
         raise InputError(f"unknown environment fact {unknown_env[0]!r}", file=path,

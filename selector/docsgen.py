@@ -27,11 +27,12 @@ import selector.schema as schema_package
 from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
 from selector.config import LoadedDeployment
+from selector.errors import InputError
 from selector.memory.encoder import encoder_data, vit_backend
 from selector.memory.speculative import speculative_data
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
-from selector.platforms import capability_int
+from selector.platforms import capability_int, platform_module
 from selector.records import CLI_CODES
 from selector.release_history import release_history_page
 from selector.report.formats import REPORTERS
@@ -341,10 +342,14 @@ def _engine_slug(engine: str) -> str:
     return engine.replace("==", "-")
 
 
-def _device_caps(catalog: Catalog) -> list[tuple[int, list[str]]]:
+def _device_caps(catalog: Catalog, platform: str | None = None) -> list[tuple[int, list[str]]]:
+    """The capabilities of the catalog's devices of ``platform`` (default: the catalog's
+    default platform), each with its devices."""
+    platform = platform or catalog.default_platform
     caps: dict[int, list[str]] = {}
     for device in catalog.devices:
-        caps.setdefault(capability_int(device), []).append(device.name)
+        if device.platform == platform:
+            caps.setdefault(capability_int(device), []).append(device.name)
     return sorted(caps.items())
 
 
@@ -361,7 +366,7 @@ def _capabilities(spec: BackendSpec, catalog: Catalog) -> str:
         return "none"
     try:
         parsed = expr_lang.parse(str(condition))
-        admitted = [cc for cc, _ in _device_caps(catalog)
+        admitted = [cc for cc, _ in _device_caps(catalog, spec.platforms[0])
                     if expr_lang.evaluate(parsed, {"cc": cc, "cc_major": cc // 10,
                                                    "cc_minor": cc % 10})]
     except Exception:  # a rule that reads other facts: show the rule
@@ -382,7 +387,8 @@ def _representative(engine: EngineData, catalog: Catalog, cc: int,
             kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
             index_topk=2048 if kind == "sparse" else None))
     deployment = Deployment(engine=engine.engine,
-                            device=DeviceRef(capability=_cc_text(cc)), layer=layer)
+                            device=DeviceRef(capability=_cc_text(cc), platform=engine.platform),
+                            layer=layer)
     loaded = LoadedDeployment(path="<docs>", text="", deployment=deployment, lines={})
     result = solve_deployment(loaded, catalog, engine=engine.engine, suggest=False,
                               startup=False).layer
@@ -410,7 +416,7 @@ def _priority_section(engine: EngineData, catalog: Catalog) -> list[str]:
         "| Compute capability | GPUs | Standard attention | MLA | Sparse MLA |",
         "|---|---|---|---|---|",
     ]
-    for cc, devices in _device_caps(catalog):
+    for cc, devices in _device_caps(catalog, engine.platform):
         cells = []
         for kind in ("standard", "mla", "sparse"):
             order, selected = _representative(engine, catalog, cc, kind)
@@ -674,12 +680,17 @@ def _speculative_section(engine: EngineData, catalog: Catalog) -> list[str]:
 
 def _engine_page(engine: EngineData, catalog: Catalog) -> str:
     profile = engine.profile
+    platform = catalog.platform(engine.platform)
+    default = engine.platform == catalog.default_platform
     lines = [
         _MD_BANNER,
         "",
-        f"# {profile.engine}: attention backends",
+        f"# {profile.engine}: attention backends"
+        + ("" if default else f" on {platform.vendor} GPUs ({platform.vllm_platform})"),
         "",
-        f"{_cell(profile.description)}. Data: `schemas/engines/{engine.directory.name}/`"
+        f"{_cell(profile.description if default else f'vLLM {engine.version}, {platform.vllm_platform}')}"
+        f". Data: `schemas/engines/{engine.directory.name}/`"
+        + ("" if default else f" (platform sections: `platforms/{engine.platform}.yaml`)")
         + (f" (extends {profile.extends})" if profile.extends else "")
         + (f"; source: {_cell(profile.source)}" if profile.source else "") + ".",
         "",
@@ -695,7 +706,8 @@ def _engine_page(engine: EngineData, catalog: Catalog) -> str:
     for check in profile.checks:
         lines.append(f"| [{check.code}](../reason-codes.md#{_anchor(check.code)}) | "
                      f"{_code(check.fails_when)} |")
-    lines += _encoder_section(engine, catalog)
+    if default:  # the multimodal encoder's ViT backends are the CUDA platform's data
+        lines += _encoder_section(engine, catalog)
     lines += _speculative_section(engine, catalog)
     lines += ["", "## Backends", ""]
     for name, spec in sorted(engine.backends.items()):
@@ -808,6 +820,15 @@ def _index_page(catalog: Catalog, schemas: Iterable[str]) -> str:
         default = " (default)" if engine.engine == catalog.default_engine else ""
         lines.append(f"- [{engine.engine}](engines/{_engine_slug(engine.engine)}.md){default}: "
                      f"{_cell(engine.profile.description)}, {len(engine.backends)} backends")
+    for platform in catalog.platforms[1:]:
+        lines += ["", f"## {platform.vendor} GPUs ({platform.name})", "",
+                  f"- [The {platform.name} platform: devices, environment, releases]"
+                  f"(platforms/{platform.name}.md)"]
+        lines += [f"- [{engine.engine} on {platform.name}](engines/"
+                  f"{_engine_slug(engine.engine)}-{platform.name}.md)"
+                  for engine in sorted(catalog.engines.values(), key=lambda e: e.version,
+                                       reverse=True)
+                  if platform.name in _other_platforms(catalog, engine.engine)]
     lines += ["", "## Reference", "",
               "- [Reason codes](reason-codes.md)",
               "- [Devices](devices.md)",
@@ -868,6 +889,61 @@ def _memory_page(answers_path: Path, catalog: Catalog, shown_path: Path, engine:
     return "\n".join(lines)
 
 
+def _other_platforms(catalog: Catalog, engine: str) -> list[str]:
+    """The platforms besides the default one whose sections ``engine`` has."""
+    found = []
+    for platform in catalog.platforms[1:]:
+        try:
+            catalog.engine(engine, platform.name)
+        except InputError:
+            continue
+        found.append(platform.name)
+    return found
+
+
+_AGREEMENT_DOC = "docs/platforms/{platform}-agreement.md"
+"""vLLM's recorded answers on a platform against the profiles (written by the platform's
+oracle tool, checked by its golden test)."""
+
+
+def _platform_page(catalog: Catalog, name: str) -> str:
+    """A platform's page: its devices, the environment facts a deployment states for it
+    (and the variables that set them), each release's profile page."""
+    spec = catalog.platform(name)
+    module = platform_module(name)
+    newest = max(catalog.engines.values(), key=lambda e: e.version).engine
+    engine = catalog.engine(newest, name)
+    variables = {fact: var for var, fact in module.ENVIRONMENT_VARIABLES.items()}
+    lines = [_MD_BANNER, "", f"# {spec.vendor} GPUs: vLLM's {spec.vllm_platform}", "",
+             f"{_cell(spec.source)}. A device of this platform is checked with each release's "
+             f"`platforms/{name}.yaml` sections and the backends that name `{name}`; its "
+             "capability is read by `selector/platforms/" + name + ".py`.", "",
+             "## Devices", "",
+             "| Device | Architecture | Capability | Family | Memory (GiB) | Notes |",
+             "|---|---|---|---|---|---|"]
+    for d in catalog.devices:
+        if d.platform == name:
+            lines.append(f"| {_cell(d.name)} | {d.arch} | {d.capability} | "
+                         f"{_cell(d.architecture)} | {d.memory_gib:g} | {_cell(d.notes) or '-'} |")
+    lines += ["", f"## Environment ({newest})", "",
+              "A deployment file states these under `environment:` (the name without `env_`); "
+              "a `vllm serve` line sets them with the variable.", "",
+              "| Deployment key | Variable | Default | Meaning |", "|---|---|---|---|"]
+    for fact, spec_ in engine.profile.environment.items():
+        variable = variables.get(fact, "-")
+        lines.append(f"| `{fact.removeprefix('env_')}` | {_code(variable) if variable != '-' else '-'} "
+                     f"| {_code(spec_.default)} | {_cell(spec_.doc)} |")
+    lines += ["", "## Releases", ""]
+    for release in sorted(catalog.engines.values(), key=lambda e: e.version, reverse=True):
+        if name in _other_platforms(catalog, release.engine):
+            lines.append(f"- [{release.engine}](../engines/{_engine_slug(release.engine)}-{name}.md)")
+    agreement = _AGREEMENT_DOC.format(platform=name)
+    if (schemas_dir().parent / agreement).is_file():
+        lines += ["", f"vLLM's own answers on this platform against each release's profile: "
+                  f"[{Path(agreement).name}]({Path(agreement).name})."]
+    return "\n".join(lines) + "\n"
+
+
 def generate(catalog: Catalog) -> list[GeneratedFile]:
     """Every generated file, from the data alone."""
     schemas = json_schemas()
@@ -889,6 +965,13 @@ def generate(catalog: Catalog) -> list[GeneratedFile]:
     for engine in sorted(catalog.engines.values(), key=lambda e: e.version):
         files.append(GeneratedFile(f"docs/engines/{_engine_slug(engine.engine)}.md",
                                    _engine_page(engine, catalog)))
+        for platform in _other_platforms(catalog, engine.engine):
+            files.append(GeneratedFile(
+                f"docs/engines/{_engine_slug(engine.engine)}-{platform}.md",
+                _engine_page(catalog.engine(engine.engine, platform), catalog)))
+    for spec in catalog.platforms[1:]:
+        files.append(GeneratedFile(f"docs/platforms/{spec.name}.md",
+                                   _platform_page(catalog, spec.name)))
     for name, schema in schemas.items():
         files.append(GeneratedFile(f"schemas/jsonschema/{name}",
                                    json.dumps(schema, indent=2, ensure_ascii=False) + "\n"))

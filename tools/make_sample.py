@@ -298,6 +298,96 @@ def generate(family: str, n: int, seed: int, version: str = "0.33.0") -> list[Co
     return out
 
 
+# --------------------------------------------------------------------------- #
+# ROCm: configs in the input format of the ROCm oracle (rocm_oracle.py)        #
+# --------------------------------------------------------------------------- #
+
+# The gfx architectures of the catalog's AMD devices (schemas/devices.yaml,
+# platform rocm; tests/unit/test_rocm_sample.py keeps the two equal), weighted
+# toward the Instinct parts vLLM's ROCm backends are written for.
+ROCM_ARCHS = ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1151", "gfx1201"]
+ROCM_ARCH_WEIGHTS = [0.1, 0.4, 0.25, 0.1, 0.05, 0.1]
+# The VLLM_ROCM_* switches (and VLLM_BATCH_INVARIANT) the oracle applies; each
+# config leaves a switch unset (vLLM's default) or sets one of its values.
+ROCM_ENV_VALUES: dict[str, list[str | None]] = {
+    "VLLM_ROCM_USE_AITER": [None, None, "0", "1", "1", "1"],
+    "VLLM_ROCM_USE_AITER_MHA": [None, None, None, "0", "1"],
+    "VLLM_ROCM_USE_AITER_MLA": [None, None, None, "0", "1"],
+    "VLLM_ROCM_USE_AITER_UNIFIED_ATTENTION": [None, None, None, "1"],
+    "VLLM_ROCM_SHUFFLE_KV_CACHE_LAYOUT": [None, None, None, "1"],
+    "VLLM_ROCM_USE_AITER_TRITON_SPARSE_MLA": [None, None, None, "1"],
+    "VLLM_BATCH_INVARIANT": [None, None, None, None, None, "1"],
+}
+ROCM_BLOCK_SIZES = [1, 8, 16, 32, 48, 64, 128, 256, 528, 544, 1024]
+# AITER MLA's head rules (16 or 128, padded counts) make these the interesting ones.
+ROCM_MLA_NUM_HEADS = [1, 2, 4, 8, 16, 16, 24, 32, 48, 64, 96, 128, 128, 256]
+
+
+def rocm_env(rng: random.Random) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for key in sorted(ROCM_ENV_VALUES):
+        value = _pick(rng, ROCM_ENV_VALUES[key])
+        if value is not None:
+            env[key] = value
+    return env
+
+
+def make_rocm_config(rng: random.Random, family: str, kv_cache_dtypes: Sequence[str],
+                     backends: Sequence[str]) -> Config:
+    """One config of the ROCm oracle. family: "standard" or "mla"."""
+    mla = family == "mla"
+    use_mla = True if mla else rng.random() < 0.05
+    r = rng.random()
+    if r < 0.4:
+        kv = "auto"
+    elif r < 0.5:
+        kv = _pick(rng, ["bfloat16", "float16"])
+    elif r < 0.75:
+        kv = _pick(rng, [k for k in ("fp8", "fp8_e4m3", "fp8_e5m2") if k in kv_cache_dtypes])
+    else:
+        kv = _pick(rng, list(kv_cache_dtypes))
+    bs: int | None
+    if rng.random() < 0.45:
+        bs = None
+    elif rng.random() < 0.8:
+        bs = _pick(rng, ROCM_BLOCK_SIZES)
+    else:
+        bs = block_size(rng, use_mla)
+    cfg: Config = {
+        "gcn_arch": _pick(rng, ROCM_ARCHS, ROCM_ARCH_WEIGHTS),
+        "aiter_installed": rng.random() < 0.7,
+        "env": rocm_env(rng),
+        "head_size": head_size(rng, use_mla),
+        "dtype": _pick(rng, DTYPES, MLA_DTYPE_WEIGHTS if mla else DTYPE_WEIGHTS),
+        "kv_cache_dtype": kv,
+        "block_size": bs,
+        "use_mla": use_mla,
+        "has_sink": rng.random() < (0.03 if mla else 0.1),
+        "use_sparse": rng.random() < (0.25 if mla else 0.03),
+        "use_mm_prefix": rng.random() < (0.03 if mla else 0.08),
+        "use_per_head_quant_scales": rng.random() < 0.05,
+        "has_sliding_window": rng.random() < (0.03 if mla else 0.15),
+        "use_non_causal": rng.random() < 0.08,
+        "attn_type": _pick(rng, ATTN_TYPES, [0.79, 0.07, 0.07, 0.07] if not mla
+                           else [0.91, 0.03, 0.03, 0.03]),
+    }
+    if mla or rng.random() < 0.35:
+        cfg["num_heads"] = _pick(rng, ROCM_MLA_NUM_HEADS if mla else NUM_HEADS)
+    if rng.random() < 0.1:
+        cfg["attention_backend"] = _pick(rng, list(backends))
+    return cfg
+
+
+def generate_rocm(family: str, n: int, seed: int, kv_cache_dtypes: Sequence[str],
+                  backends: Sequence[str]) -> list[Config]:
+    """n ROCm configs; deterministic for (family, n, seed) and the release's
+    ``CacheDType`` values and registered ROCm backends."""
+    if family not in ("standard", "mla"):
+        raise ValueError(f"unknown family {family!r}")
+    rng = random.Random(seed)
+    return [make_rocm_config(rng, family, kv_cache_dtypes, backends) for _ in range(n)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -3,16 +3,18 @@ apart from :mod:`selector.memory.startup` so a single-layer check imports little
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from selector import expr as E
 from selector.catalog import Catalog
 from selector.memory.dcp import DcpCheck, dcp_refusals
 from selector.memory.profile import StartupProfile
 
-__all__ = ["StartupIssue", "dcp_issue", "dtype_issue", "kv_heads_issue", "startup_issue"]
+__all__ = ["StartupIssue", "dcp_issue", "dtype_issue", "kv_heads_issue", "layer_build_issues",
+           "startup_issue"]
 
 _ALL_DCP_CHECKS: frozenset[DcpCheck] = frozenset(get_args(DcpCheck))
 
@@ -77,3 +79,17 @@ def kv_heads_issue(catalog: Catalog, profile: StartupProfile, *, num_kv_heads: i
         return None
     return startup_issue(catalog, code, ("parallel", "tensor_parallel_size"),
                          num_kv_heads=num_kv_heads, tensor_parallel_size=tp_size)
+
+
+def layer_build_issues(catalog: Catalog, engine: str, platform: str | None, backend: str,
+                       scope: Mapping[str, Any]) -> list[StartupIssue]:
+    """The refusals of ``backend``'s ``layer_checks`` (vLLM's ``AttentionImpl.__init__``
+    when it builds a layer the backend was selected for) whose condition holds for the
+    layer's facts ``scope``; each one's message is filled from those facts."""
+    spec = catalog.engine(engine, platform).backends[backend]
+    found = []
+    for rule in spec.layer_checks:
+        if E.evaluate(E.parse(rule.when), scope):
+            found.append(startup_issue(catalog, rule.code, ("model",),
+                                       **{k: v for k, v in scope.items() if isinstance(k, str)}))
+    return found

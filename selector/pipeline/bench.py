@@ -14,6 +14,7 @@ from selector.bench.targets import (
 from selector.catalog import load_catalog
 from selector.config import LoadedDeployment, load_deployment
 from selector.pipeline.check import solve_to_run
+from selector.platforms import DEFAULT_PLATFORM, platform_module
 
 __all__ = ["bench_targets"]
 
@@ -31,6 +32,10 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     path = Path(loaded.path)
     deployment = loaded.deployment
     solved = solve_to_run(loaded, catalog, "bench")
+    platform = (solved.layer.platform if solved.layer is not None
+                else solved.model.platform if solved.model is not None else None)
+    if platform is not None and platform != DEFAULT_PLATFORM:  # its GPU, before any runner
+        platform_module(platform).probe_torch(f"the bench of {path.name} (a {platform} deployment)")
     if solved.model is not None:
         groups = model_groups(solved.model)
         mode = "explicit" if deployment.attention_backend else "auto"

@@ -23,6 +23,7 @@ from selector.config import (
 )
 from selector.errors import InputError
 from selector.memory import StartupIssue, dcp_issue, dtype_issue, kv_heads_issue, startup_profile
+from selector.memory.issues import layer_build_issues
 from selector.request import RequestFacts, layer_request
 from selector.result import SolveResult
 from selector.solver import solve
@@ -111,6 +112,10 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
         result = solve(facts, engine=target.engine, attention_backend=d.attention_backend,
                        cudagraph_mode=target.cudagraph_mode, suggest=suggest, catalog=catalog)
         issues = _layer_startup(loaded, catalog, target, split=refuse_split, startup=startup)
+        if startup and result.selected is not None:  # the selected backend builds the layer
+            issues += tuple(layer_build_issues(catalog, result.engine, result.platform,
+                                               result.selected,
+                                               {**result.facts, **result.derived}))
         return Solved(loaded=loaded, engine=result.engine, device=device, layer=result,
                       startup=issues)
     whole = model or deployment_whole_model(loaded)
@@ -134,7 +139,8 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
                               attention_backend=d.attention_backend,
                               backend_per_kind=d.attention_config.backend_per_kind,
                               cudagraph_mode=target.cudagraph_mode, options=kv, catalog=catalog,
-                              draft_backend=draft.backend if draft is not None else None)
+                              draft_backend=draft.backend if draft is not None else None,
+                              platform=target.platform)
     return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)
 
 

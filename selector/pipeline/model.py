@@ -48,8 +48,9 @@ def check_model(
     """Select each attention layer's backend and negotiate the KV cache. ``cudagraph_mode``
     None and the values ``options`` does not give are the engine's defaults
     (``defaults.yaml``; the batch limits of a device vLLM cannot query, as a model checked
-    without a device). ``draft_backend``: the backend of the speculative draft's layers
-    (``LayerFacts.draft``; None: selected by vLLM)."""
+    without a device); ``platform`` None: the catalog's default platform. ``draft_backend``:
+    the backend of the speculative draft's layers (``LayerFacts.draft``; None: selected by
+    vLLM)."""
     catalog = catalog or load_catalog()
     engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     defaults = catalog.engine_defaults(engine_data.engine)

@@ -34,7 +34,7 @@ from selector.memory.encoder import (
     encoder_memory_line,
     encoder_report,
 )
-from selector.memory.issues import startup_issue
+from selector.memory.issues import layer_build_issues, startup_issue
 from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
 from selector.memory.profile import StartupProfile
 from selector.memory.speculative import draft_weight_part
@@ -153,7 +153,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         return check_model(facts, base, engine=target.engine, attention_backend=d.attention_backend,
                            backend_per_kind=d.attention_config.backend_per_kind,
                            cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog,
-                           draft_backend=draft.backend if draft is not None else None)
+                           draft_backend=draft.backend if draft is not None else None,
+                           platform=target.platform)
 
     issues: list[StartupIssue] = []
     pp = _pp_size(loaded, settings)
@@ -174,6 +175,12 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     if whole is not None:
         kv = kv.model_copy(update={"available_kv_bytes": whole.available_kv_bytes})
     checked = solve(model, options=kv)
+    for selection in checked.selections:  # the selected backends build the layers
+        if selection.result.selected is not None:
+            issues.extend(issue for issue in layer_build_issues(
+                catalog, checked.engine, checked.platform, selection.result.selected,
+                {**selection.result.facts, **selection.result.derived})
+                if issue not in issues)
     auto = d.max_model_len == "auto" and modelled
     auto_from = kv.max_model_len if auto else None
     plans = [checked.plan if pp == 1 else _stage_plan(solve, stage, kv) for stage in stages]

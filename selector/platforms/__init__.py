@@ -1,5 +1,5 @@
 """The platform registry: one module per platform of ``schemas/platforms.yaml``
-(``cuda``), each reading its devices' capability text, naming their architecture and
+(``cuda``, ``rocm``), each reading its devices' capability text, naming their architecture and
 probing torch for its GPUs.
 
 Every capability a device, a deployment or a flat config states is read here, by the
@@ -35,6 +35,13 @@ class PlatformModule(Protocol):
     NAME: str
     """The platform's name in ``schemas/platforms.yaml``."""
 
+    ENVIRONMENT_VARIABLES: dict[str, str]
+    """The platform's own ``VLLM_*`` switches -> the environment fact each sets."""
+
+    def read_switch(self, value: str) -> bool:
+        """A switch's value as vLLM reads it."""
+        ...
+
     def parse_capability(self, value: object) -> int:
         """Capability text (or number) as users and data write it -> the capability as
         profiles read it (``major * 10 + minor``); ValueError when it is none."""
@@ -60,6 +67,7 @@ class PlatformModule(Protocol):
 
 PLATFORM_MODULES: dict[str, str] = {
     "cuda": "selector.platforms.cuda",
+    "rocm": "selector.platforms.rocm",
 }
 """Platform name -> its module (``tests/unit/test_platforms.py``: the names are those of
 ``schemas/platforms.yaml``)."""

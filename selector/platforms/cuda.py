@@ -13,6 +13,7 @@ from selector.platforms import GPU_EXTRA_HINT
 from selector.schema.device import Device
 
 __all__ = [
+    "ENVIRONMENT_VARIABLES",
     "INSTALL_HINT",
     "NAME",
     "arch_of",
@@ -20,9 +21,19 @@ __all__ = [
     "check_device",
     "parse_capability",
     "probe_torch",
+    "read_switch",
 ]
 
 NAME = "cuda"
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {}
+"""The CUDA platform's own switches (none: the CUDA variables attn-select reads are read
+for every platform, ``selector/serve/environment.py``)."""
+
+
+def read_switch(value: str) -> bool:
+    """A switch's value as vLLM's ``envs.py`` reads its booleans: ``1`` / ``true``."""
+    return value.strip().lower() in ("1", "true")
 
 INSTALL_HINT = GPU_EXTRA_HINT
 

@@ -314,6 +314,11 @@ class BackendSpec(StrictModel):
     """Backend-local derived facts (e.g. a model attribute read with this backend's default)."""
     features: Features = Field(default_factory=Features)
     combination: tuple[CombinationRule, ...] = ()
+    layer_checks: tuple[CombinationRule, ...] = ()
+    """Rules the backend's implementation enforces when vLLM builds the layer
+    (``AttentionImpl.__init__``, after selection): when one holds for the selected
+    backend, vLLM's start-up fails with the code's message (a start-up refusal, not a
+    reason of the selection)."""
     runtime: Runtime = Field(default_factory=Runtime)
     prefill_checkpoint: PrefillCheckpoint | None = None
     """A state backend's mixers' prefill checkpoints (wired state backends only)."""

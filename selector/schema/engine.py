@@ -19,6 +19,7 @@ __all__ = [
     "FactStep",
     "HybridAlignmentRules",
     "InputSpec",
+    "PerformanceHint",
     "PriorityBranch",
     "PriorityEntry",
     "SuggestionSpec",
@@ -93,6 +94,25 @@ class EngineMessages(StrictModel):
     reasons_item: str = "{name}: [{reasons}]"
     reasons_join: str = ", "
     block_size_precluded: str = ""
+    kv_dtypes_hint: str = ""
+    """Appended where ``no_valid_backend`` has ``{kv_hint}`` when a backend refused the
+    KV-cache dtype (``{dtypes}``: the KV-cache dtypes of those backends)."""
+
+
+class PerformanceHint(StrictModel):
+    """A warning where vLLM's choice leaves speed on the table: when ``when`` holds, one of
+    ``selected`` is selected and one of ``faster`` is valid for the same layer, ``code``'s
+    message names the first valid one of ``faster`` (``{faster}`` in ``fix`` too)."""
+
+    code: str
+    when: Condition = True
+    selected: tuple[str, ...]
+    faster: tuple[str, ...] = Field(min_length=1)
+    why: str
+    fix: str
+    """The change as the command line spells it (``{faster}``: the faster backend)."""
+    source: str
+    """Where the measurement or the rule comes from (an issue, a file and line)."""
 
 
 class SuggestionSpec(StrictModel):
@@ -164,6 +184,8 @@ class EngineProfile(StrictModel):
     messages: EngineMessages
     suggestions: tuple[SuggestionSpec, ...] = ()
     """Request changes to try, in order, when no backend is valid (fix suggestions)."""
+    performance_hints: tuple[PerformanceHint, ...] = ()
+    """Warnings where vLLM's choice is slower than a valid alternative (a platform's)."""
     kv_cache_layout_default: Literal["NHD", "HND"] | None = None
     """The process-wide KV-cache layout when the selected backend requires none
     (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""

@@ -7,13 +7,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from selector.schema.engine import EngineMessages, FactSpec, InputSpec, PriorityBranch
+from selector.schema.engine import FactSpec, InputSpec, PerformanceHint, PriorityBranch
 from selector.schema.types import StrictModel
 
 __all__ = [
     "PLATFORM_SECTIONS",
     "CapabilityKind",
     "PlatformCatalog",
+    "PlatformMessages",
     "PlatformProfile",
     "PlatformSpec",
 ]
@@ -59,6 +60,19 @@ class PlatformCatalog(StrictModel):
         return self
 
 
+class PlatformMessages(StrictModel):
+    """The templates of :class:`EngineMessages` a platform states differently (each one
+    replaces the profile's of the same name)."""
+
+    no_valid_backend: str | None = None
+    selected_invalid: str | None = None
+    config_repr: str | None = None
+    reasons_item: str | None = None
+    reasons_join: str | None = None
+    block_size_precluded: str | None = None
+    kv_dtypes_hint: str | None = None
+
+
 class PlatformProfile(StrictModel):
     """What of an engine profile is one platform's own (the complete form, as the base
     profile's ``platforms/<name>.yaml`` states it; a newer profile's file states only
@@ -74,5 +88,8 @@ class PlatformProfile(StrictModel):
     """Backends a sweep line reports (the oracle's default set)."""
     facts: tuple[FactSpec, ...] = ()
     """Derived facts of the platform, merged over the profile's by name."""
-    messages: EngineMessages | None = None
-    """Message templates of the platform, merged over the profile's key by key."""
+    performance_hints: tuple[PerformanceHint, ...] = ()
+    """Warnings where vLLM's choice on this platform is slower than a valid alternative."""
+    messages: PlatformMessages | None = None
+    """Message templates of the platform, merged over the profile's key by key (only the
+    ones that differ: ``no_valid_backend`` names vLLM's ``device_name``)."""

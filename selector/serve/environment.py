@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 
 from selector.catalog import Catalog, EngineData, close_matches
+from selector.platforms import PLATFORM_MODULES, platform_module
 from selector.serve.command import ServeNote
 from selector.serve.flags import ServeFlags
 from selector.serve.settings import Settings
@@ -15,11 +16,32 @@ from selector.serve.values import parse_bool
 __all__ = ["read_environment"]
 
 
+def _switches(platform: str) -> dict[str, str]:
+    """A platform's ``VLLM_*`` switches -> the environment fact each sets (its module's
+    ``ENVIRONMENT_VARIABLES``)."""
+    return platform_module(platform).ENVIRONMENT_VARIABLES
+
+
 def read_environment(env: Mapping[str, str], settings: Settings, notes: list[ServeNote],
-                     catalog: Catalog, engine: str | EngineData | None, table: ServeFlags) -> None:
-    """The variables of the command line (and the process's ``VLLM_*`` ones)."""
+                     catalog: Catalog, engine: str | EngineData | None, table: ServeFlags,
+                     platform: str | None = None) -> None:
+    """The variables of the command line (and the process's ``VLLM_*`` ones), for a
+    device of ``platform`` (default: the catalog's default platform)."""
+    platform = platform or catalog.default_platform
+    own = _switches(platform)
+    others = {name: other for other in PLATFORM_MODULES if other != platform
+              for name in _switches(other)}
     for name, value in env.items():
-        if name in table.removed_environment:
+        if name in own:
+            on = bool(platform_module(platform).read_switch(value))
+            settings.environment[own[name].removeprefix("env_")] = on
+            notes.append(ServeNote("info", "AS107", name,
+                                   f"{name}={value}: {'on' if on else 'off'}"))
+        elif name in others:
+            notes.append(ServeNote("info", "AS104", name,
+                                   f"{name}={value} has no effect on a {platform} device: "
+                                   f"vLLM's {others[name]} platform reads it"))
+        elif name in table.removed_environment:
             removed = table.removed_environment[name]
             level, replacement = removed.level, removed.use
             shown = value

@@ -185,7 +185,8 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
     flag_notes(raw, notes, catalog, table,
                 str(engine_data.version) if engine_data.family == "vllm" else "")
     settings = build_settings(raw, catalog, engine_data, notes, table)
-    read_environment(env, settings, notes, catalog, engine_data, table)
+    read_environment(env, settings, notes, catalog, engine_data, table,
+                     _platform_of(device, catalog))
     data, file, name, how = load_model_config(raw.model or "", model)
     notes.append(ServeNote("info", "AS105", "--model" if model else "MODEL", how))
     if settings.hf_overrides:

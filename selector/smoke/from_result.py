@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from selector.catalog import load_catalog
+from selector.platforms import DEFAULT_PLATFORM
 from selector.result import SolveResult
 from selector.smoke.contract import load_contract
 from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan
@@ -68,6 +69,7 @@ def smoke_plan(result: SolveResult, backend: str, *, name: str, sliding_window: 
         name=name,
         backend=backend,
         engine=result.engine,
+        platform=result.platform or DEFAULT_PLATFORM,
         capability=int(facts.get("cc") or 90),
         fa_version=fa_version if backend in ("FLASH_ATTN", "FLASH_ATTN_MLA") else None,
         kernel_block_size=kernel_block_size or runtime.block_size,

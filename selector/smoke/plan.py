@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
+from selector.platforms import DEFAULT_PLATFORM
 from selector.schema.types import CudaGraphMode
 
 __all__ = [
@@ -60,6 +61,8 @@ class SmokePlan(BaseModel):
                         pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
                         description="the engine version whose kernel calls are reproduced "
                         "(default: the engine a command uses when none is named)")
+    platform: str = Field(default=DEFAULT_PLATFORM, pattern=r"^[a-z][a-z0-9_]*$",
+                          description="the platform of the plan's GPU (schemas/platforms.yaml)")
     capability: Annotated[int, Field(ge=10, le=200, strict=True)] = Field(
         default=90, description="compute capability of the plan's GPU, major*10+minor")
     fa_version: Literal[2, 3, 4] | None = Field(

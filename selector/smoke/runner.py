@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from selector.errors import CannotRunHereError
+from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract
@@ -94,8 +95,13 @@ class _Libraries:
 
 
 def _check_runnable(plans: Sequence[SmokePlan]) -> None:
-    """Refuse (exit 4, naming why) a plan the smoke check cannot run, before any import."""
+    """Refuse (exit 4, naming why) a plan the smoke check cannot run, before any import
+    (a plan of another platform than the runners': that platform's GPU first)."""
     for plan in plans:
+        if plan.platform != DEFAULT_PLATFORM:
+            platform_module(plan.platform).probe_torch(
+                f"the smoke check of plan '{plan.name}' ({plan.backend}, a {plan.platform} "
+                "deployment)")
         if plan.kv_cache_dtype not in ("auto", plan.dtype) and not plan.fp8_kv:
             raise CannotRunHereError(
                 f"plan '{plan.name}': kv_cache_dtype '{plan.kv_cache_dtype}' is not "

@@ -42,6 +42,7 @@ __all__ = [
     "explicit_error",
     "kernel_block_sizes_of",
     "no_valid_error",
+    "no_valid_hint",
     "no_valid_message",
     "no_valid_reasons",
     "pinned",
@@ -74,7 +75,21 @@ _REPR_CACHE: dict[tuple[object, ...], str] = {}
 def no_valid_error(engine: EngineData, facts: Mapping[str, Any],
                    invalid: list[tuple[str, list[Reason]]]) -> str:
     """vLLM's "No valid attention backend found ..." text (pieces cached: they repeat)."""
-    return no_valid_message(engine, facts, no_valid_reasons(engine, invalid))
+    return no_valid_message(engine, facts, no_valid_reasons(engine, invalid),
+                            no_valid_hint(engine, invalid))
+
+
+def no_valid_hint(engine: EngineData, invalid: list[tuple[str, list[Reason]]]) -> str:
+    """The ``kv_dtypes_hint`` of the message (empty when the engine states none or no
+    backend refused the KV-cache dtype): the KV-cache dtypes of every backend whose
+    reasons name ``kv_cache_dtype``, sorted (ROCm, 0.30.0 ``rocm.py:777-792``)."""
+    template = engine.profile.messages.kv_dtypes_hint
+    if not template:
+        return ""
+    dtypes = sorted({dtype for name, reasons in invalid
+                     if any("kv_cache_dtype" in message for _, message in reasons)
+                     for dtype in (engine.backends[name].kv_cache_dtypes or ())})
+    return template.format(dtypes=", ".join(dtypes)) if dtypes else ""
 
 
 def no_valid_reasons(engine: EngineData, invalid: list[tuple[str, list[Reason]]]) -> str:
@@ -92,20 +107,23 @@ def no_valid_reasons(engine: EngineData, invalid: list[tuple[str, list[Reason]]]
     return messages.reasons_join.join(items)
 
 
-def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str) -> str:
-    """:func:`no_valid_error` from its reasons part (:func:`no_valid_reasons`)."""
+def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str,
+                     hint: str = "") -> str:
+    """:func:`no_valid_error` from its reasons part (:func:`no_valid_reasons`) and its
+    KV-cache dtype hint (:func:`no_valid_hint`)."""
     messages = engine.profile.messages
     template = messages.config_repr
     repr_key = (template, *map(facts.get, _template_fields(template)), facts.get("attn_type"))
     try:
         config = _REPR_CACHE.get(repr_key)
     except TypeError:  # a value that cannot be a key (a list given for a fact): not cached
-        return messages.no_valid_backend.format(config=_config_repr(template, facts), reasons=reasons)
+        return messages.no_valid_backend.format(config=_config_repr(template, facts),
+                                                reasons=reasons, kv_hint=hint)
     if config is None:
         config = _config_repr(template, facts)
         if len(_REPR_CACHE) < 100_000:
             _REPR_CACHE[repr_key] = config
-    return messages.no_valid_backend.format(config=config, reasons=reasons)
+    return messages.no_valid_backend.format(config=config, reasons=reasons, kv_hint=hint)
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
@@ -147,15 +165,57 @@ def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str
             return SelectionOutcome(reasons, order, derived, None, own[0][1])
     if attention_backend:
         own = reasons[attention_backend]
-        if own:
+        if not own:
+            return SelectionOutcome(reasons, order, derived, attention_backend, None)
+        kv_only = [code for code, _ in own] == ["KV001"]
+        if not (_explicit_fallback(engine, facts, _ANY_FALLBACK_FACT)
+                or (kv_only and _explicit_fallback(engine, facts))):
             return SelectionOutcome(reasons, order, derived, None,
                                     explicit_error(engine, attention_backend, own))
-        return SelectionOutcome(reasons, order, derived, attention_backend, None)
+        # the packed-KV run's fallback: the layer gets the auto-selected backend
     for name in order:
         if not reasons[name]:
             return SelectionOutcome(reasons, order, derived, name, None)
     invalid = [(name, reasons[name]) for name in order]
     return SelectionOutcome(reasons, order, derived, None, no_valid_error(engine, facts, invalid))
+
+
+def _performance_hints(engine: EngineData, catalog: Catalog, scope: Mapping[str, Any],
+                       outcome: SelectionOutcome) -> list[Diagnostic]:
+    """The profile's performance hints that hold for this selection (the first valid
+    faster backend named)."""
+    found = []
+    for hint in engine.profile.performance_hints:
+        if outcome.selected not in hint.selected or not E.evaluate(E.parse(hint.when), scope):
+            continue
+        faster = next((name for name in hint.faster
+                       if name in outcome.reasons and not outcome.reasons[name]), None)
+        if faster is None:
+            continue
+        entry = catalog.code(hint.code)
+        values = {"selected": outcome.selected, "faster": faster, "why": hint.why,
+                  "fix": hint.fix.format(faster=faster), "source": hint.source}
+        found.append(Diagnostic(code=hint.code, name=entry.name, severity="warning",
+                                message=entry.message.format(**values),
+                                hint=entry.hint.format(**values), backend=faster))
+    return found
+
+
+_FALLBACK_FACT = "explicit_kv_fallback"
+_ANY_FALLBACK_FACT = "explicit_fallback"
+
+
+def _explicit_fallback(engine: EngineData, facts: Mapping[str, Any],
+                       name: str = _FALLBACK_FACT) -> bool:
+    """Whether an invalid ``--attention-backend`` gives way to the auto-selected backend:
+    the profile's fact ``explicit_kv_fallback`` when it is refused for its KV-cache dtype
+    alone, ``explicit_fallback`` whatever its reasons (none: never). vLLM's ROCm platform
+    keeps a packed-KV run's boundary layers at the native dtype (any reason in 0.30.0,
+    ``rocm.py:684-735``; the KV-cache dtype reason alone from 0.31.0)."""
+    fact = next((f for f in engine.profile.facts if f.name == name), None)
+    if fact is None:
+        return False
+    return bool(E.evaluate(E.parse(str(fact.value)), facts))
 
 
 def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
@@ -340,6 +400,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
                     block_size=full["block_size"], precluded=", ".join(precluded), winner=spec.name)
                 warnings.append(Diagnostic(code="SE003", name=entry.name, severity="warning",
                                            message=text, hint=entry.hint))
+        warnings.extend(_performance_hints(engine_data, catalog, scope, outcome))
     suggestions = _suggest(compiled, full, attention_backend) if (suggest and error) else ()
     # MLA layers: vLLM's second selector, for the prefill kernel (selector.mla_prefill).
     mla_prefill = _mla_prefill(engine_data, scope, outcome.selected, catalog)

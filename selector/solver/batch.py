@@ -35,7 +35,14 @@ from typing import Any, Literal
 
 from selector.catalog import EngineData
 from selector.request import RequestColumns
-from selector.solver import SelectionOutcome, decide, no_valid_message, no_valid_reasons, select
+from selector.solver import (
+    SelectionOutcome,
+    decide,
+    no_valid_hint,
+    no_valid_message,
+    no_valid_reasons,
+    select,
+)
 from selector.solver.compiled import CompiledEngine, compiled_for
 from selector.solver.vector import ERROR, Column, Const, Program, Run, Unsupported, Value
 
@@ -202,7 +209,7 @@ class BatchEvaluator:
         self._backends = tuple(self.program.result_lists.items())
         self._interned: dict[tuple[Any, ...], int] = {}
         self._lists: list[Any] = []
-        self._outcomes: dict[Any, tuple[SelectionOutcome, str | None]] = {}
+        self._outcomes: dict[Any, tuple[SelectionOutcome, tuple[str, str] | None]] = {}
         """(list ids) or (list ids, explicitly requested backend) -> the outcome, and for a
         "No valid backend" error its reasons part (the rest quotes the request)."""
         self._decoders: dict[tuple[Any, ...], _Decoder] = {}
@@ -408,14 +415,15 @@ class BatchEvaluator:
                 if len(outcomes) < self._memo_limit:
                     quoted = None
                     if _quotes_request(outcome, backend):
-                        quoted = no_valid_reasons(engine, [(n, reasons[n]) for n in outcome.order])
+                        invalid = [(n, reasons[n]) for n in outcome.order]
+                        quoted = (no_valid_reasons(engine, invalid), no_valid_hint(engine, invalid))
                     outcomes[memo_key] = (outcome, quoted)
                 append(outcome)
                 continue
             outcome, quoted = known
             if quoted is not None:  # the text quotes the request's own values: rebuilt for it
                 outcome = SelectionOutcome(outcome.reasons, outcome.order, outcome.derived, None,
-                                           no_valid_message(engine, request(index), quoted))
+                                           no_valid_message(engine, request(index), *quoted))
             append(outcome)
 
 

@@ -115,9 +115,9 @@ def test_a_platform_section_in_profile_yaml_is_refused(schemas: Path, section: s
 
 def test_a_backend_of_an_unknown_platform_is_refused(schemas: Path) -> None:
     base = _load_catalog_files(schemas)
-    path = base.engine_dirs[base.engine_names[0]] / "backends" / "TRITON_ATTN.yaml"
+    path = base.engine_dirs[base.engine_names[0]] / "backends" / "FLASH_ATTN.yaml"
     path.write_text(path.read_text().replace("platforms: [cuda]", "platforms: [cuda, nope]"))
-    with pytest.raises(CatalogError, match=r"TRITON_ATTN\.yaml: platforms names \['nope'\]"):
+    with pytest.raises(CatalogError, match=r"FLASH_ATTN\.yaml: platforms names \['nope'\]"):
         _load_catalog_files(schemas).engine(base.engine_names[0])
 
 
@@ -129,7 +129,7 @@ def test_a_backend_of_another_platform_is_not_loaded(schemas: Path) -> None:
         {"name": "dummy", "vendor": "Nobody", "vllm_platform": "DummyPlatform",
          "capability_kind": "sm_XY", "device_control_env_var": "DUMMY_VISIBLE_DEVICES",
          "torch_probe": "dummy"}]}))
-    path.write_text(path.read_text().replace("platforms: [cuda]", "platforms: [dummy]"))
+    path.write_text(path.read_text().replace("platforms: [cuda, rocm]", "platforms: [dummy]"))
     with pytest.raises(CatalogError, match=r"priority list names unknown backend 'TRITON_ATTN'"):
         _load_catalog_files(schemas).engine(base.engine_names[0])
 

@@ -1,0 +1,146 @@
+"""ROCm as users see it: `check` of a Llama deployment on an MI300X gives vLLM's choice with
+AITER off and on, a DeepSeek-V3 layer with 128 or 64 heads per rank gives vLLM's AITER-MLA
+answer, a `vllm serve` line's VLLM_ROCM_* switches are read, `list devices` and `--device
+all` hold the AMD devices, and `smoke` / `bench` refuse a ROCm deployment here (exit 4)
+while `smoke --dry-run` states the ROCm kernel call. The expected selections are vLLM
+0.33.0's own (``tests/golden/oracle/vllm-0.33.0/rocm-cases.jsonl.gz``: the named configs of
+``tools/rocm_acceptance_cases.json``, recorded by ``tools/rocm_oracle_sample.py --cases``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fuzz.test_config_fuzz import run_cli
+
+CASES = Path(__file__).parents[1] / "golden" / "oracle" / "vllm-0.33.0" / "rocm-cases.jsonl.gz"
+ENGINE = ["--engine", "vllm==0.33.0"]
+
+
+def _vllm(case: str) -> dict[str, Any]:
+    with gzip.open(CASES, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            answer: dict[str, Any] = json.loads(line)
+            if answer["id"] == case:
+                return answer
+    raise AssertionError(f"{case} not recorded")
+
+
+def _check(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = run_cli(["check", str(path), "--format", "json", *ENGINE, *extra])
+    document: dict[str, Any] = json.loads(out)
+    return code, document
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("aiter", "case"), [(False, "llama-mi300x-aiter-off"),
+                                             (True, "llama-mi300x-aiter-on")])
+def test_llama_on_mi300x_is_vllms_choice_with_aiter_off_and_on(
+        tmp_path: Path, aiter: bool, case: str) -> None:
+    path = _write(tmp_path, "llama.yaml", "device: MI300X\nmodel: meta-llama/Llama-3.1-8B-Instruct\n"
+                  + (f"environment:\n  rocm_use_aiter: {str(aiter).lower()}\n"))
+    code, record = _check(path)
+    assert code == 0, record
+    assert {layer["check"]["selected"] for layer in record["layers"]} == {_vllm(case)["selected"]}
+    hints = [f for f in record["findings"] if f["code"] == "RC009"]
+    # AITER's unified attention is valid either way: the hint names vLLM's measurement
+    assert hints and ("56945" if not aiter else "46596") in hints[0]["hint"]
+
+
+def test_the_pinned_aiter_backend_is_vllms_answer(tmp_path: Path) -> None:
+    path = _write(tmp_path, "llama.yaml", "device: MI300X\nmodel: meta-llama/Llama-3.1-8B-Instruct\n"
+                  "attention_backend: ROCM_AITER_UNIFIED_ATTN\nenvironment:\n  rocm_use_aiter: true\n")
+    code, record = _check(path)
+    assert code == 0
+    assert {layer["check"]["selected"] for layer in record["layers"]} == {
+        _vllm("llama-mi300x-aiter-on-unified-pinned")["selected"]}
+    assert not [f for f in record["findings"] if f["code"] == "RC009"]
+
+
+@pytest.mark.parametrize("heads", [128, 64])
+@pytest.mark.parametrize("aiter", [True, False])
+def test_deepseek_v3_heads_per_rank_give_vllms_aiter_mla_answer(
+        tmp_path: Path, heads: int, aiter: bool) -> None:
+    tp = 128 // heads
+    path = _write(tmp_path, "dsv3.yaml", (
+        "device: MI300X\ndtype: bfloat16\n"
+        f"environment:\n  rocm_use_aiter: {str(aiter).lower()}\n"
+        f"parallel:\n  tensor_parallel_size: {tp}\n"
+        "layer:\n  num_heads: 128\n"
+        "  mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}\n"))
+    code, record = _check(path)
+    vllm = _vllm(f"dsv3-mi300x-{heads}-heads-aiter-{'on' if aiter else 'off'}")
+    assert code == 0, record
+    assert record["selected"] == vllm["selected"]
+    assert record["priority"] == vllm["priority"]
+    assert {name: [r["message"] for r in record["backends"][name]["reasons"]]
+            for name in vllm["backends"]} == vllm["backends"]
+
+
+def test_aiter_mla_head_rule_of_an_older_release_is_a_startup_refusal(tmp_path: Path) -> None:
+    """0.25.1's AiterMLAHelper.check_num_heads_validity: a multiple or a divisor of 16."""
+    path = _write(tmp_path, "dsv3.yaml", (
+        "device: MI300X\ndtype: bfloat16\nenvironment:\n  rocm_use_aiter: true\n"
+        "layer:\n  num_heads: 20\n"
+        "  mla: {kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}\n"))
+    code, out, _ = run_cli(["check", str(path), "--format", "json", "--engine", "vllm==0.25.1"])
+    record = json.loads(out)
+    assert code == 1
+    assert record["selected"] == "ROCM_AITER_MLA"
+    refusal = next(f for f in record["findings"] if f["code"] == "RC004")
+    assert refusal["message"].startswith(
+        "Aiter MLA requires that num_heads be multiples or divisors of 16, but provided 20")
+
+
+def test_a_serve_line_sets_the_rocm_switches(tmp_path: Path) -> None:
+    code, out, _ = run_cli(["check", "--device", "MI300X", "--format", "json", *ENGINE, "--",
+                            "VLLM_ROCM_USE_AITER=1", "vllm", "serve",
+                            "meta-llama/Llama-3.1-8B-Instruct"])
+    record = json.loads(out)
+    assert code == 0
+    notes = {f["code"]: f["message"] for f in record["findings"]}
+    assert notes.get("AS107", "").startswith("VLLM_ROCM_USE_AITER=1: on")
+    assert any("46596" in f["hint"] for f in record["findings"] if f["code"] == "RC009")
+    code, out, _ = run_cli(["check", "--device", "H100", "--format", "json", *ENGINE, "--",
+                            "VLLM_ROCM_USE_AITER=1", "vllm", "serve",
+                            "meta-llama/Llama-3.1-8B-Instruct"])
+    assert code == 0
+    assert any("has no effect on a cuda device" in f["message"]
+               for f in json.loads(out)["findings"])
+
+
+def test_list_devices_and_device_all_hold_the_amd_devices(tmp_path: Path) -> None:
+    code, out, _ = run_cli(["list", "devices"])
+    assert code == 0
+    for name in ("MI300X", "MI355X", "Radeon PRO W7900", "RX 7900 XTX", "Strix Halo"):
+        assert name in out
+    path = _write(tmp_path, "layer.yaml", "device: H100\ndtype: bfloat16\nlayer:\n"
+                  "  head_size: 128\n  num_heads: 32\n  num_kv_heads: 8\n")
+    code, out, _ = run_cli(["check", str(path), "--device", "all", "--format", "json", *ENGINE])
+    records = json.loads(out)
+    records = records if isinstance(records, list) else records.get("records", [records])
+    chosen = {r["device"]: r["selected"] for r in records}
+    assert chosen["H100"] == "FLASH_ATTN" and chosen["MI300X"] == "ROCM_ATTN"
+    assert chosen["Radeon AI PRO R9700"] == "ROCM_ATTN"
+
+
+def test_smoke_and_bench_of_a_rocm_deployment_need_an_amd_gpu(tmp_path: Path) -> None:
+    path = _write(tmp_path, "layer.yaml", "engine: vllm==0.33.0\ndevice: MI300X\n"
+                  "dtype: bfloat16\nlayer:\n  head_size: 128\n  num_heads: 32\n  num_kv_heads: 8\n")
+    for command in ("smoke", "bench"):
+        code, out, err = run_cli([command, str(path)])
+        assert code == 4, (command, out, err)
+        assert "needs an AMD GPU" in out + err
+    code, out, err = run_cli(["smoke", str(path), "--dry-run"])
+    assert code == 0, err
+    assert "chunked_prefill_paged_decode" in out
+    assert "vllm/v1/attention/backends/rocm_attn.py:444" in out
