@@ -46,7 +46,7 @@ _EXPORTS = {  # module -> the names this package exports from it (imported on fi
     "selector.result": ("BackendVerdict", "Diagnostic", "SolveResult", "Suggestion"),
     "selector.catalog": ("Catalog", "load_catalog"),
     "selector.errors": ("ExitCode", "InputError"),
-    "selector.config": ("deployment_facts", "load_deployment"),
+    "selector.inputs.config": ("deployment_facts", "load_deployment"),
     "selector.solver": ("solve",),
     "selector.request": ("RequestFacts",),
     "selector.pipeline.deployment": ("Solved", "solve_deployment"),
@@ -56,8 +56,8 @@ _LAZY = {name: module for module, names in _EXPORTS.items() for name in names}
 
 if TYPE_CHECKING:
     from selector.catalog import Catalog, load_catalog
-    from selector.config import deployment_facts, load_deployment
     from selector.errors import ExitCode, InputError
+    from selector.inputs.config import deployment_facts, load_deployment
     from selector.pipeline.deployment import Solved, solve_deployment
     from selector.request import RequestFacts
     from selector.result import BackendVerdict, Diagnostic, SolveResult, Suggestion

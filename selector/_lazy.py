@@ -35,9 +35,9 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                            "selector.bench.runner", "selector.bench.workload",
                            "selector.cli.console", "selector.cli.progress", "selector.pipeline.bench"),
     "selector.cli.check": ("selector.bench.measurements", "selector.checkrun", "selector.cli.bench",
-                           "selector.cli.console", "selector.pipeline.check", "selector.serve"),
+                           "selector.cli.console", "selector.pipeline.check", "selector.inputs.serve"),
     "selector.cli.diff": ("selector.catalog", "selector.checkrun", "selector.cli.check",
-                          "selector.cli.console", "selector.diff", "selector.pipeline.diff",
+                          "selector.cli.console", "selector.compare.diff", "selector.pipeline.diff",
                           "selector.report.diff"),
     "selector.cli.docs": ("selector.catalog", "selector.docsgen"),
     "selector.cli.verify": ("selector.pipeline.verify", "selector.report.verify"),
@@ -47,26 +47,26 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                            "selector.report.formats.sarif"),
     "selector.cli.shards": ("selector.parallel.distributed", "selector.parallel.simulate",
                             "selector.smoke.report"),
-    "selector.cli.smoke": ("selector.cli.shards", "selector.config", "selector.parallel.dry_run",
+    "selector.cli.smoke": ("selector.cli.shards", "selector.inputs.config", "selector.parallel.dry_run",
                            "selector.parallel.plan", "selector.pipeline.smoke",
                            "selector.smoke.dry_run", "selector.smoke.plan", "selector.smoke.render",
                            "selector.smoke.report", "selector.smoke.runner"),
     # A fleet run: Ray is imported only under --ray, and a Ray task imports only the stage it runs.
     "selector.fleet.entry": ("selector", "selector.bench.runner", "selector.bench.workload",
-                             "selector.config", "selector.pipeline.bench", "selector.pipeline.smoke",
+                             "selector.inputs.config", "selector.pipeline.bench", "selector.pipeline.smoke",
                              "selector.smoke", "selector.smoke.deployment"),
     "selector.fleet.run": ("selector.fleet.cluster", "selector.fleet.dispatch"),
     # A single-layer check reads no model file, shards no model, never asks the architecture
     # registry, and its report never loads the model view; a check of a layer that is not
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
-    "selector.modelcheck": ("selector.models.arch_registry", "selector.models.families"),
-    "selector.config": ("selector.memory", "selector.mla_prefill", "selector.models"),
+    "selector.check.model": ("selector.models.arch_registry", "selector.models.families"),
+    "selector.inputs.config": ("selector.memory", "selector.solver.mla_prefill", "selector.models"),
     "selector.report.formats.json": ("selector.report.model",),
-    "selector.solver": ("selector.mla_prefill",),
+    "selector.solver": ("selector.solver.mla_prefill",),
     "selector.report.formats.text": ("selector.report.model",),
     # The on-disk cache (tempfile, pickle, hashlib) only when an engine is first loaded.
-    "selector.catalog": ("selector.cache",),
-    "selector.solver.compiled": ("selector.cache",),
+    "selector.catalog": ("selector.util.cache",),
+    "selector.solver.compiled": ("selector.util.cache",),
 }
 """The only function-level imports of ``selector`` modules: importer -> the modules it
 imports inside functions, each kept so that a command loads only what it runs (none

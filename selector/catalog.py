@@ -25,7 +25,6 @@ from pydantic import ValidationError
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.platforms import platform_module
-from selector.resources import schemas_dir
 from selector.schema.backend import PREFILL_CHECKPOINT_NAMES, BackendSpec, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.defaults import EngineDefaults
@@ -34,6 +33,7 @@ from selector.schema.engine import EngineProfile, PriorityEntry
 from selector.schema.layouts import KVLayouts
 from selector.schema.platform import PLATFORM_SECTIONS, PlatformCatalog, PlatformProfile, PlatformSpec
 from selector.schema.types import KVLayout
+from selector.util.resources import schemas_dir
 
 if TYPE_CHECKING:  # packaging's requirement parser loads only for a range or an odd name
     from packaging.requirements import Requirement
@@ -141,7 +141,7 @@ class EngineData:
     directory: Path
     mla_prefill: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     """The MLA prefill selector's data (inheritance applied; validated by
-    :func:`selector.mla_prefill.load_mla_prefill`), or None when the engine has none."""
+    :func:`selector.solver.mla_prefill.load_mla_prefill`), or None when the engine has none."""
     mla_prefill_path: Path | None = field(default=None, repr=False, compare=False)
     """The newest file that shaped :attr:`mla_prefill`."""
     wired: dict[str, BackendSpec] = field(default_factory=dict, repr=False)
@@ -218,7 +218,7 @@ class Catalog:
     """The platforms of ``schemas/platforms.yaml``, in the file's order (the first is the
     platform of a request that names none)."""
     digest: str = field(default="", repr=False, compare=False)
-    """Hash of the data files (:func:`selector.cache.data_digest`; empty: not cached)."""
+    """Hash of the data files (:func:`selector.util.cache.data_digest`; empty: not cached)."""
     _loaded: dict[str, EngineData] = field(default_factory=dict, repr=False, compare=False)
     """A memo of the engines loaded on first use (a loaded engine is never replaced)."""
     engine_parents: dict[str, str | None] = field(default_factory=dict)
@@ -334,7 +334,7 @@ class Catalog:
         memo = f"{name}@{platform}"
         loaded = self._loaded.get(memo)
         if loaded is None:
-            from selector.cache import cache_get, cache_put
+            from selector.util.cache import cache_get, cache_put
 
             self.platform(platform)  # a known platform
             key = f"{self.digest}-{name}-{platform}"
@@ -1056,8 +1056,8 @@ def available_engines(root: Path | None = None) -> list[str]:
 @functools.cache
 def load_catalog(root: Path | None = None) -> Catalog:
     """Load every data file once per process (cached, immutable; the validated
-    result is also kept in the on-disk cache of :mod:`selector.cache`)."""
-    from selector.cache import cache_get, cache_put, data_digest
+    result is also kept in the on-disk cache of :mod:`selector.util.cache`)."""
+    from selector.util.cache import cache_get, cache_put, data_digest
 
     base = root or schemas_dir()
     digest = data_digest(base)

@@ -19,18 +19,19 @@ from typing import TYPE_CHECKING, Literal
 
 # loaded on first use: the KV-plan helpers for a model's findings, the command-line reader
 # for --device, --ignore or a command line
-from selector import kv, serve
+from selector import kv
 from selector.catalog import Catalog, close_matches
-from selector.config import LoadedDeployment
+from selector.check.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
 from selector.errors import ExitCode, InputError
-from selector.records import CLI_CODES, CheckRecord, Finding, FindingLevel, Status
+from selector.inputs import serve
+from selector.inputs.config import LoadedDeployment
 from selector.result import SolveResult
 from selector.schema.request import DeviceRef
 
 if TYPE_CHECKING:
+    from selector.check.model import ModelCheckResult
+    from selector.inputs.serve import ServeCommand
     from selector.memory import StartupIssue
-    from selector.modelcheck import ModelCheckResult
-    from selector.serve import ServeCommand
 
 __all__ = [
     "CheckOptions",

@@ -2,9 +2,9 @@
 and the one builder every producer feeds.
 
 The producers read and validate their input and hand the values to the builder:
-:mod:`selector.config` (a deployment file or a ``vllm serve`` command line's deployment),
+:mod:`selector.inputs.config` (a deployment file or a ``vllm serve`` command line's deployment),
 :mod:`selector.models` via :func:`layer_request` (one layer of a whole model) and
-:mod:`selector.flat` (a flat selector config, the oracle's input format).
+:mod:`selector.inputs.flat` (a flat selector config, the oracle's input format).
 
 A :class:`RequestFacts` holds the facts the request *states*; the engine profile
 supplies the rest (``inputs`` / ``environment`` defaults of ``profile.yaml``, the
@@ -285,7 +285,7 @@ def flat_request(defaults: Mapping[str, FactValue], given: Mapping[str, FactValu
                  cc: int, head_size: int | None, dtype: str, kv_cache_dtype: str | None,
                  block_size: int | None, flags: Mapping[str, bool], attn_type: str,
                  num_heads: int | None, model: FlatModel | None) -> RequestFacts:
-    """The facts of one flat config, validated by :mod:`selector.flat`: every fact of the
+    """The facts of one flat config, validated by :mod:`selector.inputs.flat`: every fact of the
     profile's vocabulary (``defaults``), the vocabulary facts the config gives as they are
     (``given``), then the oracle's fields mapped to the solver's facts."""
     stated = dict(defaults)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from selector.resources import schemas_dir
+from selector.util.resources import schemas_dir
 from tests.recorded import RECORDED_ENGINE
 
 os.environ.setdefault("ATTN_SELECT_NO_CACHE", "1")

@@ -36,7 +36,7 @@ from release_probe import CAPABILITIES
 
 from selector import expr as E
 from selector.catalog import EngineData, load_catalog
-from selector.flat import facts_from_flat
+from selector.inputs.flat import facts_from_flat
 from selector.schema.backend import BackendSpec
 from selector.schema.types import MultipleOf
 from selector.solver import derive_facts

@@ -21,7 +21,7 @@ from pathlib import Path
 import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
 
 from selector.catalog import load_catalog
-from selector.flat import facts_from_flat
+from selector.inputs.flat import facts_from_flat
 from selector.solver import select
 from selector.solver.compiled import compiled_for
 

@@ -36,7 +36,7 @@ from oracle import REPO as ROOT
 FIXTURES = ROOT / "tests" / "fixtures" / "mla"
 
 from selector.catalog import load_catalog  # noqa: E402
-from selector.config import load_deployment, resolve_device  # noqa: E402
+from selector.inputs.config import load_deployment, resolve_device  # noqa: E402
 
 
 def flat_config(path: Path) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ Sub-commands:
 ``oracle``   (run with the oracle's interpreter, e.g. /work/oracle/.venv/bin/python)
              answer every config of a grid file with vLLM's code.
 ``compare``  (run in attn-select's environment) compare the answers with
-             :func:`selector.mla_prefill.select_mla_prefill`; exit 1 on any difference.
+             :func:`selector.solver.mla_prefill.select_mla_prefill`; exit 1 on any difference.
 ``golden``   pick a coverage-first subset of the answers for CI
              (tests/golden/oracle/vllm-0.33.0/mla_prefill.jsonl.gz).
 
@@ -225,8 +225,8 @@ def ours(cfg: dict[str, Any]) -> dict[str, Any]:
     """attn-select's answer in the oracle's shape."""
     from selector.catalog import load_catalog
     from selector.errors import InputError
-    from selector.flat import parse_capability
-    from selector.mla_prefill import load_mla_prefill, select_mla_prefill
+    from selector.inputs.flat import parse_capability
+    from selector.solver.mla_prefill import load_mla_prefill, select_mla_prefill
 
     catalog = load_catalog()
     engine = catalog.engine(cfg.get("engine", "vllm==0.33.0"))
@@ -265,7 +265,7 @@ def ours(cfg: dict[str, Any]) -> dict[str, Any]:
 def compare(answers: list[dict[str, Any]]) -> list[tuple[int, str, Any, Any]]:
     """(line, field, ours, vLLM's) for every difference."""
     from selector.catalog import load_catalog
-    from selector.mla_prefill import load_mla_prefill
+    from selector.solver.mla_prefill import load_mla_prefill
 
     catalog = load_catalog()
     data = load_mla_prefill(catalog.engine("vllm==0.33.0"), catalog)

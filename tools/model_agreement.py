@@ -35,8 +35,8 @@ import oracle
 from oracle import REPO
 
 from selector.catalog import load_catalog
-from selector.config import parse_deployment
 from selector.errors import InputError
+from selector.inputs.config import parse_deployment
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec
 from selector.kv.ssm_state import ssm_state_shapes

@@ -28,7 +28,7 @@ import oracle  # noqa: F401  (the checkout's selector/ first on sys.path)
 import yaml
 
 from selector.catalog import _load_catalog_files
-from selector.resources import schemas_dir
+from selector.util.resources import schemas_dir
 
 KEYED = {"facts": "name", "checks": "code", "priorities": "id"}
 MAPPINGS = ("inputs", "environment", "messages")

@@ -5,7 +5,7 @@ benchmarks/h200_engine_session.sh brought back and the figures vLLM states in th
 
 writes tests/golden/vllm_startups/logs/NAME.log (each start-up's whole log, as vLLM wrote
 it at DEBUG level) and tests/golden/vllm_startups/figures.json (per deployment: vLLM's
-release, the run's status and each figure selector/startup_log.py reads, with its line).
+release, the run's status and each figure selector/compare/startup_log.py reads, with its line).
 The one command that re-records them on an H200 (staging first, see the script):
 
     bash benchmarks/h200_engine_session.sh run      # then this tool on $OUT/startup-logs.tar.xz
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from oracle import REPO as ROOT
 
-from selector.startup_log import parse_startup_log
+from selector.compare.startup_log import parse_startup_log
 
 GOLDEN = ROOT / "tests" / "golden" / "vllm_startups"
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from selector.bench.roofline import Achieved, Ceilings, Geometry, Work, achieved
 from selector.bench.stats import Summary, summarize
 from selector.errors import InputError
-from selector.inputfile import parse_json_text, read_text_file
+from selector.util.inputfile import parse_json_text, read_text_file
 
 __all__ = [
     "SCHEMA",

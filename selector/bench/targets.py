@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selector.bench.measurements import GeometryInfo, GroupInfo
+from selector.check.model import LayerSelection, ModelCheckResult
 from selector.errors import InputError
-from selector.modelcheck import LayerSelection, ModelCheckResult
 from selector.result import SolveResult
 from selector.smoke.from_result import SMOKE_BACKENDS, smoke_plan
 from selector.smoke.plan import SmokePlan

@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from selector.catalog import close_matches
 from selector.errors import InputError
-from selector.inputfile import check_duplicate_keys, parse_json_text, read_text_file
 from selector.smoke.batch import BatchSpec
 from selector.smoke.workload import Workload as PagedWorkload
 from selector.smoke.workload import assign_pages
+from selector.util.inputfile import check_duplicate_keys, parse_json_text, read_text_file
 
 __all__ = [
     "MAX_TOKENS_PER_SHAPE",

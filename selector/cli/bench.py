@@ -148,7 +148,7 @@ Decision: TypeAlias = "tuple[str, Path | None, PolicyDecision | None]"
 def measured_decisions(path: Path, records: list[Any]) -> tuple[list[Any], list[Decision]]:
     """``check --measurements FILE``: the measured-fastest valid backend per checked
     deployment (and layer group): the records with their decision
-    (:attr:`~selector.records.CheckRecord.measured_policy`, which the JSON reporter
+    (:attr:`~selector.check.records.CheckRecord.measured_policy`, which the JSON reporter
     writes), and every decision for the text report's panels."""
     from selector.bench.measurements import load_measurements
     from selector.bench.policy import apply_measurements

@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from selector.catalog import load_catalog
+from selector.check.records import CheckReport
 from selector.errors import InputError
-from selector.records import CheckReport
 from selector.report.formats import REPORTERS
 
 __all__ = ["CheckFormat", "check", "looks_like_a_command_line", "register"]
@@ -51,7 +51,7 @@ def looks_like_a_command_line(words: list[str]) -> bool:
                                            "nerdctl", "sudo", "docker-compose", "podman-compose")
                or w.startswith("python") for w in heads):
         return False
-    from selector.serve import is_serve_command
+    from selector.inputs.serve import is_serve_command
 
     return is_serve_command(words)
 

@@ -78,7 +78,7 @@ def diff(
     from selector.catalog import load_catalog
     from selector.checkrun import resolve_devices
     from selector.cli.check import looks_like_a_command_line
-    from selector.diff import DeploymentDiff
+    from selector.compare.diff import DeploymentDiff
     from selector.pipeline.diff import diff_inputs, sweep_matrix
     from selector.report.diff import (
         deployment_diff_to_json,

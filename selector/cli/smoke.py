@@ -148,7 +148,7 @@ def _deployment_plans(config: Path, parity: bool | None = None) -> list[SmokePla
 def _deployment_smoke(config: Path, parity: bool | None = None
                       ) -> tuple[list[SmokePlan], list[str]]:
     """The smoke plans of a deployment file and the parity backends left out."""
-    from selector.config import load_deployment
+    from selector.inputs.config import load_deployment
     from selector.pipeline.smoke import deployment_smoke
 
     return deployment_smoke(load_deployment(str(config)), parity=parity)

@@ -23,7 +23,7 @@ from selector.errors import AttnSelectError, CannotRunHereError, ExitCode, Input
 
 if TYPE_CHECKING:
     from selector.bench.runner import BenchEnvironment
-    from selector.config import LoadedDeployment
+    from selector.inputs.config import LoadedDeployment
     from selector.smoke.runner import SmokeMachine
 
 __all__ = ["NODE_INSTALL_HINT", "bench_on_this_node", "smoke_on_this_node"]
@@ -33,7 +33,7 @@ NODE_INSTALL_HINT = ("install attn-select with the GPU extra on every GPU node "
 
 
 def _loaded(request: dict[str, Any]) -> LoadedDeployment:
-    from selector.config import parse_deployment
+    from selector.inputs.config import parse_deployment
     from selector.smoke.deployment import on_device
 
     return on_device(parse_deployment(str(request["config"]), str(request["text"])),

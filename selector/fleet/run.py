@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from selector.catalog import load_catalog
-from selector.config import load_deployment
 from selector.errors import CannotRunHereError, ExitCode, InputError
 from selector.fleet.outcome import DeviceOutcome, FleetReport
 from selector.fleet.shipping import shipped_code
+from selector.inputs.config import load_deployment
 
 __all__ = ["CLUSTER", "FleetRequest", "resolve_requested", "run_fleet"]
 

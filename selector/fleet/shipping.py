@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import selector
-from selector.resources import schemas_dir
+from selector.util.resources import schemas_dir
 
 __all__ = ["shipped_code"]
 

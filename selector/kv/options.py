@@ -17,7 +17,7 @@ class KVOptions(BaseModel):
     """Inputs besides the model and the per-layer backends. The values vLLM defaults by
     release and device (the CUDA-graph mode, the batch limits, the memory fraction) have
     no default here: the caller states them (a deployment: from its resolved target,
-    :func:`selector.config.resolve_target`, which reads the engine's ``defaults.yaml``)."""
+    :func:`selector.inputs.config.resolve_target`, which reads the engine's ``defaults.yaml``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

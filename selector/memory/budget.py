@@ -241,7 +241,7 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
                   encoder_profile: MemoryLine | None = None) -> MemoryBudget:
     """The budget of one GPU (``weights`` already per GPU). The batch limits and the
     memory fraction are the deployment's resolved values (its own, else the engine's
-    ``defaults.yaml`` for the device: :func:`selector.config.resolve_target`), the ones the
+    ``defaults.yaml`` for the device: :func:`selector.inputs.config.resolve_target`), the ones the
     KV plan uses too; ``utilization_default``: the fraction is the engine's default.
     ``include_sampler`` is False only to read logs of vLLM's old V0 engine, whose
     non-driver ranks ran no sampler. ``max_model_len`` and ``block_size`` (when given)

@@ -10,9 +10,9 @@ import yaml
 from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.cache import cached_file
 from selector.catalog import Catalog, CatalogError, EngineData
 from selector.memory.dcp import DcpCheck
+from selector.util.cache import cached_file
 
 __all__ = [
     "AttentionPart",
@@ -397,7 +397,7 @@ def _parse(data: bytes) -> StartupProfile:
 
 @lru_cache(maxsize=8)
 def _load(path: Path) -> StartupProfile:
-    try:  # validated once per file version (selector.cache)
+    try:  # validated once per file version (selector.util.cache)
         return cached_file("startup", path, _parse, code=("memory/profile.py",))
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise CatalogError(f"{path}: {exc}") from None

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from pydantic import ValidationError
 
 from selector.catalog import load_catalog
-from selector.config import LoadedDeployment
 from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
+from selector.inputs.config import LoadedDeployment
 from selector.models import ModelFacts
 from selector.parallel.plan import ShardPlan
 from selector.smoke.plan import SmokePlan

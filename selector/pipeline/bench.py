@@ -12,7 +12,7 @@ from selector.bench.targets import (
     targets_from_groups,
 )
 from selector.catalog import load_catalog
-from selector.config import LoadedDeployment, load_deployment
+from selector.inputs.config import LoadedDeployment, load_deployment
 from selector.pipeline.check import solve_to_run
 from selector.platforms import DEFAULT_PLATFORM, platform_module
 

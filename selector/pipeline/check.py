@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import selector.serve as serve_args  # the command-line reader loads on first use
+import selector.inputs.serve as serve_args  # the command-line reader loads on first use
 from selector.catalog import Catalog
+from selector.check.records import CheckRecord
 from selector.checkrun import (
     CheckOptions,
     expand_configs,
@@ -25,15 +26,14 @@ from selector.checkrun import (
     serve_record,
     validate_ignored,
 )
-from selector.config import LoadedDeployment, load_deployment
 from selector.errors import InputError, InvalidDeploymentError
+from selector.inputs.config import LoadedDeployment, load_deployment
 from selector.pipeline.deployment import Solved, no_attention_layer, solve_deployment
-from selector.records import CheckRecord
 from selector.schema.request import Deployment
 
 if TYPE_CHECKING:
+    from selector.inputs.serve import ServeCommand
     from selector.models import ModelFacts
-    from selector.serve import ServeCommand
 
 __all__ = ["CheckInput", "check_deployment", "check_files", "check_inputs", "check_serve",
            "file_inputs", "record_of", "rejection", "serve_inputs", "solve_to_run"]

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import selector.pipeline as stages  # a whole model's stages load on first use (_LAZY there)
 from selector.catalog import Catalog
-from selector.config import (
+from selector.errors import InputError
+from selector.inputs.config import (
     LoadedDeployment,
     Target,
     deployment_facts,
@@ -21,7 +22,6 @@ from selector.config import (
     deployment_whole_model,
     resolve_target,
 )
-from selector.errors import InputError
 from selector.memory import StartupIssue, dcp_issue, dtype_issue, kv_heads_issue, startup_profile
 from selector.memory.issues import layer_build_issues
 from selector.request import RequestFacts, layer_request
@@ -29,7 +29,7 @@ from selector.result import SolveResult
 from selector.solver import solve
 
 if TYPE_CHECKING:
-    from selector.modelcheck import ModelCheckResult
+    from selector.check.model import ModelCheckResult
     from selector.models import LayerFacts, ModelFacts
 
 __all__ = ["LayerRequest", "Solved", "layer_of", "no_attention_layer", "solve_deployment"]
@@ -95,7 +95,7 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
     """Solve one loaded deployment on its own device.
 
     ``engine`` (``--engine``) wins over the file's ``engine:`` and the environment: the
-    deployment's :class:`~selector.config.Target` is resolved once, here, and validated
+    deployment's :class:`~selector.inputs.config.Target` is resolved once, here, and validated
     against that engine. For a model deployment: ``model`` is the whole model already
     read (e.g. with ``--hf-overrides`` applied; else ``model:`` is read, once), ``kv_options``
     adds KV-planner options, ``settings`` / ``environ`` are the command line's.

@@ -1,5 +1,5 @@
 """``diff`` through the stages: one deployment solved under two engine versions, or the
-support matrix evaluated under both (then :mod:`selector.diff` compares them)."""
+support matrix evaluated under both (then :mod:`selector.compare.diff` compares them)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from selector.catalog import Catalog, load_catalog
+from selector.check.records import CheckRecord
 from selector.checkrun import CheckOptions, serve_record
-from selector.config import LoadedDeployment, device_platform
-from selector.diff import (
+from selector.compare.diff import (
     DeploymentDiff,
     LayerDiff,
     MatrixDiff,
@@ -20,10 +20,10 @@ from selector.diff import (
     support_matrix,
 )
 from selector.errors import InputError
+from selector.inputs.config import LoadedDeployment, device_platform
 from selector.pipeline.check import CheckInput, check_inputs, record_of
 from selector.pipeline.deployment import Solved, solve_deployment
 from selector.pipeline.flat import FlatEvaluator
-from selector.records import CheckRecord
 from selector.result import Diagnostic, SolveResult
 from selector.schema.request import DeviceRef
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment
+from selector.check.model import ModelCheckResult
 from selector.errors import InputError
+from selector.inputs.config import LoadedDeployment
 from selector.memory.issues import StartupIssue, startup_issue
 from selector.memory.speculative import (
     DraftReport,
@@ -31,7 +32,6 @@ from selector.memory.speculative import (
     unknown_backend_message,
 )
 from selector.memory.weights import WeightPart
-from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts, load_model, parse_config
 from selector.models.presets import preset_dir
 

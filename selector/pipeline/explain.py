@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment, resolve_target
 from selector.errors import InputError
+from selector.inputs.config import LoadedDeployment, resolve_target
 from selector.kv.model_driven import load_model_driven
 from selector.pipeline.deployment import LayerRequest, layer_of
 from selector.result import SolveResult

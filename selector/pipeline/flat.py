@@ -15,7 +15,7 @@ from typing import Any
 
 from selector.catalog import EngineData
 from selector.errors import InputError
-from selector.flat import facts_from_flat, facts_from_flat_batch
+from selector.inputs.flat import facts_from_flat, facts_from_flat_batch
 from selector.request import RequestColumns, RequestFacts
 from selector.solver import SelectionOutcome, select
 from selector.solver.compiled import CompiledEngine, compiled_for

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from selector.catalog import Catalog, EngineData, load_catalog
+from selector.check.model import LayerSelection, ModelCheckResult, architecture_notes, backend_kv_facts
 from selector.kv import (
     BackendKVFacts,
     KVOptions,
@@ -19,7 +20,6 @@ from selector.kv import (
     prefill_checkpoint_alignment,
     wired_backends,
 )
-from selector.modelcheck import LayerSelection, ModelCheckResult, architecture_notes, backend_kv_facts
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
 from selector.result import Diagnostic, SolveResult

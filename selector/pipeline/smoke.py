@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 
 from selector.catalog import load_catalog
-from selector.config import LoadedDeployment, deployment_model, load_deployment
 from selector.errors import InputError
+from selector.inputs.config import LoadedDeployment, deployment_model, load_deployment
 from selector.parallel import from_deployment
 from selector.parallel.plan import ShardPlan
 from selector.pipeline.check import solve_to_run

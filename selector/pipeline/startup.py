@@ -2,7 +2,7 @@
 budget sizes the KV cache the planner negotiates, then vLLM's start-up refusals
 (memory, dtype, max_model_len, tensor and decode context parallelism) are added with vLLM's words.
 
-Model facts + deployment in, a :class:`~selector.modelcheck.ModelCheckResult` out."""
+Model facts + deployment in, a :class:`~selector.check.model.ModelCheckResult` out."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from selector.catalog import Catalog
-from selector.config import LoadedDeployment, Target
+from selector.check.model import ModelCheckResult
+from selector.inputs.config import LoadedDeployment, Target
 from selector.kv import KVOptions
 from selector.kv.plan_types import ModelPlan
 from selector.memory import (
@@ -40,7 +41,6 @@ from selector.memory.profile import StartupProfile
 from selector.memory.speculative import draft_weight_part
 from selector.memory.startup import dtype_bytes
 from selector.memory.weights import WeightPart
-from selector.modelcheck import ModelCheckResult
 from selector.models import ModelFacts
 from selector.pipeline.draft import DraftStage
 from selector.pipeline.model import check_model
@@ -114,7 +114,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     with pipeline parallelism one budget and KV plan per stage, each of its own layers.
 
     The budget and the KV plan read the same batch limits and memory fraction: the
-    ``kv`` options' (from ``target``, :func:`selector.config.deployment_model`). ``draft``:
+    ``kv`` options' (from ``target``, :func:`selector.inputs.config.deployment_model`). ``draft``:
     the speculative draft (its layers are in ``model``): their backend, its weights and
     refusals."""
     d = loaded.deployment

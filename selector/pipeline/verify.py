@@ -7,10 +7,10 @@ from pathlib import Path
 
 from selector.catalog import load_catalog
 from selector.checkrun import CheckOptions
+from selector.compare.startup_log import StartupLog, read_startup_log
+from selector.compare.verify import VerifyResult, compare_log, serve_argv_of_log
 from selector.errors import InputError
 from selector.pipeline.check import check_files, check_serve
-from selector.startup_log import StartupLog, read_startup_log
-from selector.verify import VerifyResult, compare_log, serve_argv_of_log
 
 __all__ = ["verify_log"]
 

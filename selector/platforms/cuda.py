@@ -28,7 +28,7 @@ NAME = "cuda"
 
 ENVIRONMENT_VARIABLES: dict[str, str] = {}
 """The CUDA platform's own switches (none: the CUDA variables attn-select reads are read
-for every platform, ``selector/serve/environment.py``)."""
+for every platform, ``selector/inputs/serve/environment.py``)."""
 
 
 def read_switch(value: str) -> bool:

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from selector.diff import DeploymentDiff, MatrixDiff, ModelDiff
+from selector.compare.diff import DeploymentDiff, MatrixDiff, ModelDiff
 from selector.kv.layout import layout_aliases
 from selector.report.plain import PlainTable, plain
 

@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from selector.check.model import ModelCheckResult
 from selector.kv import format_ranges
 from selector.memory.encoder import EncoderReport
-from selector.modelcheck import ModelCheckResult
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 from selector.report.memory import issue_json, memory_json, memory_table
 from selector.report.plain import PlainTable, plain

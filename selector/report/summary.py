@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from selector.records import CheckRecord, Finding
+from selector.check.records import CheckRecord, Finding
 from selector.report.plain import PlainTable
 
 __all__ = ["render_fleet", "render_notes"]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from selector.verify import VerifyResult, VerifyRow
+from selector.compare.verify import VerifyResult, VerifyRow
 
 __all__ = ["RENDERERS", "render_verify"]
 

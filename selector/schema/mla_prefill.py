@@ -5,7 +5,7 @@ vLLM picks the kernel that runs MLA *prefill* with a second selector, after the
 attention (decode) backend: a registry of prefill backends, each with dtypes,
 supported ``(qk_nope_head_dim, qk_rope_head_dim, v_head_dim)`` tuples, a
 compute-capability rule and an availability probe, and per-capability priority
-lists.  Everything here is data; :mod:`selector.mla_prefill` evaluates it.
+lists.  Everything here is data; :mod:`selector.solver.mla_prefill` evaluates it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The deployment file a user writes (YAML, TOML or JSON).
 
 A file is validated in pydantic's strict mode (``Deployment.model_validate(data,
-strict=True)`` in :mod:`selector.config`): a value is taken as written, never converted
+strict=True)`` in :mod:`selector.inputs.config`): a value is taken as written, never converted
 (``true`` is not the number 1, ``"128"`` is not the number 128; a whole number is a valid
 float). The one documented string form of a number is a size suffix (``32k``, ``10G``),
 read as the command line reads it (:mod:`selector.schema.sizes`)."""

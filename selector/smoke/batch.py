@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from selector.errors import InputError
-from selector.inputfile import parse_json_text, read_text_file
+from selector.util.inputfile import parse_json_text, read_text_file
 
 __all__ = [
     "BatchRequest",

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from selector.config import LoadedDeployment
+    from selector.inputs.config import LoadedDeployment
 
 __all__ = ["on_device"]
 

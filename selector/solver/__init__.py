@@ -14,10 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from selector import expr as E
-from selector import kvshape
 from selector.catalog import Catalog, EngineData, load_catalog
-from selector.derive import derive_facts
-from selector.derive import expression as _expr
+from selector.kv import kvshape
 from selector.kv.cudagraph import resolve_cudagraph_mode
 from selector.request import RequestFacts
 from selector.result import (
@@ -32,6 +30,8 @@ from selector.result import (
 from selector.schema.backend import BackendSpec
 from selector.schema.types import MultipleOf
 from selector.solver.compiled import CompiledEngine, Reason, capability_expressions, compiled_for
+from selector.solver.derive import derive_facts
+from selector.solver.derive import expression as _expr
 
 __all__ = [
     "SelectionOutcome",
@@ -402,7 +402,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
                                            message=text, hint=entry.hint))
         warnings.extend(_performance_hints(engine_data, catalog, scope, outcome))
     suggestions = _suggest(compiled, full, attention_backend) if (suggest and error) else ()
-    # MLA layers: vLLM's second selector, for the prefill kernel (selector.mla_prefill).
+    # MLA layers: vLLM's second selector, for the prefill kernel (selector.solver.mla_prefill).
     mla_prefill = _mla_prefill(engine_data, scope, outcome.selected, catalog)
     if mla_prefill is not None:
         if mla_prefill.fatal and error is None:
@@ -444,7 +444,7 @@ def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: s
     has no such selector); a pinned name is checked for every layer, as vLLM parses it."""
     if not scope.get("use_mla") and scope.get("mla_prefill_backend") is None:
         return None  # nothing to select or to check (and no need to load the data)
-    from selector.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
+    from selector.solver.mla_prefill import load_mla_prefill, prefill_backend_name, select_mla_prefill
 
     if load_mla_prefill(engine, catalog) is None:
         return None

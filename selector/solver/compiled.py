@@ -322,7 +322,7 @@ def compiled_for(engine: str | EngineData, backends: tuple[str, ...] | None = No
     for an engine of ``catalog`` (default: the shipped one) with a data digest, on disk."""
     import marshal
 
-    from selector.cache import cache_get, cache_put
+    from selector.util.cache import cache_get, cache_put
 
     if isinstance(engine, str):
         catalog = catalog or load_catalog()

@@ -14,8 +14,8 @@ from selector.bench.measurements import Measurements, load_measurements, parse_m
 from selector.bench.policy import apply_measurements, decide, decide_for_deployment
 from selector.catalog import load_catalog
 from selector.cli import app, register_commands
-from selector.config import deployment_facts, load_deployment
 from selector.errors import InputError
+from selector.inputs.config import deployment_facts, load_deployment
 from selector.solver import solve
 
 REPO = Path(__file__).resolve().parents[2]

@@ -129,8 +129,8 @@ def test_markdown_github_and_text(mixed_run: dict[str, Any]) -> None:
 def test_sarif_is_valid_and_names_each_failing_device(mixed_run: dict[str, Any]) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     from selector.catalog import load_catalog
+    from selector.check.records import CLI_CODES
     from selector.fleet.render import render_sarif
-    from selector.records import CLI_CODES
 
     descriptions = {c.code: (c.name, c.message) for c in load_catalog().codes.values()}
     descriptions.update(CLI_CODES)

@@ -8,8 +8,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
-from selector.serve import parse_serve_command
-from selector.serve.flags import release_flags, serve_flags
+from selector.inputs.serve import parse_serve_command
+from selector.inputs.serve.flags import release_flags, serve_flags
 from tests.fuzz.test_config_fuzz import run_cli
 
 ENGINE = "vllm==0.33.0"

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
-from selector.serve.flags import serve_flags
-from selector.serve.tokenize import tokenize
+from selector.inputs.serve.flags import serve_flags
+from selector.inputs.serve.tokenize import tokenize
 
 PIECES = ["-", "--", "=", ".", "_", " ", "-O", "-tp", "-cc", "-ac", "--model", "--block-size",
           "--served-model-name", "--api-key", "--no-", "--enforce-eager", "--attention-config",

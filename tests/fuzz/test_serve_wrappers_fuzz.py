@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
+from selector.inputs.serve import parse_serve_command
 from selector.pipeline.diff import diff_inputs
-from selector.serve import parse_serve_command
 
 ENGINE = "vllm==0.33.0"
 FLAGS = st.lists(st.sampled_from([

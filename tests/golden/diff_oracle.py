@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from selector.catalog import load_catalog
-from selector.config import load_deployment, resolve_device
+from selector.inputs.config import load_deployment, resolve_device
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "diff"
 ORACLE_ANSWERS = FIXTURES / "oracle.json"

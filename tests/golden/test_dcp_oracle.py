@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from selector.catalog import load_catalog
+from selector.check.records import CheckRecord
 from selector.checkrun import CheckOptions
-from selector.config import parse_deployment
+from selector.inputs.config import parse_deployment
 from selector.memory import startup_profile
 from selector.pipeline.check import check_deployment
-from selector.records import CheckRecord
 
 ROOT = Path(__file__).parent / "oracle"
 MLA = "{kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128}"

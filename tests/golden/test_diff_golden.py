@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from selector.catalog import load_catalog
 from selector.cli import diff as diff_cli
-from selector.config import load_deployment
-from selector.diff import diff_results
+from selector.compare.diff import diff_results
+from selector.inputs.config import load_deployment
 from selector.pipeline.diff import solve_for_engine
 from selector.sweep import sweep_lines
 from tests.golden.diff_oracle import ORACLE_ANSWERS, REPO, VERSIONS, deployment_files, deployment_to_flat

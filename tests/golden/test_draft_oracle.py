@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from selector.catalog import load_catalog
-from selector.config import parse_deployment
+from selector.inputs.config import parse_deployment
 from selector.pipeline import solve_deployment
 from selector.pipeline.deployment import Solved
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from selector.catalog import load_catalog
-from selector.config import device_names
+from selector.inputs.config import device_names
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = ROOT / "tests" / "golden" / "oracle"

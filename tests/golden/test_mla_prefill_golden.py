@@ -13,7 +13,7 @@ import pytest
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
-from selector.mla_prefill import load_mla_prefill, select_mla_prefill
+from selector.solver.mla_prefill import load_mla_prefill, select_mla_prefill
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))

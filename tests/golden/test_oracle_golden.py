@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from selector.catalog import EngineData, load_catalog
-from selector.flat import facts_from_flat
+from selector.inputs.flat import facts_from_flat
 from selector.solver import derive_facts, evaluate_runtime
 from tests.golden.oracle_sweep import sweep_mismatches
 

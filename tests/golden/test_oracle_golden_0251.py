@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from selector import expr as E
-from selector import kvshape
 from selector.catalog import load_catalog
-from selector.flat import facts_from_flat
+from selector.inputs.flat import facts_from_flat
+from selector.kv import kvshape
 from selector.schema.backend import BackendSpec, split_shape
 from selector.schema.types import MultipleOf
 from selector.solver.compiled import compiled_for

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from selector.catalog import EngineData, load_catalog
-from selector.flat import facts_from_flat
+from selector.inputs.flat import facts_from_flat
 from selector.schema.backend import BackendSpec
 from selector.schema.types import MultipleOf
 from selector.solver import derive_facts, evaluate_runtime, kernel_block_sizes_of

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from selector.catalog import load_catalog
-from selector.serve.flags import serve_flags
+from selector.inputs.serve.flags import serve_flags
 
 ORACLE = Path(__file__).resolve().parent / "oracle"
 

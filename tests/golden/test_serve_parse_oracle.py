@@ -17,8 +17,8 @@ import pytest
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
-from selector.serve import ServeCommand, parse_serve_command
-from selector.serve.flags import release_flags, serve_flags
+from selector.inputs.serve import ServeCommand, parse_serve_command
+from selector.inputs.serve.flags import release_flags, serve_flags
 
 GOLDEN = Path(__file__).parent / "oracle" / "vllm-0.33.0"
 ENGINE = "vllm==0.33.0"

@@ -229,7 +229,7 @@ def test_a_model_deployment_plans_the_kv_cache_at_vllms_default_length(
         engine: str, tmp_path: Path) -> None:
     """Without ``max_model_len`` the KV plan (capacity, concurrency) uses the length vLLM
     runs with: the grid's configs as a ``model:`` deployment, against vLLM's answer."""
-    from selector.config import load_deployment
+    from selector.inputs.config import load_deployment
     from selector.pipeline.deployment import solve_deployment
 
     catalog = load_catalog()

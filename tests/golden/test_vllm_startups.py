@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from selector.compare.startup_log import read_startup_log
+from selector.compare.verify import VerifyRow
 from selector.pipeline.verify import verify_log
-from selector.startup_log import read_startup_log
-from selector.verify import VerifyRow
 from tests.cli_app import command_app
 
 ROOT = Path(__file__).resolve().parents[2]

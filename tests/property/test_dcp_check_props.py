@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from selector.catalog import load_catalog
 from selector.checkrun import CheckOptions
-from selector.config import parse_deployment
+from selector.inputs.config import parse_deployment
 from selector.parallel.plan import ShardPlan
 from selector.pipeline.check import check_deployment
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
-from selector.flat import FLAT_FIELDS
+from selector.inputs.flat import FLAT_FIELDS
 from selector.pipeline.flat import FlatEvaluator, FlatRequest
 from selector.sweep import _json_fast, sweep_lines, sweep_lines_per_config
 

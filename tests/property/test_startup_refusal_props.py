@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
 from selector.checkrun import CheckOptions
-from selector.config import LoadedDeployment, load_deployment
 from selector.errors import InputError, InvalidDeploymentError
+from selector.inputs.config import LoadedDeployment, load_deployment
 from selector.memory import startup_profile
 from selector.pipeline.bench import bench_targets
 from selector.pipeline.check import check_deployment

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from selector.cache import data_digest
-from selector.resources import schemas_dir
+from selector.util.cache import data_digest
+from selector.util.resources import schemas_dir
 
 
 def _copy(tmp_path: Path, name: str) -> Path:

@@ -13,9 +13,9 @@ from pathlib import Path
 import yaml
 
 from selector.catalog import load_catalog
-from selector.records import CLI_CODES
+from selector.check.records import CLI_CODES
+from selector.inputs.serve import ARG_CODES
 from selector.schema.request import Deployment
-from selector.serve import ARG_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = yaml.safe_load((ROOT / "schemas" / "reason-codes.yaml").read_text(encoding="utf-8"))

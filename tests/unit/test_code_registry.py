@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 from selector.catalog import load_catalog
-from selector.records import CLI_CODES
-from selector.serve import ARG_CODES
+from selector.check.records import CLI_CODES
+from selector.inputs.serve import ARG_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"^[A-Z]{2}\d{3}$")

@@ -16,7 +16,7 @@ from selector.kv import BackendKVFacts, wired_backends
 from selector.kv.layout import ENUM_ORDER
 from selector.memory.profile import startup_profile
 from selector.models.families import families, kv_heads_fields
-from selector.resources import schemas_dir
+from selector.util.resources import schemas_dir
 
 ENGINES = load_catalog().engine_names
 

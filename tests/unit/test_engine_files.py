@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from selector.catalog import ENGINE_FILES, PLATFORMS_DIR, _load_catalog_files, load_catalog
-from selector.serve.flags import SERVE_FLAGS_FILE
+from selector.inputs.serve.flags import SERVE_FLAGS_FILE
 
 
 def test_every_file_of_every_engine_folder_has_a_rule() -> None:

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from selector.catalog import CatalogError, _load_catalog_files
-from selector.mla_prefill import load_mla_prefill
-from selector.resources import schemas_dir
 from selector.schema.engine import PriorityEntry
 from selector.schema.platform import PLATFORM_SECTIONS
+from selector.solver.mla_prefill import load_mla_prefill
+from selector.util.resources import schemas_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selector.errors import InputError
-from selector.serve.values import parse_bytes, parse_max_model_len
+from selector.inputs.serve.values import parse_bytes, parse_max_model_len
 from tests.fuzz.test_config_fuzz import run_cli
 
 LAYER = "layer:\n  head_size: 128\n  num_heads: 32\n  num_kv_heads: 8\n"

@@ -46,7 +46,7 @@ def test_import_graph_of_the_check_path_is_light() -> None:
         "import sys\n"
         "from selector.catalog import load_catalog\n"
         "from selector.solver import solve\n"
-        "from selector.config import load_deployment\n"
+        "from selector.inputs.config import load_deployment\n"
         "heavy = [m for m in ('torch', 'numpy', 'flashinfer', 'flash_attn') if m in sys.modules]\n"
         "print(heavy)\n"
     )
@@ -77,7 +77,7 @@ def test_built_wheel_contains_and_loads_the_data(tmp_path: Path) -> None:
     assert "selector/_schemas/devices.yaml" in names
     assert any(n.startswith("selector/_schemas/engines/vllm-0.33.0/backends/") for n in names)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "ATTN_SELECT_NO_CACHE": "1"}
-    code = ("import selector.resources as r, selector.catalog as c; "
+    code = ("import selector.util.resources as r, selector.catalog as c; "
             "print(r.schemas_dir()); print(len(c.load_catalog().engine().backends))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=120)

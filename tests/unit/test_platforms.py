@@ -16,8 +16,8 @@ import yaml
 from selector.catalog import CatalogError, _load_catalog_files, load_catalog
 from selector.errors import InputError
 from selector.platforms import PLATFORM_MODULES, capability_int, platform_module
-from selector.resources import schemas_dir
 from selector.schema.platform import PLATFORM_SECTIONS
+from selector.util.resources import schemas_dir
 
 
 def test_the_registry_equals_platforms_yaml() -> None:
@@ -173,7 +173,7 @@ def test_a_device_of_another_platform_never_takes_cudas_rules(
     """A 9.4 device of another platform is not CUDA 9.x: the engine is loaded for its
     platform, which no release states yet, and the error names the device's line."""
     from selector import platforms
-    from selector.config import load_deployment, resolve_target
+    from selector.inputs.config import load_deployment, resolve_target
 
     _with_dummy_platform(schemas)
     monkeypatch.setitem(platforms.PLATFORM_MODULES, "dummy", "selector.platforms.cuda")
@@ -208,7 +208,7 @@ def test_an_unknown_platform_of_a_device_by_capability_is_located(tmp_path: Path
 def test_dtype_auto_reads_the_bfloat16_capability_from_the_data(schemas: Path) -> None:
     """``--dtype auto`` picks float16 below ``checks.bfloat16.min_cc`` of startup.yaml
     (vLLM's check_if_supports_dtype), not below a number in Python."""
-    from selector.serve.parse import parse_serve_command
+    from selector.inputs.serve.parse import parse_serve_command
 
     shipped = load_catalog()
     engine = shipped.default_engine

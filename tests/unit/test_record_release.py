@@ -125,7 +125,7 @@ def test_one_release_serve_flags_are_written_against_the_parent_profile() -> Non
     answer, every committed file comes out unchanged (and no file where none changed)."""
     import serve_flags
 
-    from selector.serve.flags import release_flags
+    from selector.inputs.serve.flags import release_flags
 
     for version, flags in release_flags(load_catalog()).items():
         assert serve_flags.profile_flags(version) == set(flags), version

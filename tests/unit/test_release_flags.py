@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from selector.catalog import load_catalog
-from selector.serve.flags import release_flags
+from selector.inputs.serve.flags import release_flags
 from tests.fuzz.test_config_fuzz import run_cli
 
 

@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 from selector.catalog import load_catalog
+from selector.check.records import CheckRecord, CheckReport
 from selector.cli.check import CheckFormat
 from selector.docsgen import generate
-from selector.records import CheckRecord, CheckReport
 from selector.report.formats import REPORTERS, reporter
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selector.catalog import load_catalog
-from selector.config import deployment_facts, deployment_model, load_deployment
-from selector.flat import FLAT_FIELDS, facts_from_flat
+from selector.inputs.config import deployment_facts, deployment_model, load_deployment
+from selector.inputs.flat import FLAT_FIELDS, facts_from_flat
 from selector.pipeline.deployment import layer_of, solve_deployment
 from selector.request import ENV_PREFIX, RequestFacts, as_request, layer_request
 

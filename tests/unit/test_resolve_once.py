@@ -94,7 +94,7 @@ def test_a_tensor_parallel_model_is_read_once(tmp_path: Path, monkeypatch: pytes
     config is loaded once per deployment."""
     import selector.models
     from selector.catalog import load_catalog
-    from selector.config import parse_deployment
+    from selector.inputs.config import parse_deployment
     from selector.pipeline import solve_deployment
 
     calls: list[str] = []

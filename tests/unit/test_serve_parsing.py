@@ -12,11 +12,11 @@ import yaml
 
 from selector.catalog import _load_catalog_files, load_catalog
 from selector.errors import InputError
-from selector.flat import facts_from_flat
-from selector.resources import schemas_dir
-from selector.serve import parse_serve_command
-from selector.serve.flags import SERVE_FLAGS_FILE, release_flags, serve_flags
-from selector.serve.tokenize import RawCommand, tokenize
+from selector.inputs.flat import facts_from_flat
+from selector.inputs.serve import parse_serve_command
+from selector.inputs.serve.flags import SERVE_FLAGS_FILE, release_flags, serve_flags
+from selector.inputs.serve.tokenize import RawCommand, tokenize
+from selector.util.resources import schemas_dir
 
 
 def _raw(line: str) -> RawCommand:

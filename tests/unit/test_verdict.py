@@ -12,8 +12,8 @@ import pytest
 
 from selector.catalog import load_catalog
 from selector.checkrun import CheckOptions
-from selector.config import load_deployment
 from selector.errors import InvalidDeploymentError
+from selector.inputs.config import load_deployment
 from selector.pipeline import record_of, solve_to_run
 from selector.pipeline.deployment import solve_deployment
 from tests.fuzz.test_config_fuzz import run_cli

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from selector.cli.verify import register
-from selector.startup_log import parse_startup_log, read_startup_log
+from selector.compare.startup_log import parse_startup_log, read_startup_log
 from tests.cli_app import command_app
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"

@@ -11,9 +11,9 @@ import pytest
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
+from selector.inputs.serve import ServeCommand, device_ref, is_serve_command, parse_serve_command
 from selector.models.presets import preset_dir
 from selector.schema.request import DeviceRef
-from selector.serve import ServeCommand, device_ref, is_serve_command, parse_serve_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "serve"
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from selector.catalog import load_catalog
-from selector.config import parse_deployment
+from selector.inputs.config import parse_deployment
 from selector.pipeline import solve_deployment
 from tests.fuzz.test_config_fuzz import run_cli
 from tests.recorded import RECORDED_ENGINE, pinned
@@ -107,7 +107,7 @@ def _findings(path: Path) -> list[str]:
 def test_no_vllm_default_is_a_python_literal() -> None:
     found = [line for path in sorted(SELECTOR.rglob("*.py")) for line in _findings(path)]
     assert not found, "vLLM's defaults come from the engine's defaults.yaml " \
-        "(Catalog.engine_defaults, selector.config.resolve_target):\n" + "\n".join(found)
+        "(Catalog.engine_defaults, selector.inputs.config.resolve_target):\n" + "\n".join(found)
 
 
 def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:

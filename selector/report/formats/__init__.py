@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
-from selector.records import CheckReport
+from selector.check.records import CheckReport
 
 __all__ = ["DEFAULT_FORMAT", "REPORTERS", "Render", "Reporter", "reporter"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from selector.records import CheckRecord, CheckReport, Finding
+from selector.check.records import CheckRecord, CheckReport, Finding
 
 __all__ = ["REPORTS_INPUT_ERRORS", "SUMMARY", "compact_line", "render"]
 

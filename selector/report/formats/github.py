@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from selector.records import CheckRecord, CheckReport
+from selector.check.records import CheckRecord, CheckReport
 
 __all__ = ["SUMMARY", "render", "render_github"]
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from selector.records import CheckRecord, CheckReport
+from selector.check.records import CheckRecord, CheckReport
 from selector.report.json import JSON_SCHEMA_VERSION, result_to_json
 
 __all__ = ["SUMMARY", "check_documents", "render"]

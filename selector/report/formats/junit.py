@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from selector.records import CheckRecord, CheckReport, Finding
+from selector.check.records import CheckRecord, CheckReport, Finding
 
 __all__ = ["SUMMARY", "render", "render_junit"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from selector.check.records import CheckRecord, CheckReport, Finding
 from selector.kv import format_ranges
-from selector.records import CheckRecord, CheckReport, Finding
 from selector.report.memory import memory_markdown
 
 __all__ = ["SUMMARY", "render", "render_markdown"]

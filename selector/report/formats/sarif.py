@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from selector import __version__
 from selector.catalog import RegisteredCodes, load_catalog
-from selector.records import CLI_CODES, CheckRecord, CheckReport, Finding
+from selector.check.records import CLI_CODES, CheckRecord, CheckReport, Finding
 
 __all__ = ["COMMAND_LOCATION", "SARIF_SCHEMA", "SARIF_VERSION", "SUMMARY", "artifact_uri",
            "code_descriptions",

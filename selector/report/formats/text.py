@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from selector.catalog import load_catalog
-from selector.records import CheckReport, Finding
+from selector.check.records import CheckReport, Finding
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
 

@@ -3,7 +3,7 @@
 Every fact is one line pattern of vLLM's logger, cited below (vLLM 0.25.1 unless stated;
 the wording is unchanged through 0.33.0 where a release is not named). A fact the log does
 not state is absent, never guessed. ``attn-select verify`` compares these with the tool's
-prediction (:mod:`selector.verify`).
+prediction (:mod:`selector.compare.verify`).
 """
 
 from __future__ import annotations

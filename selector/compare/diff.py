@@ -295,7 +295,7 @@ _MLA_HEADS = (16, 128)
 @dataclass(frozen=True)
 class MatrixPoint:
     """One representative config: a label and the flat selector config (the
-    oracle's input format, see :mod:`selector.flat`)."""
+    oracle's input format, see :mod:`selector.inputs.flat`)."""
 
     label: str
     config: Mapping[str, Any]

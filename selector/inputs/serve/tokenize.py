@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from selector.serve.command import ServeNote
-from selector.serve.flags import ServeFlags
-from selector.serve.options import resolve_option
-from selector.serve.values import bad_value, parse_scalar, set_dotted
-from selector.serve.wrappers import is_serve_command, serve_words
+from selector.inputs.serve.command import ServeNote
+from selector.inputs.serve.flags import ServeFlags
+from selector.inputs.serve.options import resolve_option
+from selector.inputs.serve.values import bad_value, parse_scalar, set_dotted
+from selector.inputs.serve.wrappers import is_serve_command, serve_words
 
 __all__ = ["RawCommand", "is_serve_command", "tokenize"]
 

@@ -4,18 +4,17 @@
 from __future__ import annotations
 
 from selector.catalog import Catalog, EngineData, close_matches
-from selector.schema.types import KV_CACHE_DTYPES
-from selector.serve.command import ServeNote
-from selector.serve.config_flags import (
+from selector.inputs.serve.command import ServeNote
+from selector.inputs.serve.config_flags import (
     attention_config,
     backend_name,
     compilation_config,
     speculative_config,
 )
-from selector.serve.flags import ServeFlags
-from selector.serve.settings import Settings
-from selector.serve.tokenize import RawCommand
-from selector.serve.values import (
+from selector.inputs.serve.flags import ServeFlags
+from selector.inputs.serve.settings import Settings
+from selector.inputs.serve.tokenize import RawCommand
+from selector.inputs.serve.values import (
     bad_value,
     json_object,
     parse_bytes,
@@ -23,6 +22,7 @@ from selector.serve.values import (
     parse_int,
     parse_max_model_len,
 )
+from selector.schema.types import KV_CACHE_DTYPES
 
 __all__ = ["build_settings"]
 

@@ -20,12 +20,12 @@ from pydantic import ValidationError
 from selector import kv  # KV options only for a model deployment: loaded on first use
 from selector.catalog import DEFAULT_ENGINE_ENV, Catalog, EngineData, close_matches
 from selector.errors import InputError
-from selector.inputfile import check_duplicate_keys, parse_json_text
 from selector.platforms import capability_int, platform_module
 from selector.request import RequestFacts, deployment_request, single_layer_request
 from selector.schema.device import Device
 from selector.schema.request import Deployment, DeviceRef
 from selector.schema.types import CudaGraphMode
+from selector.util.inputfile import check_duplicate_keys, parse_json_text
 
 if TYPE_CHECKING:
     from selector.kv import KVOptions
@@ -445,7 +445,7 @@ def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: En
                 hint=others or f"{engine.engine} has no such backend",
             )
     if d.attention_config.mla_prefill_backend is not None:
-        from selector.mla_prefill import prefill_backend_name  # lazy: only a pinned prefill
+        from selector.solver.mla_prefill import prefill_backend_name  # lazy: only a pinned prefill
 
         try:
             prefill_backend_name(engine, d.attention_config.mla_prefill_backend, catalog)

@@ -65,7 +65,7 @@ class CheckRecord:
     block_size: int | None = None
     cudagraph_mode: str | None = None
     model: Any = None
-    """The whole-model check (:class:`selector.modelcheck.ModelCheckResult`) of a
+    """The whole-model check (:class:`selector.check.model.ModelCheckResult`) of a
     deployment that names a ``model:``; None for a single-layer deployment."""
     measured_policy: dict[str, Any] | None = None
     """``check --measurements``: the measured-fastest valid backend (the policy decision's
@@ -95,7 +95,7 @@ class CheckReport:
 
     records: Sequence[CheckRecord]
     command: Any = None
-    """The parsed ``vllm serve`` command line (:class:`selector.serve.ServeCommand`),
+    """The parsed ``vllm serve`` command line (:class:`selector.inputs.serve.ServeCommand`),
     or None for deployment files."""
     verbose: int = 0
     fleet: bool = False

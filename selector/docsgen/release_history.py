@@ -44,7 +44,7 @@ def _names(items: Iterable[Any], attr: str) -> list[str]:
 def release_changes(older: EngineData, newer: EngineData,
                     serve_flags: Mapping[str, frozenset[str]] | None = None) -> list[str]:
     """Bullet points: what ``newer`` changes relative to ``older`` (``serve_flags``: each
-    release's `vllm serve` engine flags, :func:`selector.serve.flags.release_flags`)."""
+    release's `vllm serve` engine flags, :func:`selector.inputs.serve.flags.release_flags`)."""
     lines: list[str] = []
     a, b = older.profile, newer.profile
     old_checks, new_checks = _names(a.checks, "code"), _names(b.checks, "code")

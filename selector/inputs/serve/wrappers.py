@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from selector.errors import InputError
-from selector.serve.values import bad_value
+from selector.inputs.serve.values import bad_value
 
 __all__ = ["ENV_ASSIGNMENT", "command_body", "container_image", "image_release",
            "is_serve_command", "serve_words"]

@@ -28,11 +28,11 @@ from selector.catalog import (
     load_catalog,
     validation_message,
 )
-from selector.derive import derive_facts
 from selector.errors import InputError
 from selector.result import Diagnostic, MLAPrefillResult, MLAPrefillVerdict
 from selector.schema.backend import BackendSpec
 from selector.schema.mla_prefill import MLAPrefillBackendSpec, MLAPrefillProfile
+from selector.solver.derive import derive_facts
 
 __all__ = [
     "DATA_FILE",

@@ -15,10 +15,10 @@ __all__ = ["schemas_dir"]
 @functools.cache
 def schemas_dir() -> Path:
     """The directory holding the capability data."""
-    packaged = Path(__file__).resolve().parent / "_schemas"
+    packaged = Path(__file__).resolve().parents[1] / "_schemas"
     if packaged.is_dir():
         return packaged
-    checkout = Path(__file__).resolve().parent.parent / "schemas"
+    checkout = Path(__file__).resolve().parents[2] / "schemas"
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(

@@ -7,11 +7,11 @@ import re
 from collections.abc import Mapping
 
 from selector.catalog import Catalog, EngineData, close_matches
+from selector.inputs.serve.command import ServeNote
+from selector.inputs.serve.flags import ServeFlags
+from selector.inputs.serve.settings import Settings
+from selector.inputs.serve.values import parse_bool
 from selector.platforms import PLATFORM_MODULES, platform_module
-from selector.serve.command import ServeNote
-from selector.serve.flags import ServeFlags
-from selector.serve.settings import Settings
-from selector.serve.values import parse_bool
 
 __all__ = ["read_environment"]
 

@@ -6,11 +6,11 @@ word (AS104) and the flags vLLM reads that attn-select does not model (AS104, na
 from __future__ import annotations
 
 from selector.catalog import Catalog
-from selector.serve.command import ServeNote
-from selector.serve.flags import ServeFlags, release_flags
-from selector.serve.options import did_you_mean
-from selector.serve.settings import HANDLED
-from selector.serve.tokenize import RawCommand
+from selector.inputs.serve.command import ServeNote
+from selector.inputs.serve.flags import ServeFlags, release_flags
+from selector.inputs.serve.options import did_you_mean
+from selector.inputs.serve.settings import HANDLED
+from selector.inputs.serve.tokenize import RawCommand
 
 __all__ = ["flag_notes"]
 

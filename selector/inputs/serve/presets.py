@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from selector.errors import InputError
+from selector.inputs.serve.values import SOURCE
 from selector.models import list_presets, preset_dir
 from selector.models.loader import precision_message, with_quantization_sidecar
 from selector.models.presets import (
@@ -17,7 +18,6 @@ from selector.models.presets import (
     preset_origin,
     recorded_checkpoint,
 )
-from selector.serve.values import SOURCE
 
 __all__ = ["is_shipped_preset", "load_model_config"]
 

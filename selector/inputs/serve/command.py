@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from selector.catalog import Catalog, RegisteredCodes
 from selector.errors import InputError
+from selector.inputs.serve.wrappers import ENV_ASSIGNMENT
 from selector.memory.profile import startup_profile
 from selector.platforms import capability_int, platform_module
 from selector.schema.request import Deployment, DeviceRef
-from selector.serve.wrappers import ENV_ASSIGNMENT
 
 if TYPE_CHECKING:  # a type only: a file check never loads the model facts
     from selector.models import ModelFacts

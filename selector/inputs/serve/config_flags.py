@@ -12,13 +12,13 @@ from typing import Any
 from selector import kv  # the model-driven backend names: loaded on first use
 from selector.catalog import Catalog, CatalogError, EngineData, close_matches
 from selector.errors import InputError
+from selector.inputs.serve.command import ServeNote
+from selector.inputs.serve.flags import ServeFlags
+from selector.inputs.serve.settings import Settings
+from selector.inputs.serve.tokenize import RawCommand
+from selector.inputs.serve.values import bad_value, deep_merge, json_object, parse_bool, parse_int
 from selector.memory import startup_profile
 from selector.schema.types import CUDAGRAPH_MODES
-from selector.serve.command import ServeNote
-from selector.serve.flags import ServeFlags
-from selector.serve.settings import Settings
-from selector.serve.tokenize import RawCommand
-from selector.serve.values import bad_value, deep_merge, json_object, parse_bool, parse_int
 
 __all__ = ["attention_config", "backend_name", "compilation_config", "speculative_config"]
 

@@ -17,6 +17,16 @@ from typing import Any
 
 from selector.catalog import Catalog
 from selector.errors import InputError
+from selector.inputs.serve.command import ServeCommand, ServeNote
+from selector.inputs.serve.environment import read_environment
+from selector.inputs.serve.flag_notes import flag_notes
+from selector.inputs.serve.flag_settings import build_settings
+from selector.inputs.serve.flags import ServeFlags, release_flags, serve_flags
+from selector.inputs.serve.presets import is_shipped_preset, load_model_config
+from selector.inputs.serve.settings import Settings
+from selector.inputs.serve.tokenize import tokenize
+from selector.inputs.serve.values import SOURCE, bad_value, deep_merge
+from selector.inputs.serve.wrappers import container_image, image_release
 from selector.models import ModelFacts, parse_config
 from selector.schema.request import (
     AttentionConfig,
@@ -26,16 +36,6 @@ from selector.schema.request import (
     Parallel,
     Speculative,
 )
-from selector.serve.command import ServeCommand, ServeNote
-from selector.serve.environment import read_environment
-from selector.serve.flag_notes import flag_notes
-from selector.serve.flag_settings import build_settings
-from selector.serve.flags import ServeFlags, release_flags, serve_flags
-from selector.serve.presets import is_shipped_preset, load_model_config
-from selector.serve.settings import Settings
-from selector.serve.tokenize import tokenize
-from selector.serve.values import SOURCE, bad_value, deep_merge
-from selector.serve.wrappers import container_image, image_release
 
 __all__ = ["parse_serve_command"]
 

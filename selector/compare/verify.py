@@ -1,7 +1,7 @@
 """``attn-select verify``: what a real vLLM start-up log says next to what the tool
 predicts for the same deployment (agree / differ per fact; pure, no I/O).
 
-The log's facts come from :mod:`selector.startup_log`; the prediction is ``check``'s
+The log's facts come from :mod:`selector.compare.startup_log`; the prediction is ``check``'s
 record of the deployment (a whole-model check: per-layer backends, the KV plan and the
 start-up memory budget). Figures agree within a tolerance (KV tokens and the memory left
 for the KV cache 3%, each reserved part 10%, as vLLM's log rounds to 0.01 GiB); names
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from selector.records import CheckRecord
-from selector.startup_log import StartupLog
+from selector.check.records import CheckRecord
+from selector.compare.startup_log import StartupLog
 
 __all__ = ["TOLERANCES", "VerifyResult", "VerifyRow", "compare_log", "serve_argv_of_log"]
 

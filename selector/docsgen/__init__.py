@@ -26,17 +26,18 @@ from pydantic import BaseModel, ConfigDict
 import selector.schema as schema_package
 from selector import expr as expr_lang
 from selector.catalog import Catalog, EngineData
-from selector.config import LoadedDeployment
+from selector.check.records import CLI_CODES
+from selector.docsgen.release_history import release_history_page
 from selector.errors import InputError
+from selector.inputs.config import LoadedDeployment
+from selector.inputs.serve import ARG_CODES
+from selector.inputs.serve.flags import release_flags
 from selector.memory.encoder import encoder_data, vit_backend
 from selector.memory.speculative import speculative_data
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
 from selector.platforms import capability_int, platform_module
-from selector.records import CLI_CODES
-from selector.release_history import release_history_page
 from selector.report.formats import REPORTERS
-from selector.resources import schemas_dir
 from selector.schema.backend import BackendSpec
 from selector.schema.codes import ReasonCodeRegistry
 from selector.schema.device import DeviceCatalog
@@ -52,8 +53,7 @@ from selector.schema.request import (
     Speculative,
 )
 from selector.schema.serve_flags import ServeFlags
-from selector.serve import ARG_CODES
-from selector.serve.flags import release_flags
+from selector.util.resources import schemas_dir
 
 __all__ = [
     "BANNER",

@@ -34,7 +34,19 @@ def _cache_dir() -> Path | None:
     return Path(xdg or Path.home() / ".cache") / "attn-select"
 
 
-_CODE_FILES = ("expr.py", "catalog.py", "cache.py", "schema", "platforms", "solver/compiled.py")
+_CODE_MODULES = ("selector.expr", "selector.catalog", "selector.util.cache", "selector.schema",
+                 "selector.platforms", "selector.solver.compiled")
+"""The modules whose code shapes the cached objects. Their files follow from the names (a
+package: every file under it; nothing is imported), so a move rewrites the names only."""
+
+
+def _code_files() -> list[Path]:
+    root = Path(__file__).resolve().parents[1]  # selector/
+    files: list[Path] = []
+    for module in _CODE_MODULES:
+        target = root.joinpath(*module.split(".")[1:])
+        files += sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+    return files
 
 
 @functools.cache
@@ -42,11 +54,11 @@ def _code_digest(extra: tuple[str, ...] = ()) -> bytes:
     """A hash of the code that shapes the cached objects (``extra``: more files, relative
     to the package) so an upgrade or a local edit never reads a stale cache."""
     digest = hashlib.sha256(_VERSION.encode())
-    package = Path(__file__).resolve().parent
-    for name in (*_CODE_FILES, *extra):
-        target = package / name
-        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
-            digest.update(path.read_bytes())
+    package = Path(__file__).resolve().parents[1]
+    extra_files = [path for name in extra for path in (
+        sorted((package / name).rglob("*.py")) if (package / name).is_dir() else [package / name])]
+    for path in (*_code_files(), *extra_files):
+        digest.update(path.read_bytes())
     return digest.digest()
 
 

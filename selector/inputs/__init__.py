@@ -1,0 +1,1 @@
+"""What the user gives: a deployment file, a ``vllm serve`` line, a flat config."""

@@ -1,0 +1,1 @@
+"""Packaged data access, the on-disk cache and the user's small input files."""
