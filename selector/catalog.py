@@ -647,6 +647,7 @@ ENGINE_FILES: dict[str, FileRule] = {
     "encoder.yaml": FileRule("patch"),
     "kernel-calls.yaml": FileRule("whole"),
     "model-driven.yaml": FileRule("whole"),
+    "speculative.yaml": FileRule("whole"),
     "model_registry.json": FileRule("own"),
 }
 """Every data file of an engine profile folder and its inheritance rule: the one table

@@ -171,6 +171,12 @@ STEPS: tuple[Step, ...] = (
 )
 
 NOT_PER_RELEASE: dict[str, str] = {
+    f"{ORACLE_GOLDEN}/rocm-standard.jsonl.gz":
+        "vLLM's ROCm platform's answers: tools/rocm_oracle_sample.py VERSION --python VENV "
+        "(the ROCm oracle, with Triton on its path; not yet a step of this tool)",
+    f"{ORACLE_GOLDEN}/rocm-mla.jsonl.gz": "as rocm-standard.jsonl.gz",
+    f"{ORACLE_GOLDEN}/rocm-cases.jsonl.gz":
+        "0.33.0's ROCm acceptance cases (tests/unit/test_rocm_cli.py), by tools/rocm_oracle_sample.py",
     f"{ORACLE_GOLDEN}/standard.jsonl.gz":
         "0.33.0's older-format sample (2,000 lines, tools/run_oracle_sample.sh); newer "
         "releases get releases/vllm-X/standard.jsonl.gz (step selection)",

@@ -197,16 +197,18 @@ def _first_fault(config: Mapping[str, Any], errors: list[Any]) -> InputError:
     raise AssertionError(f"no fault found for {errors}")  # pragma: no cover
 
 
-_DEFAULTS: dict[str, tuple[dict[str, Any], frozenset[str]]] = {}
+_DEFAULTS: dict[tuple[str, str], tuple[dict[str, Any], frozenset[str]]] = {}
 
 
 def _defaults(profile: EngineProfile) -> tuple[dict[str, Any], frozenset[str]]:
-    """(default facts, vocabulary) of a profile, computed once."""
-    cached = _DEFAULTS.get(profile.engine)
+    """(default facts, vocabulary) of a profile, computed once per release and platform
+    (the platform's environment facts are the profile's too)."""
+    key = (profile.engine, profile.platform)
+    cached = _DEFAULTS.get(key)
     if cached is None:
         specs = {**profile.inputs, **profile.environment}
         cached = ({name: spec.default for name, spec in specs.items()}, frozenset(specs))
-        _DEFAULTS[profile.engine] = cached
+        _DEFAULTS[key] = cached
     return cached
 
 

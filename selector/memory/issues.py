@@ -86,7 +86,9 @@ def layer_build_issues(catalog: Catalog, engine: str, platform: str | None, back
     """The refusals of ``backend``'s ``layer_checks`` (vLLM's ``AttentionImpl.__init__``
     when it builds a layer the backend was selected for) whose condition holds for the
     layer's facts ``scope``; each one's message is filled from those facts."""
-    spec = catalog.engine(engine, platform).backends[backend]
+    spec = catalog.engine(engine, platform).backends.get(backend)
+    if spec is None:  # a backend the model's own layers choose (model-driven.yaml)
+        return []
     found = []
     for rule in spec.layer_checks:
         if E.evaluate(E.parse(rule.when), scope):

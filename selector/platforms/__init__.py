@@ -21,11 +21,23 @@ __all__ = [
     "PLATFORM_MODULES",
     "PlatformModule",
     "capability_int",
+    "import_torch",
     "platform_module",
 ]
 
 
 GPU_EXTRA_HINT = "pip install 'attn-select[gpu]'"
+
+
+def import_torch(needs: str, hint: str) -> Any:
+    """torch, imported for a platform's probe; not installed: :class:`CannotRunHereError`
+    saying what ``needs`` it and how to install it (``hint``)."""
+    from selector.errors import CannotRunHereError
+
+    try:
+        return importlib.import_module("torch")
+    except ImportError as error:
+        raise CannotRunHereError(f"{needs}, which is not installed ({error}); {hint}") from None
 """How to install what a GPU run needs (torch and the kernel libraries)."""
 
 

@@ -4,12 +4,11 @@ capabilities ``major.minor``, architectures ``sm_XY``, torch with a CUDA device.
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from typing import Any
 
 from selector.errors import CannotRunHereError
-from selector.platforms import GPU_EXTRA_HINT
+from selector.platforms import GPU_EXTRA_HINT, import_torch
 from selector.schema.device import Device
 
 __all__ = [
@@ -90,12 +89,7 @@ def check_device(device: Device) -> str:
 def probe_torch(what: str = "the smoke check") -> Any:
     """torch, with a CUDA device available (``torch.version.cuda`` set and
     ``torch.cuda.is_available()``); else :class:`CannotRunHereError`."""
-    try:
-        torch = importlib.import_module("torch")
-    except ImportError as error:
-        raise CannotRunHereError(
-            f"{what} needs PyTorch, which is not installed ({error}); "
-            f"install the GPU extra: {INSTALL_HINT}") from None
+    torch = import_torch(f"{what} needs PyTorch", f"install the GPU extra: {INSTALL_HINT}")
     if not torch.cuda.is_available():
         fix = (f"this torch is a CPU-only build; install a CUDA build ({INSTALL_HINT})"
                if torch.version.cuda is None else

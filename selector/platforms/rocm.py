@@ -13,12 +13,12 @@ than taken for its neighbour.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from selector.errors import CannotRunHereError
+from selector.platforms import import_torch
 from selector.schema.device import Device
 
 __all__ = [
@@ -165,12 +165,7 @@ def check_device(device: Device) -> str:
 def probe_torch(what: str = "the smoke check") -> Any:
     """torch, with an AMD GPU available (``torch.version.hip`` set and
     ``torch.cuda.is_available()``); else :class:`CannotRunHereError`."""
-    try:
-        torch = importlib.import_module("torch")
-    except ImportError as error:
-        raise CannotRunHereError(
-            f"{what} needs an AMD GPU and PyTorch built for ROCm, which is not installed "
-            f"({error}); {INSTALL_HINT}") from None
+    torch = import_torch(f"{what} needs an AMD GPU and PyTorch built for ROCm", INSTALL_HINT)
     if getattr(torch.version, "hip", None) is None or not torch.cuda.is_available():
         seen = ("a CUDA build, for NVIDIA GPUs" if getattr(torch.version, "cuda", None)
                 else "a CPU-only build") if getattr(torch.version, "hip", None) is None \

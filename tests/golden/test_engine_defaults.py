@@ -53,7 +53,9 @@ def test_batch_defaults_match_vllm_on_every_device(version: str) -> None:
     catalog = load_catalog()
     table = catalog.engine_defaults(f"vllm=={version}")
     rows = [a for a in _answers(version) if a["kind"] == "batch"]
-    assert {a["device"] for a in rows if a["device"]} == {d.name for d in catalog.devices}
+    # vLLM's CUDA platform answered for the CUDA devices (the ROCm ones are another oracle's)
+    assert {a["device"] for a in rows if a["device"]} == {d.name for d in catalog.devices
+                                                         if d.platform == "cuda"}
     for answer in rows:
         for context in ("LLM_CLASS", "OPENAI_API_SERVER"):
             tier = table.batch.tier((answer["name"],), answer["memory_bytes"], answer["capability"])

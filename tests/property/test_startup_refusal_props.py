@@ -48,7 +48,8 @@ def _shipped() -> list[LoadedDeployment]:
 
 
 SHIPPED = _shipped()
-DEVICES = [device.name for device in load_catalog().devices]
+DEVICES = [device.name for device in load_catalog().devices if device.platform == "cuda"]
+"""The CUDA devices: the smoke and bench of a ROCm deployment need an AMD GPU (exit 4)."""
 
 
 def _startup_codes() -> set[str]:

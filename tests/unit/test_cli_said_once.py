@@ -137,8 +137,6 @@ def test_no_valid_backend_of_a_model_is_said_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "said"), [
-    ("MI300X", "not in the catalog (AMD GPUs (ROCm) are not supported yet)"),
-    ("AMD Instinct MI250X", "not in the catalog (AMD GPUs (ROCm) are not supported yet)"),
     ("Gaudi3", "not in the catalog (Intel GPUs and Gaudi accelerators are not supported yet)"),
     ("H1000", "did you mean 'H100'"),
     ("B3000", "did you mean 'B300'"),
