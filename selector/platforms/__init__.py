@@ -13,6 +13,7 @@ import importlib
 from types import ModuleType
 from typing import Any, Protocol, cast
 
+from selector.errors import CannotRunHereError
 from selector.schema.device import Device
 
 __all__ = [
@@ -32,8 +33,6 @@ GPU_EXTRA_HINT = "pip install 'attn-select[gpu]'"
 def import_torch(needs: str, hint: str) -> Any:
     """torch, imported for a platform's probe; not installed: :class:`CannotRunHereError`
     saying what ``needs`` it and how to install it (``hint``)."""
-    from selector.errors import CannotRunHereError
-
     try:
         return importlib.import_module("torch")
     except ImportError as error:
