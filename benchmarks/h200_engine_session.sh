@@ -10,6 +10,8 @@
 #   carry .vllmcarry/b:            bash benchmarks/h200_engine_session.sh stash .vllmcarry/b
 #   carry .vllmcarry/d:            bash benchmarks/h200_engine_session.sh run [NAME...]
 #   no carry, same machine:        bash benchmarks/h200_engine_session.sh run NAME...
+#   (`install` instead of `run`: install what was stashed and stop, e.g. before
+#   `pytest -m gpu --gpu-required` with vLLM importable)
 # `run` installs what was stashed (once), starts each deployment (benchmarks/vllm_startups.py)
 # and writes $OUT/startup-logs.tar.xz; tools/record_startups.py turns it into the goldens.
 set -u
@@ -36,6 +38,7 @@ if [ ! -d "$SITE/vllm" ]; then
 fi
 python3 -m pip list 2>/dev/null > "$OUT/pip-list.txt"
 python3 -c "import vllm, transformers, torch; print('vllm', vllm.__version__, '| transformers', transformers.__version__, '| torch', torch.__version__)" 2>&1 | tail -3
+[ "$MODE" = install ] && exit 0
 log "engine start-ups"
 mkdir -p "$OUT/startups"
 STARTUP_BUDGET_S=$(left 600) python3 benchmarks/vllm_startups.py "$OUT/startups" "$@"
