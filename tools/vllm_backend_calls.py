@@ -139,23 +139,17 @@ def install(torch: Any, recorder: Recorder) -> None:
         key_cache[pages, offsets] = (key[keep].float() / k_scale).to(key_cache.dtype)
         value_cache[pages, offsets] = (value[keep].float() / v_scale).to(value_cache.dtype)
 
-    def triton_write(key: Any, value: Any, key_cache: Any, value_cache: Any,
-                     slot_mapping: Any, kv_cache_dtype: str, k_scale: Any, v_scale: Any
-                     ) -> None:
-        recorder.keep("triton_reshape_and_cache_flash", {
-            "key": key, "value": value, "key_cache": key_cache, "value_cache": value_cache,
-            "slot_mapping": slot_mapping, "kv_cache_dtype": kv_cache_dtype,
-            "k_scale": k_scale, "v_scale": v_scale})
-        write(key, value, key_cache, value_cache, slot_mapping, float(k_scale), float(v_scale))
-
-    def flash_write(key: Any, value: Any, key_cache: Any, value_cache: Any,
-                    slot_mapping: Any, kv_cache_dtype: str, k_scale: Any, v_scale: Any
-                    ) -> None:
-        recorder.keep("reshape_and_cache_flash", {
-            "key": key, "value": value, "key_cache": key_cache, "value_cache": value_cache,
-            "slot_mapping": slot_mapping, "kv_cache_dtype": kv_cache_dtype,
-            "k_scale": k_scale, "v_scale": v_scale})
-        write(key, value, key_cache, value_cache, slot_mapping, float(k_scale), float(v_scale))
+    def cache_writer(op: str) -> Any:
+        """vLLM's cache-write op ``op`` as the backend calls it: recorded, then done."""
+        def cache_write(key: Any, value: Any, key_cache: Any, value_cache: Any,
+                        slot_mapping: Any, kv_cache_dtype: str, k_scale: Any, v_scale: Any
+                        ) -> None:
+            recorder.keep(op, {
+                "key": key, "value": value, "key_cache": key_cache, "value_cache": value_cache,
+                "slot_mapping": slot_mapping, "kv_cache_dtype": kv_cache_dtype,
+                "k_scale": k_scale, "v_scale": v_scale})
+            write(key, value, key_cache, value_cache, slot_mapping, float(k_scale), float(v_scale))
+        return cache_write
 
     def attend(**kw: Any) -> Any:
         return paged_torch.flash_attn_varlen_func(
@@ -201,9 +195,9 @@ def install(torch: Any, recorder: Recorder) -> None:
         o.copy_(result.to(o.dtype))
 
     _eager_graphs(torch)
-    triton_attn.triton_reshape_and_cache_flash = triton_write
+    triton_attn.triton_reshape_and_cache_flash = cache_writer("triton_reshape_and_cache_flash")
     triton_attn.unified_attention = unified_attention
-    flash_attn.reshape_and_cache_flash = flash_write
+    flash_attn.reshape_and_cache_flash = cache_writer("reshape_and_cache_flash")
     flash_attn.flash_attn_varlen_func = flash_attn_varlen_func
     flash_attn.get_scheduler_metadata = get_scheduler_metadata
     triton_mla.decode_attention_fwd = decode_attention_fwd
