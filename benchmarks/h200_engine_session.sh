@@ -4,10 +4,10 @@
 #
 # Staging (development machine): benchmarks/stage_gpu_carry.sh && benchmarks/stage_vllm_engine.sh
 # Then device calls back to back (the machine goes back 30 s after a call):
-#   carry .gpucarry .vllmcarry/c:  bash benchmarks/h200_engine_session.sh stash .vllmcarry/c
-#                                   (or with h200_session.sh before it, same call)
+#   carry .gpucarry:               bash benchmarks/h200_session.sh ... (or . benchmarks/gpu_setup.sh)
 #   carry .vllmcarry/a:            bash benchmarks/h200_engine_session.sh stash .vllmcarry/a
 #   carry .vllmcarry/b:            bash benchmarks/h200_engine_session.sh stash .vllmcarry/b
+#   carry .vllmcarry/c:            bash benchmarks/h200_engine_session.sh stash .vllmcarry/c
 #   carry .vllmcarry/d:            bash benchmarks/h200_engine_session.sh run [NAME...]
 #   no carry, same machine:        bash benchmarks/h200_engine_session.sh run NAME...
 #   (`install` instead of `run`: install what was stashed and stop, e.g. before

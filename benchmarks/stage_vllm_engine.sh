@@ -4,13 +4,13 @@
 # vllm-0.25.1-cp38-abi3-manylinux_2_28_x86_64 wheel without its compiled FlashAttention
 # extensions (_vllm_fa2_C is Ampere's path; FA3 and FlashMLA come from .gpucarry, filled by
 # benchmarks/stage_gpu_carry.sh) and without the Rust frontend binary (vllm-rs, used only
-# with VLLM_RUST_FRONTEND_PATH), xz-compressed and split into parts of at most 45 MB, plus
+# with VLLM_RUST_FRONTEND_PATH), xz-compressed and split into three parts of at most 35 MB, plus
 # the wheels of the runtime dependencies that the engine's import chain
 # (vllm.LLM(model=DIR, load_format="dummy", skip_tokenizer_init=True)) touches and the
 # H200 image lacks or has at another version than vLLM 0.25.1 was resolved with.
 #   ../shared/gpu/fetch-wheels .gpuwheels && ../shared/gpu/fetch-vllm-kernels .gpuwheels
 #   benchmarks/stage_gpu_carry.sh && benchmarks/stage_vllm_engine.sh
-# Then carry .vllmcarry/a, b, c (with .gpucarry) and d in four calls back to back
+# Then carry .gpucarry, .vllmcarry/a, b, c and d in five calls back to back
 # (benchmarks/h200_engine_session.sh says how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,8 +60,10 @@ with zipfile.ZipFile(wheel) as z, tarfile.open(fileobj=buffer, mode="w") as tar:
         entry.mode = 0o755 if name.endswith(".so") else 0o644
         tar.addfile(entry, io.BytesIO(data))
 packed = lzma.compress(buffer.getvalue(), preset=6)
-size = 45 * 1000 * 1000
+size = 35 * 1000 * 1000  # a part + the working tree (~20-25 MB) stays under one call's 64 MiB
 parts = [packed[i:i + size] for i in range(0, len(packed), size)]
+if len(parts) > 3:
+    sys.exit(f"vllm packs to {len(packed) / 1e6:.0f} MB: more than three parts of {size / 1e6:.0f} MB")
 for index, part in enumerate(parts):
     open(f".vllmcarry/{'abc'[index]}/vllm.tar.xz.{index:02d}", "wb").write(part)
 print(f"vllm {len(buffer.getvalue()) / 1e6:.0f} MB tar -> {len(packed) / 1e6:.0f} MB xz in {len(parts)} parts")
