@@ -42,7 +42,10 @@ from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec
 from selector.kv.ssm_state import ssm_state_shapes
 from selector.models import LayerFacts, ModelFacts, load_model
 
-__all__ = ["ConfigAgreement", "agreements", "agreements_of", "compare_groups", "load_answers", "tool_groups"]
+__all__ = [
+    "ConfigAgreement", "agreements", "agreements_of", "answer_files", "compare_groups", "load_answers",
+    "tool_groups",
+]
 
 GOLDEN = REPO / "tests" / "golden" / "vllm_models"
 
@@ -61,10 +64,25 @@ _DENSE = BackendKVFacts(name="FLASH_ATTN", class_name="FlashAttentionBackend")
 _MLA = BackendKVFacts(name="FLASHMLA", class_name="FlashMLABackend", is_mla=True)
 
 
+def answer_files(engine: str = "vllm-0.33.0") -> list[Path]:
+    """The release's answer files: ``<engine>.jsonl.gz`` and then, sorted, any
+    ``<engine>-*.jsonl.gz`` beside it (answers recorded separately, e.g. ``-mm`` for the
+    multimodal and pooling wrappers), but not the prefix-caching runs of an older release
+    (``-prefix-caching``: a run mode of its own, loaded by that name)."""
+    main = GOLDEN / f"{engine}.jsonl.gz"
+    extra = [p for p in sorted(GOLDEN.glob(f"{engine}-*.jsonl.gz"))
+             if not p.name.endswith("-prefix-caching.jsonl.gz")]
+    return [main, *extra]
+
+
 def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
-    """vLLM's committed answers, one per config."""
-    path = GOLDEN / f"{engine}.jsonl.gz"
-    return list(oracle.read_jsonl(path))
+    """vLLM's committed answers, one per config (a config answered again in a later
+    file of :func:`answer_files` is that file's answer)."""
+    out: dict[tuple[str, Any], dict[str, Any]] = {}
+    for path in answer_files(engine):
+        for answer in oracle.read_jsonl(path):
+            out[(str(answer["config"]), answer.get("enable_prefix_caching"))] = answer
+    return list(out.values())
 
 
 @dataclass

@@ -79,8 +79,10 @@ _LAYER_INDEX = re.compile(r"\.(?:layers|layer|h|blocks|decoder\.layers)\.(\d+)\.
 """A layer's index in its module name (``encoder.layer.<i>.`` is BERT's naming)."""
 
 
-_TOP_INDEX = re.compile(r"^model\.(\d+)\.")
-"""Falcon-H1 registers its Mamba mixers as ``model.<num_hidden_layers + i>.mixer``."""
+_TOP_INDEX = re.compile(r"^(?:model\.)?(\d+)\.")
+"""Falcon-H1 registers its Mamba mixers as ``model.<num_hidden_layers + i>.mixer``;
+ModernBERT names its attention ``<i>.attn`` (vllm/model_executor/models/modernbert.py:114,
+``prefix=f"{layer_id}.attn"``)."""
 
 
 def _layer_index(name: str) -> int | None:

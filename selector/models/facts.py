@@ -255,6 +255,10 @@ class ModelFacts(_Frozen):
     """vLLM's model class implements ``SupportsMambaPrefixCaching`` (the family's
     ``ssm.mamba_prefix_caching``): with prefix caching, releases before 0.28.0 give it
     Mamba cache mode ``all``."""
+    prefix_caching_default: bool = True
+    """vLLM's default for ``--enable-prefix-caching`` is on for the architecture
+    (``ModelConfig.is_prefix_caching_supported``; the family's ``prefix_caching``, off
+    for an attention-free model)."""
     mamba_chunk_size: int = 2048
     """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``,
     else 2048 (what mode ``all`` aligns the block to)."""

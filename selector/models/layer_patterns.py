@@ -209,14 +209,21 @@ def model_wide_window(text: ConfigReader) -> int | None:
     return window or None
 
 
-def resolve_mixers(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
-    """Each layer's mixer: an explicit ``layer_types`` list (unless the family
-    ignores it), else the family's rule."""
+def _resolve(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
     if rules.layer_types == "use" and rules.rule not in ("char_pattern", "block_configs"):
         explicit = _explicit(text, num_layers)
         if explicit is not None:
             return explicit
+    if rules.fallback is not None and rules.field is not None and text.raw(rules.field) is None:
+        return _resolve(text, rules.fallback, num_layers)
     rule = _RULES.get(rules.rule)
     if rule is None:
         raise text.error("architectures", f"the layer rule {rules.rule!r} is not implemented")
     return rule(text, rules, num_layers)
+
+
+def resolve_mixers(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
+    """Each layer's mixer: an explicit ``layer_types`` list (unless the family
+    ignores it), else the family's rule; then the family's ``replace``."""
+    mixers = _resolve(text, rules, num_layers)
+    return [rules.replace.get(m, m) for m in mixers]
