@@ -43,7 +43,8 @@ from selector.kv.ssm_state import ssm_state_shapes
 from selector.models import LayerFacts, ModelFacts, load_model
 
 __all__ = [
-    "ConfigAgreement", "agreements", "agreements_of", "answer_files", "compare_groups", "load_answers",
+    "ConfigAgreement", "agreements", "agreements_of", "answer_files", "compare_groups", "encoder_only_record",
+    "load_answers",
     "tool_groups",
 ]
 
@@ -102,6 +103,13 @@ class ConfigAgreement:
     @property
     def ok(self) -> bool:
         return self.tool_error is None and not self.differences and not self.group_differences
+
+
+def encoder_only_record(record: dict[str, Any]) -> bool:
+    """A module the runner appends as encoder-only (an Attention of attn_type
+    ENCODER_ONLY: the EncoderOnlyAttention class, or the ``attn_type`` the reference
+    records for a spec-less module, vllm/v1/worker/gpu_model_runner.py:7057-7079)."""
+    return record.get("module") == "EncoderOnlyAttention" or record.get("attn_type") == "encoder_only"
 
 
 def _role(record: dict[str, Any]) -> str:
@@ -212,7 +220,7 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
             # the runner then appends its layers as one zero-memory EncoderOnlyAttentionSpec
             # group (vllm/v1/worker/gpu_model_runner.py:7057-7078 in 0.33.0), which the
             # tool's plan states as its encoder_only layers
-            encoder = record.get("module") == "EncoderOnlyAttention" and layer.kind == "encoder_only"
+            encoder = encoder_only_record(record) and layer.kind == "encoder_only"
             if layer.kind == "none" or encoder:
                 result.agreeing += 1
             else:
@@ -340,7 +348,9 @@ def _config_max_len(path: Path) -> int:
     """The reference's ``max_model_len``: min(8192, the config's own maximum)."""
     raw = json.loads(path.read_text(encoding="utf-8"))
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    for key in ("max_position_embeddings", "seq_length", "n_positions"):
+    # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
+    # vLLM's derived max_model_len reads when the others are absent
+    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions"):
         value = text.get(key) or raw.get(key)
         if isinstance(value, int | float) and value > 0:
             return min(8192, int(value))

@@ -112,6 +112,9 @@ class AttentionRules(_Strict):
     window_divisor: int = 1
     """The field is this multiple of the window (ModernBertConfig.sliding_window is
     ``local_attention // 2``), before ``window_offset``."""
+    per_layer_field: str | None = None
+    """A config field mapping a layer index to fields that layer overrides (transformers
+    5's heterogeneous configs, ``per_layer_config``: ``head_dim``, ``num_key_value_heads``)."""
     causal_field: str | None = None
     """A boolean config field (true when absent): false makes every attention layer
     encoder-only (bidirectional, no KV cache), as ``getattr(config, "is_causal", True)``

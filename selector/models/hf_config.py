@@ -259,6 +259,7 @@ class _ConfigParser:
                 fields[target] = value
                 if target in ("num_kv_heads", "num_q_heads"):
                     fields["total_" + target.removeprefix("num_")] = value
+        fields.update(self._per_layer(index))
         fields["has_sink"] = self._sink(mixer)
         rules = self.family.attention
         offset = rules.window_offset
@@ -285,6 +286,21 @@ class _ConfigParser:
         if mixer == "cross_attention" or index in self.cross_layers:
             kind = "cross_attention"
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _per_layer(self, index: int) -> dict[str, Any]:
+        """The layer's own heads and head size from the family's ``per_layer_field``
+        (``{"5": {"head_dim": 512, "num_key_value_heads": 1}}``)."""
+        key = self.family.attention.per_layer_field
+        table = self.text.section(key) if key else None
+        entry = table.section(str(index)) if table is not None else None
+        if entry is None:
+            return {}
+        out: dict[str, Any] = {}
+        if entry.has("head_dim"):
+            out["head_size"] = out["head_size_v"] = entry.int_("head_dim")
+        if entry.has("num_key_value_heads"):
+            out["num_kv_heads"] = out["total_kv_heads"] = entry.int_("num_key_value_heads")
+        return out
 
     def _sink(self, mixer: MixerType) -> bool:
         sinks = self.family.attention.sinks

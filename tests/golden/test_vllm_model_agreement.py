@@ -20,7 +20,7 @@ import pytest
 from selector.catalog import load_catalog
 from selector.models import list_presets, load_model
 from selector.models.arch_registry import architecture_status, load_model_registry
-from tools.model_agreement import GOLDEN, agreements_of, load_answers, tool_groups
+from tools.model_agreement import GOLDEN, agreements_of, encoder_only_record, load_answers, tool_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs"
@@ -55,7 +55,7 @@ KNOWN_GAPS: dict[str, str] = {
 def _encoder_only(answer: dict[str, Any]) -> bool:
     """Every layer an EncoderOnlyAttention (BERT-like): vLLM's model gives no spec and
     the engine's groups are empty (the runner appends the encoder-only group later)."""
-    return all(r.get("module") == "EncoderOnlyAttention" for r in answer["layers"])
+    return all(encoder_only_record(r) for r in answer["layers"])
 
 
 def _answers() -> list[dict[str, Any]]:
