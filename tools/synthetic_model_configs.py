@@ -115,10 +115,13 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     # (transformers' ColModernVBertConfig nests it in vlm_config and has none)
     "ColModernVBertForRetrieval": ("modernvbert", {"text_config": {"model_type": "modernbert",
                                                                     "num_hidden_layers": 4}}),
-    "ModernVBertModel": ("modernvbert", {"text_config": {"model_type": "modernbert", "num_hidden_layers": 4}}),
+    "ModernVBertModel": ("modernvbert", {"text_config": {"model_type": "modernbert",
+                                                          "num_hidden_layers": 4}}),
     "ColUltraVBertForRetrieval": ("ultravbert", {"text_config": {"num_hidden_layers": 4}}),
     "EmbeddingGemma2Model": ("embedding_gemma2", {"text_config": {"model_type": "embedding_gemma2_text",
                                                                "num_hidden_layers": 6}}),
+    "Cosmos3EdgeForConditionalGeneration": ("cosmos3_edge", {"text_config": {
+        "model_type": "cosmos3_edge_text", "num_hidden_layers": 4}}),
     # cohere_compass.py:2326 asserts tie_word_embeddings (the config class defaults to false)
     "CohereCompassForConditionalGeneration": ("cohere_compass", {"tie_word_embeddings": True, "text_config": {
         "model_type": "cohere_compass_text", "num_hidden_layers": 4, "tie_word_embeddings": True}}),

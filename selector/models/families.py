@@ -57,6 +57,7 @@ RuleName = Literal[
     "block_configs",
     "index_list",
     "state_only",
+    "repeat",
 ]
 
 
@@ -81,6 +82,9 @@ class MixerRules(_Strict):
     refuse_mixed: str | None = None
     """vLLM's start-up error when the config's layers mix sliding and full
     attention (``{max_window_layers}`` and ``{num_hidden_layers}`` are filled in)."""
+    unit: list[MixerName] = Field(default_factory=list)
+    """``repeat``: the layers each config layer becomes (Cosmos3-Edge's dense layer is a
+    Nemotron-H attention layer and an MLP layer: ``[full_attention, none]``)."""
     fallback: MixerRules | None = None
     """The rule when the config lacks this rule's ``field`` (NemotronHConfig of
     transformers 5 writes ``layers_block_type``, not ``hybrid_override_pattern``)."""

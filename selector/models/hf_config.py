@@ -129,6 +129,7 @@ class _ConfigParser:
             raise text.error("num_hidden_layers", f"{self.num_layers} layers is implausible")
         self.hidden = text.int_("hidden_size")
         self.mixers = resolve_mixers(text, family.mixers, self.num_layers)
+        self.num_layers = len(self.mixers)  # a repeat rule's unit makes more layers
         self.cross_layers = _cross_layers(text, self.num_layers)
 
     def attention_common(self) -> dict[str, Any]:
