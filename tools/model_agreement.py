@@ -212,6 +212,8 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
         layer = by_index.get(index)
         if layer is not None and role == "state" and layer.has_parallel_state:
             layer = layer.state_view()
+        if layer is not None and record.get("spec") == "CrossAttentionSpec" and layer.cross_attention:
+            layer = layer.cross_view()  # an encoder-decoder's decoder layer: its encoder_attn
         if layer is None:
             result.differences.append(f"layer {index}: vLLM has it, the tool does not")
             continue

@@ -120,6 +120,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "ColUltraVBertForRetrieval": ("ultravbert", {"text_config": {"num_hidden_layers": 4}}),
     "EmbeddingGemma2Model": ("embedding_gemma2", {"text_config": {"model_type": "embedding_gemma2_text",
                                                                "num_hidden_layers": 6}}),
+    "WhisperForConditionalGeneration": ("whisper", {"encoder_layers": 2, "decoder_layers": 2}),
     "Cosmos3EdgeForConditionalGeneration": ("cosmos3_edge", {"text_config": {
         "model_type": "cosmos3_edge_text", "num_hidden_layers": 4}}),
     # cohere_compass.py:2326 asserts tie_word_embeddings (the config class defaults to false)

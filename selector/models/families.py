@@ -116,6 +116,9 @@ class AttentionRules(_Strict):
     window_divisor: int = 1
     """The field is this multiple of the window (ModernBertConfig.sliding_window is
     ``local_attention // 2``), before ``window_offset``."""
+    cross_attention: bool = False
+    """Every attention layer also has a cross-attention of the same heads beside it (an
+    encoder-decoder's decoder layers)."""
     per_layer_field: str | None = None
     """A config field mapping a layer index to fields that layer overrides (transformers
     5's heterogeneous configs, ``per_layer_config``: ``head_dim``, ``num_key_value_heads``)."""

@@ -286,6 +286,8 @@ class _ConfigParser:
             kind = "encoder_only"
         if mixer == "cross_attention" or index in self.cross_layers:
             kind = "cross_attention"
+        elif rules.cross_attention and kind == "attention":
+            fields["cross_attention"] = True
         return LayerFacts(index=index, kind=kind, **fields)
 
     def _per_layer(self, index: int) -> dict[str, Any]:
