@@ -289,6 +289,10 @@ class Family(_Strict):
     ssm: SSMRules | None = None
     weights: WeightRules = WeightRules()
     aliases: dict[str, list[str]] = Field(default_factory=dict)
+    reads: dict[str, str] = Field(default_factory=dict)
+    """{canonical field: the config field the family's model class reads in its place},
+    before any alias: not vLLM's getters (``aliases``) but the model's own layers (an
+    encoder-decoder's decoder reads ``decoder_layers``, ``decoder_attention_heads``)."""
     defaults: dict[str, Any] = Field(default_factory=dict)
     mm_prefix_lm: bool = False
     encoder_only: bool = False

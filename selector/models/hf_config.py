@@ -120,7 +120,7 @@ class _ConfigParser:
     def __init__(self, top: ConfigReader, text: ConfigReader, family: Family) -> None:
         self.top = top
         self.family = family
-        self.text = text.with_rules(family.aliases, family.defaults)
+        self.text = text.with_fields(family.reads).with_rules(family.aliases, family.defaults)
         text = self.text
         self.model_type = top.str_("model_type") or ""
         self.text_model_type = text.str_("model_type") or self.model_type
