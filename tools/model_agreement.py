@@ -42,7 +42,11 @@ from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec
 from selector.kv.ssm_state import ssm_state_shapes
 from selector.models import LayerFacts, ModelFacts, load_model
 
-__all__ = ["ConfigAgreement", "agreements", "agreements_of", "compare_groups", "load_answers", "tool_groups"]
+__all__ = [
+    "ConfigAgreement", "agreements", "agreements_of", "answer_files", "compare_groups", "encoder_only_record",
+    "load_answers",
+    "tool_groups",
+]
 
 GOLDEN = REPO / "tests" / "golden" / "vllm_models"
 
@@ -61,10 +65,25 @@ _DENSE = BackendKVFacts(name="FLASH_ATTN", class_name="FlashAttentionBackend")
 _MLA = BackendKVFacts(name="FLASHMLA", class_name="FlashMLABackend", is_mla=True)
 
 
+def answer_files(engine: str = "vllm-0.33.0") -> list[Path]:
+    """The release's answer files: ``<engine>.jsonl.gz`` and then, sorted, any
+    ``<engine>-*.jsonl.gz`` beside it (answers recorded separately, e.g. ``-mm`` for the
+    multimodal and pooling wrappers), but not the prefix-caching runs of an older release
+    (``-prefix-caching``: a run mode of its own, loaded by that name)."""
+    main = GOLDEN / f"{engine}.jsonl.gz"
+    extra = [p for p in sorted(GOLDEN.glob(f"{engine}-*.jsonl.gz"))
+             if not p.name.endswith("-prefix-caching.jsonl.gz")]
+    return [main, *extra]
+
+
 def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
-    """vLLM's committed answers, one per config."""
-    path = GOLDEN / f"{engine}.jsonl.gz"
-    return list(oracle.read_jsonl(path))
+    """vLLM's committed answers, one per config (a config answered again in a later
+    file of :func:`answer_files` is that file's answer)."""
+    out: dict[tuple[str, Any], dict[str, Any]] = {}
+    for path in answer_files(engine):
+        for answer in oracle.read_jsonl(path):
+            out[(str(answer["config"]), answer.get("enable_prefix_caching"))] = answer
+    return list(out.values())
 
 
 @dataclass
@@ -84,6 +103,13 @@ class ConfigAgreement:
     @property
     def ok(self) -> bool:
         return self.tool_error is None and not self.differences and not self.group_differences
+
+
+def encoder_only_record(record: dict[str, Any]) -> bool:
+    """A module the runner appends as encoder-only (an Attention of attn_type
+    ENCODER_ONLY: the EncoderOnlyAttention class, or the ``attn_type`` the reference
+    records for a spec-less module, vllm/v1/worker/gpu_model_runner.py:7057-7079)."""
+    return record.get("module") == "EncoderOnlyAttention" or record.get("attn_type") == "encoder_only"
 
 
 def _role(record: dict[str, Any]) -> str:
@@ -186,6 +212,8 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
         layer = by_index.get(index)
         if layer is not None and role == "state" and layer.has_parallel_state:
             layer = layer.state_view()
+        if layer is not None and record.get("spec") == "CrossAttentionSpec" and layer.cross_attention:
+            layer = layer.cross_view()  # an encoder-decoder's decoder layer: its encoder_attn
         if layer is None:
             result.differences.append(f"layer {index}: vLLM has it, the tool does not")
             continue
@@ -194,7 +222,7 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
             # the runner then appends its layers as one zero-memory EncoderOnlyAttentionSpec
             # group (vllm/v1/worker/gpu_model_runner.py:7057-7078 in 0.33.0), which the
             # tool's plan states as its encoder_only layers
-            encoder = record.get("module") == "EncoderOnlyAttention" and layer.kind == "encoder_only"
+            encoder = encoder_only_record(record) and layer.kind == "encoder_only"
             if layer.kind == "none" or encoder:
                 result.agreeing += 1
             else:
@@ -322,7 +350,9 @@ def _config_max_len(path: Path) -> int:
     """The reference's ``max_model_len``: min(8192, the config's own maximum)."""
     raw = json.loads(path.read_text(encoding="utf-8"))
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    for key in ("max_position_embeddings", "seq_length", "n_positions"):
+    # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
+    # vLLM's derived max_model_len reads when the others are absent
+    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions"):
         value = text.get(key) or raw.get(key)
         if isinstance(value, int | float) and value > 0:
             return min(8192, int(value))

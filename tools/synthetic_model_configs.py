@@ -31,6 +31,12 @@ def _text(model_type: str, **extra: Any) -> dict[str, Any]:
     return {"model_type": model_type, **_SMALL, **extra}
 
 
+_LFM2 = {"num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2,
+         "vocab_size": 4096, "conv_dim": 512, "conv_dim_out": 512, "conv_bias": False, "conv_L_cache": 3,
+         "block_dim": 512, "block_ff_dim": 1536, "block_auto_adjust_ff_dim": True, "block_multiple_of": 256,
+         "block_ffn_dim_multiplier": 1.0, "norm_eps": 1e-05,
+         "layer_types": ["conv", "full_attention", "conv", "full_attention"]}
+
 _EXTRA: dict[str, dict[str, Any]] = {
     # fields the model class reads that the config class does not default
     "hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
@@ -94,6 +100,32 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "qwen3", head_dim=64, max_position_embeddings=32768)}}),
     "MiniCPMV4_6ForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
         "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    # pooling models that build another module's model on their own config
+    "VoyageQwen3BidirectionalEmbedModel": ("qwen3", {**_SMALL, "head_dim": 64}),
+    "JinaForRanking": ("qwen3", {**_SMALL, "head_dim": 64}),
+    "JinaEmbeddingsV5Model": ("llama", {**_SMALL, "is_decoder": False}),
+    # transformers 5's Lfm2Config has no conv_dim, which vLLM's lfm2.py reads: the LFM2
+    # checkpoints' own fields (edge/lfm2-1.2b-shape.json), at a small width
+    "Lfm2BidirectionalModel": ("lfm2", _LFM2),
+    "ColBERTLfm2Model": ("lfm2", _LFM2),
+    "HF_ColBERT": ("bert", {"num_hidden_layers": 4}),
+    "ColBERTModernBertModel": ("modernbert", {"num_hidden_layers": 4}),
+    "OpenAIPrivacyFilterForTokenClassification": ("openai_privacy_filter", {"num_hidden_layers": 4}),
+    # vLLM's ColModernVBertForRetrieval reads config.text_config: a ModernVBertConfig
+    # (transformers' ColModernVBertConfig nests it in vlm_config and has none)
+    "ColModernVBertForRetrieval": ("modernvbert", {"text_config": {"model_type": "modernbert",
+                                                                    "num_hidden_layers": 4}}),
+    "ModernVBertModel": ("modernvbert", {"text_config": {"model_type": "modernbert",
+                                                          "num_hidden_layers": 4}}),
+    "ColUltraVBertForRetrieval": ("ultravbert", {"text_config": {"num_hidden_layers": 4}}),
+    "EmbeddingGemma2Model": ("embedding_gemma2", {"text_config": {"model_type": "embedding_gemma2_text",
+                                                               "num_hidden_layers": 6}}),
+    "WhisperForConditionalGeneration": ("whisper", {"encoder_layers": 2, "decoder_layers": 2}),
+    "Cosmos3EdgeForConditionalGeneration": ("cosmos3_edge", {"text_config": {
+        "model_type": "cosmos3_edge_text", "num_hidden_layers": 4}}),
+    # cohere_compass.py:2326 asserts tie_word_embeddings (the config class defaults to false)
+    "CohereCompassForConditionalGeneration": ("cohere_compass", {"tie_word_embeddings": True, "text_config": {
+        "model_type": "cohere_compass_text", "num_hidden_layers": 4, "tie_word_embeddings": True}}),
     # the Transformers backend (transformers_supported_models): the config class's defaults
     # with a small stack
     **{arch: (model_type, {"num_hidden_layers": 4, **_EXTRA.get(model_type, {})})

@@ -79,8 +79,10 @@ _LAYER_INDEX = re.compile(r"\.(?:layers|layer|h|blocks|decoder\.layers)\.(\d+)\.
 """A layer's index in its module name (``encoder.layer.<i>.`` is BERT's naming)."""
 
 
-_TOP_INDEX = re.compile(r"^model\.(\d+)\.")
-"""Falcon-H1 registers its Mamba mixers as ``model.<num_hidden_layers + i>.mixer``."""
+_TOP_INDEX = re.compile(r"^(?:model\.)?(\d+)\.")
+"""Falcon-H1 registers its Mamba mixers as ``model.<num_hidden_layers + i>.mixer``;
+ModernBERT names its attention ``<i>.attn`` (vllm/model_executor/models/modernbert.py:114,
+``prefix=f"{layer_id}.attn"``)."""
 
 
 def _layer_index(name: str) -> int | None:
@@ -201,6 +203,12 @@ def _layer_specs(vllm_config: Any, layers: dict[str, Any]) -> tuple[dict[str, An
         spec = module.get_kv_cache_spec(vllm_config)
         if spec is None:
             record["spec"] = None
+            # the runner adds every Attention of attn_type ENCODER_ONLY (not only the
+            # EncoderOnlyAttention class) as one zero-memory group later
+            # (GPUModelRunner.may_add_encoder_only_layers_to_kv_cache_config)
+            attn_type = getattr(module, "attn_type", None)
+            if attn_type is not None:
+                record["attn_type"] = str(getattr(attn_type, "value", attn_type))
             records.append(record)
             continue
         if isinstance(spec, AttentionSpec):
@@ -399,7 +407,9 @@ def _max_len(model_dir: Path) -> int:
     (vLLM refuses a longer ``max_model_len``)."""
     raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    for key in ("max_position_embeddings", "seq_length", "n_positions"):
+    # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
+    # vLLM's derived max_model_len reads when the others are absent
+    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions"):
         value = text.get(key) or raw.get(key)
         if isinstance(value, int | float) and value > 0:
             return min(DEFAULT_MAX_MODEL_LEN, int(value))

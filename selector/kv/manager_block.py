@@ -31,7 +31,8 @@ def mamba_cache_mode(model: ModelFacts, options: KVOptions) -> str:
     steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
     enabled = options.enable_prefix_caching
     if enabled is None:
-        enabled = steps.hybrid_prefix_caching
+        # off by default for an attention-free model or a CLS / MEAN / STEP pooling one
+        enabled = steps.hybrid_prefix_caching and model.prefix_caching_default
     if not (model.is_hybrid and enabled):
         return "none"
     return "all" if steps.all_mode and model.mamba_prefix_caching else "align"
@@ -48,8 +49,13 @@ def negotiate_block_size(
     user = options.block_size is not None
     mode = mamba_cache_mode(model, options)
     if not backends:
+        # state layers only: no attention page to align; in align mode the Mamba block is
+        # the block (MambaModelConfig.verify_and_update_config, vllm/model_executor/models/
+        # config.py:750-788 in 0.33.0: JambaForSequenceClassification of Mamba layers only)
         size = options.block_size or DEFAULT_BLOCK_SIZE
-        return BlockSizeDecision(block_size=size, user_specified=user, preferred=size)
+        state_block = size if model.is_hybrid and mode == "align" else None
+        return BlockSizeDecision(block_size=size, user_specified=user, preferred=size,
+                                 mamba_block_size=state_block, mamba_cache_mode=mode)
     preferred = options.block_size or preferred_block_size(backends)
     messages: list[str] = []
     if not user and preferred != DEFAULT_BLOCK_SIZE:

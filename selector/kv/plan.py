@@ -66,6 +66,9 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
         if layer.is_sparse:
             out.append((layer, wired["sparse_indexer"], "indexer"))
         out.append((layer, effective_backend(layer, choose(layer)), "attention"))
+        if layer.cross_attention:
+            cross = layer.cross_view()
+            out.append((cross, effective_backend(cross, choose(cross)), "cross"))
         if layer.has_parallel_state:
             state = layer.state_view()
             assert state.ssm is not None
@@ -111,7 +114,8 @@ def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, ctx: SpecConte
         )
     spec = build_spec(layer, backend, ctx)
     return CacheEntry(
-        name=f"layers.{layer.index}.mixer" if role == "parallel_state" else f"layers.{layer.index}",
+        name=(f"layers.{layer.index}.mixer" if role == "parallel_state"
+              else f"layers.{layer.index}.cross_attn" if role == "cross" else f"layers.{layer.index}"),
         layer_index=layer.index,
         role="state" if role in ("state", "parallel_state") else "attention",
         backend=backend,

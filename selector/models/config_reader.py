@@ -41,6 +41,13 @@ class ConfigReader:
         config may use) and its config class's defaults for omitted fields."""
         return ConfigReader(self.data, self.file, self.prefix, aliases=aliases, defaults=defaults)
 
+    def with_fields(self, reads: Mapping[str, str]) -> ConfigReader:
+        """The same section with each canonical field read from the field a model class
+        reads in its place (``{num_hidden_layers: decoder_layers}``), where present."""
+        data = {**self.data, **{canonical: self.data[source] for canonical, source in reads.items()
+                                if self.data.get(source) is not None}}
+        return ConfigReader(data, self.file, self.prefix, aliases=self.aliases, defaults=self.defaults)
+
     def _at(self, path: str) -> Any:
         """The value at ``path``: a key, or a dotted path into nested objects (DBRX's
         ``attn_config.kv_n_heads``) when no key has that name."""

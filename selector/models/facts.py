@@ -167,6 +167,10 @@ class LayerFacts(_Frozen):
     ssm: SSMDims | None = None
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
+    cross_attention: bool = False
+    """The decoder layer also has a cross-attention beside its self-attention (an
+    encoder-decoder's decoder layer, Whisper's ``encoder_attn``): one self-attention cache
+    and one cross-attention cache for the same layer index."""
     draft: bool = False
     """A layer of the speculative draft (selector/memory/speculative.py), numbered after
     the target's: vLLM registers it in the same forward context, so its KV cache joins
@@ -182,6 +186,11 @@ class LayerFacts(_Frozen):
     def is_sparse(self) -> bool:
         """A sparse-MLA layer: its indexer keeps a K cache of its own beside the latent."""
         return self.indexer is not None
+
+    def cross_view(self) -> LayerFacts:
+        """The layer's cross-attention as a layer of its own (``kind`` ``cross_attention``)."""
+        return self.model_copy(update={"kind": "cross_attention", "cross_attention": False,
+                                       "sliding_window": None, "attention_chunk_size": None})
 
     def state_view(self) -> LayerFacts:
         """The layer's state mixer as a layer of its own (``kind`` ``mamba`` or ``gdn``)."""
@@ -255,6 +264,10 @@ class ModelFacts(_Frozen):
     """vLLM's model class implements ``SupportsMambaPrefixCaching`` (the family's
     ``ssm.mamba_prefix_caching``): with prefix caching, releases before 0.28.0 give it
     Mamba cache mode ``all``."""
+    prefix_caching_default: bool = True
+    """vLLM's default for ``--enable-prefix-caching`` is on for the architecture
+    (``ModelConfig.is_prefix_caching_supported``; the family's ``prefix_caching``, off
+    for an attention-free model)."""
     mamba_chunk_size: int = 2048
     """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``,
     else 2048 (what mode ``all`` aligns the block to)."""

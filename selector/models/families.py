@@ -57,6 +57,7 @@ RuleName = Literal[
     "block_configs",
     "index_list",
     "state_only",
+    "repeat",
 ]
 
 
@@ -81,6 +82,16 @@ class MixerRules(_Strict):
     refuse_mixed: str | None = None
     """vLLM's start-up error when the config's layers mix sliding and full
     attention (``{max_window_layers}`` and ``{num_hidden_layers}`` are filled in)."""
+    unit: list[MixerName] = Field(default_factory=list)
+    """``repeat``: the layers each config layer becomes (Cosmos3-Edge's dense layer is a
+    Nemotron-H attention layer and an MLP layer: ``[full_attention, none]``)."""
+    fallback: MixerRules | None = None
+    """The rule when the config lacks this rule's ``field`` (NemotronHConfig of
+    transformers 5 writes ``layers_block_type``, not ``hybrid_override_pattern``)."""
+    replace: dict[MixerName, MixerName] = Field(default_factory=dict)
+    """Mixers the family's model class builds as another: {mixer: what it builds}
+    (Lfm2BidirectionalModel's conv layers are a stateless bidirectional convolution:
+    ``{short_conv: none}``)."""
 
 
 class AttentionRules(_Strict):
@@ -100,6 +111,21 @@ class AttentionRules(_Strict):
     window_offset: int = 0
     """Added to the config's window on sliding layers (Cohere2 attends to
     ``sliding_window + 1`` tokens)."""
+    window_field: str = "sliding_window"
+    """The config field giving the sliding window (ModernBERT: ``local_attention``)."""
+    window_divisor: int = 1
+    """The field is this multiple of the window (ModernBertConfig.sliding_window is
+    ``local_attention // 2``), before ``window_offset``."""
+    cross_attention: bool = False
+    """Every attention layer also has a cross-attention of the same heads beside it (an
+    encoder-decoder's decoder layers)."""
+    per_layer_field: str | None = None
+    """A config field mapping a layer index to fields that layer overrides (transformers
+    5's heterogeneous configs, ``per_layer_config``: ``head_dim``, ``num_key_value_heads``)."""
+    causal_field: str | None = None
+    """A boolean config field (true when absent): false makes every attention layer
+    encoder-only (bidirectional, no KV cache), as ``getattr(config, "is_causal", True)``
+    decides in vLLM's Llama / Qwen decoder layers."""
     nope_mixers: list[MixerName] = Field(default_factory=list)
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
 
@@ -263,10 +289,19 @@ class Family(_Strict):
     ssm: SSMRules | None = None
     weights: WeightRules = WeightRules()
     aliases: dict[str, list[str]] = Field(default_factory=dict)
+    reads: dict[str, str] = Field(default_factory=dict)
+    """{canonical field: the config field the family's model class reads in its place},
+    before any alias: not vLLM's getters (``aliases``) but the model's own layers (an
+    encoder-decoder's decoder reads ``decoder_layers``, ``decoder_attention_heads``)."""
     defaults: dict[str, Any] = Field(default_factory=dict)
     mm_prefix_lm: bool = False
     encoder_only: bool = False
     alibi: bool = False
+    prefix_caching: bool = True
+    """``ModelConfig.is_prefix_caching_supported`` for the family's architectures: false
+    for a pooling model whose default sequence pooling is CLS (its ``attn_type`` is then
+    ``encoder_only``), MEAN or STEP (vllm/config/model.py:2173-2183, :2239-2274 in
+    0.33.0): prefix caching is off by default, so a Mamba cache mode of ``none``."""
     language_model: LanguageModelRule | None = None
     """The architecture builds a language model of another architecture inside itself:
     its layers are that architecture's family's, read from the named sub-config."""

@@ -120,7 +120,7 @@ class _ConfigParser:
     def __init__(self, top: ConfigReader, text: ConfigReader, family: Family) -> None:
         self.top = top
         self.family = family
-        self.text = text.with_rules(family.aliases, family.defaults)
+        self.text = text.with_fields(family.reads).with_rules(family.aliases, family.defaults)
         text = self.text
         self.model_type = top.str_("model_type") or ""
         self.text_model_type = text.str_("model_type") or self.model_type
@@ -129,6 +129,7 @@ class _ConfigParser:
             raise text.error("num_hidden_layers", f"{self.num_layers} layers is implausible")
         self.hidden = text.int_("hidden_size")
         self.mixers = resolve_mixers(text, family.mixers, self.num_layers)
+        self.num_layers = len(self.mixers)  # a repeat rule's unit makes more layers
         self.cross_layers = _cross_layers(text, self.num_layers)
 
     def attention_common(self) -> dict[str, Any]:
@@ -183,9 +184,12 @@ class _ConfigParser:
         use_mla = rules.mla is not None and text.has(rules.mla)
         mla = _mla_dims(text) if use_mla else None
         indexer = _indexer(text) if use_mla else None
-        window = text.opt_int("sliding_window", minimum=0)
+        window_key = rules.window_field
+        window = text.opt_int(window_key, minimum=0)
         if window is None and "sliding_attention" in self.mixers:
-            raise text.error("sliding_window", "sliding_attention layers need a sliding_window")
+            raise text.error(window_key, f"sliding_attention layers need a {window_key}")
+        if window is not None:
+            window //= rules.window_divisor
         chunk = text.opt_int("attention_chunk_size")
         blocks = self._block_kv_heads(common)
         layers = [
@@ -256,8 +260,10 @@ class _ConfigParser:
                 fields[target] = value
                 if target in ("num_kv_heads", "num_q_heads"):
                     fields["total_" + target.removeprefix("num_")] = value
+        fields.update(self._per_layer(index))
         fields["has_sink"] = self._sink(mixer)
-        offset = self.family.attention.window_offset
+        rules = self.family.attention
+        offset = rules.window_offset
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
         fields["sliding_window"] = sliding
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
@@ -275,11 +281,29 @@ class _ConfigParser:
             )
         if self.family.ssm is not None and self.family.ssm.parallel:
             fields["ssm"] = read_ssm(self.text, self.family, self.hidden)
-        if self.family.encoder_only:
+        causal = rules.causal_field
+        if self.family.encoder_only or (causal is not None and not self.text.bool_(causal, True)):
             kind = "encoder_only"
         if mixer == "cross_attention" or index in self.cross_layers:
             kind = "cross_attention"
+        elif rules.cross_attention and kind == "attention":
+            fields["cross_attention"] = True
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _per_layer(self, index: int) -> dict[str, Any]:
+        """The layer's own heads and head size from the family's ``per_layer_field``
+        (``{"5": {"head_dim": 512, "num_key_value_heads": 1}}``)."""
+        key = self.family.attention.per_layer_field
+        table = self.text.section(key) if key else None
+        entry = table.section(str(index)) if table is not None else None
+        if entry is None:
+            return {}
+        out: dict[str, Any] = {}
+        if entry.has("head_dim"):
+            out["head_size"] = out["head_size_v"] = entry.int_("head_dim")
+        if entry.has("num_key_value_heads"):
+            out["num_kv_heads"] = out["total_kv_heads"] = entry.int_("num_key_value_heads")
+        return out
 
     def _sink(self, mixer: MixerType) -> bool:
         sinks = self.family.attention.sinks
@@ -378,6 +402,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
     if top.str_("model_type") is None:
         raise top.error("model_type", "missing required field", hint='e.g. "llama"')
     family, mapped = resolve_family(architectures[0])
+    wrapper = family
     text, family, mapped = _language_model(top, family, mapped)
     parser = _ConfigParser(top, text, family)
     try:
@@ -391,9 +416,11 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             num_layers=parser.num_layers,
             hidden_size=parser.hidden,
             max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
-            is_mm_prefix_lm=_is_mm_prefix_lm(top, family),
+            is_mm_prefix_lm=_is_mm_prefix_lm(top, wrapper) or _is_mm_prefix_lm(top, family),
             family=family.name if mapped else None,
             mamba_prefix_caching=bool(family.ssm and family.ssm.mamba_prefix_caching),
+            prefix_caching_default=(wrapper.prefix_caching and family.prefix_caching
+                                    and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),
             refusals=parser.refusals(),
             layers=parser.layers(),

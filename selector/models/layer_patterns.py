@@ -184,6 +184,13 @@ def _uniform(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
     return ["full_attention"] * n
 
 
+def _repeat(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    """Each config layer as the rule's ``unit`` of layers (``len(unit) * n`` layers)."""
+    if not rules.unit:
+        raise text.error("architectures", "the repeat rule needs a unit")
+    return [mixer for _ in range(n) for mixer in rules.unit]
+
+
 _RULES: dict[str, Callable[[ConfigReader, MixerRules, int], list[MixerType]]] = {
     "uniform": _uniform,
     "alternating": _alternating,
@@ -196,6 +203,7 @@ _RULES: dict[str, Callable[[ConfigReader, MixerRules, int], list[MixerType]]] = 
     "block_configs": _block_configs,
     "index_list": _index_list,
     "state_only": _state_only,
+    "repeat": _repeat,
 }
 assert set(_RULES) <= set(get_args(MixerRules.model_fields["rule"].annotation))
 
@@ -209,14 +217,21 @@ def model_wide_window(text: ConfigReader) -> int | None:
     return window or None
 
 
-def resolve_mixers(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
-    """Each layer's mixer: an explicit ``layer_types`` list (unless the family
-    ignores it), else the family's rule."""
-    if rules.layer_types == "use" and rules.rule not in ("char_pattern", "block_configs"):
+def _resolve(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
+    if rules.layer_types == "use" and rules.rule not in ("char_pattern", "block_configs", "repeat"):
         explicit = _explicit(text, num_layers)
         if explicit is not None:
             return explicit
+    if rules.fallback is not None and rules.field is not None and text.raw(rules.field) is None:
+        return _resolve(text, rules.fallback, num_layers)
     rule = _RULES.get(rules.rule)
     if rule is None:
         raise text.error("architectures", f"the layer rule {rules.rule!r} is not implemented")
     return rule(text, rules, num_layers)
+
+
+def resolve_mixers(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
+    """Each layer's mixer: an explicit ``layer_types`` list (unless the family
+    ignores it), else the family's rule; then the family's ``replace``."""
+    mixers = _resolve(text, rules, num_layers)
+    return [rules.replace.get(m, m) for m in mixers]

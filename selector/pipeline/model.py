@@ -32,6 +32,19 @@ def _signature(facts: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(facts.items()))
 
 
+def _attention_views(model: ModelFacts) -> list[LayerFacts]:
+    """Every attention module the model registers, as the layer it selects a backend
+    for: each attention layer and, beside an encoder-decoder's decoder layer, its
+    cross-attention (``LayerFacts.cross_view``)."""
+    out: list[LayerFacts] = []
+    for layer in model.layers:
+        if layer.is_attention:
+            out.append(layer)
+            if layer.cross_attention:
+                out.append(layer.cross_view())
+    return out
+
+
 def check_model(
     model: ModelFacts,
     base_facts: RequestFacts | Mapping[str, Any],
@@ -69,18 +82,18 @@ def check_model(
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
     facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
     kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
-    for layer in model.layers:
-        if not layer.is_attention:
-            continue
+    view_of: dict[tuple[tuple[str, Any], ...], str] = {}
+    for layer in _attention_views(model):
         facts = layer_request(base, layer, model)
         backend = per_kind.get(layer.spec_kind, draft_backend if layer.draft else attention_backend)
         key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
-               ("__draft__", layer.draft))
+               ("__draft__", layer.draft), ("__view__", layer.kind))
         groups.setdefault(key, []).append(layer.index)
         facts_of[key] = facts
         kind_of[key] = layer.layer_kind
+        view_of.setdefault(key, layer.kind)
     selections = []
-    by_layer: dict[int, SolveResult] = {}
+    by_layer: dict[tuple[int, str], SolveResult] = {}
     for key, layers in groups.items():
         backend = dict(key).get("__backend__")
         result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
@@ -88,15 +101,16 @@ def check_model(
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
                                          result=result, draft=bool(dict(key).get("__draft__"))))
         for index in layers:
-            by_layer[index] = result
+            by_layer[(index, view_of[key])] = result
     plan = None
     if all(s.result.valid for s in selections):
-        kv_cache = {}
+        kv_cache: dict[tuple[int, str], BackendKVFacts] = {}
 
         def choose(layer: LayerFacts) -> BackendKVFacts:
-            if layer.index not in kv_cache:
-                kv_cache[layer.index] = backend_kv_facts(by_layer[layer.index], catalog)
-            return kv_cache[layer.index]
+            key = (layer.index, layer.kind)
+            if key not in kv_cache:
+                kv_cache[key] = backend_kv_facts(by_layer[key], catalog)
+            return kv_cache[key]
 
         if options.wired_backends is None:
             options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})

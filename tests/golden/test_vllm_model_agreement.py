@@ -20,7 +20,7 @@ import pytest
 from selector.catalog import load_catalog
 from selector.models import list_presets, load_model
 from selector.models.arch_registry import architecture_status, load_model_registry
-from tools.model_agreement import GOLDEN, agreements_of, load_answers, tool_groups
+from tools.model_agreement import GOLDEN, agreements_of, encoder_only_record, load_answers, tool_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs"
@@ -47,28 +47,15 @@ REFUSED: dict[str, tuple[str, str]] = {
 
 KNOWN_GAPS: dict[str, str] = {
     # config -> why the tool does not agree yet (DeepSeek-V4-Flash agrees since its layers'
-    # own backend choice is data: schemas/engines/*/model-driven.yaml)
-    "JambaForSequenceClassification.json": (
-        "vLLM's pooling runner keeps the Mamba block at the attention block (16) where the "
-        "tool sizes it as for generation (max_model_len): the pooling runner's Mamba cache "
-        "mode is not modelled"),
-    "ModernBertModel.json": (
-        "ModernBERT's local-attention layers (layer_types sliding_attention, window from "
-        "local_attention): the bert family has no window field for them"),
-    "ModernBertForSequenceClassification.json": "as ModernBertModel",
-    "ModernBertForTokenClassification.json": "as ModernBertModel",
-    "NemotronHPuzzleForCausalLM.json": (
-        "its config class gives the layer kinds without hybrid_override_pattern, which the "
-        "nemotron_h family reads"),
-    "BagelForConditionalGeneration.json": (
-        "BAGEL's language model is in llm_config, which the prefix_lm_vlm family does not read"),
+    # own backend choice is data: schemas/engines/*/model-driven.yaml; JambaForSequenceClassification,
+    # ModernBERT, NemotronHPuzzle and BAGEL since their rules are data too)
 }
 
 
 def _encoder_only(answer: dict[str, Any]) -> bool:
     """Every layer an EncoderOnlyAttention (BERT-like): vLLM's model gives no spec and
     the engine's groups are empty (the runner appends the encoder-only group later)."""
-    return all(r.get("module") == "EncoderOnlyAttention" for r in answer["layers"])
+    return all(encoder_only_record(r) for r in answer["layers"])
 
 
 def _answers() -> list[dict[str, Any]]:
@@ -219,7 +206,7 @@ def test_start_up_refusals_read_from_the_config_are_vllms() -> None:
     assert {layer.sliding_window for layer in windowed.layers} == {None}  # as vLLM builds it
 
 
-RELEASE_FILES = sorted(p for p in GOLDEN.glob("vllm-*.jsonl.gz") if p.name != f"{ENGINE}.jsonl.gz")
+RELEASE_FILES = sorted(p for p in GOLDEN.glob("vllm-*.jsonl.gz") if not p.name.startswith(ENGINE))
 """vLLM's answers for the hybrid configs in the older profiled releases (the same
 reference with each release's oracle venv)."""
 
