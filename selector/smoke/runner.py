@@ -333,8 +333,9 @@ class _GroupRun:
         try:
             if isinstance(step, FlashInferStep):
                 self.progress(f"{self.plan.name}: planning FlashInfer decode + prefill "
-                              "(a first use JIT-compiles: decode ~10 s, prefill ~90 s)")
+                              "(a first use JIT-compiles the kernel variants they run)")
                 step.plan_kernels()
+                report.notes.extend(note for note in step.notes if note not in report.notes)
                 report.implementation += f", prefill {step.wrappers.prefill_backend}"
                 self.progress(f"{self.plan.name}: running FlashInfer for each layer")
             else:
