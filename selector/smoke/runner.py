@@ -24,7 +24,7 @@ from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract
-from selector.smoke.environment import import_torch_cuda, package_version
+from selector.smoke.environment import GpuStart, import_torch_cuda, package_version
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
     LayerBinding,
@@ -515,14 +515,22 @@ def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
 
 
 def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
-                 notify: Progress) -> SmokeMachine:
-    notify("importing torch")
-    torch = import_torch_cuda()
-    prefetch = _prefetch(plans)
-    notify("initialising CUDA (kernel libraries import meanwhile)")
-    torch.cuda.init()
-    device = torch.device("cuda")
-    properties = torch.cuda.get_device_properties(device)
+                 notify: Progress, started: GpuStart | None = None) -> SmokeMachine:
+    """The GPU: torch imported and CUDA initialised (by ``started``, begun before the
+    solve, when given), the plans' kernel libraries imported meanwhile."""
+    if started is not None:
+        prefetch = _prefetch(plans)  # imports once torch has (the import lock)
+        notify("waiting for torch and CUDA (started with the command; kernel libraries "
+               "import meanwhile)")
+        torch, device, properties = started.result()
+    else:
+        notify("importing torch")
+        torch = import_torch_cuda()
+        prefetch = _prefetch(plans)
+        notify("initialising CUDA (kernel libraries import meanwhile)")
+        torch.cuda.init()
+        device = torch.device("cuda")
+        properties = torch.cuda.get_device_properties(device)
     prefetch.join()
     return SmokeMachine(
         torch, device, f"{properties.name} (sm_{properties.major}{properties.minor})",
@@ -531,8 +539,10 @@ def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
 
 def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *,
               progress: Progress | None = None, raise_on_failure: bool = True,
-              machine: SmokeMachine | None = None) -> SmokeReport:
-    """Run every plan on this machine's GPU (or ``machine``); return the report.
+              machine: SmokeMachine | None = None, gpu_start: GpuStart | None = None
+              ) -> SmokeReport:
+    """Run every plan on this machine's GPU (or ``machine``; ``gpu_start``: the GPU's start
+    the caller began, :class:`~selector.smoke.environment.GpuStart`); return the report.
 
     Raises :class:`CannotRunHereError` (exit 4) before any work when torch, a GPU or a
     needed library is missing, :class:`SmokeChecksFailed` (exit 3) carrying the report
@@ -544,7 +554,7 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     notify = StageClock(progress or (lambda _: None))
     _check_runnable(plans)
     if machine is None:
-        machine = cuda_machine(plans, options, notify)
+        machine = cuda_machine(plans, options, notify, gpu_start)
     torch, device = machine.torch, machine.device
     libraries = _load_libraries(machine, plans, options, notify)
     report = SmokeReport(device=machine.name, software=_software(torch, libraries))
@@ -574,7 +584,9 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
             group.report.checks.append(CheckResult("decode path, parity, graph or timing",
                                                    False,
                                                    f"{type(error).__name__}: {error}"[:400]))
-    report.stages = notify.finish()
+    beside = [(f"{part}, beside the solve", seconds)
+              for part, seconds in (gpu_start.seconds.items() if gpu_start else [])]
+    report.stages = beside + notify.finish()
     report.elapsed_s = time.perf_counter() - started
     if raise_on_failure and not report.passed:
         raise SmokeChecksFailed(report)
