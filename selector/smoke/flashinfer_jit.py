@@ -48,6 +48,7 @@ __all__ = [
     "load_variant_data",
     "needed_variants",
     "parse_unit",
+    "release_planned_variants",
     "select_units",
 ]
 
@@ -427,3 +428,22 @@ def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call]) -> list
         if len(errors) < len(builds):
             _link_aot(jit_env)
     return notes
+
+
+def release_planned_variants(flashinfer: Any) -> None:
+    """Undo :func:`compile_planned_variants` for this process's later FlashInfer users (a
+    DCP check's ragged wrapper, a test session): FlashInfer's own AOT folder again, and the
+    batch-prefill modules it has loaded forgotten (``get_batch_prefill_module`` is a
+    ``functools.cache``), so the next plan builds or loads FlashInfer's whole module.
+    Wrappers planned already keep the module they hold. Call when a run ends."""
+    with _LOCK:
+        if not _ORIGINAL_AOT:
+            return
+        original = _ORIGINAL_AOT[0]
+        if original is not None:
+            flashinfer.jit.env.FLASHINFER_AOT_DIR = original
+        getter = getattr(getattr(flashinfer, "prefill", None), "get_batch_prefill_module", None)
+        if callable(getattr(getter, "cache_clear", None)):
+            getter.cache_clear()  # type: ignore[union-attr]
+        _LINKED.clear()
+        _ORIGINAL_AOT.clear()

@@ -25,6 +25,7 @@ from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vl
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract
 from selector.smoke.environment import GpuStart, import_torch_cuda, package_version
+from selector.smoke.flashinfer_jit import release_planned_variants
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
     LayerBinding,
@@ -559,31 +560,35 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     libraries = _load_libraries(machine, plans, options, notify)
     report = SmokeReport(device=machine.name, software=_software(torch, libraries))
     parity: dict[tuple[Any, ...], tuple[str, list[Tensor]]] = {}
-    for plan in plans:
-        notify(f"{plan.name}: preparing {plan.backend} batch and KV cache")
-        group = _GroupRun(torch, plan, options, libraries=libraries, device=device,
-                          progress=notify)
-        report.groups.append(group.report)
-        try:
-            group.prepare()
-        except Exception as error:
-            group.report.checks.append(CheckResult("prepare batch and KV cache", False,
-                                                   f"{type(error).__name__}: {error}"[:400]))
-            continue
-        group.check_bindings()
-        if not group.run_layers():
-            continue
-        try:
-            group.cross_check()
-            notify(f"{plan.name}: decode path and parity")
-            extra = group.decode_only_launch()
-            group.check_parity(parity)
-            group.check_graph()
-            group.measure(extra)
-        except Exception as error:
-            group.report.checks.append(CheckResult("decode path, parity, graph or timing",
-                                                   False,
-                                                   f"{type(error).__name__}: {error}"[:400]))
+    try:
+        for plan in plans:
+            notify(f"{plan.name}: preparing {plan.backend} batch and KV cache")
+            group = _GroupRun(torch, plan, options, libraries=libraries, device=device,
+                              progress=notify)
+            report.groups.append(group.report)
+            try:
+                group.prepare()
+            except Exception as error:
+                group.report.checks.append(CheckResult("prepare batch and KV cache", False,
+                                                       f"{type(error).__name__}: {error}"[:400]))
+                continue
+            group.check_bindings()
+            if not group.run_layers():
+                continue
+            try:
+                group.cross_check()
+                notify(f"{plan.name}: decode path and parity")
+                extra = group.decode_only_launch()
+                group.check_parity(parity)
+                group.check_graph()
+                group.measure(extra)
+            except Exception as error:
+                group.report.checks.append(CheckResult("decode path, parity, graph or timing",
+                                                       False,
+                                                       f"{type(error).__name__}: {error}"[:400]))
+    finally:
+        if libraries.flashinfer is not None:
+            release_planned_variants(libraries.flashinfer)
     beside = [(f"{part}, beside the solve", seconds)
               for part, seconds in (gpu_start.seconds.items() if gpu_start else [])]
     report.stages = beside + notify.finish()

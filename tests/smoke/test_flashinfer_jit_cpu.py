@@ -23,6 +23,7 @@ from selector.smoke.flashinfer_jit import (
     load_variant_data,
     needed_variants,
     parse_unit,
+    release_planned_variants,
     select_units,
 )
 
@@ -267,3 +268,20 @@ def test_flashinfers_own_cached_module_is_used_as_it_is(tmp_path: Path) -> None:
 
 def test_a_test_double_without_a_jit_compiles_nothing() -> None:
     assert compile_planned_variants(SimpleNamespace(), _calls()) == []
+
+
+def test_a_finished_run_gives_later_flashinfer_users_flashinfers_own_modules(
+        tmp_path: Path) -> None:
+    flashinfer = _fake_flashinfer(tmp_path)
+    cleared: list[bool] = []
+    flashinfer.prefill = SimpleNamespace(get_batch_prefill_module=SimpleNamespace(
+        cache_clear=lambda: cleared.append(True)))
+    original = flashinfer.jit.env.FLASHINFER_AOT_DIR
+    assert len(compile_planned_variants(flashinfer, _calls())) == 2
+    assert original != flashinfer.jit.env.FLASHINFER_AOT_DIR
+    release_planned_variants(flashinfer)
+    assert original == flashinfer.jit.env.FLASHINFER_AOT_DIR and cleared == [True]
+    release_planned_variants(flashinfer)  # nothing more to undo
+    assert cleared == [True]
+    # the next run reduces again (the reduced builds are found by ninja; nothing compiles)
+    assert len(compile_planned_variants(flashinfer, _calls())) == 2
