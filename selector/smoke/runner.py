@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from selector.errors import CannotRunHereError
@@ -37,7 +38,12 @@ from selector.smoke.invariants import (
 )
 from selector.smoke.metrics import attention_flops, kv_read_bytes
 from selector.smoke.plan import SmokeOptions, SmokePlan
-from selector.smoke.providers import ProviderChoice, choose_provider, cross_check_provider
+from selector.smoke.providers import (
+    KERNELS_DIR_VARIABLE,
+    ProviderChoice,
+    choose_provider,
+    cross_check_provider,
+)
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import (
     CheckResult,
@@ -498,12 +504,29 @@ class SmokeMachine:
 
 
 def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
-    """Import the kernel packages the plans need in the background (overlaps CUDA init)."""
-    modules = [spec.module for plan in plans
-               for spec in load_contract(plan.engine).providers_for(plan.backend)[:1]
-               if spec.kind == "module" and spec.module]
+    """Import the kernel packages the plans need in the background (overlaps CUDA init):
+    each plan's first provider that is a package, and the compiled extensions of the
+    providers before it that load by path from ``$VLLM_KERNELS_DIR`` (vLLM's FA3, FlashMLA),
+    which :func:`~selector.smoke.providers.choose_provider` then finds loaded."""
+    modules: list[str] = []
+    libraries: list[Path] = []
+    folder = os.environ.get(KERNELS_DIR_VARIABLE)
+    for plan in plans:
+        for spec in load_contract(plan.engine).providers_for(plan.backend):
+            if spec.kind == "op_library" and folder and spec.library_file:
+                libraries.append(Path(folder) / spec.library_file)
+            elif spec.kind == "module" and spec.module and \
+                    importlib.util.find_spec(spec.module.split(".")[0]) is not None:
+                modules.append(spec.module)
+                break
 
     def work() -> None:
+        for library in dict.fromkeys(libraries):
+            if library.is_file():
+                try:
+                    importlib.import_module("torch").ops.load_library(str(library))
+                except Exception:  # reported when the provider is chosen
+                    continue
         for module in dict.fromkeys(modules):
             try:
                 importlib.import_module(module)
