@@ -164,7 +164,8 @@ _COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 
 
 def _split_arguments(text: str) -> tuple[str, ...] | None:
-    parts, depth, current = [], 0, ""
+    parts: list[str] = []
+    depth, current = 0, ""
     for char in _COMMENT.sub("", text):
         if char == "<":
             depth += 1
@@ -444,6 +445,6 @@ def release_planned_variants(flashinfer: Any) -> None:
             flashinfer.jit.env.FLASHINFER_AOT_DIR = original
         getter = getattr(getattr(flashinfer, "prefill", None), "get_batch_prefill_module", None)
         if callable(getattr(getter, "cache_clear", None)):
-            getter.cache_clear()  # type: ignore[union-attr]
+            getter.cache_clear()
         _LINKED.clear()
         _ORIGINAL_AOT.clear()
