@@ -444,7 +444,7 @@ def release_planned_variants(flashinfer: Any) -> None:
         if original is not None:
             flashinfer.jit.env.FLASHINFER_AOT_DIR = original
         getter = getattr(getattr(flashinfer, "prefill", None), "get_batch_prefill_module", None)
-        if callable(getattr(getter, "cache_clear", None)):
+        if getter is not None and callable(getattr(getter, "cache_clear", None)):
             getter.cache_clear()
         _LINKED.clear()
         _ORIGINAL_AOT.clear()
