@@ -347,12 +347,16 @@ Call = tuple[str, dict[str, Any], dict[str, Any]]
 """A wrapper call: entry point, materialized construct and plan() arguments."""
 
 
-def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call]) -> list[str]:
+def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call],
+                             later: Mapping[str, tuple[str, dict[str, Any]]] | None = None
+                             ) -> list[str]:
     """Build, for the wrapper calls ``calls`` (by phase), only the kernel instantiations
     they run; returns notes for the report. Call before the wrappers' first ``plan()``.
 
-    A module is reduced once per process, for the calls of the step that first plans it
-    (FlashInfer keeps the loaded module per argument tuple: get_batch_prefill_module)."""
+    A module is reduced once per process (FlashInfer keeps the loaded module per argument
+    tuple: get_batch_prefill_module), so the calls ``later`` may make (a phase this step's
+    batch lacks: entry point and its literal plan() arguments) add their variants to every
+    module built here: one module may serve both wrappers (fa2 below SM90)."""
     jit = getattr(flashinfer, "jit", None)
     if jit is None:
         return []  # a FlashInfer without a JIT (a test double): nothing is compiled
@@ -378,6 +382,11 @@ def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call]) -> list
             known = needs.get(spec.name, set())
             needs[spec.name] = None if known is None or call_needs is None \
                 else known | call_needs
+        for entry_point, plan in (later or {}).values():
+            later_needs = needed_variants(data, entry_point, plan)
+            for name, known in needs.items():
+                needs[name] = None if known is None or later_needs is None \
+                    else known | later_needs
         builds = []
         for name, spec in specs.items():
             wanted = needs[name]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from selector.smoke.batch import BatchSpec
-from selector.smoke.contract import Dtype, query_dtype, resolve_calls
+from selector.smoke.contract import Dtype, TensorRef, query_dtype, resolve_calls
 from selector.smoke.flashinfer_jit import compile_planned_variants
 from selector.smoke.metadata import (
     FlashAttentionMetadata,
@@ -194,10 +194,14 @@ class FlashInferWrappers:
         """Compile, before the first plan, only the FlashInfer kernel variants the phases'
         calls run (:mod:`selector.smoke.flashinfer_jit`); notes for the report."""
         if self.variant_notes is None:
+            later = {phase: (call.entry_point, {
+                         name: value for name, value in call.arguments("plan").items()
+                         if not isinstance(value, TensorRef)})
+                     for phase, call in self.calls.items() if phase not in phases}
             self.variant_notes = compile_planned_variants(self.flashinfer, {
                 phase: (self.calls[phase].entry_point, self.construct[phase],
                         materialize(self.calls[phase].arguments("plan"), tensors, self.torch))
-                for phase in phases})
+                for phase in phases}, later)
         return self.variant_notes
 
     def plan(self, phase: str, tensors: dict[str, Any]) -> None:

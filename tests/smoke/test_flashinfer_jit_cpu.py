@@ -285,3 +285,15 @@ def test_a_finished_run_gives_later_flashinfer_users_flashinfers_own_modules(
     assert cleared == [True]
     # the next run reduces again (the reduced builds are found by ninja; nothing compiles)
     assert len(compile_planned_variants(flashinfer, _calls())) == 2
+
+
+def test_a_step_without_prefills_also_compiles_what_a_later_prefill_runs(
+        tmp_path: Path) -> None:
+    # one module may serve both wrappers (fa2 below SM90), and it is reduced once
+    flashinfer = _fake_flashinfer(tmp_path)
+    decode_only = {"decode": _calls()["decode"]}
+    notes = compile_planned_variants(flashinfer, decode_only,
+                                     {"prefill": (PREFILL, {"causal": True})})
+    assert len(notes) == 1
+    assert "compiled 6 of 24 kernel instantiations (MaskMode::kCausal, MaskMode::kNone" \
+        in notes[0], notes
