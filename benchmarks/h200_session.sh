@@ -7,40 +7,60 @@
 #   benchmarks/stage_gpu_carry.sh          # fills .gpucarry/ (~37 MB, git-ignored)
 # Then one device call, from the repo root, carrying .gpucarry:
 #   bash benchmarks/h200_session.sh [smoke|tests|bench|all|cold]
-# cold (first on a fresh machine, no .gpucache): the wall time of each verdict
+# cold (under 5 minutes of device time): FlashInfer's JIT cache (~/.cache/flashinfer) is
+# removed first, so each "first" is truly first; then the wall time of each verdict
 # (`attn-select smoke`), first and warm, for an FA3 deployment (llama-h200, parity off by
-# default) and a FlashInfer one (gqa16-tp2-h200: its decode and prefill modules compile),
-# then the FA3 one with --parity; the table lands in $OUT/cold.txt.
+# default) and a FlashInfer one (gqa16-tp2-h200: the kernel variants its decode and prefill
+# calls run compile), then the FA3 one with --parity; the table lands in $OUT/cold.txt,
+# each FlashInfer module's per-unit compile times (ninja's .ninja_log) in $OUT/cold-ninja.txt.
 # FlashInfer's JIT cache comes back as $OUT/flashinfer-cache.tar.xz.* (<= 16 MB parts);
 # put them in .gpucache/ and carry it in a later call to skip the compiles.
 set -u
 MODE=${1:-all}
 OUT=${OUT:-/tmp/h200-out}
-BUDGET=${BUDGET:-560}
+if [ "$MODE" = cold ]; then BUDGET=${BUDGET:-280}; else BUDGET=${BUDGET:-560}; fi
 mkdir -p "$OUT/smokes"
 . benchmarks/gpu_setup.sh
-verdict() {  # verdict LABEL NAME [FLAGS]: one smoke's wall time (a fresh process)
-  local label=$1 name=$2; shift 2
+verdict() {  # verdict LABEL NAME CAP [FLAGS]: one smoke's wall time (a fresh process)
+  local label=$1 name=$2 cap=$3; shift 3
   local t0 t1 rc
   t0=$(date +%s.%N)
-  timeout "$(left 300)" python3 -m selector smoke "tests/fixtures/smoke/$name.yaml" "$@" \
+  timeout "$(left "$cap")" python3 -m selector smoke "tests/fixtures/smoke/$name.yaml" "$@" \
     > "$OUT/smokes/cold-$label.txt" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   printf '%-22s %-16s %-10s %7.1f s  exit %s\n' "$label" "$name" "${*:-default}" \
     "$(awk "BEGIN{print $t1 - $t0}")" "$rc" | tee -a "$OUT/cold.txt"
 }
+ninja_times() {  # per FlashInfer module: its build's wall time, then each step, slowest first
+  local log
+  find "$HOME/.cache/flashinfer" -name .ninja_log 2>/dev/null | sort | while read -r log; do
+    awk -F'\t' 'NR > 1 && NF >= 4 { w = $2 > w ? $2 : w; c++ } END {
+      printf "%s: %d steps, %.1f s from the first start to the last end\n", m, c, w / 1000 }' \
+      m="$(basename "$(dirname "$log")")" "$log"
+    awk -F'\t' 'NR > 1 && NF >= 4 { n = split($4, p, "/"); printf "%8.1f s  %s\n", ($2 - $1) / 1000, p[n] }' \
+      "$log" | sort -rn
+  done
+}
 if [ "$MODE" = cold ]; then
-  log "cold verdicts (fresh machine: no FlashInfer JIT cache, nothing imported yet)"
-  ls "$HOME/.cache/flashinfer" 2>/dev/null | head -3
-  verdict fa3-first llama-h200
-  verdict fa3-warm llama-h200
-  verdict flashinfer-first gqa16-tp2-h200
-  verdict flashinfer-warm gqa16-tp2-h200
-  verdict fa3-parity-warm llama-h200 --parity
-  grep -h -A12 -i "time to verdict" "$OUT"/smokes/cold-*.txt | head -80
-  log "CPU pipeline tests (torch stand-ins)"
-  timeout "$(left 120)" python3 -m pytest tests/smoke/test_smoke_pipeline_cpu.py -q -p no:cacheprovider 2>&1 | tail -4
+  log "cold verdicts (FlashInfer's JIT cache removed: every first compiles)"
+  rm -rf "$HOME/.cache/flashinfer"
+  : > "$OUT/cold.txt"
+  verdict fa3-first llama-h200 60
+  verdict fa3-warm llama-h200 60
+  verdict flashinfer-first gqa16-tp2-h200 200
+  verdict flashinfer-warm gqa16-tp2-h200 60
+  verdict fa3-parity-warm llama-h200 60 --parity
+  grep -h -A14 -i "time to verdict" "$OUT"/smokes/cold-*.txt | head -90
+  { echo "== what FlashInfer compiled (the reports' notes)"
+    grep -h "FlashInfer JIT\|FlashInfer [0-9.]*: its whole" "$OUT"/smokes/cold-*.txt | sort -u
+    echo "== verdicts"
+    for f in "$OUT"/smokes/cold-*.txt; do
+      printf '%-28s %s\n' "$(basename "$f" .txt)" "$(grep -m1 '^attn-select smoke' "$f" || tail -1 "$f")"
+    done
+  } | tee -a "$OUT/cold.txt"
+  ninja_times > "$OUT/cold-ninja.txt"
+  log "FlashInfer's per-unit compile times (ninja)"; cat "$OUT/cold-ninja.txt"
 fi
 python3 -c "import torch, flashinfer; print('torch', torch.__version__, '| flashinfer', flashinfer.__version__, '|', torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader

@@ -49,7 +49,8 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
                             "selector.smoke.report"),
     "selector.cli.smoke": ("selector.cli.shards", "selector.inputs.config", "selector.parallel.dry_run",
                            "selector.parallel.plan", "selector.pipeline.smoke",
-                           "selector.smoke.dry_run", "selector.smoke.plan", "selector.smoke.render",
+                           "selector.smoke.dry_run", "selector.smoke.environment",
+                           "selector.smoke.plan", "selector.smoke.render",
                            "selector.smoke.report", "selector.smoke.runner"),
     # A fleet run: Ray is imported only under --ray, and a Ray task imports only the stage it runs.
     "selector.fleet.entry": ("selector", "selector.bench.runner", "selector.bench.workload",
@@ -61,6 +62,8 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
     "selector.check.model": ("selector.models.arch_registry", "selector.models.families"),
     "selector.inputs.config": ("selector.memory", "selector.solver.mla_prefill", "selector.models"),
+    # the shard code only for a deployment that splits attention over ranks
+    "selector.pipeline.smoke": ("selector.parallel.from_deployment",),
     "selector.report.formats.json": ("selector.report.model",),
     "selector.solver": ("selector.solver.mla_prefill",),
     "selector.report.formats.text": ("selector.report.model",),

@@ -37,6 +37,7 @@ from selector.bench.workload import BenchSettings, BenchWorkload, Shape
 from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
 from selector.smoke.environment import INSTALL_HINT, import_flashinfer, import_torch_cuda, package_version
+from selector.smoke.flashinfer_jit import release_planned_variants
 from selector.smoke.plan import SmokePlan
 from selector.smoke.providers import Provider, choose_provider
 from selector.smoke.reference import compare, reference_attention, tolerance_for
@@ -383,7 +384,11 @@ def run_bench(targets: BenchTargets, workload: BenchWorkload, *,
     settings = workload.settings
     copy, matmul, notes = _measure_peaks(env, settings, notify)
     bench = _Bench(env, workload, notify)
-    results, unmeasured = bench.run(targets, shapes=workload.shapes())
+    try:
+        results, unmeasured = bench.run(targets, shapes=workload.shapes())
+    finally:
+        if env.flashinfer is not None:
+            release_planned_variants(env.flashinfer)
     groups = []
     for group in targets.groups:
         info = group.info()

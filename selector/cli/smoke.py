@@ -21,6 +21,7 @@ from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
     from selector.parallel.plan import ShardPlan
+    from selector.smoke.environment import GpuStart
     from selector.smoke.plan import SmokeOptions, SmokePlan
     from selector.smoke.report import SmokeReport
 
@@ -64,7 +65,8 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 
 
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
-              output_format: ReportFormat = ReportFormat.text) -> None:
+              output_format: ReportFormat = ReportFormat.text,
+              gpu_start: GpuStart | None = None) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
     from selector.smoke.report import SmokeChecksFailed, SmokeSubstituted
     from selector.smoke.runner import run_smoke
@@ -74,7 +76,7 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
     try:
         with spinner(err) as progress:
             task = progress.add_task("starting", total=None)
-            report = run_smoke(plans, options,
+            report = run_smoke(plans, options, gpu_start=gpu_start,
                                progress=lambda stage: progress.update(task, description=stage))
     except SmokeChecksFailed as failure:
         _print_report(failure.report, output_format, out)
@@ -232,7 +234,6 @@ def smoke_command(
     it, 5 when every check passed but on another kernel than the plan negotiated
     (SUBSTITUTED).
     """
-    from selector.parallel.plan import ShardOptions
     from selector.pipeline.smoke import shard_plans
     from selector.smoke.plan import SmokeOptions
 
@@ -262,6 +263,11 @@ def smoke_command(
             "on this machine", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.USAGE))
     config, local_format = configs[0], ReportFormat(output_format.value)
+    gpu_start = None
+    if not dry_run and gpus is None and shards is not ShardMode.only:
+        from selector.smoke.environment import GpuStart
+
+        gpu_start = GpuStart()  # torch and CUDA start while the deployment is solved
     try:
         plans, parity_left_out = _deployment_smoke(config, parity)
         shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
@@ -299,9 +305,10 @@ def smoke_command(
             f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "
             "shard-checked yet)", markup=False, highlight=False)
     if standard:
-        run_plans(plans, options, output_format=local_format)
+        run_plans(plans, options, output_format=local_format, gpu_start=gpu_start)
     if shard_list:
         from selector.cli.shards import run_shards
+        from selector.parallel.plan import ShardOptions
 
         shard_options = ShardOptions(
             seed=seed, kernels=kernels.value,
@@ -314,11 +321,12 @@ def smoke_command(
 def _print_dry_run(plans: Sequence[SmokePlan], options: SmokeOptions,
                    output_format: ReportFormat, *, shard_list: Sequence[ShardPlan] = (),
                    standard: bool = True) -> None:
-    from selector.parallel.dry_run import shard_dry_run
     from selector.smoke.dry_run import dry_run
 
     data = dry_run(plans, options) if standard else {}
     if shard_list:
+        from selector.parallel.dry_run import shard_dry_run
+
         data.update(shard_dry_run(shard_list, options.seed))
     out = Console(soft_wrap=True)
     if output_format is ReportFormat.json:

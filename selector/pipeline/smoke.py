@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
 from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.inputs.config import LoadedDeployment, deployment_model, load_deployment
-from selector.parallel import from_deployment
-from selector.parallel.plan import ShardPlan
 from selector.pipeline.check import solve_to_run
 from selector.smoke.from_result import parity_choice, plans_from_model, plans_from_result
 from selector.smoke.plan import SmokePlan
 from selector.solver import pinned
+
+if TYPE_CHECKING:
+    from selector.parallel.plan import ShardPlan
 
 __all__ = ["deployment_plans", "deployment_smoke", "shard_plans"]
 
@@ -71,6 +73,11 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> tuple[list[ShardPla
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
     smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
     loaded = load_deployment(str(config))
+    parallel = loaded.deployment.parallel
+    if parallel.tensor_parallel_size == 1 and parallel.decode_context_parallel_size == 1:
+        return [], []  # nothing split over ranks: the shard code is not even imported
+    from selector.parallel import from_deployment
+
     layer = loaded.deployment.layer
 
     def layer_heads(plan: SmokePlan) -> tuple[int, int]:

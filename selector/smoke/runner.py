@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from selector.errors import CannotRunHereError
@@ -24,7 +25,8 @@ from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract
-from selector.smoke.environment import import_torch_cuda, package_version
+from selector.smoke.environment import GpuStart, import_torch_cuda, package_version
+from selector.smoke.flashinfer_jit import release_planned_variants
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
     LayerBinding,
@@ -36,7 +38,12 @@ from selector.smoke.invariants import (
 )
 from selector.smoke.metrics import attention_flops, kv_read_bytes
 from selector.smoke.plan import SmokeOptions, SmokePlan
-from selector.smoke.providers import ProviderChoice, choose_provider, cross_check_provider
+from selector.smoke.providers import (
+    KERNELS_DIR_VARIABLE,
+    ProviderChoice,
+    choose_provider,
+    cross_check_provider,
+)
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import (
     CheckResult,
@@ -333,8 +340,9 @@ class _GroupRun:
         try:
             if isinstance(step, FlashInferStep):
                 self.progress(f"{self.plan.name}: planning FlashInfer decode + prefill "
-                              "(a first use JIT-compiles: decode ~10 s, prefill ~90 s)")
+                              "(a first use JIT-compiles the kernel variants they run)")
                 step.plan_kernels()
+                report.notes.extend(note for note in step.notes if note not in report.notes)
                 report.implementation += f", prefill {step.wrappers.prefill_backend}"
                 self.progress(f"{self.plan.name}: running FlashInfer for each layer")
             else:
@@ -496,12 +504,29 @@ class SmokeMachine:
 
 
 def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
-    """Import the kernel packages the plans need in the background (overlaps CUDA init)."""
-    modules = [spec.module for plan in plans
-               for spec in load_contract(plan.engine).providers_for(plan.backend)[:1]
-               if spec.kind == "module" and spec.module]
+    """Import the kernel packages the plans need in the background (overlaps CUDA init):
+    each plan's first provider that is a package, and the compiled extensions of the
+    providers before it that load by path from ``$VLLM_KERNELS_DIR`` (vLLM's FA3, FlashMLA),
+    which :func:`~selector.smoke.providers.choose_provider` then finds loaded."""
+    modules: list[str] = []
+    libraries: list[Path] = []
+    folder = os.environ.get(KERNELS_DIR_VARIABLE)
+    for plan in plans:
+        for spec in load_contract(plan.engine).providers_for(plan.backend):
+            if spec.kind == "op_library" and folder and spec.library_file:
+                libraries.append(Path(folder) / spec.library_file)
+            elif spec.kind == "module" and spec.module and \
+                    importlib.util.find_spec(spec.module.split(".")[0]) is not None:
+                modules.append(spec.module)
+                break
 
     def work() -> None:
+        for library in dict.fromkeys(libraries):
+            if library.is_file():
+                try:
+                    importlib.import_module("torch").ops.load_library(str(library))
+                except Exception:  # reported when the provider is chosen
+                    continue
         for module in dict.fromkeys(modules):
             try:
                 importlib.import_module(module)
@@ -514,14 +539,22 @@ def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
 
 
 def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
-                 notify: Progress) -> SmokeMachine:
-    notify("importing torch")
-    torch = import_torch_cuda()
-    prefetch = _prefetch(plans)
-    notify("initialising CUDA (kernel libraries import meanwhile)")
-    torch.cuda.init()
-    device = torch.device("cuda")
-    properties = torch.cuda.get_device_properties(device)
+                 notify: Progress, started: GpuStart | None = None) -> SmokeMachine:
+    """The GPU: torch imported and CUDA initialised (by ``started``, begun before the
+    solve, when given), the plans' kernel libraries imported meanwhile."""
+    if started is not None:
+        prefetch = _prefetch(plans)  # imports once torch has (the import lock)
+        notify("waiting for torch and CUDA (started with the command; kernel libraries "
+               "import meanwhile)")
+        torch, device, properties = started.result()
+    else:
+        notify("importing torch")
+        torch = import_torch_cuda()
+        prefetch = _prefetch(plans)
+        notify("initialising CUDA (kernel libraries import meanwhile)")
+        torch.cuda.init()
+        device = torch.device("cuda")
+        properties = torch.cuda.get_device_properties(device)
     prefetch.join()
     return SmokeMachine(
         torch, device, f"{properties.name} (sm_{properties.major}{properties.minor})",
@@ -530,8 +563,10 @@ def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
 
 def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *,
               progress: Progress | None = None, raise_on_failure: bool = True,
-              machine: SmokeMachine | None = None) -> SmokeReport:
-    """Run every plan on this machine's GPU (or ``machine``); return the report.
+              machine: SmokeMachine | None = None, gpu_start: GpuStart | None = None
+              ) -> SmokeReport:
+    """Run every plan on this machine's GPU (or ``machine``; ``gpu_start``: the GPU's start
+    the caller began, :class:`~selector.smoke.environment.GpuStart`); return the report.
 
     Raises :class:`CannotRunHereError` (exit 4) before any work when torch, a GPU or a
     needed library is missing, :class:`SmokeChecksFailed` (exit 3) carrying the report
@@ -543,37 +578,43 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     notify = StageClock(progress or (lambda _: None))
     _check_runnable(plans)
     if machine is None:
-        machine = cuda_machine(plans, options, notify)
+        machine = cuda_machine(plans, options, notify, gpu_start)
     torch, device = machine.torch, machine.device
     libraries = _load_libraries(machine, plans, options, notify)
     report = SmokeReport(device=machine.name, software=_software(torch, libraries))
     parity: dict[tuple[Any, ...], tuple[str, list[Tensor]]] = {}
-    for plan in plans:
-        notify(f"{plan.name}: preparing {plan.backend} batch and KV cache")
-        group = _GroupRun(torch, plan, options, libraries=libraries, device=device,
-                          progress=notify)
-        report.groups.append(group.report)
-        try:
-            group.prepare()
-        except Exception as error:
-            group.report.checks.append(CheckResult("prepare batch and KV cache", False,
-                                                   f"{type(error).__name__}: {error}"[:400]))
-            continue
-        group.check_bindings()
-        if not group.run_layers():
-            continue
-        try:
-            group.cross_check()
-            notify(f"{plan.name}: decode path and parity")
-            extra = group.decode_only_launch()
-            group.check_parity(parity)
-            group.check_graph()
-            group.measure(extra)
-        except Exception as error:
-            group.report.checks.append(CheckResult("decode path, parity, graph or timing",
-                                                   False,
-                                                   f"{type(error).__name__}: {error}"[:400]))
-    report.stages = notify.finish()
+    try:
+        for plan in plans:
+            notify(f"{plan.name}: preparing {plan.backend} batch and KV cache")
+            group = _GroupRun(torch, plan, options, libraries=libraries, device=device,
+                              progress=notify)
+            report.groups.append(group.report)
+            try:
+                group.prepare()
+            except Exception as error:
+                group.report.checks.append(CheckResult("prepare batch and KV cache", False,
+                                                       f"{type(error).__name__}: {error}"[:400]))
+                continue
+            group.check_bindings()
+            if not group.run_layers():
+                continue
+            try:
+                group.cross_check()
+                notify(f"{plan.name}: decode path and parity")
+                extra = group.decode_only_launch()
+                group.check_parity(parity)
+                group.check_graph()
+                group.measure(extra)
+            except Exception as error:
+                group.report.checks.append(CheckResult("decode path, parity, graph or timing",
+                                                       False,
+                                                       f"{type(error).__name__}: {error}"[:400]))
+    finally:
+        if libraries.flashinfer is not None:
+            release_planned_variants(libraries.flashinfer)
+    beside = [(f"{part}, beside the solve", seconds)
+              for part, seconds in (gpu_start.seconds.items() if gpu_start else [])]
+    report.stages = beside + notify.finish()
     report.elapsed_s = time.perf_counter() - started
     if raise_on_failure and not report.passed:
         raise SmokeChecksFailed(report)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from selector.smoke.batch import BatchSpec
-from selector.smoke.contract import Dtype, query_dtype, resolve_calls
+from selector.smoke.contract import Dtype, TensorRef, query_dtype, resolve_calls
+from selector.smoke.flashinfer_jit import compile_planned_variants
 from selector.smoke.metadata import (
     FlashAttentionMetadata,
     FlashInferMetadata,
@@ -165,12 +166,16 @@ class FlashInferWrappers:
         self.calls = {call.phase or call.name: call
                       for call in resolve_calls(plan, graph_capture=graph_capture)
                       if (call.phase or call.name) in phases}
+        self.flashinfer = flashinfer
         self.workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
         tensors = {"workspace": self.workspace, **(buffers or {})}
         self.wrappers: dict[str, Any] = {}
+        self.construct: dict[str, dict[str, Any]] = {}
         for phase, call in self.calls.items():
-            arguments = materialize(call.arguments("construct"), tensors, torch)
-            self.wrappers[phase] = getattr(flashinfer, call.entry_point)(**arguments)
+            self.construct[phase] = materialize(call.arguments("construct"), tensors, torch)
+            self.wrappers[phase] = getattr(flashinfer, call.entry_point)(**self.construct[phase])
+        self.variant_notes: list[str] | None = None
+        """What :meth:`compile_variants` compiled (None: not asked yet)."""
 
     @property
     def decode(self) -> Any:
@@ -184,6 +189,20 @@ class FlashInferWrappers:
     def prefill_backend(self) -> str:
         """The prefill kernel family FlashInfer resolved (``auto`` becomes fa2 or fa3)."""
         return str(getattr(self.prefill, "_backend", "unknown"))
+
+    def compile_variants(self, tensors: dict[str, Any], phases: list[str]) -> list[str]:
+        """Compile, before the first plan, only the FlashInfer kernel variants the phases'
+        calls run (:mod:`selector.smoke.flashinfer_jit`); notes for the report."""
+        if self.variant_notes is None:
+            later = {phase: (call.entry_point, {
+                         name: value for name, value in call.arguments("plan").items()
+                         if not isinstance(value, TensorRef)})
+                     for phase, call in self.calls.items() if phase not in phases}
+            self.variant_notes = compile_planned_variants(self.flashinfer, {
+                phase: (self.calls[phase].entry_point, self.construct[phase],
+                        materialize(self.calls[phase].arguments("plan"), tensors, self.torch))
+                for phase in phases}, later)
+        return self.variant_notes
 
     def plan(self, phase: str, tensors: dict[str, Any]) -> None:
         call = self.calls[phase]
@@ -223,6 +242,7 @@ class FlashInferStep:
         self.slot_mapping = torch.tensor(meta.common.slot_mapping, device=device,
                                          dtype=torch.long)
         self.token_order: list[int] | None = meta.token_permutation
+        self.notes: list[str] = []
 
     def device_metadata(self) -> FlashInferMetadata:
         """The metadata rebuilt from the arrays handed to ``plan()`` and the KV write."""
@@ -259,14 +279,17 @@ class FlashInferStep:
     def plan_kernels(self) -> None:
         """Plan both wrappers once for this batch (FlashInfer JIT-compiles on first use).
 
-        The decode (tensor-core) and prefill wrappers build different JIT modules, each under
-        its own file lock: a first plan of both runs them side by side (the compiles overlap,
-        so a cold start pays the longer one, not the sum); the wrappers are then planned
-        again one after the other, so their state is that of a plain serial plan."""
+        First only the kernel variants the calls run are compiled, the modules side by side
+        (:meth:`FlashInferWrappers.compile_variants`). The decode (tensor-core) and prefill
+        wrappers load different JIT modules, each under its own file lock: a first plan of
+        both runs them side by side (a module left to FlashInfer's whole build compiles
+        then, overlapped); the wrappers are then planned again one after the other, so their
+        state is that of a plain serial plan."""
         tensors = self.plan_tensors()
         phases = [phase for phase, present in (("decode", self.metadata.num_decodes),
                                                ("prefill", self.metadata.num_prefills))
                   if present]
+        self.notes = self.wrappers.compile_variants(tensors, phases)
         if len(phases) == 2:
             self._plan_side_by_side(tensors)
         for phase in phases:
