@@ -81,10 +81,12 @@ def _render(report: Any, output_format: FleetFormat) -> str | None:
     if output_format is FleetFormat.github:
         return render.render_github(report)
     if output_format is FleetFormat.sarif:
+        from selector.catalog import load_catalog
         from selector.report.formats.sarif import code_descriptions
 
         return json.dumps(render.render_sarif(report, version=__version__,
-                                              descriptions=code_descriptions(arguments=False)),
+                                              descriptions=code_descriptions(load_catalog(),
+                                                                             arguments=False)),
                           indent=2) + "\n"
     return None
 

@@ -148,10 +148,11 @@ def _deployment_plans(config: Path, parity: bool | None = None) -> list[SmokePla
 def _deployment_smoke(config: Path, parity: bool | None = None
                       ) -> tuple[list[SmokePlan], list[str]]:
     """The smoke plans of a deployment file and the parity backends left out."""
+    from selector.catalog import load_catalog
     from selector.inputs.config import load_deployment
     from selector.pipeline.smoke import deployment_smoke
 
-    return deployment_smoke(load_deployment(str(config)), parity=parity)
+    return deployment_smoke(load_deployment(str(config)), load_catalog(), parity=parity)
 
 
 _RAY_HELP = ("Run on a Ray cluster, once per GPU type (the fleet smoke): auto (RAY_ADDRESS "
@@ -232,6 +233,7 @@ def smoke_command(
     it, 5 when every check passed but on another kernel than the plan negotiated
     (SUBSTITUTED).
     """
+    from selector.catalog import load_catalog
     from selector.parallel.plan import ShardOptions
     from selector.pipeline.smoke import shard_plans
     from selector.smoke.plan import SmokeOptions
@@ -264,7 +266,7 @@ def smoke_command(
     config, local_format = configs[0], ReportFormat(output_format.value)
     try:
         plans, parity_left_out = _deployment_smoke(config, parity)
-        shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
+        shard_list, skipped = shard_plans(config, plans, load_catalog()) if shards is not ShardMode.off \
             else ([], [])
         if shards is ShardMode.auto:
             shard_list = [plan for plan in shard_list if plan.uses_dcp]

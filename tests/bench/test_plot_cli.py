@@ -121,11 +121,11 @@ SCRIPT = textwrap.dedent("""
     from selector.pipeline.bench import bench_targets
     m = load_measurements(Path("tests/fixtures/bench/synthetic-h200-llama.json"))
     render_svg(m); decide_for_deployment(m)
-    bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"))
+    bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), catalog=load_catalog())
     from selector.errors import CannotRunHereError
     from selector.bench.runner import cuda_environment
     try:
-        cuda_environment(bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml")).plans,
+        cuda_environment(bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), catalog=load_catalog()).plans,
                          lambda _: None)
     except CannotRunHereError as error:
         assert "attn-select[gpu]" in str(error)
