@@ -24,7 +24,7 @@ from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract
-from selector.smoke.environment import import_torch_cuda, package_version
+from selector.smoke.environment import package_version
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
     LayerBinding,
@@ -36,7 +36,12 @@ from selector.smoke.invariants import (
 )
 from selector.smoke.metrics import attention_flops, kv_read_bytes
 from selector.smoke.plan import SmokeOptions, SmokePlan
-from selector.smoke.providers import ProviderChoice, choose_provider, cross_check_provider
+from selector.smoke.providers import (
+    ProviderChoice,
+    choose_provider,
+    cross_check_provider,
+    platform_providers,
+)
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import (
     CheckResult,
@@ -73,7 +78,7 @@ __all__ = [
     "Progress",
     "SmokeMachine",
     "StageClock",
-    "cuda_machine",
+    "platform_machine",
     "run_smoke",
 ]
 
@@ -94,11 +99,14 @@ class _Libraries:
     """Plans (by name) whose outputs vLLM's backend classes check beside their provider."""
 
 
-def _check_runnable(plans: Sequence[SmokePlan]) -> None:
+def _check_runnable(plans: Sequence[SmokePlan], machine: SmokeMachine | None) -> None:
     """Refuse (exit 4, naming why) a plan the smoke check cannot run, before any import
-    (a plan of another platform than the runners': that platform's GPU first)."""
+    (a plan of another platform than the machine's, without one the default platform's,
+    whose GPUs the smoke's kernel runners are written for: that platform's GPU first, by its
+    module's probe)."""
+    here = machine.platform if machine is not None else DEFAULT_PLATFORM
     for plan in plans:
-        if plan.platform != DEFAULT_PLATFORM:
+        if plan.platform != here:
             platform_module(plan.platform).probe_torch(
                 f"the smoke check of plan '{plan.name}' ({plan.backend}, a {plan.platform} "
                 "deployment)")
@@ -112,7 +120,7 @@ def _check_runnable(plans: Sequence[SmokePlan]) -> None:
                 f"{RUNNABLE_BACKENDS_WHY.get(plan.backend, 'no kernel runner for it yet')}")
         contract = load_contract(plan.engine)
         contract.backend(plan.backend)
-        specs = contract.providers_for(plan.backend)
+        specs = platform_providers(plan)
         missing = [spec for spec in specs if spec.kind == "backend_classes" and spec.module
                    and importlib.util.find_spec(spec.module) is None]
         if specs and len(missing) == len(specs):
@@ -485,20 +493,22 @@ def _software(torch: Torch, libraries: _Libraries) -> dict[str, str]:
 class SmokeMachine:
     """Where the kernels run: torch, the device and how each plan's provider is chosen.
 
-    :func:`cuda_machine` is the real GPU; tests pass a CPU machine with torch stand-ins of
-    the kernels (timing and CUDA graphs are then off)."""
+    :func:`platform_machine` is the real GPU of the plans' platform; tests pass a CPU
+    machine with torch stand-ins of the kernels (timing and CUDA graphs are then off)."""
 
     torch: Any
     device: Any
     name: str
     choose: Callable[[SmokePlan], ProviderChoice]
     flashinfer: Any = None
+    platform: str = DEFAULT_PLATFORM
+    """The platform whose plans it runs (``schemas/platforms.yaml``)."""
 
 
 def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
     """Import the kernel packages the plans need in the background (overlaps CUDA init)."""
     modules = [spec.module for plan in plans
-               for spec in load_contract(plan.engine).providers_for(plan.backend)[:1]
+               for spec in platform_providers(plan)[:1]
                if spec.kind == "module" and spec.module]
 
     def work() -> None:
@@ -513,19 +523,22 @@ def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
     return thread
 
 
-def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
-                 notify: Progress) -> SmokeMachine:
+def platform_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
+                     notify: Progress) -> SmokeMachine:
+    """This machine's GPU of the plans' platform, through its module
+    (:mod:`selector.platforms`: the torch probe, the device, the kernel providers)."""
+    platform = plans[0].platform if plans else DEFAULT_PLATFORM
+    module = platform_module(platform)
     notify("importing torch")
-    torch = import_torch_cuda()
+    torch = module.probe_torch("the smoke check")
     prefetch = _prefetch(plans)
-    notify("initialising CUDA (kernel libraries import meanwhile)")
-    torch.cuda.init()
-    device = torch.device("cuda")
-    properties = torch.cuda.get_device_properties(device)
+    notify(f"initialising the {platform} device (kernel libraries import meanwhile)")
+    device, name = module.open_device(torch)
     prefetch.join()
     return SmokeMachine(
-        torch, device, f"{properties.name} (sm_{properties.major}{properties.minor})",
-        lambda plan: choose_provider(plan, torch, strict=options.strict_fa_version))
+        torch, device, name,
+        lambda plan: choose_provider(plan, torch, strict=options.strict_fa_version),
+        platform=platform)
 
 
 def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *,
@@ -541,9 +554,9 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     started = time.perf_counter()
     options = options or SmokeOptions()
     notify = StageClock(progress or (lambda _: None))
-    _check_runnable(plans)
+    _check_runnable(plans, machine)
     if machine is None:
-        machine = cuda_machine(plans, options, notify)
+        machine = platform_machine(plans, options, notify)
     torch, device = machine.torch, machine.device
     libraries = _load_libraries(machine, plans, options, notify)
     report = SmokeReport(device=machine.name, software=_software(torch, libraries))

@@ -49,7 +49,7 @@ def kernels_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         reached.append("bench")
         raise AssertionError("the bench set up a device to time kernels on")
 
-    monkeypatch.setattr(selector.smoke.runner, "cuda_machine", smoke_machine)
+    monkeypatch.setattr(selector.smoke.runner, "platform_machine", smoke_machine)
     monkeypatch.setattr(selector.bench.runner, "cuda_environment", bench_environment)
     return reached
 
