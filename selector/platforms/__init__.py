@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from types import ModuleType
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any, Protocol, TypeVar, cast
 
 from selector.errors import CannotRunHereError

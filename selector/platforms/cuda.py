@@ -19,9 +19,9 @@ __all__ = [
     "arch_of",
     "capability_text",
     "check_device",
-    "parse_capability",
     "kernel_providers",
     "open_device",
+    "parse_capability",
     "probe_torch",
     "read_switch",
 ]

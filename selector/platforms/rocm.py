@@ -31,9 +31,9 @@ __all__ = [
     "capability_text",
     "check_device",
     "environment_facts",
-    "parse_capability",
     "kernel_providers",
     "open_device",
+    "parse_capability",
     "probe_torch",
     "read_switch",
 ]
