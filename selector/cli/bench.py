@@ -101,11 +101,13 @@ def bench_command(
     err = Console(stderr=True, soft_wrap=True)
     try:
         shapes = load_workload(workload) if workload is not None else default_workload()
-        targets = bench_targets(config, load_catalog())
+        catalog = load_catalog()
+        targets = bench_targets(config, catalog)
         with spinner(err) as progress:
             task = progress.add_task("starting", total=None)
             measurements = run_bench(
-                targets, shapes, progress=lambda stage: progress.update(task, description=stage))
+                targets, shapes, catalog=catalog,
+                progress=lambda stage: progress.update(task, description=stage))
         files = write_outputs(measurements, output)
     except AttnSelectError as error:
         raise fail(error) from None

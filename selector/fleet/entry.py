@@ -119,7 +119,8 @@ def bench_on_this_node(request: dict[str, Any], *,
         workload = request.get("workload")
         shapes = (parse_workload(workload, source="--workload") if workload is not None
                   else default_workload())
-        measurements = run_bench(bench_targets(_loaded(request), load_catalog()), shapes,
+        catalog = load_catalog()
+        measurements = run_bench(bench_targets(_loaded(request), catalog), shapes, catalog=catalog,
                                  environment=environment)
     except Exception as error:
         return _error_answer(request, started, error, measurements=None)

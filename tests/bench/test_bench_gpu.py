@@ -24,7 +24,7 @@ def test_both_backends_measured_and_checked() -> None:
                                "prefill": {"lengths": [1024]},
                                "settings": {"min_repeats": 10, "max_repeats": 40}})
     try:
-        measurements = run_bench(targets, workload)
+        measurements = run_bench(targets, workload, catalog=load_catalog())
     except CannotRunHereError as error:
         pytest.fail(f"cannot run on this GPU machine: {error}")
     assert measurements.passed, measurements.failures()

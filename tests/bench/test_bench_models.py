@@ -97,7 +97,7 @@ def test_cli_bench_of_a_hybrid_model_runs_on_the_cpu_stand_ins(
     import selector.bench.runner
 
     monkeypatch.setattr(selector.bench.runner, "cuda_environment",
-                        lambda plans, notify, device=None: cpu_environment())
+                        lambda plans, notify, catalog, device=None: cpu_environment())
     code, out, err = run_cli(["bench", str(MODELS / f"{preset}@h100.yaml"), "--format", "json",
                               "--workload", str(_tiny_workload(tmp_path)),
                               "--output", str(tmp_path / "out")])

@@ -127,7 +127,7 @@ SCRIPT = textwrap.dedent("""
     from selector.bench.runner import cuda_environment
     try:
         targets = bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), load_catalog())
-        cuda_environment(targets.plans, lambda _: None)
+        cuda_environment(targets.plans, lambda _: None, load_catalog())
     except CannotRunHereError as error:
         assert "attn-select[gpu]" in str(error)
     else:

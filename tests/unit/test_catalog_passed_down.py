@@ -23,8 +23,6 @@ NOT_YET: dict[str, str] = {
     "selector/smoke/plan.py": "a smoke plans file's default engine and its engine names",
     "selector/smoke/from_result.py": "the per-layer layout names of kv-layouts.yaml",
     "selector/kv/layout.py": "kv-layouts.yaml's default preference and aliases",
-    "selector/fleet/run.py": "the fleet's --device names and Ray's GPU types",
-    "selector/bench/runner.py": "the catalog device of the GPU the bench runs on",
 }
 """Modules that still read catalog-wide tables (no engine) for themselves: each one is
 a follow-up; none may be added."""
