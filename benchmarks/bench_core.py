@@ -115,10 +115,11 @@ def sweep_throughput(configs: int, runs: int, oracle: Path | None, oracle_python
 
         lines = sample.read_text().splitlines()
         engine = load_catalog().engine()
-        if list(sweep_lines(lines, engine)) != list(sweep_lines_per_config(lines, engine)):
+        if list(sweep_lines(lines, engine, catalog=load_catalog())) \
+                != list(sweep_lines_per_config(lines, engine, catalog=load_catalog())):
             raise SystemExit("the batch and per-config sweeps differ: not timing them")
-        paths = {"batch": lambda: sweep_lines(lines, engine),
-                 "per-config": lambda: sweep_lines_per_config(lines, engine)}
+        paths = {"batch": lambda: sweep_lines(lines, engine, catalog=load_catalog()),
+                 "per-config": lambda: sweep_lines_per_config(lines, engine, catalog=load_catalog())}
         measured: dict[str, list[tuple[float, float]]] = {name: [] for name in paths}
         for _ in range(runs):  # interleaved: machine noise hits both alike
             for name, function in paths.items():

@@ -25,7 +25,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic_core import from_json
 
-from selector.catalog import EngineData
+from selector.catalog import Catalog, EngineData
 from selector.errors import InputError
 from selector.pipeline.flat import FlatEvaluator, FlatRequest
 from selector.request import RequestColumns
@@ -240,9 +240,10 @@ def _names(reported: tuple[str, ...], forced: str | None) -> tuple[str, ...]:
 
 
 def sweep_lines_per_config(lines: Iterable[str], engine: EngineData,
-                           backends: tuple[str, ...] | None = None) -> Iterator[str]:
+                           backends: tuple[str, ...] | None = None, *,
+                           catalog: Catalog) -> Iterator[str]:
     """:func:`sweep_lines`, one compiled evaluator call per config (the reference)."""
-    evaluator = FlatEvaluator(engine, backends)
+    evaluator = FlatEvaluator(engine, backends, catalog=catalog)
     fragments = _Fragments()
     for item in _parsed(lines, evaluator):
         if isinstance(item, str):
@@ -280,12 +281,12 @@ def _fragments_of(evaluator: BatchEvaluator, separator: str) -> list[_ListFragme
 
 
 def sweep_lines(lines: Iterable[str], engine: EngineData, backends: tuple[str, ...] | None = None,
-                batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[str]:
+                batch_size: int = DEFAULT_BATCH_SIZE, *, catalog: Catalog) -> Iterator[str]:
     """Evaluate JSON Lines of flat configs; yields one output line per non-empty input line
     (``batch_size`` configs evaluated together)."""
-    flat = FlatEvaluator(engine, backends)
+    flat = FlatEvaluator(engine, backends, catalog=catalog)
     reported, evaluated = flat.reported, flat.evaluated
-    evaluator = evaluator_for(engine, evaluated)
+    evaluator = evaluator_for(engine, evaluated, catalog=catalog)
     position = {name: i for i, name in enumerate(evaluator.backends)}
     by_id = _fragments_of(evaluator, "")
     reported_fragments = [_fragments_of(evaluator, ", " if i else "")[position[name]]

@@ -49,6 +49,8 @@ import oracle
 import oracle_to_sweep
 from oracle import TOOLS as HERE
 
+from selector.catalog import load_catalog
+
 FAMILIES = ("standard", "mla")
 # the four fields of the acceptance table, and how compare_sweep names them
 TABLE_FIELDS = (("configs", "backends"), ("per-backend reasons", "backend_lists"),
@@ -154,11 +156,10 @@ def oracle_answers(python: Path, oracle_dir: Path, release: str, family: str, n:
 
 def profile_answers(engine: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``attn-select sweep --engine ENGINE`` on the records' inputs (in process)."""
-    from selector.catalog import load_catalog
     from selector.sweep import sweep_lines
 
     data = load_catalog().engine(engine)
-    lines = sweep_lines((json.dumps(r["input"]) for r in records), data)
+    lines = sweep_lines((json.dumps(r["input"]) for r in records), data, catalog=load_catalog())
     return [json.loads(line) for line in lines]
 
 

@@ -54,7 +54,7 @@ def _scope(engine: EngineData, spec: BackendSpec, cap: str,
     config = {"device_capability": cap, "head_size": 128, "dtype": "bfloat16",
               "kv_cache_dtype": kv_cache_dtype, "block_size": None}
     facts, _ = facts_from_flat(config, engine.profile)
-    compiled = compiled_for(engine.engine)
+    compiled = compiled_for(engine.engine, catalog=load_catalog())
     full = {**compiled.defaults, **facts.stated}
     _, _, derived = compiled.evaluate(full)
     scope = {**full, **derived}

@@ -60,6 +60,7 @@ from vllm.v1.kv_cache_layout import KVCacheLayout
 from vllm.v1.kv_cache_spec_registry import KVCacheSpecRegistry
 from vllm.v1.worker.utils import select_common_block_size
 
+from selector.catalog import load_catalog
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, MultipleOf, plan_model
 from selector.kv.cudagraph import resolve_cudagraph_mode
 from selector.kv.specs import AnySpec
@@ -637,7 +638,7 @@ def run(verbose: bool) -> Report:
                 name = f"{preset} | {set_name} | {opt_name}"
                 options = KVOptions(**{**SCENARIO, "max_model_len": 32768, **extra})
                 model = load_model(preset)
-                plan = plan_model(model, chooser(backends), options)
+                plan = plan_model(model, chooser(backends), (options).for_engine(load_catalog().engine()))
                 entry_backends = [vllm_backend(e.backend) for e in plan.entries]
                 cfg = fake_config(model, options, plan, list(dict.fromkeys(entry_backends)))
                 _block_size(report, name, cfg, plan, options=options, model=model)

@@ -33,7 +33,7 @@ def main() -> int:
     parser.add_argument("--engine", default="vllm==0.33.0")
     args = parser.parse_args()
     engine = load_catalog().engine(args.engine)
-    compiled = compiled_for(engine.engine)
+    compiled = compiled_for(engine.engine, catalog=load_catalog())
     wanted: dict[str, dict[str, object]] = {}
     for path in args.sweeps:
         for line in path.read_text().splitlines():

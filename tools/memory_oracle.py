@@ -112,7 +112,7 @@ def main() -> int:
         for max_len in (4096, 32768):
             options = KVOptions(**{**SCENARIO, "max_model_len": max_len})
             model = load_model(preset)
-            plan = plan_model(model, SET, options)
+            plan = plan_model(model, SET, (options).for_engine(load_catalog().engine()))
             if not plan.ok or plan.capacity is None or not plan.entries:
                 continue
             entry_backends = [kvo.vllm_backend(e.backend) for e in plan.entries]

@@ -34,7 +34,7 @@ from selector.bench.roofline import copy_bytes, gemm_flops, shape_work
 from selector.bench.targets import BenchGroup, BenchTargets
 from selector.bench.timing import Clock, CudaClock, time_samples
 from selector.bench.workload import BenchSettings, BenchWorkload, Shape
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.errors import CannotRunHereError
 from selector.smoke.environment import INSTALL_HINT, import_flashinfer, import_torch_cuda, package_version
 from selector.smoke.flashinfer_jit import release_planned_variants
@@ -90,8 +90,9 @@ class BenchEnvironment:
         return None
 
 
-def catalog_entry(gpu_name: str, fallback: str | None) -> Any:
-    catalog = load_catalog()
+def catalog_entry(gpu_name: str, fallback: str | None, catalog: Catalog) -> Any:
+    """The catalog's device of the GPU torch names (the longest name or alias that is a
+    whole word of it), else the deployment's device ``fallback``."""
     best = None
     text = gpu_name.upper()
     for device in catalog.devices:
@@ -110,7 +111,7 @@ def catalog_entry(gpu_name: str, fallback: str | None) -> Any:
     return None
 
 
-def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
+def cuda_environment(plans: Sequence[SmokePlan], notify: Progress, catalog: Catalog,
                      deployment_device: str | None = None) -> BenchEnvironment:
     """Import torch (with a GPU) and the libraries the plans need; a missing library skips
     its backend, and :class:`CannotRunHereError` (exit 4) is raised when nothing can run."""
@@ -119,7 +120,7 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress,
     torch.cuda.init()
     device = torch.device("cuda")
     properties = torch.cuda.get_device_properties(device)
-    entry = catalog_entry(str(properties.name), deployment_device)
+    entry = catalog_entry(str(properties.name), deployment_device, catalog)
     info = DeviceInfo(
         name=str(properties.name), capability=f"{properties.major}.{properties.minor}",
         sm_count=int(properties.multi_processor_count),
@@ -372,7 +373,7 @@ class _Bench:
         return results, unmeasured
 
 
-def run_bench(targets: BenchTargets, workload: BenchWorkload, *,
+def run_bench(targets: BenchTargets, workload: BenchWorkload, *, catalog: Catalog,
               progress: Progress | None = None,
               environment: BenchEnvironment | None = None) -> Measurements:
     """Measure every runnable valid backend of every group on every shape; never raises for
@@ -380,7 +381,7 @@ def run_bench(targets: BenchTargets, workload: BenchWorkload, *,
     when nothing can run here."""
     started = time.perf_counter()
     notify = StageClock(progress or (lambda _: None))
-    env = environment or cuda_environment(targets.plans, notify, targets.device)
+    env = environment or cuda_environment(targets.plans, notify, catalog, targets.device)
     settings = workload.settings
     copy, matmul, notes = _measure_peaks(env, settings, notify)
     bench = _Bench(env, workload, notify)

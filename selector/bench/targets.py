@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selector.bench.measurements import GeometryInfo, GroupInfo
+from selector.catalog import Catalog
 from selector.check.model import LayerSelection, ModelCheckResult
 from selector.errors import InputError
 from selector.result import SolveResult
@@ -74,9 +75,9 @@ class BenchTargets:
         return [plan for group in self.groups for plan in group.plans]
 
 
-def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int | None,
-           logits_soft_cap: float | None, negotiated: dict[str, Any] | None = None
-           ) -> BenchGroup:
+def _group(result: SolveResult, catalog: Catalog, *, name: str, layers: int,
+           sliding_window: int | None, logits_soft_cap: float | None,
+           negotiated: dict[str, Any] | None = None) -> BenchGroup:
     valid = tuple(v.backend for v in result.verdicts if v.valid)
     ordered = [b for b in result.priority if b in valid] + [b for b in valid
                                                             if b not in result.priority]
@@ -90,17 +91,17 @@ def _group(result: SolveResult, *, name: str, layers: int, sliding_window: int |
             unmeasured[backend] = NO_RUNNER
             continue
         extra = negotiated if (negotiated and backend == result.selected) else {}
-        plans.append(smoke_plan(pinned(result, backend), backend, name=f"{name} {backend}",
+        plans.append(smoke_plan(pinned(result, backend, catalog), backend, name=f"{name} {backend}",
                                 sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
                                 **extra))
     return BenchGroup(name=name, layers=layers, selected=result.selected, valid=valid,
                       plans=tuple(plans), unmeasured=unmeasured, result=result)
 
 
-def layer_groups(result: SolveResult, *, name: str, sliding_window: int | None,
-                 logits_soft_cap: float | None) -> list[BenchGroup]:
+def layer_groups(result: SolveResult, catalog: Catalog, *, name: str,
+                 sliding_window: int | None, logits_soft_cap: float | None) -> list[BenchGroup]:
     """The one group of a single-layer deployment."""
-    return [_group(result, name=name, layers=1, sliding_window=sliding_window,
+    return [_group(result, catalog, name=name, layers=1, sliding_window=sliding_window,
                    logits_soft_cap=logits_soft_cap)]
 
 
@@ -114,7 +115,7 @@ def _selection(checked: ModelCheckResult, backend: str, first: int) -> LayerSele
     return selection
 
 
-def model_groups(checked: ModelCheckResult) -> list[BenchGroup]:
+def model_groups(checked: ModelCheckResult, catalog: Catalog) -> list[BenchGroup]:
     """One group per distinct attention group of a model's KV plan, with the geometry the
     plan negotiated for the selected backend (state and side-cache groups have none)."""
     plan = checked.plan
@@ -138,7 +139,7 @@ def model_groups(checked: ModelCheckResult) -> list[BenchGroup]:
             negotiated = {"kernel_block_size": attention.kernel_block_size
                           or kv_group.manager_block_size,
                           "kv_layout": layout, "cudagraph_mode": mode}
-            groups.append(_group(selection.result,
+            groups.append(_group(selection.result, catalog,
                                  name=f"kv{kv_group.index} layers {attention.layers}",
                                  layers=count_layers(attention.layers),
                                  sliding_window=layer.sliding_window,

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from selector.catalog import RegisteredCodes
+from selector.catalog import Catalog, RegisteredCodes
 from selector.result import SolveResult
 
 __all__ = ["CLI_CODES", "CheckRecord", "CheckReport", "Finding", "FindingLevel", "Status"]
@@ -94,6 +94,8 @@ class CheckReport:
     """Everything a ``check`` reporter renders: the records and how they were asked for."""
 
     records: Sequence[CheckRecord]
+    catalog: Catalog
+    """The catalog the check ran with (the codes' names and hints the reporters state)."""
     command: Any = None
     """The parsed ``vllm serve`` command line (:class:`selector.inputs.serve.ServeCommand`),
     or None for deployment files."""

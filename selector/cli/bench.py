@@ -86,6 +86,7 @@ def bench_command(
     from selector.bench.render import render_bench, render_decision, result_row
     from selector.bench.runner import run_bench
     from selector.bench.workload import default_workload, load_workload
+    from selector.catalog import load_catalog
     from selector.cli.progress import progress as spinner
     from selector.pipeline.bench import bench_targets
 
@@ -100,11 +101,13 @@ def bench_command(
     err = Console(stderr=True, soft_wrap=True)
     try:
         shapes = load_workload(workload) if workload is not None else default_workload()
-        targets = bench_targets(config)
+        catalog = load_catalog()
+        targets = bench_targets(config, catalog)
         with spinner(err) as progress:
             task = progress.add_task("starting", total=None)
             measurements = run_bench(
-                targets, shapes, progress=lambda stage: progress.update(task, description=stage))
+                targets, shapes, catalog=catalog,
+                progress=lambda stage: progress.update(task, description=stage))
         files = write_outputs(measurements, output)
     except AttnSelectError as error:
         raise fail(error) from None

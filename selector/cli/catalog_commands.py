@@ -180,7 +180,8 @@ def sweep(
     from selector.catalog import load_catalog
     from selector.sweep import bad_input, sweep_lines
 
-    data = load_catalog().engine(engine)
+    catalog = load_catalog()
+    data = catalog.engine(engine)
     names = None
     if backends:
         names = tuple(data.backend(b.strip()).name for b in backends.split(",") if b.strip())
@@ -203,7 +204,7 @@ def sweep(
     first_bad: str | None = None
     try:
         write = out.write
-        for line in sweep_lines(stream, data, names):
+        for line in sweep_lines(stream, data, names, catalog=catalog):
             write(line + "\n")
             written += 1
             if '"bad input: ' in line and (message := bad_input(line)) is not None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog, load_catalog
 from selector.check.records import CheckReport
 from selector.errors import InputError
 from selector.report.formats import REPORTERS
@@ -153,7 +153,7 @@ def check(
         from selector.cli.bench import measured_decisions
 
         records, decisions = measured_decisions(measurements, records)
-    text = _render(records, command, output_format, verbose=verbose,
+    text = _render(records, catalog, command, output_format, verbose=verbose,
                    fleet=len(devices) > 1, to_text=output is not None, located=located)
     if decisions is not None:
         from selector.cli.bench import measured_policy
@@ -189,12 +189,13 @@ def _command_line_in(path: Path, model: str) -> int | None:
     return None
 
 
-def _render(records: list[Any], command: Any, output_format: Any, *, verbose: int,
+def _render(records: list[Any], catalog: Catalog, command: Any, output_format: Any, *,
+            verbose: int,
             fleet: bool, to_text: bool = False,
             located: tuple[str, int | None] | None = None) -> str | None:
     """The report as text (None: printed to the console directly, unless ``to_text``)."""
     reporter = REPORTERS[output_format.value]
-    report = CheckReport(records=records, command=command, verbose=verbose, fleet=fleet,
+    report = CheckReport(records=records, catalog=catalog, command=command, verbose=verbose, fleet=fleet,
                          command_file=located[0] if located else None,
                          command_line=located[1] if located else None)
     if not reporter.prints:

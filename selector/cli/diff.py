@@ -93,7 +93,7 @@ def diff(
     if sweep_all and configs:
         verbose = True  # a file with --all: every backend and field, changed or not
     elif sweep_all:
-        matrix = sweep_matrix(source, target)
+        matrix = sweep_matrix(source, target, catalog=load_catalog())
         if output_format is DiffFormat.json:
             sys.stdout.write(json.dumps(matrix_diff_to_json(matrix), indent=2, default=str) + "\n")
         else:

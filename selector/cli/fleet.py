@@ -52,6 +52,7 @@ def fail(error: AttnSelectError) -> typer.Exit:
 
 
 def _run(request: Any) -> Any:
+    from selector.catalog import load_catalog
     from selector.fleet.run import run_fleet
 
     err = Console(stderr=True, soft_wrap=True)
@@ -60,7 +61,7 @@ def _run(request: Any) -> Any:
         # so stdout holds the report alone
         with contextlib.redirect_stdout(sys.stderr), spinner(err) as progress:
             task = progress.add_task("starting", total=None)
-            return run_fleet(request,
+            return run_fleet(request, load_catalog(),
                              progress=lambda stage: progress.update(task, description=stage))
     except AttnSelectError as error:
         raise fail(error) from None
@@ -81,10 +82,12 @@ def _render(report: Any, output_format: FleetFormat) -> str | None:
     if output_format is FleetFormat.github:
         return render.render_github(report)
     if output_format is FleetFormat.sarif:
+        from selector.catalog import load_catalog
         from selector.report.formats.sarif import code_descriptions
 
         return json.dumps(render.render_sarif(report, version=__version__,
-                                              descriptions=code_descriptions(arguments=False)),
+                                              descriptions=code_descriptions(load_catalog(),
+                                                                             arguments=False)),
                           indent=2) + "\n"
     return None
 

@@ -21,7 +21,6 @@ from selector.errors import AttnSelectError, ExitCode, InputError
 
 if TYPE_CHECKING:
     from selector.parallel.plan import ShardPlan
-    from selector.smoke.environment import GpuStart
     from selector.smoke.plan import SmokeOptions, SmokePlan
     from selector.smoke.report import SmokeReport
 
@@ -65,8 +64,7 @@ def _print_report(report: SmokeReport, output_format: ReportFormat, out: Console
 
 
 def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
-              output_format: ReportFormat = ReportFormat.text,
-              gpu_start: GpuStart | None = None) -> None:
+              output_format: ReportFormat = ReportFormat.text) -> None:
     """Run ``plans``, print the report, and exit 0 / 3 (a check failed) / 4 (cannot run)."""
     from selector.smoke.report import SmokeChecksFailed, SmokeSubstituted
     from selector.smoke.runner import run_smoke
@@ -76,7 +74,7 @@ def run_plans(plans: Sequence[SmokePlan], options: SmokeOptions, *,
     try:
         with spinner(err) as progress:
             task = progress.add_task("starting", total=None)
-            report = run_smoke(plans, options, gpu_start=gpu_start,
+            report = run_smoke(plans, options,
                                progress=lambda stage: progress.update(task, description=stage))
     except SmokeChecksFailed as failure:
         _print_report(failure.report, output_format, out)
@@ -150,10 +148,11 @@ def _deployment_plans(config: Path, parity: bool | None = None) -> list[SmokePla
 def _deployment_smoke(config: Path, parity: bool | None = None
                       ) -> tuple[list[SmokePlan], list[str]]:
     """The smoke plans of a deployment file and the parity backends left out."""
+    from selector.catalog import load_catalog
     from selector.inputs.config import load_deployment
     from selector.pipeline.smoke import deployment_smoke
 
-    return deployment_smoke(load_deployment(str(config)), parity=parity)
+    return deployment_smoke(load_deployment(str(config)), load_catalog(), parity=parity)
 
 
 _RAY_HELP = ("Run on a Ray cluster, once per GPU type (the fleet smoke): auto (RAY_ADDRESS "
@@ -234,6 +233,8 @@ def smoke_command(
     it, 5 when every check passed but on another kernel than the plan negotiated
     (SUBSTITUTED).
     """
+    from selector.catalog import load_catalog
+    from selector.parallel.plan import ShardOptions
     from selector.pipeline.smoke import shard_plans
     from selector.smoke.plan import SmokeOptions
 
@@ -263,14 +264,9 @@ def smoke_command(
             "on this machine", markup=False, highlight=False)
         raise typer.Exit(int(ExitCode.USAGE))
     config, local_format = configs[0], ReportFormat(output_format.value)
-    gpu_start = None
-    if not dry_run and gpus is None and shards is not ShardMode.only:
-        from selector.smoke.environment import GpuStart
-
-        gpu_start = GpuStart()  # torch and CUDA start while the deployment is solved
     try:
         plans, parity_left_out = _deployment_smoke(config, parity)
-        shard_list, skipped = shard_plans(config, plans) if shards is not ShardMode.off \
+        shard_list, skipped = shard_plans(config, plans, load_catalog()) if shards is not ShardMode.off \
             else ([], [])
         if shards is ShardMode.auto:
             shard_list = [plan for plan in shard_list if plan.uses_dcp]
@@ -305,7 +301,7 @@ def smoke_command(
             f"note: the shard check skips plan '{name}' (MLA, FP8 KV or sinks are not "
             "shard-checked yet)", markup=False, highlight=False)
     if standard:
-        run_plans(plans, options, output_format=local_format, gpu_start=gpu_start)
+        run_plans(plans, options, output_format=local_format)
     if shard_list:
         from selector.cli.shards import run_shards
         from selector.parallel.plan import ShardOptions

@@ -50,12 +50,13 @@ def verify_command(
     Exit 0 when every stated fact agrees (within 3% for KV memory and tokens, 10% for each
     reserved part), 1 when one differs (VF001), 2 on bad input.
     """
+    from selector.catalog import load_catalog
     from selector.pipeline.verify import verify_log
     from selector.report.verify import render_verify
 
     err = Console(stderr=True, soft_wrap=True)
     try:
-        results = verify_log(str(log), deployment, model=model, device=device, engine=engine)
+        results = verify_log(str(log), load_catalog(), deployment, model=model, device=device, engine=engine)
     except AttnSelectError as error:
         message = error.render() if isinstance(error, InputError) else str(error)
         err.print(f"error: {message}", markup=False, highlight=False)

@@ -79,12 +79,13 @@ def smoke_on_this_node(request: dict[str, Any], *,
     """
     started = time.perf_counter()
     try:
+        from selector.catalog import load_catalog
         from selector.pipeline.smoke import deployment_plans
         from selector.smoke import SmokeOptions, run_smoke
 
         settings = dict(request.get("options") or {})
         parity = settings.pop("parity", None)  # --parity / --no-parity, as the local smoke
-        plans = deployment_plans(_loaded(request),
+        plans = deployment_plans(_loaded(request), load_catalog(),
                                  parity=parity if isinstance(parity, bool) else None)
         options = SmokeOptions.model_validate(settings)
         report = run_smoke(plans, options, machine=machine)
@@ -112,12 +113,14 @@ def bench_on_this_node(request: dict[str, Any], *,
     try:
         from selector.bench.runner import run_bench
         from selector.bench.workload import default_workload, parse_workload
+        from selector.catalog import load_catalog
         from selector.pipeline.bench import bench_targets
 
         workload = request.get("workload")
         shapes = (parse_workload(workload, source="--workload") if workload is not None
                   else default_workload())
-        measurements = run_bench(bench_targets(_loaded(request)), shapes,
+        catalog = load_catalog()
+        measurements = run_bench(bench_targets(_loaded(request), catalog), shapes, catalog=catalog,
                                  environment=environment)
     except Exception as error:
         return _error_answer(request, started, error, measurements=None)

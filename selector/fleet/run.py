@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.errors import CannotRunHereError, ExitCode, InputError
 from selector.fleet.outcome import DeviceOutcome, FleetReport
 from selector.fleet.shipping import shipped_code
@@ -35,10 +35,9 @@ class FleetRequest:
     ship_code: bool = False
 
 
-def resolve_requested(values: Sequence[str]) -> list[str]:
+def resolve_requested(values: Sequence[str], catalog: Catalog) -> list[str]:
     """``--device`` values -> catalog device names (``cluster`` kept as is); an unknown
     name is an :class:`InputError` (exit 2) before any cluster is joined."""
-    catalog = load_catalog()
     out: list[str] = []
     for value in values or [CLUSTER]:
         name = CLUSTER if value.strip().lower() in (CLUSTER, "all") else \
@@ -48,9 +47,9 @@ def resolve_requested(values: Sequence[str]) -> list[str]:
     return out
 
 
-def _catalog_name(ray_type: str) -> str | None:
+def _catalog_name(ray_type: str, catalog: Catalog) -> str | None:
     try:
-        return load_catalog().device(ray_type).name
+        return catalog.device(ray_type).name
     except InputError:
         return None
 
@@ -60,15 +59,17 @@ def _read(configs: Sequence[str]) -> list[tuple[str, str]]:
     return [(loaded.path, loaded.text) for loaded in map(load_deployment, configs)]
 
 
-def run_fleet(request: FleetRequest, *, progress: Callable[[str], None] = lambda _: None,
+def run_fleet(request: FleetRequest, catalog: Catalog, *,
+              progress: Callable[[str], None] = lambda _: None,
               entry: str | None = None) -> FleetReport:
-    """Run ``request`` on the cluster; every requested device gets a row."""
+    """Run ``request`` on the cluster (its device names read by ``catalog``); every
+    requested device gets a row."""
     from selector.fleet.cluster import connect
     from selector.fleet.dispatch import FleetTask, run_tasks
 
     started = time.perf_counter()
     deployments = _read(request.configs)
-    requested = resolve_requested(request.devices)
+    requested = resolve_requested(request.devices, catalog)
     shipped = None
     if request.ship_code:
         progress("packing this attn-select for the workers")
@@ -86,7 +87,7 @@ def run_fleet(request: FleetRequest, *, progress: Callable[[str], None] = lambda
         by_device: dict[str, list[Any]] = {}
         unknown: list[str] = []
         for ray_type, nodes in sorted(types.items()):
-            name = _catalog_name(ray_type)
+            name = _catalog_name(ray_type, catalog)
             if name is None:
                 unknown.append(ray_type)
             else:

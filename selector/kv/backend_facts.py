@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.catalog import EngineData, load_catalog
+from selector.catalog import EngineData
 from selector.schema.backend import BackendSpec
 from selector.schema.types import MultipleOf
 
@@ -143,9 +143,7 @@ def wired_kv_facts(spec: BackendSpec) -> BackendKVFacts:
     )
 
 
-def wired_backends(engine: EngineData | None = None) -> dict[str, BackendKVFacts]:
+def wired_backends(engine: EngineData) -> dict[str, BackendKVFacts]:
     """The engine's wired backends by ``wired_for`` (``mamba1``, ``mamba2``, ``gdn``:
-    a mixer's state; ``sparse_indexer``: DeepSeek-V3.2's indexer K cache); by default
-    the default engine's."""
-    data = engine if engine is not None else load_catalog().engine()
-    return {wired_for: wired_kv_facts(spec) for wired_for, spec in data.wired.items()}
+    a mixer's state; ``sparse_indexer``: DeepSeek-V3.2's indexer K cache)."""
+    return {wired_for: wired_kv_facts(spec) for wired_for, spec in engine.wired.items()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from selector.catalog import load_catalog
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.block_size import (
     DEFAULT_BLOCK_SIZE,
@@ -28,7 +27,7 @@ def mamba_cache_mode(model: ModelFacts, options: KVOptions) -> str:
     hybrid models (``ModelConfig.is_prefix_caching_supported``)."""
     if options.mamba_cache_mode != "auto":
         return options.mamba_cache_mode
-    steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
+    _, steps = options.engine_rules()
     enabled = options.enable_prefix_caching
     if enabled is None:
         # off by default for an attention-free model or a CLS / MEAN / STEP pooling one
@@ -63,7 +62,7 @@ def negotiate_block_size(
         messages.append(f"Setting kv cache block size to {preferred} for {names} backend(s).")
     block = preferred
     hybrid = None
-    steps = options.hybrid_alignment or load_catalog().engine().profile.hybrid_alignment
+    _, steps = options.engine_rules()
     if model.is_hybrid:
         first_layer, first_backend = next(
             (layer, backend) for layer, backend in layer_backends if not backend.is_ssm

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from selector.kv.backend_facts import BackendKVFacts
+from selector.catalog import EngineData
+from selector.kv.backend_facts import BackendKVFacts, wired_backends
 from selector.kv.cudagraph import CudaGraphMode
 from selector.schema.engine import HybridAlignmentRules
 
@@ -37,7 +38,8 @@ class KVOptions(BaseModel):
     calls with the deployment's device); None: none declared."""
     hybrid_alignment: HybridAlignmentRules | None = None
     """The steps of the release's hybrid block-size alignment (the profile's
-    ``hybrid_alignment``); None: the default engine's."""
+    ``hybrid_alignment``); None: not stated yet (:meth:`for_engine`; the planner refuses
+    to plan without it)."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     cudagraph_mode: CudaGraphMode | None
     """None or ``NONE``: no CUDA graphs."""
@@ -66,12 +68,30 @@ class KVOptions(BaseModel):
     ``gpu_memory_utilization x device_memory_bytes - reserved_bytes``."""
     wired_backends: dict[str, BackendKVFacts] | None = None
     """The backends vLLM wires without selection, by ``wired_for`` (Mamba / GDN state,
-    the sparse indexer: :func:`selector.kv.backend_facts.wired_backends`); None: the
-    engine's (the default engine's when the planner is called alone)."""
+    the sparse indexer: :func:`selector.kv.backend_facts.wired_backends`); None: not
+    stated yet (:meth:`for_engine`; the planner refuses to plan without it)."""
     mamba_cache_mode: Literal["auto", "none", "align", "all"] = "auto"
     """``auto``: for hybrid models with prefix caching ``align`` (``all`` for a model with
     ``SupportsMambaPrefixCaching`` where the release's ``hybrid_alignment.all_mode``
     says so), else ``none``."""
+
+    def for_engine(self, engine: EngineData) -> KVOptions:
+        """These options with what the engine states and they do not: its wired backends
+        and its hybrid block-size alignment."""
+        update: dict[str, object] = {}
+        if self.wired_backends is None:
+            update["wired_backends"] = wired_backends(engine)
+        if self.hybrid_alignment is None:
+            update["hybrid_alignment"] = engine.profile.hybrid_alignment
+        return self.model_copy(update=update) if update else self
+
+    def engine_rules(self) -> tuple[dict[str, BackendKVFacts], HybridAlignmentRules]:
+        """(the wired backends, the hybrid alignment): stated by :meth:`for_engine`;
+        ValueError when not (the planner reads the release's, never a default one's)."""
+        if self.wired_backends is None or self.hybrid_alignment is None:
+            raise ValueError("KVOptions without the engine's wired backends and hybrid "
+                             "alignment: call KVOptions.for_engine(engine) first")
+        return self.wired_backends, self.hybrid_alignment
 
     @property
     def uniform_decode_query_len(self) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from selector.errors import InputError
-from selector.kv.backend_facts import BackendKVFacts, wired_backends
+from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.capacity import Capacity, capacity
 from selector.kv.cudagraph import CudaGraphResolution, minimum_support, resolve_cudagraph_mode
 from selector.kv.errors import EngineStartupError
@@ -56,7 +56,7 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
     """(layer, backend, role) per KV-holding module, in registration order."""
     out: list[_Module] = []
     # the state backend per mixer type (MambaBase.get_attn_backend), the indexer's
-    wired = options.wired_backends if options.wired_backends is not None else wired_backends()
+    wired, _ = options.engine_rules()
     for layer in model.layers:
         if layer.kind == "none":
             continue

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.errors import CannotRunHereError, InputError, InvalidDeploymentError
 from selector.inputs.config import LoadedDeployment
 from selector.models import ModelFacts
@@ -36,7 +36,7 @@ def _checkable(plan: SmokePlan) -> bool:
 
 
 def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
-                heads_of: HeadsOf) -> tuple[list[ShardPlan], list[str]]:
+                heads_of: HeadsOf, catalog: Catalog) -> tuple[list[ShardPlan], list[str]]:
     """One shard plan per smoke plan when the deployment splits attention over ranks
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
     smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks). ``heads_of``
@@ -47,7 +47,7 @@ def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
     tp, dcp = parallel.tensor_parallel_size, parallel.decode_context_parallel_size
     if tp == 1 and dcp == 1:
         return [], []
-    engine = load_catalog().engine(deployment.engine)
+    engine = catalog.engine(deployment.engine)
     out = []
     skipped = [plan.name for plan in plans if not _checkable(plan)]
     if skipped and dcp > 1:

@@ -11,7 +11,7 @@ from selector.bench.targets import (
     model_groups,
     targets_from_groups,
 )
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.inputs.config import LoadedDeployment, load_deployment
 from selector.pipeline.check import solve_to_run
 from selector.platforms import DEFAULT_PLATFORM, platform_module
@@ -19,7 +19,7 @@ from selector.platforms import DEFAULT_PLATFORM, platform_module
 __all__ = ["bench_targets"]
 
 
-def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
+def bench_targets(config: Path | LoadedDeployment, catalog: Catalog) -> BenchTargets:
     """The benchmark groups of a deployment file (or one already loaded).
 
     Raises :class:`InvalidDeploymentError` (exit 1) when vLLM would reject the deployment
@@ -27,7 +27,6 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     kernel runner or the model has no attention layer. A model's state (Mamba, GDN) and
     side-cache groups have no attention backend to time; its attention groups are timed.
     """
-    catalog = load_catalog()
     loaded = config if isinstance(config, LoadedDeployment) else load_deployment(str(config))
     path = Path(loaded.path)
     deployment = loaded.deployment
@@ -37,12 +36,12 @@ def bench_targets(config: Path | LoadedDeployment) -> BenchTargets:
     if platform is not None and platform != DEFAULT_PLATFORM:  # its GPU, before any runner
         platform_module(platform).probe_torch(f"the bench of {path.name} (a {platform} deployment)")
     if solved.model is not None:
-        groups = model_groups(solved.model)
+        groups = model_groups(solved.model, catalog)
         mode = "explicit" if deployment.attention_backend else "auto"
     else:
         result = solved.layer
         assert result is not None
-        groups = layer_groups(result, name=path.stem,
+        groups = layer_groups(result, catalog, name=path.stem,
                               sliding_window=deployment.layer.sliding_window,
                               logits_soft_cap=deployment.layer.logits_soft_cap)
         mode = result.mode

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from selector.catalog import Catalog, load_catalog
+from selector.catalog import Catalog
 from selector.check.records import CheckRecord
 from selector.checkrun import CheckOptions, serve_record
 from selector.compare.diff import (
@@ -30,16 +30,15 @@ from selector.schema.request import DeviceRef
 __all__ = ["DiffInput", "diff_deployment", "diff_inputs", "solve_for_engine", "sweep_matrix"]
 
 
-def sweep_matrix(from_engine: str, to_engine: str, *, catalog: Catalog | None = None,
+def sweep_matrix(from_engine: str, to_engine: str, *, catalog: Catalog,
                  points: Iterable[MatrixPoint] | None = None) -> MatrixDiff:
     """Evaluate the support matrix (or ``points``) under both engine versions and
     summarise the differences (auto selection; the compiled evaluators)."""
-    catalog = catalog or load_catalog()
     grid = list(points if points is not None else support_matrix())
     sides = []
     for name in (from_engine, to_engine):
         engine = catalog.engine(name)
-        evaluator = FlatEvaluator(engine, every=True)
+        evaluator = FlatEvaluator(engine, every=True, catalog=catalog)
         outcomes = [evaluator.select(evaluator.request(point.config, auto=True))[0]
                     for point in grid]
         sides.append((engine, outcomes))
@@ -50,7 +49,7 @@ def sweep_matrix(from_engine: str, to_engine: str, *, catalog: Catalog | None = 
 
 
 def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
-                     catalog: Catalog | None = None) -> SolveResult:
+                     catalog: Catalog) -> SolveResult:
     """Solve one deployment file under ``engine`` (its own ``engine:`` key is
     ignored).  A pinned backend the version does not register gives an invalid
     result (SE004) with the other backends' verdicts of automatic selection."""
@@ -60,7 +59,6 @@ def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
             "diffed yet", file=loaded.path, field="model", line=loaded.line_of(("model",)),
             hint=f"run attn-select check {loaded.path} --engine vllm==A and --engine vllm==B, "
                  "or diff a file with the layer's facts under `layer:`")
-    catalog = catalog or load_catalog()
     try:
         platform = device_platform(loaded.deployment, catalog)
     except InputError:  # the target names the device's error, located
@@ -87,7 +85,7 @@ def solve_for_engine(loaded: LoadedDeployment, engine: str, *,
 
 
 def diff_deployment(loaded: LoadedDeployment, from_engine: str, to_engine: str, *,
-                    catalog: Catalog | None = None) -> DeploymentDiff:
+                    catalog: Catalog) -> DeploymentDiff:
     """What changes for one deployment between two engine versions."""
     return diff_results(solve_for_engine(loaded, from_engine, catalog=catalog),
                         solve_for_engine(loaded, to_engine, catalog=catalog), source=loaded.path)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from selector.catalog import EngineData
+from selector.catalog import Catalog, EngineData
 from selector.errors import InputError
 from selector.inputs.flat import facts_from_flat, facts_from_flat_batch
 from selector.request import RequestColumns, RequestFacts
@@ -52,14 +52,15 @@ class FlatEvaluator:
     """
 
     def __init__(self, engine: EngineData, backends: tuple[str, ...] | None = None, *,
-                 every: bool = False) -> None:
+                 catalog: Catalog, every: bool = False) -> None:
         self.engine = engine
+        self.catalog = catalog
         self.reported: tuple[str, ...] = tuple(backends or engine.profile.reported_backends)
         self.evaluated: tuple[str, ...] = tuple(
             dict.fromkeys([*engine.auto_backends(), *self.reported]))
         self.compiled: CompiledEngine = (
-            compiled_for(engine.engine, platform=engine.platform) if every
-            else compiled_for(engine.engine, self.evaluated, engine.platform))
+            compiled_for(engine, catalog=catalog) if every
+            else compiled_for(engine, self.evaluated, catalog=catalog))
         self._every = every
 
     def request(self, config: Mapping[str, Any], *, auto: bool = False) -> FlatRequest:
@@ -101,8 +102,8 @@ class FlatEvaluator:
         if self._every:
             outcome = select(self.compiled, {**self.compiled.defaults, **stated}, forced)
         elif forced is not None and forced not in self.evaluated:
-            outcome = select(compiled_for(self.engine.engine, (*self.evaluated, forced),
-                                          self.engine.platform),
+            outcome = select(compiled_for(self.engine, (*self.evaluated, forced),
+                                          catalog=self.catalog),
                              stated, forced)
         else:
             outcome = select(self.compiled, stated, forced)

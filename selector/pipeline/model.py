@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selector.catalog import Catalog, EngineData, load_catalog
+from selector.catalog import Catalog, EngineData
 from selector.check.model import LayerSelection, ModelCheckResult, architecture_notes, backend_kv_facts
 from selector.kv import (
     BackendKVFacts,
@@ -18,7 +18,6 @@ from selector.kv import (
     model_driven,
     plan_model,
     prefill_checkpoint_alignment,
-    wired_backends,
 )
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
@@ -54,7 +53,7 @@ def check_model(
     backend_per_kind: Mapping[str, str] | None = None,
     cudagraph_mode: str | None = None,
     options: KVOptions | None = None,
-    catalog: Catalog | None = None,
+    catalog: Catalog,
     platform: str | None = None,
     draft_backend: str | None = None,
 ) -> ModelCheckResult:
@@ -64,7 +63,6 @@ def check_model(
     without a device); ``platform`` None: the catalog's default platform. ``draft_backend``:
     the backend of the speculative draft's layers (``LayerFacts.draft``; None: selected by
     vLLM)."""
-    catalog = catalog or load_catalog()
     engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     defaults = catalog.engine_defaults(engine_data.engine)
     cudagraph_mode = cudagraph_mode or defaults.cudagraph_mode.value
@@ -75,6 +73,7 @@ def check_model(
         options = KVOptions(cudagraph_mode=cudagraph_mode,
                             max_num_batched_tokens=tokens, max_num_seqs=seqs,
                             gpu_memory_utilization=defaults.gpu_memory_utilization.value)
+    options = options.for_engine(engine_data)
     driven = model_driven.driven_rule(model, engine_data.engine, catalog)
     if driven is not None:
         return _check_driven(model, base, driven, engine_data.engine, attention_backend,
@@ -112,11 +111,6 @@ def check_model(
                 kv_cache[key] = backend_kv_facts(by_layer[key], catalog)
             return kv_cache[key]
 
-        if options.wired_backends is None:
-            options = options.model_copy(update={"wired_backends": wired_backends(engine_data)})
-        if options.hybrid_alignment is None:
-            options = options.model_copy(
-                update={"hybrid_alignment": engine_data.profile.hybrid_alignment})
         if options.mamba_prefill_checkpoint_alignment is None:
             alignment = prefill_checkpoint_alignment(model, engine_data, cc=base.cc)
             options = options.model_copy(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.errors import InputError
 from selector.inputs.config import LoadedDeployment, deployment_model, load_deployment
 from selector.pipeline.check import solve_to_run
@@ -26,14 +26,15 @@ if TYPE_CHECKING:
 __all__ = ["deployment_plans", "deployment_smoke", "shard_plans"]
 
 
-def deployment_plans(loaded: LoadedDeployment, *, parity: bool | None = None) -> list[SmokePlan]:
+def deployment_plans(loaded: LoadedDeployment, catalog: Catalog, *,
+                     parity: bool | None = None) -> list[SmokePlan]:
     """The smoke plans of a loaded deployment on its own device (:func:`deployment_smoke`
     without the parity backends it left out)."""
-    return deployment_smoke(loaded, parity=parity)[0]
+    return deployment_smoke(loaded, catalog, parity=parity)[0]
 
 
-def deployment_smoke(loaded: LoadedDeployment, *, parity: bool | None = None
-                     ) -> tuple[list[SmokePlan], list[str]]:
+def deployment_smoke(loaded: LoadedDeployment, catalog: Catalog, *,
+                     parity: bool | None = None) -> tuple[list[SmokePlan], list[str]]:
     """The smoke plans of a loaded deployment on its own device, and the parity backends
     left out (``parity``: ``True`` every valid one, ``False`` none, ``None`` those whose
     kernels need no compile: :func:`selector.smoke.from_result.parity_choice`).
@@ -42,7 +43,6 @@ def deployment_smoke(loaded: LoadedDeployment, *, parity: bool | None = None
     ``check`` reports it) and :class:`InputError` (exit 2) when no attention group has a
     backend to smoke-test or the model has no attention layer.
     """
-    catalog = load_catalog()
     config = loaded.path
     deployment = loaded.deployment
     solved = solve_to_run(loaded, catalog, "smoke")
@@ -58,7 +58,7 @@ def deployment_smoke(loaded: LoadedDeployment, *, parity: bool | None = None
         plans = plans_from_result(result, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap,
-                                  parity={b: pinned(result, b) for b in run})
+                                  parity={b: pinned(result, b, catalog) for b in run})
         selected = [result.selected or "-"]
     if not plans:
         raise InputError(
@@ -68,7 +68,8 @@ def deployment_smoke(loaded: LoadedDeployment, *, parity: bool | None = None
     return plans, skipped
 
 
-def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> tuple[list[ShardPlan], list[str]]:
+def shard_plans(config: Path, plans: Sequence[SmokePlan], catalog: Catalog
+                ) -> tuple[list[ShardPlan], list[str]]:
     """One shard plan per smoke plan when the deployment splits attention over ranks
     (tensor_parallel_size or decode_context_parallel_size > 1), and the names of the
     smoke plans the shard check cannot run yet (MLA, FP8 KV caches, sinks)."""
@@ -84,8 +85,8 @@ def shard_plans(config: Path, plans: Sequence[SmokePlan]) -> tuple[list[ShardPla
         return layer.num_heads, layer.num_kv_heads or layer.num_heads
 
     def model_heads(plan: SmokePlan) -> tuple[int, int]:
-        model, _, _ = deployment_model(loaded, load_catalog())
+        model, _, _ = deployment_model(loaded, catalog)
         return from_deployment.model_heads(model, plan)
 
     heads_of = layer_heads if loaded.deployment.model is None else model_heads
-    return from_deployment.shard_plans(loaded, plans, heads_of)
+    return from_deployment.shard_plans(loaded, plans, heads_of, catalog)

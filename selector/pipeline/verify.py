@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.checkrun import CheckOptions
 from selector.compare.startup_log import StartupLog, read_startup_log
 from selector.compare.verify import VerifyResult, compare_log, serve_argv_of_log
@@ -15,11 +15,11 @@ from selector.pipeline.check import check_files, check_serve
 __all__ = ["verify_log"]
 
 
-def _engine(log: StartupLog, engine: str | None, source: str) -> str:
+def _engine(log: StartupLog, engine: str | None, source: str, catalog: Catalog) -> str:
     if engine:
         return engine
     version = log.version
-    known = load_catalog().engine_dirs
+    known = catalog.engine_dirs
     if version is None:
         raise InputError("the log names no vLLM release (no engine config or API server "
                          "version line)", file=source, field="--engine",
@@ -32,14 +32,14 @@ def _engine(log: StartupLog, engine: str | None, source: str) -> str:
     return name
 
 
-def verify_log(path: str, deployment: str | None = None, *, model: str | None = None,
-               device: str | None = None, engine: str | None = None) -> list[VerifyResult]:
+def verify_log(path: str, catalog: Catalog, deployment: str | None = None, *,
+               model: str | None = None, device: str | None = None,
+               engine: str | None = None) -> list[VerifyResult]:
     """Compare the start-up log at ``path`` with the tool's prediction of ``deployment``
     (a deployment file) or, without one, of the log's own non-default args (the model
     replaced by ``model``, a preset or a folder holding config.json), on ``device``."""
     log = read_startup_log(path)
-    catalog = load_catalog()
-    engine_name = _engine(log, engine, path)
+    engine_name = _engine(log, engine, path, catalog)
     devices = (device,) if device else ()
     options = CheckOptions(engine=engine_name, devices=devices)
     if deployment is not None:

@@ -10,8 +10,10 @@ another's (an MI300X's 9.4 is no CUDA 9.x). Importing this package loads no torc
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from selector.errors import CannotRunHereError
 from selector.schema.device import Device
@@ -21,6 +23,7 @@ __all__ = [
     "GPU_EXTRA_HINT",
     "PLATFORM_MODULES",
     "PlatformModule",
+    "Provided",
     "capability_int",
     "import_torch",
     "platform_module",
@@ -38,6 +41,10 @@ def import_torch(needs: str, hint: str) -> Any:
     except ImportError as error:
         raise CannotRunHereError(f"{needs}, which is not installed ({error}); {hint}") from None
 """How to install what a GPU run needs (torch and the kernel libraries)."""
+
+
+Provided = TypeVar("Provided")
+"""A kernel provider of the smoke's contract (``selector.smoke.contract.ProviderSpec``)."""
 
 
 class PlatformModule(Protocol):
@@ -75,6 +82,16 @@ class PlatformModule(Protocol):
         (``what`` names the run that needs it)."""
         ...
 
+    def open_device(self, torch: Any) -> tuple[Any, str]:
+        """The GPU a smoke or bench run puts its tensors on (initialised) and its name as
+        the report states it."""
+        ...
+
+    def kernel_providers(self, backend: str, listed: Sequence[Provided]) -> list[Provided]:
+        """The kernel providers a smoke of ``backend`` tries on this platform's GPUs, in
+        order, from those the engine's kernel call contract lists for it (``listed``)."""
+        ...
+
 
 PLATFORM_MODULES: dict[str, str] = {
     "cuda": "selector.platforms.cuda",
@@ -96,7 +113,7 @@ def platform_module(name: str) -> PlatformModule:
     except KeyError:
         raise KeyError(f"no module for platform {name!r} (selector/platforms/: "
                        f"{', '.join(PLATFORM_MODULES)})") from None
-    module: ModuleType = importlib.import_module(path)
+    module: ModuleType = sys.modules.get(path) or importlib.import_module(path)
     return cast(PlatformModule, module)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from selector.errors import CannotRunHereError
-from selector.platforms import GPU_EXTRA_HINT, import_torch
+from selector.platforms import GPU_EXTRA_HINT, Provided, import_torch
 from selector.schema.device import Device
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "arch_of",
     "capability_text",
     "check_device",
+    "kernel_providers",
+    "open_device",
     "parse_capability",
     "probe_torch",
     "read_switch",
@@ -98,3 +101,20 @@ def probe_torch(what: str = "the smoke check") -> Any:
             f"{what} needs a CUDA GPU, and torch {torch.__version__} sees none "
             f"(torch.cuda.is_available() is False): {fix}")
     return torch
+
+
+def open_device(torch: Any) -> tuple[Any, str]:
+    """CUDA initialised, its current device and its name with the architecture
+    (``NVIDIA H100 80GB HBM3 (sm_90)``)."""
+    torch.cuda.init()
+    device = torch.device("cuda")
+    properties = torch.cuda.get_device_properties(device)
+    return device, f"{properties.name} ({arch_of(properties.major * 10 + properties.minor)})"
+
+
+def kernel_providers(backend: str, listed: Sequence[Provided]) -> list[Provided]:
+    """Every provider the contract lists, in its order: vLLM's backend classes and
+    kernels, its compiled extensions (``VLLM_KERNELS_DIR``), the standalone packages (all
+    built for CUDA)."""
+    del backend
+    return list(listed)

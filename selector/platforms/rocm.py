@@ -14,11 +14,11 @@ than taken for its neighbour.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from selector.errors import CannotRunHereError
-from selector.platforms import import_torch
+from selector.platforms import Provided, import_torch
 from selector.schema.device import Device
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
     "capability_text",
     "check_device",
     "environment_facts",
+    "kernel_providers",
+    "open_device",
     "parse_capability",
     "probe_torch",
     "read_switch",
@@ -176,3 +178,20 @@ def probe_torch(what: str = "the smoke check") -> Any:
             f"Instinct or Radeon GPU and {INSTALL_HINT}")
     return torch
 
+
+
+def open_device(torch: Any) -> tuple[Any, str]:
+    """HIP initialised (torch's ``cuda`` device on a ROCm build), its device and its name
+    with the GCN architecture (``AMD Instinct MI300X (gfx942)``)."""
+    torch.cuda.init()
+    device = torch.device("cuda")
+    properties = torch.cuda.get_device_properties(device)
+    arch = str(getattr(properties, "gcnArchName", "") or "").split(":")[0] or "gfx"
+    return device, f"{properties.name} ({arch})"
+
+
+def kernel_providers(backend: str, listed: Sequence[Provided]) -> list[Provided]:
+    """The providers the contract lists for a ROCm backend, in its order (vLLM's own
+    ROCm ops and Triton kernels); reached only on an AMD GPU (:func:`probe_torch`)."""
+    del backend
+    return list(listed)

@@ -15,6 +15,7 @@ from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract, resolve_calls
 from selector.smoke.graphs import capacity_batch
 from selector.smoke.plan import SmokeOptions, SmokePlan
+from selector.smoke.providers import platform_providers
 from selector.smoke.workload import (
     graph_capacity_pages,
     long_context_for,
@@ -72,7 +73,7 @@ def dry_run(plans: Sequence[SmokePlan], options: SmokeOptions | None = None
         contract = load_contract(plan.engine)
         backend = contract.backend(plan.backend)
         batch = smoke_batch(plan, options.seed)
-        providers = [_provider(spec, plan) for spec in contract.providers_for(plan.backend)]
+        providers = [_provider(spec, plan) for spec in platform_providers(plan)]
         providers.sort(key=lambda entry: not entry["runs_negotiated_kernel"])
         entry: dict[str, Any] = {
             "plan": plan.model_dump(mode="json", exclude_defaults=True),

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +19,6 @@ from selector.platforms import DEFAULT_PLATFORM, GPU_EXTRA_HINT, platform_module
 __all__ = [
     "INSTALL_HINT",
     "FlashAttentionImpl",
-    "GpuStart",
     "find_flash_attention",
     "import_flashinfer",
     "import_torch_cuda",
@@ -45,44 +42,6 @@ def import_torch_cuda(what: str = "the smoke check") -> Any:
     """torch, with a GPU of the default platform available (its module's probe); else
     :class:`CannotRunHereError` (``what`` names the run that needs it)."""
     return platform_module(DEFAULT_PLATFORM).probe_torch(what)
-
-
-class GpuStart:
-    """torch imported and CUDA initialised in a background thread, started by the command
-    before it solves the deployment: the solve runs meanwhile (the shared libraries' loading
-    and the driver's start wait outside the interpreter lock). :meth:`result` waits for it
-    and raises what the start raised (:class:`CannotRunHereError`: no torch, no GPU)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        """How long each part took in the background (``torch import``, ``CUDA init``)."""
-        self._result: tuple[Any, Any, Any] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="attn-select-gpu-start",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            started = time.perf_counter()
-            torch = import_torch_cuda()
-            imported = time.perf_counter()
-            torch.cuda.init()
-            device = torch.device("cuda")
-            properties = torch.cuda.get_device_properties(device)
-            self.seconds = {"torch import": imported - started,
-                            "CUDA init": time.perf_counter() - imported}
-            self._result = (torch, device, properties)
-        except BaseException as error:  # raised again by result(), in the caller's thread
-            self._error = error
-
-    def result(self) -> tuple[Any, Any, Any]:
-        """torch, the CUDA device and its properties."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
 
 
 def import_flashinfer() -> Any:

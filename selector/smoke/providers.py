@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from selector.errors import CannotRunHereError
+from selector.platforms import platform_module
 from selector.smoke.contract import (
     Dtype,
     ProviderSpec,
@@ -45,6 +46,7 @@ __all__ = [
     "choose_provider",
     "cross_check_provider",
     "materialize",
+    "platform_providers",
 ]
 
 Torch: TypeAlias = Any
@@ -265,14 +267,20 @@ def _unsupported(spec: ProviderSpec, calls: list[ResolvedCall]) -> list[str]:
     return problems
 
 
+def platform_providers(plan: SmokePlan) -> list[ProviderSpec]:
+    """The kernel providers of ``plan``'s backend that its platform's module tries, in
+    order, from those the engine's contract lists (:mod:`selector.platforms`)."""
+    listed = load_contract(plan.engine).providers_for(plan.backend)
+    return platform_module(plan.platform).kernel_providers(plan.backend, listed)
+
+
 def choose_provider(plan: SmokePlan, torch: Torch, *, strict: bool = False) -> ProviderChoice:
     """The first provider, in the contract's order, that can take ``plan``'s calls here.
 
     Providers of the negotiated FlashAttention version are tried before others; running
     another version is a substitution (refused when ``strict``).
     """
-    contract = load_contract(plan.engine)
-    specs = contract.providers_for(plan.backend)
+    specs = platform_providers(plan)
     exact = [s for s in specs if plan.fa_version is None or s.fa_versions is None
              or plan.fa_version in s.fa_versions]
     others = [s for s in specs if s not in exact]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import ProviderSpec, load_contract
-from selector.smoke.environment import GpuStart, import_torch_cuda, package_version
+from selector.smoke.environment import package_version
 from selector.smoke.flashinfer_jit import release_planned_variants
 from selector.smoke.graphs import check_decode_graph
 from selector.smoke.invariants import (
@@ -43,6 +44,7 @@ from selector.smoke.providers import (
     ProviderChoice,
     choose_provider,
     cross_check_provider,
+    platform_providers,
 )
 from selector.smoke.reference import compare, reference_attention, tolerance_for
 from selector.smoke.report import (
@@ -80,7 +82,7 @@ __all__ = [
     "Progress",
     "SmokeMachine",
     "StageClock",
-    "cuda_machine",
+    "platform_machine",
     "run_smoke",
 ]
 
@@ -101,11 +103,14 @@ class _Libraries:
     """Plans (by name) whose outputs vLLM's backend classes check beside their provider."""
 
 
-def _check_runnable(plans: Sequence[SmokePlan]) -> None:
+def _check_runnable(plans: Sequence[SmokePlan], machine: SmokeMachine | None) -> None:
     """Refuse (exit 4, naming why) a plan the smoke check cannot run, before any import
-    (a plan of another platform than the runners': that platform's GPU first)."""
+    (a plan of another platform than the machine's, without one the default platform's,
+    whose GPUs the smoke's kernel runners are written for: that platform's GPU first, by its
+    module's probe)."""
+    here = machine.platform if machine is not None else DEFAULT_PLATFORM
     for plan in plans:
-        if plan.platform != DEFAULT_PLATFORM:
+        if plan.platform != here:
             platform_module(plan.platform).probe_torch(
                 f"the smoke check of plan '{plan.name}' ({plan.backend}, a {plan.platform} "
                 "deployment)")
@@ -119,7 +124,7 @@ def _check_runnable(plans: Sequence[SmokePlan]) -> None:
                 f"{RUNNABLE_BACKENDS_WHY.get(plan.backend, 'no kernel runner for it yet')}")
         contract = load_contract(plan.engine)
         contract.backend(plan.backend)
-        specs = contract.providers_for(plan.backend)
+        specs = platform_providers(plan)
         missing = [spec for spec in specs if spec.kind == "backend_classes" and spec.module
                    and importlib.util.find_spec(spec.module) is None]
         if specs and len(missing) == len(specs):
@@ -493,30 +498,42 @@ def _software(torch: Torch, libraries: _Libraries) -> dict[str, str]:
 class SmokeMachine:
     """Where the kernels run: torch, the device and how each plan's provider is chosen.
 
-    :func:`cuda_machine` is the real GPU; tests pass a CPU machine with torch stand-ins of
-    the kernels (timing and CUDA graphs are then off)."""
+    :func:`platform_machine` is the real GPU of the plans' platform; tests pass a CPU
+    machine with torch stand-ins of the kernels (timing and CUDA graphs are then off)."""
 
     torch: Any
     device: Any
     name: str
     choose: Callable[[SmokePlan], ProviderChoice]
     flashinfer: Any = None
+    platform: str = DEFAULT_PLATFORM
+    """The platform whose plans it runs (``schemas/platforms.yaml``)."""
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module``'s package can be imported here (one already imported counts)."""
+    package = module.split(".", maxsplit=1)[0]
+    if package in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
-    """Import the kernel packages the plans need in the background (overlaps CUDA init):
-    each plan's first provider that is a package, and the compiled extensions of the
-    providers before it that load by path from ``$VLLM_KERNELS_DIR`` (vLLM's FA3, FlashMLA),
-    which :func:`~selector.smoke.providers.choose_provider` then finds loaded."""
+    """Import the kernel packages the plans need in the background (overlaps the device's
+    start): each plan's first provider that is a package, and the compiled extensions of
+    the providers before it that load by path from ``$VLLM_KERNELS_DIR`` (vLLM's FA3,
+    FlashMLA), which :func:`~selector.smoke.providers.choose_provider` then finds loaded."""
     modules: list[str] = []
     libraries: list[Path] = []
     folder = os.environ.get(KERNELS_DIR_VARIABLE)
     for plan in plans:
-        for spec in load_contract(plan.engine).providers_for(plan.backend):
+        for spec in platform_providers(plan):
             if spec.kind == "op_library" and folder and spec.library_file:
                 libraries.append(Path(folder) / spec.library_file)
-            elif spec.kind == "module" and spec.module and \
-                    importlib.util.find_spec(spec.module.split(".")[0]) is not None:
+            elif spec.kind == "module" and spec.module and _importable(spec.module):
                 modules.append(spec.module)
                 break
 
@@ -538,35 +555,28 @@ def _prefetch(plans: Sequence[SmokePlan]) -> threading.Thread:
     return thread
 
 
-def cuda_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
-                 notify: Progress, started: GpuStart | None = None) -> SmokeMachine:
-    """The GPU: torch imported and CUDA initialised (by ``started``, begun before the
-    solve, when given), the plans' kernel libraries imported meanwhile."""
-    if started is not None:
-        prefetch = _prefetch(plans)  # imports once torch has (the import lock)
-        notify("waiting for torch and CUDA (started with the command; kernel libraries "
-               "import meanwhile)")
-        torch, device, properties = started.result()
-    else:
-        notify("importing torch")
-        torch = import_torch_cuda()
-        prefetch = _prefetch(plans)
-        notify("initialising CUDA (kernel libraries import meanwhile)")
-        torch.cuda.init()
-        device = torch.device("cuda")
-        properties = torch.cuda.get_device_properties(device)
+def platform_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
+                     notify: Progress) -> SmokeMachine:
+    """This machine's GPU of the plans' platform, through its module
+    (:mod:`selector.platforms`: the torch probe, the device, the kernel providers)."""
+    platform = plans[0].platform if plans else DEFAULT_PLATFORM
+    module = platform_module(platform)
+    notify("importing torch")
+    torch = module.probe_torch("the smoke check")
+    prefetch = _prefetch(plans)
+    notify(f"initialising the {platform} device (kernel libraries import meanwhile)")
+    device, name = module.open_device(torch)
     prefetch.join()
     return SmokeMachine(
-        torch, device, f"{properties.name} (sm_{properties.major}{properties.minor})",
-        lambda plan: choose_provider(plan, torch, strict=options.strict_fa_version))
+        torch, device, name,
+        lambda plan: choose_provider(plan, torch, strict=options.strict_fa_version),
+        platform=platform)
 
 
 def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *,
               progress: Progress | None = None, raise_on_failure: bool = True,
-              machine: SmokeMachine | None = None, gpu_start: GpuStart | None = None
-              ) -> SmokeReport:
-    """Run every plan on this machine's GPU (or ``machine``; ``gpu_start``: the GPU's start
-    the caller began, :class:`~selector.smoke.environment.GpuStart`); return the report.
+              machine: SmokeMachine | None = None) -> SmokeReport:
+    """Run every plan on this machine's GPU (or ``machine``); return the report.
 
     Raises :class:`CannotRunHereError` (exit 4) before any work when torch, a GPU or a
     needed library is missing, :class:`SmokeChecksFailed` (exit 3) carrying the report
@@ -576,9 +586,9 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     started = time.perf_counter()
     options = options or SmokeOptions()
     notify = StageClock(progress or (lambda _: None))
-    _check_runnable(plans)
+    _check_runnable(plans, machine)
     if machine is None:
-        machine = cuda_machine(plans, options, notify, gpu_start)
+        machine = platform_machine(plans, options, notify)
     torch, device = machine.torch, machine.device
     libraries = _load_libraries(machine, plans, options, notify)
     report = SmokeReport(device=machine.name, software=_software(torch, libraries))
@@ -612,9 +622,7 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
     finally:
         if libraries.flashinfer is not None:
             release_planned_variants(libraries.flashinfer)
-    beside = [(f"{part}, beside the solve", seconds)
-              for part, seconds in (gpu_start.seconds.items() if gpu_start else [])]
-    report.stages = beside + notify.finish()
+    report.stages = notify.finish()
     report.elapsed_s = time.perf_counter() - started
     if raise_on_failure and not report.passed:
         raise SmokeChecksFailed(report)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from selector import expr as E
-from selector.catalog import Catalog, EngineData, load_catalog
+from selector.catalog import Catalog, EngineData
 from selector.kv import kvshape
 from selector.kv.cudagraph import resolve_cudagraph_mode
 from selector.request import RequestFacts
@@ -349,13 +349,12 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
 def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str | None = None,
-          suggest: bool = True, catalog: Catalog | None = None,
+          suggest: bool = True, catalog: Catalog,
           platform: str | None = None) -> SolveResult:
     """Validate every backend, select one and explain the decision (``cudagraph_mode``
     None: the engine's default, ``defaults.yaml``; ``engine``: the loaded engine of the
     target's platform, or a release name loaded for ``platform``, None: the catalog's
-    default platform)."""
-    catalog = catalog or load_catalog()
+    default platform; ``catalog``: the loaded catalog, passed down from the command)."""
     engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
@@ -429,13 +428,13 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
     )
 
 
-def pinned(result: SolveResult, backend: str) -> SolveResult:
+def pinned(result: SolveResult, backend: str, catalog: Catalog) -> SolveResult:
     """``result``'s facts solved with ``backend`` pinned (``attention_backend``), as a run
     that names it gets it; ``result`` itself when it selected ``backend``."""
     if result.selected == backend:
         return result
-    return solve(result.facts, engine=load_catalog().engine(result.engine, result.platform),
-                 attention_backend=backend, suggest=False)
+    return solve(result.facts, engine=catalog.engine(result.engine, result.platform),
+                 attention_backend=backend, suggest=False, catalog=catalog)
 
 
 def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: str | None,
@@ -455,9 +454,8 @@ def _mla_prefill(engine: EngineData, scope: Mapping[str, Any], decode_backend: s
 
 
 def explain_backend(result: SolveResult, backend: str,
-                    catalog: Catalog | None = None) -> list[dict[str, Any]]:
+                    catalog: Catalog) -> list[dict[str, Any]]:
     """Every check of one backend in vLLM's order: the rule, the facts it read, pass/fail."""
-    catalog = catalog or load_catalog()
     engine = catalog.engine(result.engine, result.platform)
     spec = engine.backend(backend)
     scope = {**result.facts, **result.derived}

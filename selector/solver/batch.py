@@ -33,7 +33,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Literal
 
-from selector.catalog import EngineData
+from selector.catalog import Catalog, EngineData
 from selector.request import RequestColumns
 from selector.solver import (
     SelectionOutcome,
@@ -430,20 +430,23 @@ class BatchEvaluator:
 _EVALUATORS: dict[tuple[str, str, tuple[str, ...] | None], BatchEvaluator] = {}
 
 
-def evaluator_for(engine: EngineData, backends: tuple[str, ...] | None = None) -> BatchEvaluator:
-    """The (per-process) batch evaluator of a shipped profile, all backends or ``backends``."""
+def evaluator_for(engine: EngineData, backends: tuple[str, ...] | None = None, *,
+                  catalog: Catalog) -> BatchEvaluator:
+    """The (per-process) batch evaluator of a profile of ``catalog``, all backends or
+    ``backends``."""
     key = (engine.engine, engine.platform, backends)
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
         evaluator = _EVALUATORS[key] = BatchEvaluator(
-            compiled_for(engine.engine, backends, engine.platform))
+            compiled_for(engine, backends, catalog=catalog))
     return evaluator
 
 
 def evaluate_batch(engine: EngineData, facts: Sequence[Mapping[str, Any]],
                    forced: Sequence[str | None] | None = None,
-                   backends: tuple[str, ...] | None = None) -> list[SelectionOutcome]:
+                   backends: tuple[str, ...] | None = None, *,
+                   catalog: Catalog) -> list[SelectionOutcome]:
     """:func:`selector.solver.select` for every request of ``facts`` at once (``forced``:
     each request's explicitly requested backend or None; ``backends``: the backends to
     evaluate, all of the profile's by default)."""
-    return evaluator_for(engine, backends).evaluate(facts, forced)
+    return evaluator_for(engine, backends, catalog=catalog).evaluate(facts, forced)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selector import expr as E
-from selector.catalog import Catalog, EngineData, load_catalog
+from selector.catalog import Catalog, EngineData
 from selector.schema.backend import BackendSpec, BlockSizeVariant
 from selector.schema.engine import PriorityEntry
 from selector.schema.types import MultipleOf
@@ -171,10 +171,10 @@ def _var(name: str) -> str:
     return "v_" + name.replace(".", "__")
 
 
-def compile_engine(engine: EngineData, catalog: Catalog | None = None,
+def compile_engine(engine: EngineData, catalog: Catalog,
                    backends: tuple[str, ...] | None = None) -> CompiledEngine:
-    """Generate and compile the evaluator for ``engine`` (all of its backends by default)."""
-    catalog = catalog or load_catalog()
+    """Generate and compile the evaluator for ``engine`` (all of its backends by default;
+    ``catalog`` states the reason codes' messages)."""
     profile = engine.profile
     names = backends or tuple(engine.backends)
     inputs = (*profile.inputs, *profile.environment)
@@ -315,28 +315,22 @@ _COMPILED: dict[tuple[int, tuple[str, ...] | None], tuple[EngineData, CompiledEn
 
 def compiled_for(engine: str | EngineData, backends: tuple[str, ...] | None = None,
                  platform: str | None = None, *,
-                 catalog: Catalog | None = None) -> CompiledEngine:
+                 catalog: Catalog) -> CompiledEngine:
     """The compiled evaluator of ``engine`` (a loaded engine, for its platform; or a
     release name: the shipped profile loaded for ``platform``, default the catalog's
     default platform), for all backends or only ``backends``: cached per process and,
-    for an engine of ``catalog`` (default: the shipped one) with a data digest, on disk."""
+    on disk under ``catalog``'s data digest."""
     import marshal
 
     from selector.util.cache import cache_get, cache_put
 
     if isinstance(engine, str):
-        catalog = catalog or load_catalog()
         engine = catalog.engine(engine, platform)
     memo = (id(engine), backends)
     hit = _COMPILED.get(memo)
     if hit is not None and hit[0] is engine:
         return hit[1]
-    if catalog is None:
-        shipped = load_catalog()
-        name = engine.engine
-        catalog = shipped if name in shipped.engine_dirs \
-            and shipped.engine(name, engine.platform) is engine else None
-    digest = catalog.digest if catalog is not None else ""
+    digest = catalog.digest
     key = f"{digest}-{engine.engine}-{engine.platform}-{'-'.join(backends or ('ALL',))}"
     cached = cache_get("compiled", key) if digest else None
     if isinstance(cached, tuple) and len(cached) == 5:

@@ -25,7 +25,6 @@ from selector.catalog import (
     Catalog,
     CatalogError,
     EngineData,
-    load_catalog,
     validation_message,
 )
 from selector.errors import InputError
@@ -64,15 +63,14 @@ def _fields(template: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(template) if f}
 
 
-def load_mla_prefill(engine: EngineData, catalog: Catalog | None = None) -> MLAPrefillProfile | None:
+def load_mla_prefill(engine: EngineData, catalog: Catalog) -> MLAPrefillProfile | None:
     """The engine's MLA prefill selector (None when neither the engine nor a profile it
     extends ships one), validated and cross-checked once per process."""
     if engine.mla_prefill is None or engine.mla_prefill_path is None:
         return None
     key = f"{engine.engine}:{engine.mla_prefill_path}"
     if key not in _LOADED:
-        _LOADED[key] = _load(engine.mla_prefill_path, engine.mla_prefill, engine,
-                             catalog or load_catalog())
+        _LOADED[key] = _load(engine.mla_prefill_path, engine.mla_prefill, engine, catalog)
     return _LOADED[key]
 
 
@@ -130,7 +128,7 @@ def _load(path: Path, raw: dict[str, Any], engine: EngineData, catalog: Catalog)
     return data
 
 
-def prefill_backend_name(engine: EngineData, name: str, catalog: Catalog | None = None) -> str:
+def prefill_backend_name(engine: EngineData, name: str, catalog: Catalog) -> str:
     """Normalise ``-ac.mla_prefill_backend`` as vLLM does (case-insensitive enum name);
     an unknown name is vLLM's configuration error (engines without the data: unchecked)."""
     data = load_mla_prefill(engine, catalog)
@@ -207,7 +205,7 @@ def _outcome(data: MLAPrefillProfile, catalog: Catalog, code: str, message: str,
 
 def select_mla_prefill(facts: Mapping[str, Any], engine: EngineData, explicit: str | None = None, *,
                        decode_backend: str | None = None,
-                       catalog: Catalog | None = None) -> MLAPrefillResult:
+                       catalog: Catalog) -> MLAPrefillResult:
     """vLLM's ``get_mla_prefill_backend`` for these request facts.
 
     ``explicit`` is ``-ac.mla_prefill_backend`` (default: the ``mla_prefill_backend``
@@ -215,7 +213,6 @@ def select_mla_prefill(facts: Mapping[str, Any], engine: EngineData, explicit: s
     selection fails, so vLLM never gets here).  Raises :class:`InputError` for an
     unknown backend name and :class:`CatalogError` when the engine has no such data.
     """
-    catalog = catalog or load_catalog()
     data = load_mla_prefill(engine, catalog)
     if data is None:
         raise CatalogError(f"{engine.engine} ships no {DATA_FILE}")
@@ -323,7 +320,7 @@ def _environment_of(engine: EngineData, data: MLAPrefillProfile | None) -> tuple
     return tuple(n for n in engine.profile.environment if n in names)
 
 
-def mla_environment(engine: EngineData, catalog: Catalog | None = None) -> tuple[str, ...]:
+def mla_environment(engine: EngineData, catalog: Catalog) -> tuple[str, ...]:
     """The environment facts (package probes) that MLA attention backends and MLA prefill
     backends read, directly or through derived facts, in the profile's order."""
     key = f"{engine.engine}:{engine.directory}"

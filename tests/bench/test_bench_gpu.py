@@ -9,6 +9,7 @@ import pytest
 
 from selector.bench.runner import run_bench
 from selector.bench.workload import parse_workload
+from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
 from selector.pipeline.bench import bench_targets
 
@@ -18,12 +19,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_both_backends_measured_and_checked() -> None:
-    targets = bench_targets(REPO / "tests" / "fixtures" / "smoke" / "llama-h200.yaml")
+    targets = bench_targets(REPO / "tests" / "fixtures" / "smoke" / "llama-h200.yaml", catalog=load_catalog())
     workload = parse_workload({"decode": {"batch_sizes": [16], "context_lengths": [2048]},
                                "prefill": {"lengths": [1024]},
                                "settings": {"min_repeats": 10, "max_repeats": 40}})
     try:
-        measurements = run_bench(targets, workload)
+        measurements = run_bench(targets, workload, catalog=load_catalog())
     except CannotRunHereError as error:
         pytest.fail(f"cannot run on this GPU machine: {error}")
     assert measurements.passed, measurements.failures()

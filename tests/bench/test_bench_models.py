@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.errors import InputError, InvalidDeploymentError
 from selector.pipeline.bench import bench_targets
 from tests.fuzz.test_config_fuzz import run_cli
@@ -52,7 +53,7 @@ def test_a_hybrid_model_benches_its_attention_layers(preset: str, attention_laye
                                                      device: str) -> None:
     # the Mamba-1 / GDN state groups once reached the attention lookup: KeyError, exit 70
     config = _preset(preset)
-    targets = bench_targets(MODELS / f"{preset}@{device}.yaml")
+    targets = bench_targets(MODELS / f"{preset}@{device}.yaml", catalog=load_catalog())
     timed = sorted(layer for group in targets.groups for layer in _layers(group.name))
     assert timed == attention_layers(config)
     assert sum(group.layers for group in targets.groups) == len(timed)
@@ -74,7 +75,7 @@ def test_bench_and_smoke_of_a_hybrid_model_agree_on_its_attention_groups() -> No
     smoked = {(entry["plan"]["backend"], entry["plan"]["name"])
               for entry in json.loads(out)["plans"]}
     benched = {(plan.backend, plan.name) for plan in
-               bench_targets(MODELS / "jamba-v0.1@h100.yaml").plans}
+               bench_targets(MODELS / "jamba-v0.1@h100.yaml", catalog=load_catalog()).plans}
     assert smoked <= benched and smoked
 
 
@@ -96,7 +97,7 @@ def test_cli_bench_of_a_hybrid_model_runs_on_the_cpu_stand_ins(
     import selector.bench.runner
 
     monkeypatch.setattr(selector.bench.runner, "cuda_environment",
-                        lambda plans, notify, device=None: cpu_environment())
+                        lambda plans, notify, catalog, device=None: cpu_environment())
     code, out, err = run_cli(["bench", str(MODELS / f"{preset}@h100.yaml"), "--format", "json",
                               "--workload", str(_tiny_workload(tmp_path)),
                               "--output", str(tmp_path / "out")])
@@ -134,7 +135,7 @@ def test_bench_of_heads_tp_cannot_split_is_invalid_as_check_says(tmp_path: Path)
         assert f"{path}: vLLM would reject this deployment: {said}" in err, (argv, err)
         assert "Traceback" not in err
     with pytest.raises(InvalidDeploymentError):
-        bench_targets(path)
+        bench_targets(path, catalog=load_catalog())
 
 
 def test_a_model_without_attention_layers_names_why_nothing_runs(tmp_path: Path) -> None:
@@ -153,5 +154,5 @@ def test_a_model_without_attention_layers_names_why_nothing_runs(tmp_path: Path)
         assert f"{path}: the model has no attention layer (its layers are mamba)" in err
         assert f"`{command}` has no attention kernel to run" in err
     with pytest.raises(InputError):
-        bench_targets(path)
+        bench_targets(path, catalog=load_catalog())
 

@@ -118,15 +118,16 @@ SCRIPT = textwrap.dedent("""
     from selector.bench.measurements import load_measurements
     from selector.bench.plot import render_svg
     from selector.bench.policy import decide_for_deployment
+    from selector.catalog import load_catalog
     from selector.pipeline.bench import bench_targets
     m = load_measurements(Path("tests/fixtures/bench/synthetic-h200-llama.json"))
     render_svg(m); decide_for_deployment(m)
-    bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"))
+    bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), catalog=load_catalog())
     from selector.errors import CannotRunHereError
     from selector.bench.runner import cuda_environment
     try:
-        cuda_environment(bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml")).plans,
-                         lambda _: None)
+        targets = bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), load_catalog())
+        cuda_environment(targets.plans, lambda _: None, load_catalog())
     except CannotRunHereError as error:
         assert "attn-select[gpu]" in str(error)
     else:

@@ -21,6 +21,7 @@ from selector.bench.render import render_bench, render_decision
 from selector.bench.runner import run_bench, use_graph
 from selector.bench.targets import BenchGroup, BenchTargets
 from selector.bench.workload import parse_workload
+from selector.catalog import load_catalog
 from selector.smoke.plan import SmokePlan
 
 SMALL = {"num_q_heads": 8, "num_kv_heads": 2, "head_size": 32, "dtype": "bfloat16",
@@ -45,7 +46,7 @@ def targets(**plan_changes: object) -> BenchTargets:
 
 
 def test_pipeline_on_cpu(tmp_path: Path) -> None:
-    measurements = run_bench(targets(), WORKLOAD, environment=cpu_environment())
+    measurements = run_bench(targets(), WORKLOAD, environment=cpu_environment(), catalog=load_catalog())
     assert measurements.passed, measurements.failures()
     assert len(measurements.results) == 2 * 4
     for result in measurements.results:
@@ -74,7 +75,7 @@ def test_pipeline_on_cpu(tmp_path: Path) -> None:
 
 def test_a_missing_library_skips_its_backend_only() -> None:
     measurements = run_bench(targets(), WORKLOAD,
-                             environment=cpu_environment(flashinfer=False))
+                             environment=cpu_environment(flashinfer=False), catalog=load_catalog())
     assert measurements.backends() == ["FLASH_ATTN"]
     assert "flashinfer-python" in measurements.deployment.groups[0].unmeasured["FLASHINFER"]
 
@@ -91,7 +92,7 @@ def test_a_kernel_error_is_recorded_not_raised() -> None:
     environment.flash_attention = dataclasses.replace(
         environment.flash_attention, entries={"flash_attn_varlen_func": broken,
                                               "get_scheduler_metadata": broken})
-    measurements = run_bench(targets(), WORKLOAD, environment=environment)
+    measurements = run_bench(targets(), WORKLOAD, environment=environment, catalog=load_catalog())
     assert not measurements.passed
     failures = [r for r in measurements.results if not r.ok]
     assert {r.backend for r in failures} == {"FLASH_ATTN"}

@@ -49,7 +49,7 @@ def kernels_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         reached.append("bench")
         raise AssertionError("the bench set up a device to time kernels on")
 
-    monkeypatch.setattr(selector.smoke.runner, "cuda_machine", smoke_machine)
+    monkeypatch.setattr(selector.smoke.runner, "platform_machine", smoke_machine)
     monkeypatch.setattr(selector.bench.runner, "cuda_environment", bench_environment)
     return reached
 
@@ -117,7 +117,7 @@ def test_the_stand_in_kernels_run_once_the_refusal_is_lifted(
     from cpu_env import cpu_environment
 
     monkeypatch.setattr(selector.bench.runner, "cuda_environment",
-                        lambda plans, notify, device=None: cpu_environment())
+                        lambda plans, notify, catalog, device=None: cpu_environment())
     fitted = tmp_path / "fits.yaml"
     fitted.write_text((STARTUP / REFUSALS["MM002"]).read_text(encoding="utf-8")
                       + "max_model_len: 65536\n", encoding="utf-8")

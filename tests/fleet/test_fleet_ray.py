@@ -13,6 +13,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
+from selector.catalog import load_catalog
 from selector.cli import app, register_commands
 
 register_commands()
@@ -177,7 +178,7 @@ def test_ctrl_c_cancels_every_task(monkeypatch: pytest.MonkeyPatch, ray_cluster:
     monkeypatch.setattr(ray_cluster, "cancel", cancel)
     report = run_fleet(FleetRequest(command="smoke", configs=(CONFIG,),
                                     devices=("L40S", "H100"), timeout_s=60,
-                                    settings={"measure": False}))
+                                    settings={"measure": False}), catalog=load_catalog())
     assert report.interrupted and report.exit_code == 130
     assert [o.status for o in report.outcomes] == ["cancelled", "cancelled"]
     assert len(cancelled) == 2
@@ -264,7 +265,7 @@ def test_losing_the_cluster_is_an_answer(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(ray_cluster, "wait", lost)
     report = run_fleet(FleetRequest(command="smoke", configs=(CONFIG,), devices=("L40S",),
-                                    timeout_s=60, settings={"measure": False}))
+                                    timeout_s=60, settings={"measure": False}), catalog=load_catalog())
     row = report.outcomes[0]
     assert (row.status, row.exit_code, report.exit_code) == ("cannot-run", 4, 4)
     assert "lost the Ray cluster while waiting for node" in row.errors[0]

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from selector.catalog import load_catalog
 from selector.errors import ExitCode, InputError
 from selector.fleet.cluster import nodes_by_type
 from selector.fleet.outcome import DeviceOutcome, fleet_exit_code
@@ -77,10 +78,10 @@ def test_nodes_are_found_by_resource_and_label() -> None:
 
 
 def test_requested_devices_resolve_through_the_catalog() -> None:
-    assert resolve_requested([]) == [CLUSTER]
-    assert resolve_requested(["h100-sxm", "H100", "cluster", "B200"]) == ["H100", CLUSTER, "B200"]
+    assert resolve_requested([], load_catalog()) == [CLUSTER]
+    assert resolve_requested(["h100-sxm", "H100", "cluster", "B200"], load_catalog()) == ["H100", CLUSTER, "B200"]
     with pytest.raises(InputError) as caught:
-        resolve_requested(["H1000"])
+        resolve_requested(["H1000"], load_catalog())
     assert caught.value.exit_code == ExitCode.USAGE
 
 
@@ -164,7 +165,7 @@ def test_a_cluster_without_gpu_types_is_an_answer(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(cluster_module, "connect", lambda *a, **k: NoGpus())
     with pytest.raises(CannotRunHereError, match="offers no GPU type"):
-        run_fleet(FleetRequest(command="smoke", configs=(CONFIG,)))
+        run_fleet(FleetRequest(command="smoke", configs=(CONFIG,)), catalog=load_catalog())
     assert NoGpus.closed
 
 
@@ -183,7 +184,7 @@ RAY_NVIDIA_TYPES = {
 def test_rays_gpu_type_names_map_to_catalog_devices() -> None:
     from selector.fleet.run import _catalog_name
 
-    assert {name: _catalog_name(name) for name in RAY_NVIDIA_TYPES} == RAY_NVIDIA_TYPES
+    assert {name: _catalog_name(name, load_catalog()) for name in RAY_NVIDIA_TYPES} == RAY_NVIDIA_TYPES
 
 
 def test_an_address_that_is_no_cluster_is_an_answer_not_a_hang() -> None:

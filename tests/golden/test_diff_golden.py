@@ -76,11 +76,11 @@ def test_oracle_backs_both_versions(name: str, answers: dict[str, Any]) -> None:
     for engine in VERSIONS:
         oracle = stored[engine]
         assert oracle["vllm_version"] == engine.split("==")[1]
-        line = next(sweep_lines([json.dumps(stored["input"])], load_catalog().engine(engine)))
+        line = next(sweep_lines([json.dumps(stored["input"])], load_catalog().engine(engine), catalog=load_catalog()))
         mine = json.loads(line)
         assert mine["backends"] == {k: v for k, v in oracle["backends"].items() if k in mine["backends"]}
         assert (mine["selected"], mine["error"]) == (oracle["selected"], oracle["error"])
-        result = solve_for_engine(loaded, engine)
+        result = solve_for_engine(loaded, engine, catalog=load_catalog())
         assert result.selected == oracle["selected"]
         assert list(result.priority) == oracle["priority"]
         assert (result.error.message if result.error else None) == oracle["error"]
@@ -89,7 +89,7 @@ def test_oracle_backs_both_versions(name: str, answers: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_diff_matches_the_oracle_transition(name: str, answers: dict[str, Any]) -> None:
     loaded = load_deployment(str(REPO / "tests" / "fixtures" / "diff" / f"{name}.yaml"))
-    d = diff_results(solve_for_engine(loaded, FROM), solve_for_engine(loaded, TO))
+    d = diff_results(solve_for_engine(loaded, FROM, catalog=load_catalog()), solve_for_engine(loaded, TO, catalog=load_catalog()))
     selected = d.field("selected")
     assert (selected.before, selected.after) == (answers[name][FROM]["selected"],
                                                  answers[name][TO]["selected"])

@@ -38,7 +38,7 @@ def _fits(answers: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], tuple
         key = (answer["preset"], answer["max_model_len"])
         if key not in plans:
             options = KVOptions(**{**SCENARIO, "max_model_len": key[1]})
-            plans[key] = (plan_model(load_model(key[0]), SET, options), options)
+            plans[key] = (plan_model(load_model(key[0]), SET, (options).for_engine(load_catalog().engine())), options)
         plan, options = plans[key]
         specs = [e.spec for e in plan.entries if e.spec.kind != "encoder_only_attention"]
         yield answer, key, plan, options, kv_fit(

@@ -66,7 +66,7 @@ def kv_cache_differences(case: Mapping[str, Any]) -> list[tuple[str, str, object
     if not report:
         return []
     engine = load_catalog().engine(ENGINE)
-    compiled = compiled_for(ENGINE)
+    compiled = compiled_for(ENGINE, catalog=load_catalog())
     facts, _ = facts_from_flat(case["input"], engine.profile)
     full = {**compiled.defaults, **facts.stated}
     _, _, derived = compiled.evaluate(full)

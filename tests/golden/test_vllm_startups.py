@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from selector.catalog import load_catalog
 from selector.compare.startup_log import read_startup_log
 from selector.compare.verify import VerifyRow
 from selector.pipeline.verify import verify_log
@@ -51,7 +52,7 @@ def model_dir(name: str, into: Path) -> Path:
 
 def rows(name: str, tmp: Path) -> dict[str, VerifyRow]:
     [result] = verify_log(str(GOLDEN / "logs" / f"{name}.log"), model=str(model_dir(name, tmp)),
-                          device="H200")
+                          device="H200", catalog=load_catalog())
     return {row.fact: row for row in result.rows}
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.parallel.plan import ShardOptions, ShardPlan
 from selector.pipeline.smoke import shard_plans
 from selector.smoke.plan import SmokePlan
@@ -21,7 +22,7 @@ def _plans(name: str) -> list[ShardPlan]:
 
     config = EXAMPLES / f"{name}.yaml"
     smoke: list[SmokePlan] = _deployment_plans(config, True)
-    plans, skipped = shard_plans(config, smoke)
+    plans, skipped = shard_plans(config, smoke, catalog=load_catalog())
     assert not skipped
     return plans
 

@@ -41,7 +41,7 @@ def _outcome(outcome: SelectionOutcome) -> tuple[Any, ...]:
 
 def _per_request(engine_name: str, batch: list[dict[str, Any]],
                  forced: list[str | None]) -> list[tuple[Any, ...]] | type[BaseException]:
-    compiled = compiled_for(engine_name)
+    compiled = compiled_for(engine_name, catalog=load_catalog())
     out = []
     for one, backend in zip(batch, forced, strict=True):
         try:
@@ -55,7 +55,7 @@ def _per_request(engine_name: str, batch: list[dict[str, Any]],
 def batches(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]], list[str | None]]:
     engine_name = draw(st.sampled_from(ENGINES))
     engine = CATALOG.engine(engine_name)
-    defaults = compiled_for(engine_name).defaults
+    defaults = compiled_for(engine_name, catalog=load_catalog()).defaults
     names = sorted(engine.backends)
     batch = []
     forced: list[str | None] = []
@@ -77,11 +77,11 @@ def test_evaluate_batch_equals_select_per_request(
     engine = CATALOG.engine(engine_name)
     if isinstance(expected, type):
         with pytest.raises(expected):
-            evaluate_batch(engine, batch, forced)
+            evaluate_batch(engine, batch, forced, catalog=load_catalog())
         return
-    assert [_outcome(o) for o in evaluate_batch(engine, batch, forced)] == expected
+    assert [_outcome(o) for o in evaluate_batch(engine, batch, forced, catalog=load_catalog())] == expected
     # a fresh evaluator (no classes or outcomes remembered) and the reason lists as well
-    fresh = BatchEvaluator(compiled_for(engine_name)).evaluate(batch, forced)
+    fresh = BatchEvaluator(compiled_for(engine_name, catalog=load_catalog())).evaluate(batch, forced)
     assert [_outcome(o) for o in fresh] == expected
 
 
@@ -89,13 +89,13 @@ def test_a_batch_too_varied_for_byte_columns_is_split_and_still_exact() -> None:
     """More than 256 distinct values of an input read as a whole (it cannot be merged
     into classes): the batch is halved until it fits, then request by request."""
     engine_name = ENGINES[-1]
-    defaults = compiled_for(engine_name).defaults
+    defaults = compiled_for(engine_name, catalog=load_catalog()).defaults
     batch = [{**defaults, "cc": 90, "dtype": "bfloat16", "model_present": True, "model_num_q_heads": 8 * (i + 1),
               "model_num_kv_heads": 8, "use_mla": True, "head_size": 576,
               "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 1 + i}
              for i in range(700)]
     forced: list[str | None] = [None] * len(batch)
-    got = BatchEvaluator(compiled_for(engine_name)).evaluate(batch, forced)
+    got = BatchEvaluator(compiled_for(engine_name, catalog=load_catalog())).evaluate(batch, forced)
     assert [_outcome(o) for o in got] == _per_request(engine_name, batch, forced)
 
 
@@ -133,8 +133,8 @@ def test_sweep_lines_equal_the_per_config_path(engine_name: str, family: str, se
     configs = make_sample.generate(family, count, seed, version)
     lines = [_mutated(rng, config) for config in configs]
     engine = CATALOG.engine(engine_name)
-    expected = list(sweep_lines_per_config(lines, engine))
-    assert list(sweep_lines(lines, engine, batch_size=batch_size)) == expected
+    expected = list(sweep_lines_per_config(lines, engine, catalog=load_catalog()))
+    assert list(sweep_lines(lines, engine, batch_size=batch_size, catalog=load_catalog())) == expected
 
 
 def test_sweep_evaluates_through_the_batch_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,11 +148,11 @@ def test_sweep_evaluates_through_the_batch_evaluator(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(BatchEvaluator, "evaluate_keyed", counted)
     lines = [json.dumps(c) for c in make_sample.generate("standard", 50, 1)]
-    out = list(sweep_lines(lines, engine, batch_size=20))
+    out = list(sweep_lines(lines, engine, batch_size=20, catalog=load_catalog()))
     assert len(out) == 50 and sum(calls) == 50 - sum(
         1 for c in map(json.loads, lines) if c.get("attention_backend")
         and engine.backend(c["attention_backend"]).name not in evaluator_for(
-            engine, tuple(dict.fromkeys([*engine.auto_backends(), *engine.profile.reported_backends]))
+            engine, tuple(dict.fromkeys([*engine.auto_backends(), *engine.profile.reported_backends])), catalog=load_catalog()
         ).backends)
     assert len(calls) >= 3
 
@@ -161,4 +161,4 @@ def test_sweep_evaluates_through_the_batch_evaluator(monkeypatch: pytest.MonkeyP
 def test_every_profile_runs_column_wise(engine_name: str) -> None:
     """The generated evaluator of every shipped profile is of the subset the column-wise
     run covers (else sweep would quietly fall back to the per-config speed)."""
-    assert evaluator_for(CATALOG.engine(engine_name)).program.supported
+    assert evaluator_for(CATALOG.engine(engine_name), catalog=load_catalog()).program.supported

@@ -92,7 +92,7 @@ def _one(evaluator: FlatEvaluator, config: Any) -> tuple[Any, ...]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(ENGINES), st.lists(configs(), min_size=1, max_size=25))
 def test_the_batch_reader_equals_the_per_config_reader(engine_name: str, batch: list[Any]) -> None:
-    evaluator = FlatEvaluator(CATALOG.engine(engine_name))
+    evaluator = FlatEvaluator(CATALOG.engine(engine_name), catalog=load_catalog())
     expected = [_one(evaluator, config) for config in batch]
     read = evaluator.read_batch(batch)
     assert len(read.rows) == len(batch) and len(read.columns) == len(read.forced)
@@ -116,14 +116,14 @@ def test_sweep_gives_the_same_lines_for_drawn_configs(engine_name: str, batch: l
                                                       batch_size: int) -> None:
     lines = [json.dumps(config) for config in batch]
     engine = CATALOG.engine(engine_name)
-    assert list(sweep_lines(lines, engine, batch_size=batch_size)) == list(
-        sweep_lines_per_config(lines, engine))
+    assert list(sweep_lines(lines, engine, batch_size=batch_size, catalog=load_catalog())) == list(
+        sweep_lines_per_config(lines, engine, catalog=load_catalog()))
 
 
 def test_the_usual_configs_are_read_column_wise() -> None:
     """The standard sample is read column-wise but for the configs pinning a backend that
     automatic selection does not evaluate (else sweep would quietly lose its speed)."""
-    evaluator = FlatEvaluator(CATALOG.engine())
+    evaluator = FlatEvaluator(CATALOG.engine(), catalog=load_catalog())
     batch = make_sample.generate("standard", 300, 1)
     read = evaluator.read_batch(batch)
     alone = [config for config, row in zip(batch, read.rows, strict=True) if not isinstance(row, int)]

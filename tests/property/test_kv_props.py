@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, MultipleOf, plan_model
 from selector.kv.backend_facts import CG_LEVEL
@@ -67,7 +68,7 @@ def _plan(name: str, pool: list[BackendKVFacts], options: KVOptions, seed: int) 
         kind = 0 if layer.sliding_window else 1 if layer.attention_chunk_size else 2
         return pool[(seed + kind + layer.index // 7) % len(pool)]
 
-    return plan_model(load_model(name), choose, options)
+    return plan_model(load_model(name), choose, (options).for_engine(load_catalog().engine()))
 
 
 @SETTINGS
@@ -196,9 +197,9 @@ def test_malformed_config_only_raises_input_error(raw: Any, tp: int) -> None:
         kernel_block_sizes=(MultipleOf(multiple_of=16),),
     )
     try:
-        plan = plan_model(model, lambda layer: fa, KVOptions(max_model_len=4096, cudagraph_mode="FULL_AND_PIECEWISE",
+        plan = plan_model(model, lambda layer: fa, (KVOptions(max_model_len=4096, cudagraph_mode="FULL_AND_PIECEWISE",
                                                           max_num_batched_tokens=2048, max_num_seqs=256,
-                                                          gpu_memory_utilization=0.92))
+                                                          gpu_memory_utilization=0.92)).for_engine(load_catalog().engine()))
     except InputError:
         return
     assert isinstance(plan, ModelPlan)

@@ -15,7 +15,7 @@ from selector.solver.compiled import compiled_for
 from .strategies import FLAGS, facts
 
 ENGINE = load_catalog().engine()
-COMPILED = compiled_for(ENGINE.engine)
+COMPILED = compiled_for(ENGINE.engine, catalog=load_catalog())
 BACKENDS = sorted(ENGINE.backends)
 CODES = set(load_catalog().codes)
 
@@ -76,9 +76,9 @@ def test_every_emitted_code_is_registered_and_solving_is_deterministic(f: dict[s
 @given(facts(), st.sampled_from(BACKENDS))
 def test_interpreter_agrees_with_the_compiled_evaluator(f: dict[str, Any], backend: str) -> None:
     """``explain`` re-evaluates every rule with the interpreter; it must see the same failures."""
-    result = solve(f, suggest=False)
+    result = solve(f, suggest=False, catalog=load_catalog())
     compiled_codes = [d.code for d in result.verdict(backend).reasons]
-    rows = explain_backend(result, backend)
+    rows = explain_backend(result, backend, catalog=load_catalog())
     spec = ENGINE.backends[backend]
     if spec.facts or any(r.raises for r in spec.combination):
         return  # local facts / exceptions are compiled-only features

@@ -19,7 +19,7 @@ from selector.errors import CannotRunHereError
 from selector.smoke import SmokeOptions, SmokePlan, SmokeReport, run_smoke
 from selector.smoke.contract import load_contract
 from selector.smoke.providers import ProviderChoice, _load, choose_provider, cross_check_provider
-from selector.smoke.runner import cuda_machine
+from selector.smoke.runner import platform_machine
 
 pytestmark = pytest.mark.gpu
 
@@ -128,7 +128,7 @@ def test_vllm_classes_and_the_contract_path_agree_on_one_plan(vllm_version: str)
     classes, contract = (base.model_copy(update={"name": "fa3 vLLM classes"}),
                          base.model_copy(update={"name": "fa3 contract"}))
     options = SmokeOptions(measure=False, layers=1)
-    machine = cuda_machine([contract], options, lambda _: None)
+    machine = platform_machine([contract], options, lambda _: None)
     spec = next(s for s in load_contract(base.engine).providers if s.id == PROVIDER)
 
     def choose(plan: SmokePlan) -> ProviderChoice:

@@ -24,7 +24,7 @@ NOT_ORACLE_REACHABLE = {
 
 def _run(case: dict[str, object]) -> dict[str, object]:
     engine = load_catalog().engine("vllm==0.33.0")
-    (line,) = sweep_lines([json.dumps(case["input"])], engine)
+    (line,) = sweep_lines([json.dumps(case["input"])], engine, catalog=load_catalog())
     return json.loads(line)  # type: ignore[no-any-return]
 
 

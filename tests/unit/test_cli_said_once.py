@@ -54,7 +54,7 @@ def _no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(what: str = "the smoke check") -> None:
         raise CannotRunHereError(f"{what} needs PyTorch, which is not installed (test)")
 
-    monkeypatch.setattr("selector.smoke.runner.import_torch_cuda", missing)
+    monkeypatch.setattr("selector.platforms.cuda.probe_torch", missing)
     monkeypatch.setattr("selector.bench.runner.import_torch_cuda", missing)
 
 

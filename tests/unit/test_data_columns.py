@@ -98,8 +98,17 @@ def test_wired_backends_are_the_ones_the_kv_planner_hard_coded(engine: str) -> N
     assert stated == expected
 
 
-def test_the_kv_planner_alone_uses_the_default_engines_wired_backends() -> None:
-    assert wired_backends() == wired_backends(load_catalog().engine())
+def test_the_kv_planner_takes_the_engines_rules_never_a_default_engines() -> None:
+    from selector.kv import KVOptions
+
+    options = KVOptions(cudagraph_mode="NONE", max_num_batched_tokens=8192, max_num_seqs=256,
+                        gpu_memory_utilization=0.9)
+    with pytest.raises(ValueError, match="for_engine"):
+        options.engine_rules()
+    engine = load_catalog().engine("vllm==0.25.1")
+    wired, alignment = options.for_engine(engine).engine_rules()
+    assert wired == wired_backends(engine) and alignment == engine.profile.hybrid_alignment
+
 
 
 @pytest.mark.parametrize("engine", ENGINES)

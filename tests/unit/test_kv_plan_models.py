@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.kv import BackendKVFacts, KVOptions, ModelPlan, plan_model
 from selector.models import LayerFacts, load_model, shard_model
@@ -35,7 +36,7 @@ SCENARIO: dict[str, object] = {"cudagraph_mode": "FULL_AND_PIECEWISE", "max_num_
 
 def plan(name: str, backend: BackendKVFacts, tp: int = 1, **options: object) -> ModelPlan:
     return plan_model(shard_model(load_model(name), tp), every(backend),
-                      KVOptions(**{**SCENARIO, **options}))  # type: ignore[arg-type]
+                      (KVOptions(**{**SCENARIO, **options})).for_engine(load_catalog().engine()))  # type: ignore[arg-type]
 
 
 def test_gpt_oss_20b_sinks_and_sliding_window_on_h100() -> None:
@@ -244,7 +245,7 @@ def test_mixed_backends_with_disjoint_layouts_fail() -> None:
     def choose(layer: LayerFacts) -> BackendKVFacts:
         return FLEX_ATTENTION if layer.sliding_window else FLASHINFER_SM100
 
-    p = plan_model(load_model("gpt-oss-20b"), choose, KVOptions(**SCENARIO))  # type: ignore[arg-type]
+    p = plan_model(load_model("gpt-oss-20b"), choose, (KVOptions(**SCENARIO)).for_engine(load_catalog().engine()))  # type: ignore[arg-type]
     assert not p.ok and p.errors[0].stage == "layout"
     assert p.errors[0].message == (
         "No KV cache layout satisfies every supported set: [['LBNHC'], ['LBHNC', 'BLHNC']]."
@@ -265,7 +266,7 @@ def test_per_layer_backends_form_attention_groups() -> None:
     def choose(layer: LayerFacts) -> BackendKVFacts:
         return TRITON_ATTN if layer.sliding_window else FLASH_ATTN
 
-    p = plan_model(load_model("gemma-2-9b"), choose, KVOptions(**SCENARIO))  # type: ignore[arg-type]
+    p = plan_model(load_model("gemma-2-9b"), choose, (KVOptions(**SCENARIO)).for_engine(load_catalog().engine()))  # type: ignore[arg-type]
     assert [a.backend.name for g in p.groups for a in g.attention_groups] == [
         "TRITON_ATTN",
         "FLASH_ATTN",
@@ -283,7 +284,7 @@ def test_uniform_llama_fp8_tp2() -> None:
 def test_missing_max_model_len_is_an_input_error() -> None:
     model = load_model("llama-3.1-8b").model_copy(update={"max_position_embeddings": None})
     with pytest.raises(InputError, match="max_position_embeddings"):
-        plan_model(model, every(FLASH_ATTN), KVOptions(**SCENARIO))  # type: ignore[arg-type]
+        plan_model(model, every(FLASH_ATTN), (KVOptions(**SCENARIO)).for_engine(load_catalog().engine()))  # type: ignore[arg-type]
 
 
 def test_plan_is_deterministic_and_serialisable() -> None:

@@ -139,17 +139,17 @@ def test_wired_rules_may_depend_on_the_platform_alone(schemas: Path) -> None:
     oldest = base.engine_names[0]
     path = base.engine_dirs[oldest] / "backends" / "DEEPSEEK_V32_INDEXER.yaml"
     text = path.read_text()
-    assert "platform == 'cuda'" in text  # the shipped rule is conditional
+    assert "platform != 'rocm'" in text  # the shipped rule is conditional
     assert _load_catalog_files(schemas).engine(oldest).wired["sparse_indexer"] \
         .kernel_block_sizes[0].sizes == (64,)
-    path.write_text(text.replace("platform == 'cuda'", "platform == 'rocm'"))
+    path.write_text(text.replace("platform != 'rocm'", "platform == 'rocm'"))
     with pytest.raises(CatalogError, match=r"on cuda 0 kernel_block_sizes rule\(s\) apply"):
         _load_catalog_files(schemas).engine(oldest)
-    path.write_text(text.replace("platform == 'cuda'", "cc >= 90"))
+    path.write_text(text.replace("platform != 'rocm'", "cc >= 90"))
     with pytest.raises(CatalogError, match=r"unknown name\(s\) \['cc'\]"):
         _load_catalog_files(schemas).engine(oldest)
-    path.write_text(text.replace('{when: "platform == \'cuda\'", sizes: [64]}',
-                                 '{when: "platform == \'cuda\'", sizes: [64]}\n'
+    path.write_text(text.replace('{when: "platform != \'rocm\'", sizes: [64]}',
+                                 '{when: "platform != \'rocm\'", sizes: [64]}\n'
                                  '  - {when: "platform == \'rocm\'", sizes: [1, 64]}'))
     spec = _load_catalog_files(schemas).engine(oldest).wired["sparse_indexer"]
     assert [(v.when, v.sizes) for v in spec.kernel_block_sizes] == [(True, (64,))]
@@ -225,3 +225,51 @@ def test_dtype_auto_reads_the_bfloat16_capability_from_the_data(schemas: Path) -
     command = parse_serve_command(argv, device="H100", catalog=catalog, engine=engine)
     assert command.for_device("A100", catalog).deployment.dtype == "float16"
     assert command.for_device("H100", catalog).deployment.dtype == "bfloat16"
+
+
+def _profile_expressions(document: dict[str, object]) -> list[str]:
+    texts: list[str] = []
+    for fact in document.get("facts") or []:  # type: ignore[attr-defined]
+        texts += [str(fact[k]) for k in ("value",) if isinstance(fact.get(k), str)]
+        for step in fact.get("steps") or []:
+            texts += [str(step[k]) for k in ("when", "set") if isinstance(step.get(k), str)]
+    for check in document.get("checks") or []:  # type: ignore[attr-defined]
+        if isinstance(check.get("fails_when"), str):
+            texts.append(check["fails_when"])
+    return texts
+
+
+def test_the_shared_profile_reads_no_platforms_fact() -> None:
+    """What a platform's libraries decide (CUDA's FlashAttention versions, TRT-LLM, ...)
+    lives in its platforms/<name>.yaml: no fact or check of a profile.yaml reads a name
+    that a platform file defines (its environment facts or its facts)."""
+    from selector import expr
+
+    engines = schemas_dir() / "engines"
+    owned: dict[str, str] = {}
+    for path in sorted(engines.glob("*/platforms/*.yaml")):
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for name in document.get("environment") or {}:
+            owned[name] = str(path.relative_to(engines))
+        for fact in document.get("facts") or []:
+            owned[fact["name"]] = str(path.relative_to(engines))
+    assert "fa_version" in owned and "trtllm_platform_decode" in owned and "env_fa2_built" in owned
+    found = []
+    for path in sorted(engines.glob("*/profile.yaml")):
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for name in [f["name"] for f in document.get("facts") or [] if not f.get("remove")]:
+            if name in owned:
+                found.append(f"{path.parent.name}: fact {name} (defined in {owned[name]})")
+        for text in _profile_expressions(document):
+            found += [f"{path.parent.name}: {text!r} reads {name} ({owned[name]})"
+                      for name in sorted(expr.names_in(expr.parse(text))) if name in owned]
+    assert not found, "\n".join(found)
+
+
+def test_a_cuda_fact_is_absent_from_another_platforms_engine() -> None:
+    catalog = load_catalog()
+    for release in ("vllm==0.25.1", "vllm==0.33.0"):
+        cuda = {f.name for f in catalog.engine(release, "cuda").profile.facts}
+        rocm = {f.name for f in catalog.engine(release, "rocm").profile.facts}
+        assert {"fa_version", "fa2_supported", "trtllm_platform_decode"} <= cuda
+        assert not {"fa_version", "fa2_supported", "trtllm_platform_decode"} & rocm

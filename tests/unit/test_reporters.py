@@ -26,7 +26,7 @@ def test_the_cli_choices_are_the_registry_in_order() -> None:
 def test_every_reporter_loads_and_renders_an_input_error() -> None:
     record = CheckRecord(source="bad.yaml", artifact="bad.yaml", device="H100", engine=None,
                          status="error", failed=True)
-    report = CheckReport(records=[record])
+    report = CheckReport(records=[record], catalog=load_catalog())
     for name, entry in REPORTERS.items():
         assert reporter(name) is entry
         render = entry.load()

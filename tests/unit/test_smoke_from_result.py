@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from selector.catalog import load_catalog
 from selector.models import load_model, shard_model
 from selector.pipeline.model import check_model
 from selector.result import SolveResult
@@ -22,11 +23,11 @@ LLAMA = {"head_size": 128, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block
 
 
 def _with_parity(result: SolveResult) -> dict[str, SolveResult]:
-    return {backend: pinned(result, backend) for backend in parity_backends(result)}
+    return {backend: pinned(result, backend, catalog=load_catalog()) for backend in parity_backends(result)}
 
 
 def test_single_layer_plan_on_hopper_runs_fa3_plus_flashinfer_parity() -> None:
-    result = solve({**LLAMA, "cc": 90}, suggest=False)
+    result = solve({**LLAMA, "cc": 90}, suggest=False, catalog=load_catalog())
     plans = plans_from_result(result, name="llama", parity=_with_parity(result))
     assert [p.backend for p in plans] == ["FLASH_ATTN", "FLASHINFER"]
     fa, fi = plans
@@ -40,13 +41,13 @@ def test_parity_by_default_only_for_backends_that_need_no_compile() -> None:
     """FlashInfer's every provider JIT-compiles on first use (the contract's
     compiles_on_first_use), FA3 has prebuilt providers: an FA3 deployment's FlashInfer
     parity runs only when asked, a FlashInfer deployment's FA3 parity by default."""
-    fa3 = solve({**LLAMA, "cc": 90}, suggest=False)
+    fa3 = solve({**LLAMA, "cc": 90}, suggest=False, catalog=load_catalog())
     assert parity_backends(fa3) == ["FLASHINFER"]
     assert parity_choice(fa3) == ([], ["FLASHINFER"])
     assert parity_choice(fa3, True) == (["FLASHINFER"], [])
     assert parity_choice(fa3, False) == ([], ["FLASHINFER"])
     group16 = solve({**LLAMA, "model_num_q_heads": 64, "model_num_kv_heads": 4, "cc": 90},
-                    suggest=False)
+                    suggest=False, catalog=load_catalog())
     if group16.selected == "FLASHINFER":
         assert parity_choice(group16) == (["FLASH_ATTN"], [])
         assert parity_choice(group16, False) == ([], ["FLASH_ATTN"])
@@ -60,21 +61,21 @@ def test_parity_by_default_only_for_backends_that_need_no_compile() -> None:
 
 
 def test_blackwell_flashinfer_plan_uses_hnd() -> None:
-    result = solve({**LLAMA, "cc": 100}, suggest=False)
+    result = solve({**LLAMA, "cc": 100}, suggest=False, catalog=load_catalog())
     plans = plans_from_result(result, name="llama", parity=_with_parity(result))
     assert plans[0].backend == "FLASHINFER" and plans[0].kv_layout == "HND"
 
 
 def test_a_backend_without_a_runner_still_gets_its_plan() -> None:
     """The smoke then exits 4 naming why (not a silent 'no plan')."""
-    result = solve({**LLAMA, "cc": 75}, suggest=False)
+    result = solve({**LLAMA, "cc": 75}, suggest=False, catalog=load_catalog())
     assert result.selected == "TRITON_ATTN"
     assert [p.backend for p in plans_from_result(result, name="x")] == ["TRITON_ATTN"]
 
 
 def test_model_plan_per_attention_group() -> None:
     checked = check_model(shard_model(load_model("gpt-oss-20b"), 1),
-                          {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None})
+                          {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}, catalog=load_catalog())
     plans = plans_from_model(checked)
     windows = sorted((p.sliding_window or 0) for p in plans)
     assert windows == [0, 128]
@@ -87,7 +88,7 @@ def test_hybrid_models_plan_their_attention_groups_only() -> None:
     facts = {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}
     for preset, attention_layers in (("jamba-v0.1", "4, 12, 20, 28"),
                                      ("qwen3-next-80b-a3b", "3, 7, 11, 15")):
-        plans = plans_from_model(check_model(shard_model(load_model(preset), 1), facts))
+        plans = plans_from_model(check_model(shard_model(load_model(preset), 1), facts, catalog=load_catalog()))
         assert plans, preset
         assert all(p.name.split(" layers ")[1].startswith(attention_layers) for p in plans)
         assert all(p.backend in ("FLASH_ATTN", "FLASHINFER") for p in plans)
@@ -97,7 +98,7 @@ def test_sparse_mla_plans_skip_the_indexer_cache() -> None:
     # DeepSeek-V3.2's indexer K cache is a KV group of its own (DEEPSEEK_V32_INDEXER), not a
     # selectable backend; planning it once refused a valid deployment (exit 2)
     checked = check_model(shard_model(load_model("deepseek-v3.2"), 8),
-                          {"cc": 100, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None})
+                          {"cc": 100, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}, catalog=load_catalog())
     assert checked.valid
     plans = plans_from_model(checked)
     assert [p.backend for p in plans] == [checked.selections[0].result.selected]
@@ -120,7 +121,7 @@ def test_a_hybrid_models_large_attention_page_gets_a_plan() -> None:
     model = shard_model(load_model(str(root / "tests" / "fixtures" / "hf_configs" /
                            "nvidia--Nemotron-H-56B-Base-8K.json")), 1)
     checked = check_model(model, {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto",
-                                  "block_size": None})
+                                  "block_size": None}, catalog=load_catalog())
     plans = plans_from_model(checked)
     assert plans and all(p.kernel_block_size > 4096 for p in plans)
     assert {p.kernel_block_size for p in plans} == {

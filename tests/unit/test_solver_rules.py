@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.solver import solve
 
 BASE: dict[str, Any] = {
@@ -22,12 +23,12 @@ MLA: dict[str, Any] = {
 
 
 def reasons(facts: dict[str, Any], backend: str, **kw: Any) -> list[str]:
-    result = solve(facts, suggest=False, **kw)
+    result = solve(facts, suggest=False, **kw, catalog=load_catalog())
     return [d.message for d in result.verdict(backend).reasons]
 
 
 def codes(facts: dict[str, Any], backend: str) -> list[str]:
-    return [d.code for d in solve(facts, suggest=False).verdict(backend).reasons]
+    return [d.code for d in solve(facts, suggest=False, catalog=load_catalog()).verdict(backend).reasons]
 
 
 @pytest.mark.parametrize(("flag", "backend", "message"), [
@@ -87,7 +88,7 @@ def test_missing_packages_are_explicit_environment_inputs(env: str, backend: str
 
 def test_flash_attn_version_override_and_rules() -> None:
     def fa(facts: dict[str, Any]) -> Any:
-        result = solve(facts, suggest=False)
+        result = solve(facts, suggest=False, catalog=load_catalog())
         return result.derived["fa_version"]
 
     assert fa(BASE) == 3                                     # Hopper default
@@ -107,10 +108,10 @@ def test_flash_attn_version_override_and_rules() -> None:
 
 
 def test_fa_version_trace_names_the_rule_that_decided() -> None:
-    result = solve({**BASE, "cc": 100, "head_size": 256, "has_sink": True}, suggest=False)
+    result = solve({**BASE, "cc": 100, "head_size": 256, "has_sink": True}, suggest=False, catalog=load_catalog())
     assert result.selected == "FLASHINFER"
     explicit = solve({**BASE, "cc": 100, "head_size": 256, "has_sink": False},
-                     attention_backend="FLASH_ATTN", suggest=False)
+                     attention_backend="FLASH_ATTN", suggest=False, catalog=load_catalog())
     assert explicit.runtime is not None
     trace = explicit.runtime.fact("fa_version")
     assert trace is not None and trace.value == 4
@@ -123,34 +124,34 @@ def test_use_trtllm_attention_false_disables_flashinfer_sinks() -> None:
 
 
 def test_cudagraph_mode_resolution_per_backend_support() -> None:
-    fa = solve(BASE, suggest=False).runtime
+    fa = solve(BASE, suggest=False, catalog=load_catalog()).runtime
     assert fa is not None and (fa.cudagraph_support, fa.cudagraph_mode) == ("ALWAYS", "FULL_AND_PIECEWISE")
-    fi = solve(BASE, attention_backend="FLASHINFER", suggest=False, cudagraph_mode="FULL").runtime
+    fi = solve(BASE, attention_backend="FLASHINFER", suggest=False, cudagraph_mode="FULL", catalog=load_catalog()).runtime
     assert fi is not None and fi.cudagraph_support == "UNIFORM_BATCH"
     assert fi.cudagraph_mode == "FULL_AND_PIECEWISE"
     assert fi.cudagraph_messages == (
         "CUDAGraphMode.FULL is not supported with FlashInferBackend backend (support: "
         "AttentionCGSupport.UNIFORM_BATCH); setting cudagraph_mode=FULL_AND_PIECEWISE",)
     cutlass = solve({**MLA, "cc": 100, "kv_cache_dtype": "fp8", "num_speculative_tokens": 2},
-                    attention_backend="CUTLASS_MLA", suggest=False).runtime
+                    attention_backend="CUTLASS_MLA", suggest=False, catalog=load_catalog()).runtime
     assert cutlass is not None and cutlass.cudagraph_mode == "PIECEWISE"
     assert "spec-decode" in cutlass.cudagraph_messages[0]
 
 
 def test_layouts_and_block_sizes_of_the_plan() -> None:
-    flashinfer_sm100 = solve({**BASE, "cc": 100}, suggest=False)
+    flashinfer_sm100 = solve({**BASE, "cc": 100}, suggest=False, catalog=load_catalog())
     assert flashinfer_sm100.selected == "FLASHINFER"
     assert flashinfer_sm100.runtime is not None
     assert flashinfer_sm100.runtime.kv_layout == "LBHNC"
     assert flashinfer_sm100.runtime.kernel_block_sizes == ("16", "32", "64", "128", "256", "512", "1024")
-    flashmla = solve({**MLA, "kv_cache_dtype": "fp8"}, attention_backend="FLASHMLA", suggest=False)
+    flashmla = solve({**MLA, "kv_cache_dtype": "fp8"}, attention_backend="FLASHMLA", suggest=False, catalog=load_catalog())
     assert flashmla.runtime is not None
     assert (flashmla.runtime.preferred_block_size, flashmla.runtime.block_size) == (64, 64)
     assert flashmla.runtime.reorder_batch_threshold == 128
 
 
 def test_block_size_precluded_warning() -> None:
-    result = solve({**MLA, "cc": 100, "block_size": 16}, suggest=False)
+    result = solve({**MLA, "cc": 100, "block_size": 16}, suggest=False, catalog=load_catalog())
     assert result.selected == "TRITON_MLA"
     assert [w.code for w in result.warnings] == ["SE003"]
     assert result.warnings[0].message == (
@@ -160,7 +161,7 @@ def test_block_size_precluded_warning() -> None:
 
 
 def test_explicit_selection_never_substitutes_and_suggests_rechecked_fixes() -> None:
-    result = solve({**BASE, "cc": 89, "has_sink": True}, attention_backend="FLASH_ATTN")
+    result = solve({**BASE, "cc": 89, "has_sink": True}, attention_backend="FLASH_ATTN", catalog=load_catalog())
     assert result.selected is None and result.error is not None
     assert result.error.message == (
         "Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
@@ -171,5 +172,5 @@ def test_explicit_selection_never_substitutes_and_suggests_rechecked_fixes() -> 
         backend = changed.pop("attention_backend", None)
         backend = suggestion.changes.get("attention_backend", "FLASH_ATTN")
         changed.update({k: v for k, v in suggestion.changes.items() if k != "attention_backend"})
-        again = solve(changed, attention_backend=backend, suggest=False)
+        again = solve(changed, attention_backend=backend, suggest=False, catalog=load_catalog())
         assert again.selected == suggestion.selected

@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 from selector import __version__
-from selector.catalog import RegisteredCodes, load_catalog
+from selector.catalog import Catalog, RegisteredCodes
 from selector.check.records import CLI_CODES, CheckRecord, CheckReport, Finding
 
 __all__ = ["COMMAND_LOCATION", "SARIF_SCHEMA", "SARIF_VERSION", "SUMMARY", "artifact_uri",
@@ -89,13 +89,12 @@ def _message(record: CheckRecord, finding: Finding) -> str:
     return text
 
 
-def render_sarif(records: Sequence[CheckRecord] | CheckReport, *, version: str,
+def render_sarif(report: CheckReport, *, version: str,
                  descriptions: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
-    """The SARIF log of a ``check`` run (``records``: the report, or its records alone).
+    """The SARIF log of a ``check`` run.
 
     ``descriptions`` maps a code to (name, summary) for the rule metadata.
     """
-    report = records if isinstance(records, CheckReport) else CheckReport(records=records)
     records = report.records
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
@@ -142,10 +141,10 @@ def render_sarif(records: Sequence[CheckRecord] | CheckReport, *, version: str,
     }
 
 
-def code_descriptions(*, arguments: bool = True) -> dict[str, tuple[str, str]]:
+def code_descriptions(catalog: Catalog, *, arguments: bool = True) -> dict[str, tuple[str, str]]:
     """Rule metadata for every registered code: code -> (name, hint or summary); the
     command line's codes too unless ``arguments`` is false."""
-    descriptions = {c.code: (c.name, c.hint or c.message) for c in load_catalog().codes.values()}
+    descriptions = {c.code: (c.name, c.hint or c.message) for c in catalog.codes.values()}
     descriptions.update(CLI_CODES)
     if arguments:
         descriptions.update(RegisteredCodes("argument_codes"))
@@ -154,5 +153,5 @@ def code_descriptions(*, arguments: bool = True) -> dict[str, tuple[str, str]]:
 
 def render(report: CheckReport, console: Any = None) -> str:
     """The ``--format sarif`` reporter (:mod:`selector.report.formats`)."""
-    document = render_sarif(report, version=__version__, descriptions=code_descriptions())
+    document = render_sarif(report, version=__version__, descriptions=code_descriptions(report.catalog))
     return json.dumps(document, indent=2) + "\n"

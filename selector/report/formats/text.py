@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from selector.catalog import load_catalog
 from selector.check.records import CheckReport, Finding
 from selector.report.summary import render_fleet, render_notes
 from selector.report.text import render_check
@@ -21,7 +20,7 @@ PRINTS = True
 def render(report: CheckReport, console: Any) -> None:
     """Print each record's report (and the fleet table for several devices) to ``console``."""
     records, command, verbose, fleet = report.records, report.command, report.verbose, report.fleet
-    catalog = load_catalog()
+    catalog = report.catalog
     if command is not None:
         # each note once, naming the devices it holds on when several were checked
         holds_on: dict[Finding, list[str]] = {}
