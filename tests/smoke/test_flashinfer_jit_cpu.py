@@ -1,8 +1,15 @@
 """Which FlashInfer kernel variants the smoke compiles (selector/smoke/flashinfer_jit.py).
 
-The kernel translation units are FlashInfer 0.6.13's own, rendered from its wheel's
-templates (``tools/flashinfer_jit_facts.py`` -> ``tests/fixtures/flashinfer_jit/``); the
-data's citations are checked against the lines recorded from the same wheel.
+The modules selected from are stand-ins written by attn-select, not FlashInfer's code
+(``tests/fixtures/flashinfer_jit/standins-0.6.13.yaml``, rendered by
+``tools.flashinfer_jit_facts.standin_module``): each states, of a FlashInfer 0.6.13 file it
+cites (path:lines), only what the selection reads (a kernel unit's includes, constants and
+explicit instantiations: template name, arguments by position, parameters, the mask-mode
+literal; a host or binding file's references to the kernel symbols).
+``python tools/flashinfer_jit_facts.py --check WHEEL`` asserts FlashInfer's own rendered units
+state the same; where FlashInfer 0.6.13 imports (the GPU machine) the last test here checks
+its installed files and selects from its real texts too. The data's citations are checked
+against the single lines recorded from the wheel.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from selector.smoke.flashinfer_jit import (
     release_planned_variants,
     select_units,
 )
+from tools.flashinfer_jit_facts import FlashInferFiles, check, render_units, standin_module
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flashinfer_jit"
 DECODE, PREFILL = "BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper"
@@ -33,8 +41,7 @@ PAGED = "BatchPrefillWithPagedKVCacheDispatched"
 
 
 def _module(family: str) -> dict[str, str]:
-    return {path.name: path.read_text(encoding="utf-8")
-            for path in sorted((FIXTURES / family).iterdir())}
+    return standin_module(family)
 
 
 def _needs(entry_point: str, **plan: Any) -> frozenset[tuple[str, str]]:
@@ -114,8 +121,9 @@ def test_stubs_define_the_same_instantiations_and_return_an_error() -> None:
     assert "use_custom_mask" not in stubs.split("namespace flashinfer {", 1)[1]
     assert "DefaultAttention<(MaskMode::kCustom == MaskMode::kCustom), false, false, false>" \
         in stubs
-    assert stubs.startswith("#include <flashinfer/attention/prefill.cuh>\n"
-                            "#include \"batch_prefill_config.inc\"")
+    preamble = stubs.split("namespace flashinfer {", 1)[0]  # the units' own includes
+    assert [line for line in preamble.splitlines() if line.startswith("#")] == [
+        "#include <flashinfer/attention/prefill.cuh>", "#include \"batch_prefill_config.inc\""]
 
 
 def test_prefill_mask_mode_follows_its_causal_argument() -> None:
@@ -174,7 +182,8 @@ def _fake_flashinfer(tmp_path: Path, *, fail: bool = False, version: str = "0.6.
         folder.mkdir(parents=True)
         for name, text in _module(family).items():
             (folder / name).write_text(text)
-        specs[uri] = FakeSpec(uri, sorted(folder.iterdir()), tmp_path, fail=fail)
+        specs[uri] = FakeSpec(uri, [folder / name for name in _module(family)], tmp_path,
+                              fail=fail)
     env = SimpleNamespace(FLASHINFER_WORKSPACE_DIR=tmp_path, FLASHINFER_AOT_DIR=tmp_path / "aot")
     built: list[Any] = []
 
@@ -297,3 +306,41 @@ def test_a_step_without_prefills_also_compiles_what_a_later_prefill_runs(
     assert len(notes) == 1
     assert "compiled 6 of 24 kernel instantiations (MaskMode::kCausal, MaskMode::kNone" \
         in notes[0], notes
+
+
+# -- FlashInfer's own files, where it is installed (the GPU machine) --------------------
+
+
+def _installed_flashinfer() -> FlashInferFiles:
+    flashinfer = pytest.importorskip("flashinfer", reason="FlashInfer is not installed: the "
+                                     "stand-ins are checked against its wheel by "
+                                     "tools/flashinfer_jit_facts.py --check")
+    version = str(getattr(flashinfer, "__version__", "?"))
+    if version != load_variant_data().flashinfer_version:
+        pytest.skip(f"FlashInfer {version} installed; the stand-ins state "
+                    f"{load_variant_data().flashinfer_version}")
+    root = Path(flashinfer.__file__).resolve().parent.parent
+    if not (root / "flashinfer" / "data" / "csrc").is_dir():
+        pytest.skip(f"{root / 'flashinfer'} ships no data/csrc (not a wheel install)")
+    return FlashInferFiles(root)
+
+
+def _select_from_flashinfers_files(files: FlashInferFiles) -> None:
+    assert check(files) == []
+    for family, needs in (("fa2", _needs(DECODE) | _needs(PREFILL, causal=True)),
+                          ("fa3", _needs(PREFILL, causal=True))):
+        real = select_units(render_units(files, family), needs)
+        ours = select_units(_module(family), needs)
+        assert real is not None and ours is not None
+        assert [(i.kernel, i.arguments, i.parameters) for i in real.kept] == \
+            [(i.kernel, i.arguments, i.parameters) for i in ours.kept]
+        assert [(i.kernel, i.arguments) for i in real.stubbed] == \
+            [(i.kernel, i.arguments) for i in ours.stubbed]
+        assert real.kept_sources == ours.kept_sources
+        for name, text in real.units:
+            unit = parse_unit(text)  # FlashInfer's text, one instantiation a unit
+            assert "stubs" in name or (unit is not None and len(unit.instantiations) == 1)
+
+
+def test_installed_flashinfers_units_select_as_the_stand_ins_do() -> None:
+    _select_from_flashinfers_files(_installed_flashinfer())
