@@ -46,6 +46,10 @@ class PlatformSpec(StrictModel):
     torch_probe: str
     """The attribute of ``torch.version`` a torch built for the platform sets
     (``cuda``; ROCm: ``hip``)."""
+    out_of_memory: str
+    """torch's words when an allocation does not fit the GPU, as a torch built for the
+    platform raises them (``torch.OutOfMemoryError: CUDA out of memory``; ROCm: ``HIP
+    out of memory``): the start-up refusal of weights larger than the GPU."""
 
 
 class PlatformCatalog(StrictModel):
