@@ -22,7 +22,7 @@ import rocm_agreement
 
 FAMILY_SIZES = {"rocm-standard.jsonl.gz": 10000, "rocm-mla.jsonl.gz": 5000}
 NOT_RECORDED: set[str] = {f"vllm=={v}" for v in (
-    "0.26.0", "0.27.0", "0.27.1")}
+    "0.26.0", "0.27.1")}
 """Profiled releases whose ROCm answers are not recorded yet (each one's ROCm data is
 then unchecked, and the agreement page says so)."""
 
