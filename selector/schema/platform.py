@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -94,6 +94,11 @@ class PlatformProfile(StrictModel):
     """Derived facts of the platform, merged over the profile's by name."""
     performance_hints: tuple[PerformanceHint, ...] = ()
     """Warnings where vLLM's choice on this platform is slower than a valid alternative."""
+    mla_prefill: dict[str, Any] | None = None
+    """The MLA prefill selector's changes on this platform (``mla_prefill.yaml``'s
+    sections: backends by name, priority branches by id, ``consulted``), merged over the
+    release's ``mla_prefill.yaml`` (vLLM's ``RocmPlatform.get_mla_prefill_backend_cls``
+    has its own list); validated with it."""
     messages: PlatformMessages | None = None
     """Message templates of the platform, merged over the profile's key by key (only the
     ones that differ: ``no_valid_backend`` names vLLM's ``device_name``)."""
