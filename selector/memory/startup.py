@@ -100,15 +100,17 @@ def _device_memory_table() -> dict[str, tuple[float, str]]:
             for name, row in (data.get("devices") or {}).items()}
 
 
-def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str] | None:
-    """(bytes CUDA reports as total, where the figure comes from) or None if unknown."""
+def device_total_memory(name: str, nominal_gib: float | None,
+                        runtime: str = "CUDA") -> tuple[int, str] | None:
+    """(bytes the GPU runtime reports as total, where the figure comes from) or None if
+    unknown. ``runtime``: the device platform's (``schemas/platforms.yaml``: CUDA, HIP)."""
     table = _device_memory_table()
     if name in table:
         gib, source = table[name]
-        return int(gib * _GIB), f"{gib:g} GiB as CUDA reports it ({source})"
+        return int(gib * _GIB), f"{gib:g} GiB as {runtime} reports it ({source})"
     if nominal_gib:
         return int(nominal_gib * _GIB), (f"{nominal_gib:g} GiB, the catalog's nominal figure "
-                                         "(CUDA reports a little less)")
+                                         f"({runtime} reports a little less)")
     return None
 
 

@@ -46,6 +46,9 @@ class PlatformSpec(StrictModel):
     torch_probe: str
     """The attribute of ``torch.version`` a torch built for the platform sets
     (``cuda``; ROCm: ``hip``)."""
+    runtime: str
+    """The GPU runtime whose memory figure vLLM reads (``torch.cuda.mem_get_info``):
+    ``CUDA``; ROCm: ``HIP`` (``hipMemGetInfo``)."""
     out_of_memory: str
     """torch's words when an allocation does not fit the GPU, as a torch built for the
     platform raises them (``torch.OutOfMemoryError: CUDA out of memory``; ROCm: ``HIP
