@@ -21,8 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import rocm_agreement
 
 FAMILY_SIZES = {"rocm-standard.jsonl.gz": 10000, "rocm-mla.jsonl.gz": 5000}
-NOT_RECORDED: set[str] = {f"vllm=={v}" for v in (
-    "0.27.1",)}
+NOT_RECORDED: set[str] = set()
 """Profiled releases whose ROCm answers are not recorded yet (each one's ROCm data is
 then unchecked, and the agreement page says so)."""
 
