@@ -661,6 +661,9 @@ _PROFILE_MAPPINGS = ENGINE_FILES["profile.yaml"].mappings
 _PROFILE_KEYED = dict(ENGINE_FILES["profile.yaml"].keyed)
 _PLATFORM_MAPPINGS = ENGINE_FILES["platforms/<platform>.yaml"].mappings
 _PLATFORM_KEYED = dict(ENGINE_FILES["platforms/<platform>.yaml"].keyed)
+PLATFORM_MLA_PREFILL = "mla_prefill"
+"""The section of ``platforms/<name>.yaml`` that changes the MLA prefill selector on the
+platform (merged over ``mla_prefill.yaml``)."""
 _PREFILL_MAPPINGS = ENGINE_FILES["mla_prefill.yaml"].mappings
 _PREFILL_KEYED = dict(ENGINE_FILES["mla_prefill.yaml"].keyed)
 _CHILD_ONLY = ("extends", "remove_backends", "inherit")
@@ -904,10 +907,27 @@ def _platform_profile(raw: RawEngine, profile_path: Path, platform: str) -> dict
         PlatformProfile.model_validate(document)
     except ValidationError as exc:
         raise CatalogError(validation_message(path, exc)) from None
-    sections = {k: v for k, v in document.items() if k not in ("engine", "platform")}
+    sections = {k: v for k, v in document.items()
+                if k not in ("engine", "platform", PLATFORM_MLA_PREFILL)}
     merged = _merge_document(raw.profile, sections, str(path), _PROFILE_MAPPINGS, _PROFILE_KEYED)
     merged["platform"] = platform
     return merged
+
+
+def _platform_mla_prefill(raw: RawEngine, platform: str) -> dict[str, Any] | None:
+    """The MLA prefill selector on ``platform``: ``mla_prefill.yaml`` with the
+    platform file's ``mla_prefill`` section over it, by that file's one rule (a platform
+    whose vLLM class overrides ``get_mla_prefill_backend_cls`` states its own priority
+    lists and the backends it sees differently)."""
+    if raw.mla_prefill is None:
+        return None
+    section = (raw.platforms.get(platform) or {}).get(PLATFORM_MLA_PREFILL)
+    if section is None:
+        return raw.mla_prefill
+    where = f"{raw.platform_paths[platform]}: {PLATFORM_MLA_PREFILL}"
+    if not isinstance(section, dict):
+        raise CatalogError(f"{where}: not a mapping")
+    return _merge_document(raw.mla_prefill, section, where, _PREFILL_MAPPINGS, _PREFILL_KEYED)
 
 
 def _load_engine(directory: Path, codes: dict[str, ReasonCode], by_engine: dict[str, Path],
@@ -948,8 +968,8 @@ def _load_engine(directory: Path, codes: dict[str, ReasonCode], by_engine: dict[
         raise CatalogError(f"{profile_path}: no backend of platform {platform} is wired_for "
                            f"{missing}")
     data = EngineData(profile=profile, backends=backends, directory=directory,
-                      mla_prefill=raw.mla_prefill, mla_prefill_path=raw.mla_prefill_path,
-                      wired=wired)
+                      mla_prefill=_platform_mla_prefill(raw, platform),
+                      mla_prefill_path=raw.mla_prefill_path, wired=wired)
     _cross_check(data, codes)
     return data
 

@@ -85,6 +85,8 @@ class RequestFacts:
     model_mm_prefix_lm: bool = False
     model_rswa_window: int | None = None
     model_is_diffusion: bool = False
+    model_attn_type: str = "decoder"
+    """``model_config.attn_type`` (the model's, not the layer's ``attn_type``)."""
     model_softcap: bool = False
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
@@ -239,6 +241,7 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
         "model_present": True,
         "model_num_q_heads": layer.num_q_heads,
         "model_num_kv_heads": layer.num_kv_heads,
+        "model_attn_type": model.attn_type,
         "layer_alibi": layer.alibi,
         "layer_softcap": layer.logits_soft_cap is not None,
         "model_softcap": layer.logits_soft_cap is not None,

@@ -29,7 +29,11 @@ tools/rocm_oracle.patch`` in the oracle directory) runs every profiled release (
 backends a release registers, only the ``get_attn_backend`` keywords it takes, its own
 ``validate_configuration`` call before 0.31.0), keeps aiter probes of ``VllmConfig``'s
 construction apart from the selector's, and can trace an unmodelled aiter import
-(``ROCM_ORACLE_TRACE_AITER=1``).
+(``ROCM_ORACLE_TRACE_AITER=1``). The named configs (``--cases``) may use the fields of
+``ORACLE_VERSION`` 4 (the same patch): ``model_attn_type`` (the model config's
+``attn_type``, which vLLM's ROCm list reads), ``flash_attn_installed`` (the upstream
+flash-attn package) and ``mla_prefill`` (the MLA dimensions: vLLM's ROCm MLA prefill
+choice, ``RocmPlatform.get_mla_prefill_backend_cls``, recorded with the answer).
 
 Nothing a harness failure produced is written as vLLM's answer: an answer with a
 harness ``error``, an exception outside vLLM's ``ValueError``, an AITER import the
@@ -64,6 +68,9 @@ import make_sample  # noqa: E402
 FAMILIES: dict[str, tuple[int, int]] = {"standard": (10000, 271), "mla": (5000, 272)}
 GOLDEN = "tests/golden/oracle/vllm-{version}/rocm-{family}.jsonl.gz"
 MIN_ORACLE_VERSION = 3
+V4_FIELDS = frozenset({"model_attn_type", "flash_attn_installed", "mla_prefill"})
+"""Config fields the oracle answers from ORACLE_VERSION 4 (the model config's attn_type,
+the upstream flash-attn package, the ROCm MLA prefill choice)."""
 
 _PROBE = r"""
 import json, typing
@@ -177,6 +184,8 @@ def to_golden_line(cfg: dict[str, Any], answer: dict[str, Any], version: str) ->
     }
     if answer.get("not_passed"):
         line["not_passed"] = answer["not_passed"]
+    if "mla_prefill" in answer:  # ORACLE_VERSION 4: the config asked for it
+        line["mla_prefill"] = answer["mla_prefill"]
     return line
 
 
@@ -217,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             raise HarnessError(f"{a.python} has vLLM {probed['vllm_version']}, not {a.version}")
         if a.cases:  # named configs: the CLI tests' expected answers
             named = json.loads(a.cases.read_text(encoding="utf-8"))
+            newer = sorted({k for c in named for k in c} & V4_FIELDS)
+            if newer and _oracle_version(oracle) < 4:
+                raise HarnessError(f"{oracle} is ORACLE_VERSION < 4, which has no {newer} "
+                                   "(apply tools/rocm_oracle.patch)")
             answers = ask(a.python, oracle, named, a.data / "rocm" / f"vllm-{a.version}", env)
             bad = harness_failures(answers)
             if bad:

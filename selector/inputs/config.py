@@ -491,7 +491,7 @@ def resolve_target(loaded: LoadedDeployment, catalog: Catalog, engine: str | Non
     from selector.memory import device_total_memory  # lazy: a model deployment only
 
     nominal = device.memory_gib if device is not None else getattr(d.device, "memory_gib", None)
-    total = device_total_memory(device_name, nominal)
+    total = device_total_memory(device_name, nominal, catalog.platform(platform).runtime)
     memory_bytes, memory_source = total if total is not None else (None, "")
     names = device_names(device) if device is not None else (device_name,)
     tokens, seqs = defaults.batch_defaults(names, memory_bytes,

@@ -100,15 +100,17 @@ def _device_memory_table() -> dict[str, tuple[float, str]]:
             for name, row in (data.get("devices") or {}).items()}
 
 
-def device_total_memory(name: str, nominal_gib: float | None) -> tuple[int, str] | None:
-    """(bytes CUDA reports as total, where the figure comes from) or None if unknown."""
+def device_total_memory(name: str, nominal_gib: float | None,
+                        runtime: str = "CUDA") -> tuple[int, str] | None:
+    """(bytes the GPU runtime reports as total, where the figure comes from) or None if
+    unknown. ``runtime``: the device platform's (``schemas/platforms.yaml``: CUDA, HIP)."""
     table = _device_memory_table()
     if name in table:
         gib, source = table[name]
-        return int(gib * _GIB), f"{gib:g} GiB as CUDA reports it ({source})"
+        return int(gib * _GIB), f"{gib:g} GiB as {runtime} reports it ({source})"
     if nominal_gib:
         return int(nominal_gib * _GIB), (f"{nominal_gib:g} GiB, the catalog's nominal figure "
-                                         "(CUDA reports a little less)")
+                                         f"({runtime} reports a little less)")
     return None
 
 
@@ -239,10 +241,12 @@ def auto_fit_log(profile: StartupProfile, *, original: int, fitted: int,
 
 def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile,
                   catalog: Catalog, *, in_flight_tokens: int,
-                  auto_fit_from: int | None = None) -> MemoryReport:
+                  auto_fit_from: int | None = None, platform: str | None = None) -> MemoryReport:
     """The budget, vLLM's fit check on the plan, and the capacity vLLM logs.
     ``auto_fit_from``: ``--max-model-len auto``'s derived length (the plan is then
-    planned at the length auto-fit chose: :func:`auto_fit_length`)."""
+    planned at the length auto-fit chose: :func:`auto_fit_length`); ``platform``: the
+    device's (default: the catalog's first), whose torch words an out-of-memory refusal
+    uses (``schemas/platforms.yaml``: ``out_of_memory``)."""
     weights = budget.weights.bytes_per_gpu - offloaded_weight_bytes(
         budget.weights, budget.inputs.cpu_offload_bytes)
     if budget.weights.unknown:
@@ -252,7 +256,9 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
     if weights > budget.inputs.total_memory_bytes and budget.inputs.reserved_bytes is None:
         issue = startup_issue(catalog, profile.memory.oom_code, ("parallel", "tensor_parallel_size"),
                        weights_gib=format_gib(weights),
-                       total_gib=format_gib(budget.inputs.total_memory_bytes))
+                       total_gib=format_gib(budget.inputs.total_memory_bytes),
+                       out_of_memory=catalog.platform(
+                           platform or catalog.default_platform).out_of_memory)
         return MemoryReport(budget=budget, issue=issue)
     log = [profile.memory.log["available"].format(gib=format_gib(budget.available_kv_bytes))]
     if plan is not None and plan.capacity is None and plan.entries and plan.ok:

@@ -282,6 +282,22 @@ class ModelFacts(_Frozen):
         reads this mapping, never the file again."""
         return getattr(self, "_config", None)
 
+    @property
+    def attn_type(self) -> str:
+        """vLLM's ``model_config.attn_type`` (vllm/config/model.py, 0.33.0 :2174-2190):
+        ``hybrid`` for a model with state (Mamba, GDN) layers, else ``encoder_decoder``
+        when ``is_encoder_decoder(hf_config)`` (``is_encoder_decoder`` of the config or
+        of its text config, vllm/transformers_utils/config.py:774-780), else
+        ``decoder`` (a pooling model's, from its pooler, is not derived here)."""
+        if any(layer.is_ssm for layer in self.layers):
+            return "hybrid"
+        config = self.config or {}
+        text = config.get("text_config")
+        if config.get("is_encoder_decoder") or (
+                isinstance(text, Mapping) and text.get("is_encoder_decoder")):
+            return "encoder_decoder"
+        return "decoder"
+
     def with_config(self, config: Mapping[str, Any]) -> ModelFacts:
         """These facts with the config mapping they were read from."""
         copy = self.model_copy()

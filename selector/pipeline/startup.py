@@ -211,7 +211,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     if draft_report is not None:
         issues.extend(draft_report.issues)
     reports = [(memory_report(stage.budget, plan if not issues else None, profile, catalog,
-                              in_flight_tokens=kv.max_in_flight_tokens, auto_fit_from=auto_from),
+                              in_flight_tokens=kv.max_in_flight_tokens, auto_fit_from=auto_from,
+                              platform=checked.platform),
                 stage.label)
                for stage, plan in zip(stages, plans, strict=True) if stage.budget is not None]
     report = _worst(reports)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -46,6 +46,13 @@ class PlatformSpec(StrictModel):
     torch_probe: str
     """The attribute of ``torch.version`` a torch built for the platform sets
     (``cuda``; ROCm: ``hip``)."""
+    runtime: str
+    """The GPU runtime whose memory figure vLLM reads (``torch.cuda.mem_get_info``):
+    ``CUDA``; ROCm: ``HIP`` (``hipMemGetInfo``)."""
+    out_of_memory: str
+    """torch's words when an allocation does not fit the GPU, as a torch built for the
+    platform raises them (``torch.OutOfMemoryError: CUDA out of memory``; ROCm: ``HIP
+    out of memory``): the start-up refusal of weights larger than the GPU."""
 
 
 class PlatformCatalog(StrictModel):
@@ -90,6 +97,11 @@ class PlatformProfile(StrictModel):
     """Derived facts of the platform, merged over the profile's by name."""
     performance_hints: tuple[PerformanceHint, ...] = ()
     """Warnings where vLLM's choice on this platform is slower than a valid alternative."""
+    mla_prefill: dict[str, Any] | None = None
+    """The MLA prefill selector's changes on this platform (``mla_prefill.yaml``'s
+    sections: backends by name, priority branches by id, ``consulted``), merged over the
+    release's ``mla_prefill.yaml`` (vLLM's ``RocmPlatform.get_mla_prefill_backend_cls``
+    has its own list); validated with it."""
     messages: PlatformMessages | None = None
     """Message templates of the platform, merged over the profile's key by key (only the
     ones that differ: ``no_valid_backend`` names vLLM's ``device_name``)."""

@@ -68,7 +68,7 @@ def load_mla_prefill(engine: EngineData, catalog: Catalog) -> MLAPrefillProfile 
     extends ships one), validated and cross-checked once per process."""
     if engine.mla_prefill is None or engine.mla_prefill_path is None:
         return None
-    key = f"{engine.engine}:{engine.mla_prefill_path}"
+    key = f"{engine.engine}:{engine.platform}:{engine.mla_prefill_path}"
     if key not in _LOADED:
         _LOADED[key] = _load(engine.mla_prefill_path, engine.mla_prefill, engine, catalog)
     return _LOADED[key]
@@ -323,7 +323,7 @@ def _environment_of(engine: EngineData, data: MLAPrefillProfile | None) -> tuple
 def mla_environment(engine: EngineData, catalog: Catalog) -> tuple[str, ...]:
     """The environment facts (package probes) that MLA attention backends and MLA prefill
     backends read, directly or through derived facts, in the profile's order."""
-    key = f"{engine.engine}:{engine.directory}"
+    key = f"{engine.engine}:{engine.platform}:{engine.directory}"
     if key not in _ENVIRONMENT:
         _ENVIRONMENT[key] = _environment_of(engine, load_mla_prefill(engine, catalog))
     return _ENVIRONMENT[key]

@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from selector.catalog import EngineData
+from selector.inputs.flat import facts_from_flat
 from selector.platforms import rocm
+from selector.solver.mla_prefill import select_mla_prefill
 
-__all__ = ["FAMILIES", "ROOT", "golden_files", "read_cases", "to_flat"]
+__all__ = ["FAMILIES", "PREFILL_ASKED", "ROOT", "golden_files", "prefill_mismatches",
+           "read_cases", "to_flat"]
 
 ROOT = Path(__file__).parent / "oracle"
 
 _SELECTOR_FIELDS = (
     "head_size", "dtype", "kv_cache_dtype", "block_size", "use_mla", "has_sink", "use_sparse",
     "use_mm_prefix", "use_per_head_quant_scales", "has_sliding_window", "use_non_causal",
-    "attn_type", "num_heads", "attention_backend",
+    "attn_type", "num_heads", "attention_backend", "model_attn_type",
 )
 
 
@@ -47,5 +51,38 @@ def to_flat(config: Mapping[str, Any], not_passed: tuple[str, ...] = ()) -> dict
         elif name == "block_size":
             flat[name] = None
     flat["env_aiter"] = bool(config.get("aiter_installed", False))
+    flat["env_rocm_flash_attn"] = bool(config.get("flash_attn_installed", False))
+    flat.update(config.get("mla_prefill") or {})
     flat.update(rocm.environment_facts(config.get("env") or {}))
     return flat
+
+
+PREFILL_ASKED = ("ROCM_AITER_FA", "FLASH_ATTN")
+"""The MLA prefill backends ``RocmPlatform.get_mla_prefill_backend_cls`` asks (the
+oracle also records the others' ``validate_configuration``, whose package probes
+answer for the oracle's CPU environment, not a ROCm install: not compared)."""
+
+
+def prefill_mismatches(cases: Sequence[Mapping[str, Any]], data: EngineData) -> list[tuple[Any, ...]]:
+    """(id, field, ours, vLLM's) where the profile's ROCm MLA prefill choice differs from
+    the recorded one (every case with an ``mla_prefill`` answer)."""
+    mismatches: list[tuple[Any, ...]] = []
+    for case in cases:
+        answer = case.get("mla_prefill")
+        if not answer or answer.get("not_in_release"):
+            continue
+        facts, _ = facts_from_flat(to_flat(case["input"]), data.profile)
+        ours = select_mla_prefill(facts.solver_facts(), data)
+        for name in PREFILL_ASKED:
+            mine = [d.message for d in ours.verdict(name).reasons]
+            if mine != answer["backends"][name]:
+                mismatches.append((case.get("id"), name, mine, answer["backends"][name]))
+        if ours.selected != answer["selected"]:
+            mismatches.append((case.get("id"), "selected", ours.selected, answer["selected"]))
+        error = ours.error.message if ours.error is not None else None
+        expected = (answer["error"] or "").removeprefix("ValueError: ") or None
+        if error != expected:
+            mismatches.append((case.get("id"), "error", error, answer["error"]))
+        if ours.config != answer["config"]:
+            mismatches.append((case.get("id"), "config", ours.config, answer["config"]))
+    return mismatches

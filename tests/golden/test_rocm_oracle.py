@@ -15,14 +15,13 @@ import pytest
 
 from selector.catalog import load_catalog
 from tests.golden.oracle_sweep import sweep_mismatches
-from tests.golden.rocm_oracle import golden_files, read_cases
+from tests.golden.rocm_oracle import ROOT, golden_files, prefill_mismatches, read_cases
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import rocm_agreement
 
 FAMILY_SIZES = {"rocm-standard.jsonl.gz": 10000, "rocm-mla.jsonl.gz": 5000}
-NOT_RECORDED: set[str] = {f"vllm=={v}" for v in (
-    "0.26.0", "0.27.0", "0.27.1")}
+NOT_RECORDED: set[str] = set()
 """Profiled releases whose ROCm answers are not recorded yet (each one's ROCm data is
 then unchecked, and the agreement page says so)."""
 
@@ -54,3 +53,15 @@ def test_rocm_release_agrees_with_vllm(path: Path) -> None:
 def test_the_agreement_page_states_the_counts() -> None:
     page = rocm_agreement.PAGE.read_text(encoding="utf-8")
     assert page == rocm_agreement.page(), "python tools/rocm_agreement.py"
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("vllm-*/rocm-cases.jsonl.gz")),
+                         ids=lambda p: p.parent.name)
+def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
+    """The named configs of tools/rocm_acceptance_cases.json (an encoder-decoder model's
+    list, the ROCm MLA prefill choice, ...): every reason list, the selection, the error
+    and, where vLLM answered it, the MLA prefill choice, as the release recorded them."""
+    engine = load_catalog().engine(path.parent.name.replace("vllm-", "vllm==", 1), "rocm")
+    cases = read_cases(path)
+    assert sweep_mismatches(rocm_agreement.flat_cases(cases), engine) == []
+    assert prefill_mismatches(cases, engine) == []

@@ -109,3 +109,17 @@ def test_the_h200_uses_vllms_own_figure_from_a_recorded_startup() -> None:
     found = device_total_memory("H200", devices["H200"].memory_gib)
     assert found is not None and found[0] == int(139.8 * GIB)
     assert "as CUDA reports it" in found[1] and "vllm_startups/logs" in found[1]
+
+
+@pytest.mark.parametrize("device", ["MI300X", "MI325X", "MI355X"])
+def test_an_amd_device_is_nominal_in_hips_words(device: str) -> None:
+    """No public vLLM log names an AMD GPU's total (schemas/platforms.yaml, rocm: runtime):
+    the basis is the catalog's nominal figure, said in the ROCm runtime's name."""
+    rows = yaml.safe_load(TABLE.read_text(encoding="utf-8"))["devices"]
+    assert device not in rows
+    code, out, _ = run_cli(["check", "--device", device, "--format", "json", "--", "vllm",
+                            "serve", "meta-llama/Llama-3.1-8B-Instruct"])
+    assert code in (0, 1)
+    text = json.dumps(json.loads(out))
+    assert "the catalog's nominal figure (HIP reports a little less)" in text
+    assert "CUDA reports" not in text

@@ -144,3 +144,57 @@ def test_smoke_and_bench_of_a_rocm_deployment_need_an_amd_gpu(tmp_path: Path) ->
     assert code == 0, err
     assert "chunked_prefill_paged_decode" in out
     assert "vllm/v1/attention/backends/rocm_attn.py:444" in out
+
+
+def test_an_encoder_decoder_model_loses_rocm_attn_as_vllm_drops_it(tmp_path: Path) -> None:
+    """vLLM 0.26.0+ removes ROCM_ATTN from the automatic list when model_config.attn_type
+    is encoder_decoder (``is_encoder_decoder`` of the HF config, rocm.py get_valid_backends);
+    a decoder-only model keeps it. A Llama config flagged ``is_encoder_decoder`` stands for
+    such a model (vLLM's rule reads that flag alone)."""
+    folder = tmp_path / "encdec"
+    folder.mkdir()
+    preset = Path(__file__).parents[2] / "schemas" / "models" / "llama-3.1-8b.json"
+    (folder / "config.json").write_text(json.dumps({**json.loads(preset.read_text()),
+                                                    "is_encoder_decoder": True}))
+    path = _write(tmp_path, "encdec.yaml", "device: MI300X\nmodel: encdec/config.json\n")
+    code, record = _check(path)
+    assert code == 0, record
+    assert {layer["check"]["selected"] for layer in record["layers"]} == {
+        _vllm("encdec-mi300x-aiter-off")["selected"]}
+    assert "ROCM_ATTN" not in record["layers"][0]["check"]["priority"]
+    decoder = _write(tmp_path, "llama.yaml", "device: MI300X\nmodel: meta-llama/Llama-3.1-8B-Instruct\n")
+    _, record = _check(decoder)
+    assert {layer["check"]["selected"] for layer in record["layers"]} == {
+        _vllm("decoder-model-mi300x")["selected"]}
+    code, out, _ = run_cli(["check", str(path), "--format", "json", "--engine", "vllm==0.25.1"])
+    assert code == 0 and "ROCM_ATTN" in json.loads(out)["layers"][0]["check"]["priority"]
+
+
+@pytest.mark.parametrize(("aiter", "flash_attn", "case"), [
+    (True, True, "dsv3-mi300x-prefill-aiter-on-flash-attn"),
+    (False, True, "dsv3-mi300x-prefill-aiter-off-flash-attn"),
+    (False, False, "dsv3-mi300x-prefill-aiter-off-no-flash-attn"),
+])
+def test_deepseek_v3_mla_prefill_on_mi300x_is_rocms_choice(
+        tmp_path: Path, aiter: bool, flash_attn: bool, case: str) -> None:
+    """RocmPlatform.get_mla_prefill_backend_cls: ROCM_AITER_FA with AITER on, else
+    FlashAttention when the flash-attn package is installed, else vLLM's error (a dense
+    MLA layer then fails to start)."""
+    path = _write(tmp_path, "dsv3.yaml", (
+        "device: MI300X\nmodel: deepseek-v3\nparallel:\n  tensor_parallel_size: 8\n"
+        f"environment:\n  rocm_use_aiter: {str(aiter).lower()}\n"
+        f"  rocm_flash_attn: {str(flash_attn).lower()}\n"))
+    code, record = _check(path)
+    vllm = _vllm(case)["mla_prefill"]
+    prefill = next(layer["check"]["mla"]["prefill"] for layer in record["layers"]
+                   if layer["kind"] == "mla_attention")
+    assert prefill["priority"] == ["ROCM_AITER_FA", "FLASH_ATTN"]
+    assert prefill["selected"] == vllm["selected"]
+    assert prefill["config"] == vllm["config"]
+    for name in ("ROCM_AITER_FA", "FLASH_ATTN"):
+        assert [r["message"] for r in prefill["backends"][name]["reasons"]] == vllm["backends"][name]
+    if vllm["error"] is None:
+        assert code == 0 and prefill["error"] is None
+    else:
+        assert code == 1 and prefill["fatal"]
+        assert prefill["error"]["message"] == vllm["error"].removeprefix("ValueError: ")

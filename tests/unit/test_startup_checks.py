@@ -204,6 +204,18 @@ def test_nothing_left_is_no_available_memory() -> None:
 def test_weights_larger_than_the_gpu_fail_at_load() -> None:
     code, doc = _json(["--device", "H100", "--", "vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"])
     assert code == 1 and "MM003" in _codes(doc)
+    # torch's allocator (c10/cuda/CUDACachingAllocator.cpp): "CUDA out of memory. ..."
+    assert _codes(doc)["MM003"].startswith("torch.OutOfMemoryError: CUDA out of memory (")
+
+
+def test_weights_larger_than_an_amd_gpu_fail_in_torchs_rocm_words() -> None:
+    # torch built for ROCm raises "HIP out of memory" (c10/hip/HIPCachingAllocator.cpp,
+    # hipified; vLLM's EngineCore on gfx1151: lemonade-sdk/vllm-rocm#5): a platform fact
+    # of schemas/platforms.yaml, not the CUDA words
+    code, doc = _json(["--device", "MI210", "--", "vllm", "serve",
+                       "meta-llama/Llama-3.1-70B-Instruct"])
+    assert code == 1
+    assert _codes(doc)["MM003"].startswith("torch.OutOfMemoryError: HIP out of memory (")
 
 
 def test_kv_cache_memory_bytes_is_taken_as_given() -> None:
