@@ -20,8 +20,11 @@ the ``AssertionError`` text it raises.
 ``budget``: for each multimodal config (the fixtures and presets the tool maps), vLLM's
 ``ModelConfig`` (``skip_tokenizer_init``; optional ``limit_mm_per_prompt`` /
 ``mm_processor_kwargs``), its ``is_mm_prefix_lm``, the processing info's
-``allowed_mm_limits`` and ``get_mm_max_tokens_per_item`` (None: the family needs the
-processor's dummy inputs, which need the checkpoint's processor files), the default-raise
+``allowed_mm_limits`` and ``get_mm_max_tokens_per_item`` (None: vLLM counts the processor's
+dummy inputs), the tokens per item the start-up's budget takes (``budget_tokens``:
+``MultiModalBudget.mm_max_toks_per_item``; a family whose processing info needs the
+checkpoint's processor files gets the published ones, ``tests/fixtures/processors``, and a
+tokenizer stand-in of its placeholder tokens beside the config), the default-raise
 floor ``EngineArgs._get_min_mm_batched_tokens`` (vllm/engine/arg_utils.py) and the budget
 check ``compute_mm_encoder_budget`` (vllm/v1/core/encoder_cache_manager.py) for several
 ``max_num_batched_tokens`` with chunked multimodal input disabled, and ``profile_run``:
@@ -88,13 +91,16 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
      "Qwen--Qwen2-VL"),
     ("qwen2-vl-7b-max-pixels-1003520", "tests/fixtures/hf_configs/edge/qwen2-vl-7b-shape.json",
      {"mm_processor_kwargs": {"max_pixels": 1003520}}, "Qwen--Qwen2-VL"),
+    ("qwen2.5-vl-7b", "tests/fixtures/hf_configs/edge/qwen2.5-vl-7b-shape.json", {},
+     "Qwen--Qwen2.5-VL"),
+    ("qwen2.5-vl-7b-max-pixels-1003520",
+     "tests/fixtures/hf_configs/edge/qwen2.5-vl-7b-shape.json",
+     {"mm_processor_kwargs": {"max_pixels": 1003520}}, "Qwen--Qwen2.5-VL"),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
 ``cached_get_image_processor(..., trust_remote_code)``, vllm/model_executor/models/kimi_k25.py),
-which is not available offline. Qwen2.5-VL is not asked: the one public copy of its
-preprocessor_config.json found names ``Qwen2_5_VLImageProcessor``, a class transformers 5.24
-(the oracle venvs') does not have, so vLLM cannot load the processor from it."""
+which is not available offline."""
 
 # The tokenizer stand-in's special tokens per model type: the placeholder tokens the
 # family's HF processor writes into the prompt and vLLM finds in the token ids, each one
@@ -111,7 +117,7 @@ STAND_IN_TOKENS: dict[str, tuple[tuple[str, str | None], ...]] = {
                ("<|image_start|>", None), ("<|image_end|>", None),
                ("<|tile_x_separator|>", None), ("<|tile_y_separator|>", None)),
 }
-for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl"):
+for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl"):
     STAND_IN_TOKENS[_qwen] = STAND_IN_TOKENS["qwen3_vl"]
 STAND_IN_ATTRIBUTES: dict[str, dict[str, str]] = {
     "gemma3": {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",

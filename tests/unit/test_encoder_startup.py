@@ -258,6 +258,7 @@ def test_each_release_patches_only_what_its_file_states() -> None:
 QWEN3_VL = "tests/fixtures/hf_configs/Qwen--Qwen3-VL-8B-Instruct.json"
 LLAMA4 = "schemas/models/llama-4-scout.json"
 GEMMA3 = "schemas/models/gemma-3-27b.json"
+QWEN25_VL = "tests/fixtures/hf_configs/edge/qwen2.5-vl-7b-shape.json"
 
 
 def _refusal(tokens: int, batched: int) -> str:
@@ -269,6 +270,7 @@ def _refusal(tokens: int, batched: int) -> str:
 @pytest.mark.parametrize(("config", "tokens", "batched"), [
     (QWEN3_VL, 16384, 8192),  # the image: max_pixels 16,777,216 // 32**2
     (LLAMA4, 2448, 2048),  # 16 tiles and the global one, 144 tokens each
+    (QWEN25_VL, 114688, 16384),  # the video: its frames at max_model_len 128,000
 ])
 def test_disabled_chunked_mm_input_is_refused_in_vllms_words(config: str, tokens: int,
                                                              batched: int) -> None:
@@ -341,3 +343,14 @@ def test_gemma3_prefix_lm_is_refused_below_its_image_and_not_raised() -> None:
     assert isinstance(encoder, dict) and encoder["profile_run"]["items"] == 8  # 2,048 // 256
     line = _reservation(doc, "encoder outputs (profile run)")
     assert line is not None and line["bytes"] == 8 * 256 * 5376 * 2
+
+
+def test_qwen25_vl_video_at_another_length_is_named_not_guessed() -> None:
+    """vLLM derives Qwen-VL's video frames from max_model_len: recorded at the config's
+    128,000, another length leaves the video out with a note (the image stays: 16,384)."""
+    _, doc = _json(["--device", "H100", "--", "vllm", "serve", QWEN25_VL,
+                    "--max-model-len", "32768"])
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict) and encoder["tokens_per_item"] == {"image": 16384}
+    assert any(m.startswith("video tokens per item at max_model_len 32,768: not modelled")
+               for m in _messages(doc, "MM010"))
