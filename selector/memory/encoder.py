@@ -126,7 +126,7 @@ class PixelTokens(_Strict):
     ``max_ratio`` times wider than high."""
 
     kwarg: str
-    """The ``--mm-processor-kwargs`` key vLLM reads (flat or under ``images_kwargs``)."""
+    """The ``--mm-processor-kwargs`` key vLLM reads (the flat one: the one recorded)."""
     default: int
     """The processor files' value (``size.longest_edge``)."""
     unit_keys: tuple[str, ...]
@@ -426,15 +426,6 @@ def max_tokens_per_item(data: EncoderData, raw: Mapping[str, Any], *,
     return tokens, gaps
 
 
-def _processor_kwarg(kwargs: Mapping[str, Any], key: str, scope: str) -> Any:
-    """A ``--mm-processor-kwargs`` value, flat or under ``images_kwargs`` / ``videos_kwargs``
-    (the scoped one wins, as vLLM merges them)."""
-    scoped = kwargs.get(scope)
-    if isinstance(scoped, Mapping) and key in scoped:
-        return scoped[key]
-    return kwargs.get(key)
-
-
 def _recorded_tokens(family: FamilyTokens, raw: Mapping[str, Any],
                      limit_mm_per_prompt: Mapping[str, Any], mm_processor_kwargs: Mapping[str, Any],
                      every_modality: bool,
@@ -449,23 +440,23 @@ def _recorded_tokens(family: FamilyTokens, raw: Mapping[str, Any],
     tokens: dict[str, int] = {}
     gaps: list[str] = []
     pixels = family.pixels
-    modelled = {pixels.kwarg, "images_kwargs"} if pixels is not None else set()
-    other = sorted(set(mm_processor_kwargs) - modelled)
+    # only the flat pixel kwarg is modelled (the one recorded); any other key, scoped
+    # images_kwargs / videos_kwargs included, leaves the modalities out, named
+    other = sorted(set(mm_processor_kwargs) - ({pixels.kwarg} if pixels is not None else set()))
     for modality, value in family.recorded.items():
         limit = limit_mm_per_prompt.get(modality)
         count = limit.get("count", 1) if isinstance(limit, Mapping) else limit
         if not every_modality and isinstance(count, int) and count <= 0:
             continue
         if modality == "image" and pixels is not None:
-            asked = _processor_kwarg(mm_processor_kwargs, pixels.kwarg, "images_kwargs")
-            if isinstance(asked, int) and asked != pixels.default:
+            asked = mm_processor_kwargs.get(pixels.kwarg)
+            if isinstance(asked, int) and asked != pixels.default and not other:
                 got = pixels.tokens(vision, asked)
                 if got is not None:
                     tokens[modality] = got
                     continue
         if other or (modality != "image" and pixels is not None
-                     and _processor_kwarg(mm_processor_kwargs, pixels.kwarg, "videos_kwargs")
-                     not in (None, pixels.default)):
+                     and mm_processor_kwargs.get(pixels.kwarg) not in (None, pixels.default)):
             gaps.append(f"{modality} tokens per item with mm_processor_kwargs "
                         f"{dict(mm_processor_kwargs)}: not modelled (recorded with the "
                         f"published processor files only: {family.processor})")
