@@ -32,7 +32,7 @@ from selector.errors import InputError
 from selector.inputs.config import LoadedDeployment
 from selector.inputs.serve import ARG_CODES
 from selector.inputs.serve.flags import release_flags
-from selector.memory.encoder import encoder_data, vit_backend
+from selector.memory.encoder import FamilyTokens, encoder_data, vit_backend
 from selector.memory.speculative import speculative_data
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
@@ -604,23 +604,59 @@ def _encoder_section(engine: EngineData, catalog: Catalog) -> list[str]:
             cells = [vit_backend(data, head_size=h, dtype=dtype, cc=cc) for h in _ENCODER_HEAD_SIZES]
             lines.append(f"| {_cc_text(cc)} | {dtype} | " + " | ".join(cells)
                          + f" | {', '.join(vit.order(cc))} |")
-    families = ", ".join(f"`{t}` ({_cell(f.source)})" for t, f in budget.tokens_per_item.items())
     lines += ["", "The encoder budget: with chunked multimodal input disabled (on CUDA for a "
-              "multimodal prefix-LM) the largest item must fit in `max_num_batched_tokens` "
+              "multimodal prefix-LM, or `--disable-chunked-mm-input`) the largest item must fit "
+              "in `max_num_batched_tokens` "
               f"([{budget.refusal_code}](../reason-codes.md#{_anchor(budget.refusal_code)}); "
               f"{_cell(budget.source)})"
-              + (f"; left at its default, vLLM raises it to that item ([{budget.raise_code}]"
+              + (f"; left at its default, vLLM raises it to that item for a prefix-LM whose "
+                 "processing info answers ([{budget.raise_code}]"
                  f"(../reason-codes.md#{_anchor(budget.raise_code)}); {_cell(budget.raise_source)})"
                  if budget.raise_code else "")
-              + f". Tokens per item are modelled for {families or 'no family'}; any other "
-              "family's count needs its processor files and is a note. The encoder cache holds "
+              + ". The encoder cache holds "
               "`max(max_num_batched_tokens, largest item)` tokens; the profile run encodes as "
               "many items of the modality with the most tokens as that budget holds (at least "
               f"one; {_cell(budget.profile_run.items_source)}) and keeps their outputs, "
               f"`{budget.profile_run.output_width_key}` of the text config wide, while the "
               "decoder's dummy run measures the peak: a line of the memory table "
-              f"({_cell(budget.profile_run.source)})."]
+              f"({_cell(budget.profile_run.source)}).", "",
+              "Tokens per item (a modality `--limit-mm-per-prompt` sets to 0 is off; any "
+              "other model type's count needs its processor files and is a note):", "",
+              "| model type | tokens per item | counted by | modelled kwargs | source |",
+              "|---|---|---|---|---|"]
+    for model_type, family in budget.tokens_per_item.items():
+        lines.append(f"| `{model_type}` | {_family_tokens(family)} | "
+                     + ("the processing info" if family.from_info else "the processor's dummy inputs")
+                     + (f" with {_cell(family.processor)}" if family.processor else "")
+                     + f" | {_family_kwargs(family)} | {_cell(family.source)} |")
     return lines
+
+
+def _family_tokens(family: FamilyTokens) -> str:
+    if family.recorded is not None:
+        at = (f" (video frames at max_model_len {family.recorded_max_model_len:,})"
+              if family.seq_len_modalities else "")
+        return ", ".join(f"{m} {n:,}" for m, n in family.recorded.items()) + at
+    parts = []
+    if family.image is not None:
+        parts.append(f"image: vision_config.{family.image.config_key}")
+    if family.video is not None:
+        parts.append(f"video: {family.video.max_frames} frames x {family.video.tokens_per_frame}")
+    if family.audio is not None:
+        parts.append("audio: not modelled")
+    return "; ".join(parts)
+
+
+def _family_kwargs(family: FamilyTokens) -> str:
+    if family.pixels is not None:
+        return f"`{family.pixels.kwarg}` (image; default {family.pixels.default:,})"
+    if family.image is not None:
+        kwargs = (f"`{family.image.processor_kwarg}` ("
+                  + ", ".join(map(str, family.image.allowed)) + ")")
+        if family.video is not None:
+            kwargs += f"; `{family.video.frames_option}` of --limit-mm-per-prompt's video"
+        return kwargs
+    return "none (a kwarg leaves the modality out, a note)"
 
 
 _DRAFT_EXAMPLES = (

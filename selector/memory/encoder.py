@@ -9,6 +9,7 @@ tests/golden/test_encoder_oracle.py."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,8 @@ __all__ = [
     "EncoderData",
     "EncoderReport",
     "EncoderSelection",
+    "FamilyTokens",
+    "PixelTokens",
     "ProfileRun",
     "encoder_data",
     "encoder_memory_line",
@@ -116,11 +119,54 @@ class VideoTokens(_Strict):
     tokens_per_frame: int
 
 
+class PixelTokens(_Strict):
+    """Qwen-VL's image tokens under a pixel budget (``get_image_size_with_most_features``):
+    the largest count of merged patches, at most ``max_pixels // unit**2`` (unit: the
+    product of ``unit_keys`` of the vision config), that factors into a grid no more than
+    ``max_ratio`` times wider than high."""
+
+    kwarg: str
+    """The ``--mm-processor-kwargs`` key vLLM reads (the flat one: the one recorded)."""
+    default: int
+    """The processor files' value (``size.longest_edge``)."""
+    unit_keys: tuple[str, ...]
+    max_ratio: int
+    source: str
+
+    def tokens(self, vision: Mapping[str, Any], max_pixels: int) -> int | None:
+        unit = 1
+        for key in self.unit_keys:
+            value = vision.get(key)
+            if not isinstance(value, int):
+                return None
+            unit *= value
+        for count in range(max_pixels // (unit * unit), 0, -1):
+            low = next(d for d in range(math.isqrt(count), 0, -1) if count % d == 0)
+            if count // low / low <= self.max_ratio:
+                return count
+        return None
+
+
 class FamilyTokens(_Strict):
     source: str
     image: ImageTokens | None = None
     video: VideoTokens | None = None
     audio: Literal["not_modelled"] | None = None
+    from_info: bool = True
+    """The processing info's ``get_mm_max_tokens_per_item`` answers (False: vLLM counts the
+    processor's dummy inputs, and ``_get_min_mm_batched_tokens``, which reads only the
+    processing info, has no floor for the raise of the default)."""
+    recorded: dict[str, int] | None = None
+    """vLLM's tokens per item with the family's published processor files (``processor``),
+    no ``--mm-processor-kwargs`` and the config's own maximum length (recorded by
+    tools/encoder_oracle.py)."""
+    recorded_max_model_len: int | None = None
+    seq_len_modalities: tuple[str, ...] = ()
+    """Modalities whose count vLLM derives from ``max_model_len`` (Qwen-VL's video frames):
+    the recorded value holds at the recorded length only."""
+    processor: str | None = None
+    """The processor files the recorded values assume (where they are published)."""
+    pixels: PixelTokens | None = None
 
 
 class TextConfigFlag(_Strict):
@@ -328,14 +374,22 @@ def _vision_head_size(raw: Mapping[str, Any], tower: EncoderTower | None) -> int
 def max_tokens_per_item(data: EncoderData, raw: Mapping[str, Any], *,
                         limit_mm_per_prompt: Mapping[str, Any],
                         mm_processor_kwargs: Mapping[str, Any],
-                        every_modality: bool = False) -> tuple[dict[str, int] | None, list[str]]:
-    """The family's ``get_mm_max_tokens_per_item`` for the modalities a prompt may hold
-    (``every_modality``: for every modality the family supports, as
-    ``EngineArgs._get_min_mm_batched_tokens`` asks, whatever their limits), and what is
-    not modelled (None: the family's tokens are not modelled)."""
+                        every_modality: bool = False,
+                        max_model_len: int | None = None) -> tuple[dict[str, int] | None, list[str]]:
+    """The family's tokens per item for the modalities a prompt may hold, as the encoder
+    budget takes them (``get_mm_max_toks_per_item``); with ``every_modality`` the
+    processing info's ``get_mm_max_tokens_per_item`` for every modality the family
+    supports, whatever their limits, as ``EngineArgs._get_min_mm_batched_tokens`` asks it
+    (None where the processing info has no answer); and what is not modelled (None: the
+    family's tokens are not modelled)."""
     family = data.budget.tokens_per_item.get(str(raw.get("model_type")))
     if family is None:
         return None, []
+    if family.recorded is not None:
+        if every_modality and not family.from_info:
+            return None, []
+        return _recorded_tokens(family, raw, limit_mm_per_prompt, mm_processor_kwargs,
+                                every_modality, max_model_len)
     gaps: list[str] = []
     tokens: dict[str, int] = {}
     vision = raw.get("vision_config")
@@ -369,6 +423,51 @@ def max_tokens_per_item(data: EncoderData, raw: Mapping[str, Any], *,
             and active("audio"):
         gaps.append("audio tokens per item come from the checkpoint's processor "
                     "(audio_seq_length): not modelled")
+    return tokens, gaps
+
+
+def _recorded_tokens(family: FamilyTokens, raw: Mapping[str, Any],
+                     limit_mm_per_prompt: Mapping[str, Any], mm_processor_kwargs: Mapping[str, Any],
+                     every_modality: bool,
+                     max_model_len: int | None) -> tuple[dict[str, int], list[str]]:
+    """The recorded tokens per item of the modalities a prompt may hold (a limit of 0
+    turns a modality off), the pixel budget's image tokens where ``--mm-processor-kwargs``
+    sets it, and the gaps: a modality whose count the kwargs or another maximum length
+    change and the data does not model is left out, named."""
+    assert family.recorded is not None
+    vision = raw.get("vision_config")
+    vision = vision if isinstance(vision, Mapping) else {}
+    tokens: dict[str, int] = {}
+    gaps: list[str] = []
+    pixels = family.pixels
+    # only the flat pixel kwarg is modelled (the one recorded); any other key, scoped
+    # images_kwargs / videos_kwargs included, leaves the modalities out, named
+    other = sorted(set(mm_processor_kwargs) - ({pixels.kwarg} if pixels is not None else set()))
+    for modality, value in family.recorded.items():
+        limit = limit_mm_per_prompt.get(modality)
+        count = limit.get("count", 1) if isinstance(limit, Mapping) else limit
+        if not every_modality and isinstance(count, int) and count <= 0:
+            continue
+        if modality == "image" and pixels is not None:
+            asked = mm_processor_kwargs.get(pixels.kwarg)
+            if isinstance(asked, int) and asked != pixels.default and not other:
+                got = pixels.tokens(vision, asked)
+                if got is not None:
+                    tokens[modality] = got
+                    continue
+        if other or (modality != "image" and pixels is not None
+                     and mm_processor_kwargs.get(pixels.kwarg) not in (None, pixels.default)):
+            gaps.append(f"{modality} tokens per item with mm_processor_kwargs "
+                        f"{dict(mm_processor_kwargs)}: not modelled (recorded with the "
+                        f"published processor files only: {family.processor})")
+            continue
+        if modality in family.seq_len_modalities and max_model_len is not None \
+                and max_model_len != family.recorded_max_model_len:
+            gaps.append(f"{modality} tokens per item at max_model_len {max_model_len:,}: not "
+                        f"modelled (vLLM derives its frames from the maximum length; recorded "
+                        f"at {family.recorded_max_model_len:,})")
+            continue
+        tokens[modality] = value
     return tokens, gaps
 
 
@@ -467,7 +566,8 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                                          explicit=choice is not None, source=vit.source))
     budget = data.budget
     tokens, gaps = max_tokens_per_item(data, raw, limit_mm_per_prompt=limit_mm_per_prompt,
-                                       mm_processor_kwargs=mm_processor_kwargs)
+                                       mm_processor_kwargs=mm_processor_kwargs,
+                                       max_model_len=max_model_len)
     notices.extend((code, gap) for gap in gaps)
     if tokens is None:
         notices.append((code, f"encoder tokens per item of {model_type}: vLLM counts them "
@@ -484,7 +584,7 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
         batched = default_max_num_batched_tokens
         every, _ = max_tokens_per_item(data, raw, limit_mm_per_prompt=limit_mm_per_prompt,
                                        mm_processor_kwargs=mm_processor_kwargs,
-                                       every_modality=True)
+                                       every_modality=True, max_model_len=max_model_len)
         floor = max((every or {}).values(), default=0)
         if prefix_lm and budget.raise_code is not None and every and floor > batched:
             modality = max(every, key=every.__getitem__)

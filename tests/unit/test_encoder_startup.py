@@ -249,3 +249,108 @@ def test_each_release_patches_only_what_its_file_states() -> None:
             "source", before.vit_attention.source)
         assert set(after.encoders) == set(before.encoders) | set(own.get("encoders", {}))
         assert after.budget.prefix_lm_model_types == before.budget.prefix_lm_model_types
+
+
+# The families whose tokens per item vLLM counts with the checkpoint's processor files:
+# vLLM 0.33.0's answers with the published files (tests/fixtures/processors), recorded in
+# tests/golden/oracle/vllm-0.33.0/encoder.json.gz (rows qwen3-vl-8b, llama-4-scout,
+# gemma-3-27b) and compared by tests/golden/test_encoder_oracle.py.
+QWEN3_VL = "tests/fixtures/hf_configs/Qwen--Qwen3-VL-8B-Instruct.json"
+LLAMA4 = "schemas/models/llama-4-scout.json"
+GEMMA3 = "schemas/models/gemma-3-27b.json"
+QWEN25_VL = "tests/fixtures/hf_configs/edge/qwen2.5-vl-7b-shape.json"
+
+
+def _refusal(tokens: int, batched: int) -> str:
+    """compute_mm_encoder_budget's words (vllm/v1/core/encoder_cache_manager.py:363-371)."""
+    return (f"Chunked MM input disabled but max_tokens_per_mm_item ({tokens}) is larger than "
+            f"max_num_batched_tokens ({batched}). Please increase max_num_batched_tokens.")
+
+
+@pytest.mark.parametrize(("config", "tokens", "batched"), [
+    (QWEN3_VL, 16384, 8192),  # the image: max_pixels 16,777,216 // 32**2
+    (LLAMA4, 2448, 2048),  # 16 tiles and the global one, 144 tokens each
+    (QWEN25_VL, 114688, 16384),  # the video: its frames at max_model_len 128,000
+])
+def test_disabled_chunked_mm_input_is_refused_in_vllms_words(config: str, tokens: int,
+                                                             batched: int) -> None:
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", config,
+                       "--disable-chunked-mm-input", "--max-num-batched-tokens", str(batched)])
+    assert code == 1 and doc["valid"] is False
+    refusal = _findings(doc)["SU026"]
+    assert refusal["message"] == _refusal(tokens, batched)
+    assert f"--max-num-batched-tokens {tokens}" in str(refusal["hint"])
+    fixed = _json(["--device", "H100", "--", "vllm", "serve", config,
+                   "--disable-chunked-mm-input", "--max-num-batched-tokens", str(tokens)])[1]
+    assert "SU026" not in _findings(fixed)
+
+
+def test_qwen3_vl_at_the_default_keeps_its_batch_and_the_budget_takes_the_item() -> None:
+    """Qwen3-VL is no multimodal prefix-LM: chunked multimodal input stays on, vLLM neither
+    raises the default (H100: 8,192) nor refuses; the encoder budget and cache take the
+    16,384-token image, and the profile run encodes one (vLLM's MultiModalBudget,
+    ``profile_run_chunked`` of the record) whose outputs, 4,096 wide, are in the memory
+    table."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", QWEN3_VL])
+    assert code == 0
+    findings = _findings(doc)
+    assert "SU026" not in findings and "MM011" not in findings
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict)
+    assert encoder["tokens_per_item"] == {"image": 16384, "video": 12288}
+    assert encoder["encoder_cache_size"] == 16384
+    assert encoder["profile_run"]["items"] == 1 and encoder["profile_run"]["modality"] == "image"
+    line = _reservation(doc, "encoder outputs (profile run)")
+    assert line is not None and line["bytes"] == 16384 * 4096 * 2
+    assert any(m.endswith("vLLM logs: Encoder cache will be initialized with a budget of 16384 "
+                          "tokens, and profiled with 1 image items of the maximum feature size.")
+               for m in _messages(doc, "MM010"))
+
+
+def test_qwen3_vl_max_pixels_lowers_the_image() -> None:
+    """--mm-processor-kwargs max_pixels, where Qwen-VL's processing info reads it
+    (get_image_size_with_most_features): 1,003,520 px give 980 tokens (vLLM's answer, row
+    qwen3-vl-8b-max-pixels-1003520); the video under the same kwargs is not modelled, named."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", QWEN3_VL,
+                       "--mm-processor-kwargs", '{"max_pixels": 1003520}',
+                       "--disable-chunked-mm-input", "--max-num-batched-tokens", "2048"])
+    assert code == 0 and "SU026" not in _findings(doc)
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict) and encoder["tokens_per_item"] == {"image": 980}
+    assert any(m.startswith("video tokens per item with mm_processor_kwargs")
+               for m in _messages(doc, "MM010"))
+
+
+def test_a_limit_of_zero_turns_the_modality_off() -> None:
+    _, doc = _json(["--device", "H100", "--", "vllm", "serve", QWEN3_VL,
+                    "--limit-mm-per-prompt", '{"image": 0}'])
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict) and encoder["tokens_per_item"] == {"video": 12288}
+
+
+def test_gemma3_prefix_lm_is_refused_below_its_image_and_not_raised() -> None:
+    """Gemma-3 is a multimodal prefix-LM (chunked multimodal input off on CUDA) whose
+    processing info has no get_mm_max_tokens_per_item: vLLM counts the dummy image (256
+    tokens) for the budget, and its raise of the default has no floor (the record's
+    default_raise_floor is null)."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", GEMMA3,
+                       "--max-num-batched-tokens", "128"])
+    assert code == 1 and _findings(doc)["SU026"]["message"] == _refusal(256, 128)
+    _, doc = _json(["--device", "A100", "--", "vllm", "serve", GEMMA3])
+    findings = _findings(doc)
+    assert "SU026" not in findings and "MM011" not in findings
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict) and encoder["profile_run"]["items"] == 8  # 2,048 // 256
+    line = _reservation(doc, "encoder outputs (profile run)")
+    assert line is not None and line["bytes"] == 8 * 256 * 5376 * 2
+
+
+def test_qwen25_vl_video_at_another_length_is_named_not_guessed() -> None:
+    """vLLM derives Qwen-VL's video frames from max_model_len: recorded at the config's
+    128,000, another length leaves the video out with a note (the image stays: 16,384)."""
+    _, doc = _json(["--device", "H100", "--", "vllm", "serve", QWEN25_VL,
+                    "--max-model-len", "32768"])
+    encoder = doc["encoder"]
+    assert isinstance(encoder, dict) and encoder["tokens_per_item"] == {"image": 16384}
+    assert any(m.startswith("video tokens per item at max_model_len 32,768: not modelled")
+               for m in _messages(doc, "MM010"))
