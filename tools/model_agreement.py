@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compare the project's model reader with vLLM's committed answers
-(``tests/golden/vllm_models/vllm-<version>.jsonl.gz``, written by
+(``tests/golden/vllm_models/vllm-<version>.jsonl.gz`` and the parts in
+``vllm-<version>/*.jsonl.gz``, written by
 ``tools/vllm_model_reference.py``), layer by layer, without vLLM::
 
     python tools/model_agreement.py [--engine vllm-0.33.0] [--markdown]
@@ -42,7 +43,8 @@ from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec
 from selector.kv.ssm_state import ssm_state_shapes
 from selector.models import LayerFacts, ModelFacts, load_model
 
-__all__ = ["ConfigAgreement", "agreements", "agreements_of", "compare_groups", "load_answers", "tool_groups"]
+__all__ = ["ConfigAgreement", "agreements", "agreements_of", "answer_files", "compare_groups", "load_answers",
+           "tool_groups"]
 
 GOLDEN = REPO / "tests" / "golden" / "vllm_models"
 
@@ -61,10 +63,16 @@ _DENSE = BackendKVFacts(name="FLASH_ATTN", class_name="FlashAttentionBackend")
 _MLA = BackendKVFacts(name="FLASHMLA", class_name="FlashMLABackend", is_mla=True)
 
 
+def answer_files(engine: str = "vllm-0.33.0") -> list[Path]:
+    """The engine's answer files: ``<engine>.jsonl.gz`` and the parts recorded beside it
+    in ``<engine>/*.jsonl.gz`` (one per set of configs, e.g. ``text.jsonl.gz``)."""
+    parts = sorted((GOLDEN / engine).glob("*.jsonl.gz")) if (GOLDEN / engine).is_dir() else []
+    return [GOLDEN / f"{engine}.jsonl.gz", *parts]
+
+
 def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
-    """vLLM's committed answers, one per config."""
-    path = GOLDEN / f"{engine}.jsonl.gz"
-    return list(oracle.read_jsonl(path))
+    """vLLM's committed answers, one per config (every file of ``answer_files``)."""
+    return [answer for path in answer_files(engine) for answer in oracle.read_jsonl(path)]
 
 
 @dataclass

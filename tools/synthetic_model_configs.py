@@ -115,6 +115,39 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    # text-generation architectures of vLLM 0.33.0 whose config class is transformers' or
+    # vLLM's own: its defaults with a small stack (8 layers where the defaults interleave
+    # layer kinds, so that every kind appears)
+    "AXK1ForCausalLM": ("axk1", {"num_hidden_layers": 4}),
+    "AfmoeForCausalLM": ("afmoe", {"num_hidden_layers": 8, "score_func": "sigmoid", "route_norm": True,
+                                   "route_scale": 1.0, "n_group": 1, "topk_group": 1}),
+    "DoryForCausalLM": ("dory", {"num_hidden_layers": 4}),
+    "HYV3ForCausalLM": ("hy_v3", {"num_hidden_layers": 4, "first_k_dense_replace": 1,
+                                  "expert_hidden_dim": 1536, "route_norm": True}),
+    "HrmTextForCausalLM": ("hrm_text", {"num_hidden_layers": 4}),
+    "LagunaForCausalLM": ("laguna", {"num_hidden_layers": 4}),
+    "KimiLinearForCausalLM": ("kimi_linear", {"num_hidden_layers": 8}),
+    "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
+    "FlintForCausalLM": ("flint", {"num_hidden_layers": 8}),
+    "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
+    "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
+    "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
+    "Step5ForCausalLM": ("step5", {"num_hidden_layers": 8}),
+    "BailingMoeV3ForCausalLM": ("bailing_hybrid", {"num_hidden_layers": 8, "no_kda_lora": True, "use_bias": False,
+                                                  "n_group": 1, "num_experts_per_tok": 2,
+                                                  "moe_shared_expert_intermediate_size": 1024}),
+    "SarvamMLAForCausalLM": ("sarvam_mla", {"num_hidden_layers": 4}),
+    "SarvamMoEForCausalLM": ("sarvam_moe", {"num_hidden_layers": 4, "embedding_dropout": 0.0, "use_bias": False,
+                                            "num_experts": 8, "num_experts_per_tok": 2,
+                                            "moe_shared_expert_intermediate_size": 1024}),
+    "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
+    "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
+    "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
+}
+SPECS.update(TEXT_SPECS)
+
+
 DEFAULTS: dict[str, str] = {
     # architecture: model_type; the config class's defaults with a 4-layer stack (in its
     # text_config when the class has one)

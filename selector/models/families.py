@@ -78,6 +78,9 @@ class MixerRules(_Strict):
     chars: dict[str, MixerName] = Field(default_factory=dict)
     values: dict[str, MixerName] = Field(default_factory=dict)
     layer_types: Literal["use", "ignore"] = "use"
+    layer_type_values: dict[str, MixerName] = Field(default_factory=dict)
+    """``layer_types`` entries of the family's own beyond ``LAYER_TYPE_TOKENS`` (Dory's
+    ``mlp``: a block without attention)."""
     refuse_mixed: str | None = None
     """vLLM's start-up error when the config's layers mix sliding and full
     attention (``{max_window_layers}`` and ``{num_hidden_layers}`` are filled in)."""

@@ -39,8 +39,10 @@ def _sliding_if(predicate: list[bool]) -> list[MixerType]:
     return ["sliding_attention" if p else "full_attention" for p in predicate]
 
 
-def _explicit(text: ConfigReader, num_layers: int) -> list[MixerType] | None:
+def _explicit(text: ConfigReader, num_layers: int,
+              extra: dict[str, MixerType] | None = None) -> list[MixerType] | None:
     tokens = text.str_list("layer_types")
+    known = {**LAYER_TYPE_TOKENS, **(extra or {})}
     if tokens is None:
         return None
     if len(tokens) < num_layers:
@@ -50,13 +52,13 @@ def _explicit(text: ConfigReader, num_layers: int) -> list[MixerType] | None:
         )
     mixers: list[MixerType] = []
     for i, token in enumerate(tokens[:num_layers]):
-        if token not in LAYER_TYPE_TOKENS:
+        if token not in known:
             raise text.error(
                 f"layer_types[{i}]",
                 f"unknown layer type {token!r}",
-                hint="known: " + ", ".join(sorted(LAYER_TYPE_TOKENS)),
+                hint="known: " + ", ".join(sorted(known)),
             )
-        mixers.append(LAYER_TYPE_TOKENS[token])
+        mixers.append(known[token])
     return mixers
 
 
@@ -213,7 +215,7 @@ def resolve_mixers(text: ConfigReader, rules: MixerRules, num_layers: int) -> li
     """Each layer's mixer: an explicit ``layer_types`` list (unless the family
     ignores it), else the family's rule."""
     if rules.layer_types == "use" and rules.rule not in ("char_pattern", "block_configs"):
-        explicit = _explicit(text, num_layers)
+        explicit = _explicit(text, num_layers, rules.layer_type_values)
         if explicit is not None:
             return explicit
     rule = _RULES.get(rules.rule)
