@@ -147,6 +147,36 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 SPECS.update(TEXT_SPECS)
 
+_BASE = {**_SMALL, "head_dim": 64, "rms_norm_eps": 1e-6, "hidden_act": "silu", "rope_theta": 10000.0,
+         "tie_word_embeddings": False, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+"""A small decoder for a config class that is the model's remote code."""
+
+_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256,
+        "moe_shared_expert_intermediate_size": 256, "num_shared_experts": 1,
+        "first_k_dense_replace": 1, "norm_topk_prob": True}
+
+RAW: dict[str, tuple[str, dict[str, Any]]] = {
+    # architectures whose config class is remote code (no class in transformers or vLLM):
+    # written as they are and read by the harness's stand-in config class
+    # (tools/oracle/models.py STAND_IN_MODEL_TYPES), which keeps every key; the fields are
+    # those the vLLM model module reads
+    "OrionForCausalLM": ("orion", _BASE),
+    "SolarForCausalLM": ("solar", {**_BASE, "bskcn_1": [1], "bskcn_2": [2], "bskcn_3": [2],
+                                   "bskcn_4": [3], "bskcn_tv": [0.9, 0.8]}),
+    "Step1ForCausalLM": ("step1", {**_BASE, "num_attention_groups": 2}),
+    "MiniCPMForCausalLM": ("minicpm", {**_BASE, "dim_model_base": 256, "scale_depth": 1.4,
+                                       "scale_emb": 12, "num_experts": 0, "num_experts_per_tok": 0}),
+    "BailingMoeForCausalLM": ("bailing_moe", {**_BASE, **_MOE, "embedding_dropout": 0.0,
+                                              "use_bias": False, "use_qkv_bias": False}),
+    "BailingMoeV2ForCausalLM": ("bailing_moe_v2", {**_BASE, **_MOE, "embedding_dropout": 0.0,
+                                                   "use_bias": False, "use_qkv_bias": False,
+                                                   "use_qk_norm": True, "partial_rotary_factor": 0.5,
+                                                   "score_function": "sigmoid", "n_group": 1,
+                                                   "topk_group": 1, "moe_router_enable_expert_bias": True}),
+    "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
+                                           "rope_scaling": None, "use_qk_norm": True}),
+}
+
 
 DEFAULTS: dict[str, str] = {
     # architecture: model_type; the config class's defaults with a 4-layer stack (in its
@@ -229,7 +259,18 @@ def _config_class(model_type: str) -> Any:
     return type(AutoConfig.for_model(model_type))
 
 
+def _write_raw(arch: str) -> Path:
+    model_type, fields = RAW[arch]
+    raw = {**fields, "architectures": [arch], "model_type": model_type}
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{arch}.json"
+    path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
 def write(arch: str) -> Path:
+    if arch in RAW:
+        return _write_raw(arch)
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
     drop = overrides.pop("_drop", [])
@@ -253,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS})
+    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS, *RAW})
     failed = 0
     for arch in names:
         try:

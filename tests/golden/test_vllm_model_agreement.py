@@ -40,6 +40,10 @@ REFUSED: dict[str, tuple[str, str]] = {
         "was supported in vLLM until v0.23.0", "QWenLMHeadModel was removed from vLLM in 0.23.0"),
     "qwen2-window-mixed-shape.json": (
         "Sliding window for some but all layers is not supported", "AS133 with the same text"),
+    "Step1ForCausalLM.json": (
+        "use_alibi_sqrt is not supported by backend FLASH_ATTN",
+        "vLLM's selector picks FLASH_ATTN and the layer refuses it (attention.py:363-369); "
+        "the tool does not yet refuse a backend without supports_alibi_sqrt for Step1"),
     "falcon-h1-0.5b-shape.json": (
         "mamba_n_heads must divide mamba_expand * hidden_size",
         "transformers' FalconH1Config refuses it as vLLM loads it: AS133 with the same text"),
