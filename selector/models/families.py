@@ -74,6 +74,9 @@ class MixerRules(_Strict):
     offset_field: str | None = None
     offset: int = 0
     interval: int = 4
+    interval_tail: bool = False
+    """``interval``: the layers after the last whole interval are full attention too
+    (BailingMoeV3's ``_is_kda_layer``)."""
     other: MixerName = "full_attention"
     chars: dict[str, MixerName] = Field(default_factory=dict)
     values: dict[str, MixerName] = Field(default_factory=dict)

@@ -91,8 +91,10 @@ def mixed_window_refusal(text: ConfigReader, rules: MixerRules, n: int) -> str |
 
 
 def _interval(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
-    interval = text.int_(rules.field, rules.interval) if rules.field else rules.interval
-    return ["full_attention" if (i + 1) % interval == 0 else rules.other for i in range(n)]
+    interval = text.int_(rules.field, rules.interval, minimum=1) if rules.field else rules.interval
+    tail = n // interval * interval if rules.interval_tail else n
+    return ["full_attention" if (i + 1) % interval == 0 or i >= tail else rules.other
+            for i in range(n)]
 
 
 def _period_offset(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
