@@ -127,7 +127,12 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                                   "expert_hidden_dim": 1536, "route_norm": True}),
     "HrmTextForCausalLM": ("hrm_text", {"num_hidden_layers": 4}),
     "LagunaForCausalLM": ("laguna", {"num_hidden_layers": 4}),
-    "KimiLinearForCausalLM": ("kimi_linear", {"num_hidden_layers": 8}),
+    # Kimi-Linear's MLA and KDA fields (the class defaults have neither): 1-based kda_layers
+    "KimiLinearForCausalLM": ("kimi_linear", {
+        "num_hidden_layers": 8, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+        "v_head_dim": 128, "mla_use_nope": True, "linear_attn_config": {
+            "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8], "num_heads": 32,
+            "head_dim": 128, "short_conv_kernel_size": 4}}),
     "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
     "FlintForCausalLM": ("flint", {"num_hidden_layers": 8}),
     "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),

@@ -75,6 +75,10 @@ class MixerRules(_Strict):
     offset: int = 0
     interval: int = 4
     interval_tail: bool = False
+    listed: MixerName = "full_attention"
+    """``index_list``: the mixer of the listed layers (``other`` elsewhere)."""
+    index_base: int = 0
+    """``index_list``: the number of the first layer in the list (KimiLinear's are 1-based)."""
     """``interval``: the layers after the last whole interval are full attention too
     (BailingMoeV3's ``_is_kda_layer``)."""
     other: MixerName = "full_attention"

@@ -173,8 +173,8 @@ def _index_list(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType
     indices = text.int_list(key)
     if indices is None:
         return ["full_attention"] * n
-    chosen = set(indices)
-    return ["full_attention" if i in chosen else rules.other for i in range(n)]
+    chosen = {i - rules.index_base for i in indices}
+    return [rules.listed if i in chosen else rules.other for i in range(n)]
 
 
 def _state_only(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
