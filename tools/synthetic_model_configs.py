@@ -149,6 +149,15 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
     "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
     "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
+    # AliceAI has no config class of its own: Qwen3NextConfig with KDA's equal K / V heads
+    "AliceAIForCausalLM": ("qwen3_next", {
+        "num_hidden_layers": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
+        "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        # vllm/model_executor/models/config.py:29-40 AliceAIForCausalLMConfig and
+        # alice_ai.py:106-115 refuse a config without these
+        "kda_allow_negative_eigenvalues": False, "router_score_function": "sigmoid",
+        "router_bias_correction": True, "block_attn_res_block_size": 2,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"]}),
 }
 SPECS.update(TEXT_SPECS)
 
