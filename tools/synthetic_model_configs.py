@@ -149,6 +149,8 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
     "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
     "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
+    "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
+        "mamba", "hybrid", "mamba", "mamba", "hybrid", "mamba", "mamba", "hybrid"]}),
     # AliceAI has no config class of its own: Qwen3NextConfig with KDA's equal K / V heads
     "AliceAIForCausalLM": ("qwen3_next", {
         "num_hidden_layers": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
@@ -187,6 +189,13 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
                                                    "use_qk_norm": True, "partial_rotary_factor": 0.5,
                                                    "score_function": "sigmoid", "n_group": 1,
                                                    "topk_group": 1, "moe_router_enable_expert_bias": True}),
+    "PanguEmbeddedForCausalLM": ("pangu_embedded", _BASE),
+    "PanguUltraMoEForCausalLM": ("pangu_ultra_moe", {
+        **_BASE, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "first_k_dense_replace": 1,
+        "moe_intermediate_size": 256, "n_routed_experts": 4, "n_shared_experts": 1,
+        "norm_topk_prob": True, "num_experts_per_tok": 2, "routed_scaling_factor": 2.5,
+        "router_enable_expert_bias": True, "torch_dtype": "bfloat16"}),
     "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
                                            "rope_scaling": None, "use_qk_norm": True}),
 }
