@@ -149,6 +149,8 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
     "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
     "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
+    "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
+                                                                "num_hidden_layers": 8}}),
     "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
         "mamba", "hybrid", "mamba", "mamba", "hybrid", "mamba", "mamba", "hybrid"]}),
     # AliceAI has no config class of its own: Qwen3NextConfig with KDA's equal K / V heads
