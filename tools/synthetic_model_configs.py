@@ -198,6 +198,12 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
         "moe_intermediate_size": 256, "n_routed_experts": 4, "n_shared_experts": 1,
         "norm_topk_prob": True, "num_experts_per_tok": 2, "routed_scaling_factor": 2.5,
         "router_enable_expert_bias": True, "torch_dtype": "bfloat16"}),
+    "K2HorizonForCausalLM": ("k2_horizon", {
+        **_BASE, **_MOE, "attention_bias": False, "attention_gate_func": "sigmoid",
+        "decoder_sparse_step": 1, "layernorm_num_groups": 1, "mlp_only_layers": [0],
+        "moe_gate_bias": False, "mova_num_experts": 2, "mova_num_experts_per_tok": 1,
+        "query_key_norm": True, "rope_head_dim": 32, "router_scaling_factor": 1.0,
+        "router_score_func": "sigmoid"}),
     "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
                                            "rope_scaling": None, "use_qk_norm": True}),
 }
