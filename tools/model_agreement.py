@@ -372,7 +372,8 @@ def agreements_of(answers: Iterable[dict[str, Any]]) -> Iterator[ConfigAgreement
     for answer in answers:
         result = compare(answer)
         if answer["status"] == "ok" and result.tool_error is None:
-            compare_groups(answer, result, load_model(REPO / answer["config"]).num_layers)
+            # the tool's layer count (a looped stack has L caches per loop)
+            compare_groups(answer, result, len(load_model(REPO / answer["config"]).layers))
         yield result
 
 

@@ -93,6 +93,17 @@ class MixerRules(_Strict):
     attention (``{max_window_layers}`` and ``{num_hidden_layers}`` are filled in)."""
 
 
+class LoopRules(_Strict):
+    """The decoder stack runs ``count`` times (config field ``count_field``); every loop
+    after the first has its own attention caches, layer ``k * L + i``, with a sliding
+    window of ``window`` tokens (``window_field``): IQuest-LoopCoder."""
+
+    count_field: str
+    count: int
+    window_field: str
+    window: int
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -112,6 +123,7 @@ class AttentionRules(_Strict):
     ``sliding_window + 1`` tokens)."""
     nope_mixers: list[MixerName] = Field(default_factory=list)
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
+    loops: LoopRules | None = None
 
 
 class SSMRefusal(_Strict):

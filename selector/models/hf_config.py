@@ -195,7 +195,24 @@ class _ConfigParser:
             )
             for i, mixer in enumerate(self.mixers)
         ]
-        return tuple(self._share_kv(layers))
+        return tuple(self._loops(self._share_kv(layers)))
+
+    def _loops(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """Every loop after the first adds a copy of each attention layer, numbered
+        ``k * L + i``, sliding over the loop's window (the family's ``attention.loops``)."""
+        loops = self.family.attention.loops
+        if loops is None:
+            return layers
+        count = self.text.int_(loops.count_field, loops.count)
+        window = self.text.int_(loops.window_field, loops.window)
+        out = list(layers)
+        for k in range(1, count):
+            for layer in layers:
+                update: dict[str, Any] = {"index": k * self.num_layers + layer.index}
+                if layer.kind == "attention":
+                    update["sliding_window"] = window
+                out.append(layer.model_copy(update=update))
+        return out
 
     def _block_kv_heads(self, common: dict[str, Any]) -> list[int | None] | None:
         """DeciLM block configs: KV heads = num_attention_heads // n_heads_in_group."""
