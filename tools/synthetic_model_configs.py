@@ -204,6 +204,10 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
         "moe_gate_bias": False, "mova_num_experts": 2, "mova_num_experts_per_tok": 1,
         "query_key_norm": True, "rope_head_dim": 32, "router_scaling_factor": 1.0,
         "router_score_func": "sigmoid"}),
+    "DomynEdgeForCausalLM": ("domyn_edge", {
+        **_BASE, "position_layers": ["rope", "nope", "rope", "nope"],
+        "per_layer_config": {"1": {"head_dim": 128}, "3": {"head_dim": 128}},
+        "window_sizes": [[512, 0], [0, 0], [512, 0], [0, 0]]}),
     "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
                                            "rope_scaling": None, "use_qk_norm": True}),
 }

@@ -104,6 +104,18 @@ class LoopRules(_Strict):
     window: int
 
 
+class PerLayerRules(_Strict):
+    """Per-layer attention shapes (DomynEdge): ``head_size`` names a mapping from layer
+    index to overrides and the key that holds the layer's head size
+    (``per_layer_config.head_dim``: transformers' heterogeneous configs, a layer not
+    listed keeps the model's head size); ``window`` a list of windows, one per layer (an
+    entry that is a list gives its first element), 0 meaning full attention and any other
+    sliding over ``window + window_offset`` tokens."""
+
+    head_size: str | None = None
+    window: str | None = None
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -124,6 +136,7 @@ class AttentionRules(_Strict):
     nope_mixers: list[MixerName] = Field(default_factory=list)
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
     loops: LoopRules | None = None
+    per_layer: PerLayerRules | None = None
 
 
 class SSMRefusal(_Strict):

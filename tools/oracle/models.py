@@ -220,7 +220,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # (tools/synthetic_model_configs.py RAW)
                                   "orion", "solar", "step1", "minicpm", "bailing_moe",
                                   "bailing_moe_v2", "param2moe", "pangu_embedded",
-                                  "pangu_ultra_moe", "k2_horizon"})
+                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
