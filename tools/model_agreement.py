@@ -71,8 +71,14 @@ def answer_files(engine: str = "vllm-0.33.0") -> list[Path]:
 
 
 def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
-    """vLLM's committed answers, one per config (every file of ``answer_files``)."""
-    return [answer for path in answer_files(engine) for answer in oracle.read_jsonl(path)]
+    """vLLM's committed answers, one per config (every file of ``answer_files``; a config
+    a later part also answers is that part's)."""
+    answers: dict[str, dict[str, Any]] = {}
+    for path in answer_files(engine):
+        for answer in oracle.read_jsonl(path):
+            answers.pop(str(answer["config"]), None)
+            answers[str(answer["config"])] = answer
+    return list(answers.values())
 
 
 @dataclass
