@@ -252,3 +252,20 @@ def test_each_release_aligns_hybrids_as_vllm(answer: dict[str, Any]) -> None:
     assert result.group_differences == [], "\n".join(result.group_differences[:20])
     assert result.groups_agreeing == result.groups
     assert result.groups > 0 or _encoder_only(answer)
+
+
+def test_the_kda_hybrids_align_as_vllm() -> None:
+    """Issue 24 item 3 for the KDA hybrids (BailingMoeV3 and KimiLinear beside MLA,
+    AliceAI beside attention): vLLM 0.33.0's blocks after update_block_size_for_backend
+    on SM90 (no GDN prefill checkpoint: their mixers are not Qwen's
+    QwenGatedDeltaNetAttention), and the tool's plan gives the same groups."""
+    answers = {Path(str(a["config"])).stem: a for a in _answers() if a["status"] == "ok"}
+    blocks = {name: answers[name]["aligned"]["block_size"] for name in (
+        "BailingMoeV3ForCausalLM", "KimiLinearForCausalLM", "AliceAIForCausalLM")}
+    assert blocks == {"BailingMoeV3ForCausalLM": 512, "KimiLinearForCausalLM": 1920,
+                      "AliceAIForCausalLM": 544}
+    for name in blocks:
+        answer = answers[name]
+        want = sorted((g["block_size"], g["page_size_bytes"], tuple(sorted(g["layers"])))
+                      for g in answer["aligned"]["groups"])
+        assert sorted(tool_groups(answer)) == want, name
