@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compare the project's model reader with vLLM's committed answers
-(``tests/golden/vllm_models/vllm-<version>.jsonl.gz``, written by
+(``tests/golden/vllm_models/vllm-<version>.jsonl.gz`` and the parts in
+``vllm-<version>/*.jsonl.gz``, written by
 ``tools/vllm_model_reference.py``), layer by layer, without vLLM::
 
     python tools/model_agreement.py [--engine vllm-0.33.0] [--markdown]
@@ -394,7 +395,8 @@ def agreements_of(answers: Iterable[dict[str, Any]]) -> Iterator[ConfigAgreement
     for answer in answers:
         result = compare(answer)
         if answer["status"] == "ok" and result.tool_error is None:
-            compare_groups(answer, result, load_model(REPO / answer["config"]).num_layers)
+            # the tool's layer count (a looped stack has L caches per loop)
+            compare_groups(answer, result, len(load_model(REPO / answer["config"]).layers))
         yield result
 
 

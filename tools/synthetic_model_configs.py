@@ -147,6 +147,104 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    # text-generation architectures of vLLM 0.33.0 whose config class is transformers' or
+    # vLLM's own: its defaults with a small stack (8 layers where the defaults interleave
+    # layer kinds, so that every kind appears)
+    "AXK1ForCausalLM": ("axk1", {"num_hidden_layers": 4}),
+    "AfmoeForCausalLM": ("afmoe", {"num_hidden_layers": 8, "score_func": "sigmoid", "route_norm": True,
+                                   "route_scale": 1.0, "n_group": 1, "topk_group": 1}),
+    "DoryForCausalLM": ("dory", {"num_hidden_layers": 4}),
+    "HYV3ForCausalLM": ("hy_v3", {"num_hidden_layers": 4, "first_k_dense_replace": 1,
+                                  "expert_hidden_dim": 1536, "route_norm": True}),
+    "HrmTextForCausalLM": ("hrm_text", {"num_hidden_layers": 4}),
+    "LagunaForCausalLM": ("laguna", {"num_hidden_layers": 4}),
+    # Kimi-Linear's MLA and KDA fields (the class defaults have neither): 1-based kda_layers
+    "KimiLinearForCausalLM": ("kimi_linear", {
+        "num_hidden_layers": 8, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+        "v_head_dim": 128, "mla_use_nope": True, "linear_attn_config": {
+            "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8], "num_heads": 32,
+            "head_dim": 128, "short_conv_kernel_size": 4}}),
+    "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
+    "FlintForCausalLM": ("flint", {"num_hidden_layers": 8}),
+    "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
+    "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
+    "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
+    "Step5ForCausalLM": ("step5", {"num_hidden_layers": 8}),
+    "BailingMoeV3ForCausalLM": ("bailing_hybrid", {
+        "num_hidden_layers": 8, "no_kda_lora": True, "use_bias": False, "n_group": 1,
+        "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),
+    "SarvamMLAForCausalLM": ("sarvam_mla", {"num_hidden_layers": 4}),
+    "SarvamMoEForCausalLM": ("sarvam_moe", {
+        "num_hidden_layers": 4, "embedding_dropout": 0.0, "use_bias": False, "num_experts": 8,
+        "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),
+    "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
+    "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
+    "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
+    "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
+                                                                "num_hidden_layers": 8}}),
+    "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
+        "mamba", "hybrid", "mamba", "mamba", "hybrid", "mamba", "mamba", "hybrid"]}),
+    # AliceAI has no config class of its own: Qwen3NextConfig with KDA's equal K / V heads
+    "AliceAIForCausalLM": ("qwen3_next", {
+        "num_hidden_layers": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
+        "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        # vllm/model_executor/models/config.py:29-40 AliceAIForCausalLMConfig and
+        # alice_ai.py:106-115 refuse a config without these
+        "kda_allow_negative_eigenvalues": False, "router_score_function": "sigmoid",
+        "router_bias_correction": True, "block_attn_res_block_size": 2,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"]}),
+}
+SPECS.update(TEXT_SPECS)
+
+_BASE = {**_SMALL, "head_dim": 64, "rms_norm_eps": 1e-6, "hidden_act": "silu", "rope_theta": 10000.0,
+         "tie_word_embeddings": False, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+"""A small decoder for a config class that is the model's remote code."""
+
+_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256,
+        "moe_shared_expert_intermediate_size": 256, "num_shared_experts": 1,
+        "first_k_dense_replace": 1, "norm_topk_prob": True}
+
+RAW: dict[str, tuple[str, dict[str, Any]]] = {
+    # architectures whose config class is remote code (no class in transformers or vLLM):
+    # written as they are and read by the harness's stand-in config class
+    # (tools/oracle/models.py STAND_IN_MODEL_TYPES), which keeps every key; the fields are
+    # those the vLLM model module reads
+    "OrionForCausalLM": ("orion", _BASE),
+    "SolarForCausalLM": ("solar", {**_BASE, "bskcn_1": [1], "bskcn_2": [2], "bskcn_3": [2],
+                                   "bskcn_4": [3], "bskcn_tv": [0.9, 0.8]}),
+    "Step1ForCausalLM": ("step1", {**_BASE, "num_attention_groups": 2}),
+    "MiniCPMForCausalLM": ("minicpm", {**_BASE, "dim_model_base": 256, "scale_depth": 1.4,
+                                       "scale_emb": 12, "num_experts": 0, "num_experts_per_tok": 0}),
+    "BailingMoeForCausalLM": ("bailing_moe", {**_BASE, **_MOE, "embedding_dropout": 0.0,
+                                              "use_bias": False, "use_qkv_bias": False}),
+    "BailingMoeV2ForCausalLM": ("bailing_moe_v2", {**_BASE, **_MOE, "embedding_dropout": 0.0,
+                                                   "use_bias": False, "use_qkv_bias": False,
+                                                   "use_qk_norm": True, "partial_rotary_factor": 0.5,
+                                                   "score_function": "sigmoid", "n_group": 1,
+                                                   "topk_group": 1, "moe_router_enable_expert_bias": True}),
+    "PanguEmbeddedForCausalLM": ("pangu_embedded", _BASE),
+    "PanguUltraMoEForCausalLM": ("pangu_ultra_moe", {
+        **_BASE, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "first_k_dense_replace": 1,
+        "moe_intermediate_size": 256, "n_routed_experts": 4, "n_shared_experts": 1,
+        "norm_topk_prob": True, "num_experts_per_tok": 2, "routed_scaling_factor": 2.5,
+        "router_enable_expert_bias": True, "torch_dtype": "bfloat16"}),
+    "K2HorizonForCausalLM": ("k2_horizon", {
+        **_BASE, **_MOE, "attention_bias": False, "attention_gate_func": "sigmoid",
+        "decoder_sparse_step": 1, "layernorm_num_groups": 1, "mlp_only_layers": [0],
+        "moe_gate_bias": False, "mova_num_experts": 2, "mova_num_experts_per_tok": 1,
+        "query_key_norm": True, "rope_head_dim": 32, "router_scaling_factor": 1.0,
+        "router_score_func": "sigmoid"}),
+    "DomynEdgeForCausalLM": ("domyn_edge", {
+        **_BASE, "position_layers": ["rope", "nope", "rope", "nope"],
+        "per_layer_config": {"1": {"head_dim": 128}, "3": {"head_dim": 128}},
+        "window_sizes": [[512, 0], [0, 0], [512, 0], [0, 0]]}),
+    "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
+                                           "rope_scaling": None, "use_qk_norm": True}),
+}
+
+
 DEFAULTS: dict[str, str] = {
     # architecture: model_type; the config class's defaults with a 4-layer stack (in its
     # text_config when the class has one)
@@ -228,7 +326,18 @@ def _config_class(model_type: str) -> Any:
     return type(AutoConfig.for_model(model_type))
 
 
+def _write_raw(arch: str) -> Path:
+    model_type, fields = RAW[arch]
+    raw = {**fields, "architectures": [arch], "model_type": model_type}
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{arch}.json"
+    path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
 def write(arch: str) -> Path:
+    if arch in RAW:
+        return _write_raw(arch)
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
     drop = overrides.pop("_drop", [])
@@ -252,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS})
+    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS, *RAW})
     failed = 0
     for arch in names:
         try:

@@ -132,6 +132,26 @@ def _spec_record(spec: Any) -> dict[str, Any]:
     return record
 
 
+def _slopes_on_cpu(model_cls: Any) -> None:
+    """A model module's ALiBi-slope helper (e.g. step1.py ``_get_step_alibi_slopes``, whose
+    tensor the layer turns into a list) computes on the CPU: under ``torch.device("meta")``
+    its tensor has no values. The slopes do not decide a cache shape."""
+    import functools
+
+    import torch
+
+    module = sys.modules[model_cls.__module__]
+    for name, func in list(vars(module).items()):
+        if "alibi_slopes" in name and callable(func) and not getattr(func, "_on_cpu", False):
+            def on_cpu(*args: Any, _func: Any = func, **kwargs: Any) -> Any:
+                with torch.device("cpu"):
+                    return _func(*args, **kwargs)
+
+            functools.update_wrapper(on_cpu, func)
+            on_cpu._on_cpu = True  # type: ignore[attr-defined]
+            setattr(module, name, on_cpu)
+
+
 def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     raw = json.loads(config_path.read_text(encoding="utf-8"))
     notes: list[str] = []
@@ -352,6 +372,7 @@ def reference(config_path: Path, workdir: Path, *,
         if padded:
             out["mamba_page_size_padded"] = padded
         stage = "model construction"
+        _slopes_on_cpu(model_cls)
         with (
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),

@@ -75,10 +75,20 @@ class MixerRules(_Strict):
     offset_field: str | None = None
     offset: int = 0
     interval: int = 4
+    interval_tail: bool = False
+    listed: MixerName = "full_attention"
+    """``index_list``: the mixer of the listed layers (``other`` elsewhere)."""
+    index_base: int = 0
+    """``index_list``: the number of the first layer in the list (KimiLinear's are 1-based)."""
+    """``interval``: the layers after the last whole interval are full attention too
+    (BailingMoeV3's ``_is_kda_layer``)."""
     other: MixerName = "full_attention"
     chars: dict[str, MixerName] = Field(default_factory=dict)
     values: dict[str, MixerName] = Field(default_factory=dict)
     layer_types: Literal["use", "ignore"] = "use"
+    layer_type_values: dict[str, MixerName] = Field(default_factory=dict)
+    """``layer_types`` entries of the family's own beyond ``LAYER_TYPE_TOKENS`` (Dory's
+    ``mlp``: a block without attention)."""
     refuse_mixed: str | None = None
     """vLLM's start-up error when the config's layers mix sliding and full
     attention (``{max_window_layers}`` and ``{num_hidden_layers}`` are filled in)."""
@@ -92,6 +102,29 @@ class MixerRules(_Strict):
     """Mixers the family's model class builds as another: {mixer: what it builds}
     (Lfm2BidirectionalModel's conv layers are a stateless bidirectional convolution:
     ``{short_conv: none}``)."""
+
+
+class LoopRules(_Strict):
+    """The decoder stack runs ``count`` times (config field ``count_field``); every loop
+    after the first has its own attention caches, layer ``k * L + i``, with a sliding
+    window of ``window`` tokens (``window_field``): IQuest-LoopCoder."""
+
+    count_field: str
+    count: int
+    window_field: str
+    window: int
+
+
+class PerLayerRules(_Strict):
+    """Per-layer attention shapes (DomynEdge): ``head_size`` names a mapping from layer
+    index to overrides and the key that holds the layer's head size
+    (``per_layer_config.head_dim``: transformers' heterogeneous configs, a layer not
+    listed keeps the model's head size); ``window`` a list of windows, one per layer (an
+    entry that is a list gives its first element), 0 meaning full attention and any other
+    sliding over ``window + window_offset`` tokens."""
+
+    head_size: str | None = None
+    window: str | None = None
 
 
 class AttentionRules(_Strict):
@@ -128,6 +161,8 @@ class AttentionRules(_Strict):
     decides in vLLM's Llama / Qwen decoder layers."""
     nope_mixers: list[MixerName] = Field(default_factory=list)
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
+    loops: LoopRules | None = None
+    per_layer: PerLayerRules | None = None
 
 
 class SSMRefusal(_Strict):

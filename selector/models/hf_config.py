@@ -199,7 +199,75 @@ class _ConfigParser:
             )
             for i, mixer in enumerate(self.mixers)
         ]
-        return tuple(self._share_kv(layers))
+        return tuple(self._loops(self._share_kv(self._per_layer(layers))))
+
+    def _per_layer_values(self, spec: str) -> list[int | None]:
+        """One value per layer: ``field`` a list (one entry per layer; an entry that is a
+        list gives its first element) or ``field.key`` a mapping from layer index to
+        overrides (None where a layer has no ``key``)."""
+        field, _, key = spec.partition(".")
+        values = self.text.raw(field)
+        if key:
+            if values is None:
+                return [None] * self.num_layers
+            if not isinstance(values, dict):
+                raise self.text.error(field, "expected a mapping from layer index to overrides")
+            entries: list[Any] = [None] * self.num_layers
+            for index, overrides in values.items():
+                if not str(index).isdigit() or int(index) >= self.num_layers:
+                    raise self.text.error(f"{field}.{index}", "is not a layer index of the model")
+                entries[int(index)] = overrides.get(key) if isinstance(overrides, dict) else None
+        else:
+            if not isinstance(values, list) or len(values) < self.num_layers:
+                raise self.text.error(field, f"expected a list of {self.num_layers} entries, one per layer")
+            entries = [v[0] if isinstance(v, list) and v else v for v in values[: self.num_layers]]
+        for i, value in enumerate(entries):
+            if value is None and key:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                where = f"{field}.{i}.{key}" if key else f"{field}[{i}]"
+                raise self.text.error(where, f"expected a non-negative integer, got {value!r}")
+        return entries
+
+    def _per_layer(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """The family's ``attention.per_layer`` head sizes and windows."""
+        rules = self.family.attention.per_layer
+        if rules is None:
+            return layers
+        heads = self._per_layer_values(rules.head_size) if rules.head_size else None
+        windows = self._per_layer_values(rules.window) if rules.window else None
+        offset = self.family.attention.window_offset
+        out = []
+        for i, layer in enumerate(layers):
+            if layer.kind != "attention":
+                out.append(layer)
+                continue
+            update: dict[str, Any] = {}
+            head = heads[i] if heads is not None else None
+            if head is not None:
+                update.update(head_size=head, head_size_v=head)
+            window = windows[i] if windows is not None else None
+            if windows is not None:
+                update["sliding_window"] = window + offset if window else None
+            out.append(layer.model_copy(update=update))
+        return out
+
+    def _loops(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """Every loop after the first adds a copy of each attention layer, numbered
+        ``k * L + i``, sliding over the loop's window (the family's ``attention.loops``)."""
+        loops = self.family.attention.loops
+        if loops is None:
+            return layers
+        count = self.text.int_(loops.count_field, loops.count)
+        window = self.text.int_(loops.window_field, loops.window)
+        out = list(layers)
+        for k in range(1, count):
+            for layer in layers:
+                update: dict[str, Any] = {"index": k * self.num_layers + layer.index}
+                if layer.kind == "attention":
+                    update["sliding_window"] = window
+                out.append(layer.model_copy(update=update))
+        return out
 
     def _block_kv_heads(self, common: dict[str, Any]) -> list[int | None] | None:
         """DeciLM block configs: KV heads = num_attention_heads // n_heads_in_group."""

@@ -39,8 +39,10 @@ def _sliding_if(predicate: list[bool]) -> list[MixerType]:
     return ["sliding_attention" if p else "full_attention" for p in predicate]
 
 
-def _explicit(text: ConfigReader, num_layers: int) -> list[MixerType] | None:
+def _explicit(text: ConfigReader, num_layers: int,
+              extra: dict[str, MixerType] | None = None) -> list[MixerType] | None:
     tokens = text.str_list("layer_types")
+    known = {**LAYER_TYPE_TOKENS, **(extra or {})}
     if tokens is None:
         return None
     if len(tokens) < num_layers:
@@ -50,13 +52,13 @@ def _explicit(text: ConfigReader, num_layers: int) -> list[MixerType] | None:
         )
     mixers: list[MixerType] = []
     for i, token in enumerate(tokens[:num_layers]):
-        if token not in LAYER_TYPE_TOKENS:
+        if token not in known:
             raise text.error(
                 f"layer_types[{i}]",
                 f"unknown layer type {token!r}",
-                hint="known: " + ", ".join(sorted(LAYER_TYPE_TOKENS)),
+                hint="known: " + ", ".join(sorted(known)),
             )
-        mixers.append(LAYER_TYPE_TOKENS[token])
+        mixers.append(known[token])
     return mixers
 
 
@@ -89,8 +91,10 @@ def mixed_window_refusal(text: ConfigReader, rules: MixerRules, n: int) -> str |
 
 
 def _interval(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
-    interval = text.int_(rules.field, rules.interval) if rules.field else rules.interval
-    return ["full_attention" if (i + 1) % interval == 0 else rules.other for i in range(n)]
+    interval = text.int_(rules.field, rules.interval, minimum=1) if rules.field else rules.interval
+    tail = n // interval * interval if rules.interval_tail else n
+    return ["full_attention" if (i + 1) % interval == 0 or i >= tail else rules.other
+            for i in range(n)]
 
 
 def _period_offset(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
@@ -169,8 +173,8 @@ def _index_list(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType
     indices = text.int_list(key)
     if indices is None:
         return ["full_attention"] * n
-    chosen = set(indices)
-    return ["full_attention" if i in chosen else rules.other for i in range(n)]
+    chosen = {i - rules.index_base for i in indices}
+    return [rules.listed if i in chosen else rules.other for i in range(n)]
 
 
 def _state_only(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
@@ -219,7 +223,7 @@ def model_wide_window(text: ConfigReader) -> int | None:
 
 def _resolve(text: ConfigReader, rules: MixerRules, num_layers: int) -> list[MixerType]:
     if rules.layer_types == "use" and rules.rule not in ("char_pattern", "block_configs", "repeat"):
-        explicit = _explicit(text, num_layers)
+        explicit = _explicit(text, num_layers, rules.layer_type_values)
         if explicit is not None:
             return explicit
     if rules.fallback is not None and rules.field is not None and text.raw(rules.field) is None:

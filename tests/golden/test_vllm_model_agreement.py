@@ -40,6 +40,10 @@ REFUSED: dict[str, tuple[str, str]] = {
         "was supported in vLLM until v0.23.0", "QWenLMHeadModel was removed from vLLM in 0.23.0"),
     "qwen2-window-mixed-shape.json": (
         "Sliding window for some but all layers is not supported", "AS133 with the same text"),
+    "Step1ForCausalLM.json": (
+        "use_alibi_sqrt is not supported by backend FLASH_ATTN",
+        "vLLM's selector picks FLASH_ATTN and the layer refuses it (attention.py:363-369); "
+        "the tool does not yet refuse a backend without supports_alibi_sqrt for Step1"),
     "falcon-h1-0.5b-shape.json": (
         "mamba_n_heads must divide mamba_expand * hidden_size",
         "transformers' FalconH1Config refuses it as vLLM loads it: AS133 with the same text"),
@@ -235,3 +239,20 @@ def test_each_release_aligns_hybrids_as_vllm(answer: dict[str, Any]) -> None:
     assert result.group_differences == [], "\n".join(result.group_differences[:20])
     assert result.groups_agreeing == result.groups
     assert result.groups > 0 or _encoder_only(answer)
+
+
+def test_the_kda_hybrids_align_as_vllm() -> None:
+    """Issue 24 item 3 for the KDA hybrids (BailingMoeV3 and KimiLinear beside MLA,
+    AliceAI beside attention): vLLM 0.33.0's blocks after update_block_size_for_backend
+    on SM90 (no GDN prefill checkpoint: their mixers are not Qwen's
+    QwenGatedDeltaNetAttention), and the tool's plan gives the same groups."""
+    answers = {Path(str(a["config"])).stem: a for a in _answers() if a["status"] == "ok"}
+    blocks = {name: answers[name]["aligned"]["block_size"] for name in (
+        "BailingMoeV3ForCausalLM", "KimiLinearForCausalLM", "AliceAIForCausalLM")}
+    assert blocks == {"BailingMoeV3ForCausalLM": 512, "KimiLinearForCausalLM": 1920,
+                      "AliceAIForCausalLM": 544}
+    for name in blocks:
+        answer = answers[name]
+        want = sorted((g["block_size"], g["page_size_bytes"], tuple(sorted(g["layers"])))
+                      for g in answer["aligned"]["groups"])
+        assert sorted(tool_groups(answer)) == want, name

@@ -215,7 +215,12 @@ def register_remote_configs() -> None:
         AutoConfig.register(model_type, StandInConfig)
 
 
-STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen"})
+STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
+                                  # remote-code config classes of vLLM 0.33.0's text models
+                                  # (tools/synthetic_model_configs.py RAW)
+                                  "orion", "solar", "step1", "minicpm", "bailing_moe",
+                                  "bailing_moe_v2", "param2moe", "pangu_embedded",
+                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
