@@ -199,7 +199,7 @@ class _ConfigParser:
             )
             for i, mixer in enumerate(self.mixers)
         ]
-        return tuple(self._loops(self._share_kv(self._per_layer(layers))))
+        return tuple(self._loops(self._share_kv(self._per_layer_heads_and_windows(layers))))
 
     def _per_layer_values(self, spec: str) -> list[int | None]:
         """One value per layer: ``field`` a list (one entry per layer; an entry that is a
@@ -229,7 +229,7 @@ class _ConfigParser:
                 raise self.text.error(where, f"expected a non-negative integer, got {value!r}")
         return entries
 
-    def _per_layer(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+    def _per_layer_heads_and_windows(self, layers: list[LayerFacts]) -> list[LayerFacts]:
         """The family's ``attention.per_layer`` head sizes and windows."""
         rules = self.family.attention.per_layer
         if rules is None:
