@@ -38,11 +38,12 @@ from selector.memory.encoder import (
 from selector.memory.issues import layer_build_issues, startup_issue
 from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
 from selector.memory.profile import StartupProfile
+from selector.memory.runner import runner_data
 from selector.memory.speculative import draft_weight_part
 from selector.memory.startup import dtype_bytes
 from selector.memory.weights import WeightPart
 from selector.models import ModelFacts
-from selector.pipeline.draft import DraftStage
+from selector.pipeline.draft import DraftStage, draft_runner
 from selector.pipeline.model import check_model
 from selector.request import RequestFacts
 
@@ -142,7 +143,8 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         max_model_len=kv.max_model_len, block_size=kv.block_size,
         captured_graphs=captured_graph_count(kv.cudagraph_mode, target.serve.cudagraph_capture_sizes,
                                              kv.max_num_seqs),
-        encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)))
+        encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)),
+        model_runner=_model_runner(catalog, engine_name, model, draft, environ))
 
     def budget_for(stage: tuple[int, int] | None) -> MemoryBudget | None:
         last = stage is None or stage[1] == decoder_layers  # the draft runs on the last stage
@@ -222,6 +224,16 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
             update={"capacity": report.capacity if report is not None else None}))
     return replace(checked, memory=report, startup=tuple(issues), encoder=encoder,
                    draft=draft_report)
+
+
+def _model_runner(catalog: Catalog, engine: str, model: ModelFacts, draft: DraftStage | None,
+                  environ: Mapping[str, str] | None) -> str | None:
+    """The GPU model runner vLLM starts (the draft's, which the same rule chose:
+    selector/memory/runner.py); None where the release has no model-runner.yaml."""
+    if draft is not None:
+        return draft.runner
+    runners = runner_data(catalog, engine)
+    return None if runners is None else draft_runner(runners, model, None, environ).runner
 
 
 def _draft_weights(draft: DraftStage | None, model: ModelFacts, profile: StartupProfile,

@@ -5,8 +5,9 @@ written by ``tools/draft_oracle.py`` with the release's oracle interpreter): for
 target config and ``--speculative-config`` of the grid, the model runner, the draft's
 layers and the backend vLLM built them with, every layer's KV spec grouped by vLLM's
 ``get_kv_cache_groups`` after the engine's block-size alignment, the draft's parameters
-as its class builds them, or vLLM's refusal. ``check``'s pipeline (the data of
-``schemas/engines/vllm-0.33.0/speculative.yaml``) must answer the same.
+as its class builds them, or vLLM's refusal. ``check``'s pipeline (each release's
+``speculative.yaml`` and ``model-runner.yaml``, 0.25.1's patched forward) must answer the
+same, for every recorded release.
 """
 
 from __future__ import annotations
@@ -96,9 +97,56 @@ def test_the_newest_release_is_recorded() -> None:
     assert "vllm-0.33.0" in {path.parent.name for path in _golden_files()}
 
 
-_OK = [item for item in _rows() if item[1]["status"] == "ok" and item[0] == "vllm-0.33.0"]
-_REFUSED = [item for item in _rows() if item[1]["status"] == "refused"
-            and item[0] == "vllm-0.33.0"]
+_STALE = {("vllm-0.30.0", case) for case in (
+    "deepseek-v3-mtp-flashmla", "deepseek-v3-mtp-flash-attn", "llama-3.1-8b-eagle3-flashinfer",
+    "llama-3.1-8b-eagle3-flashmla")}
+"""Rows the harness recorded before it ran each release's own Model Runner V2 loader
+(it then overlaid only ``apply_draft_overrides``, which 0.30.0 lacks, so the draft was
+built without 0.30.0's inline ``attention_backend`` replace, ``load_eagle_model``
+vllm/v1/worker/gpu/spec_decode/eagle/utils.py:97-105): a harness failure, not vLLM's
+answer, left out until the release is recorded again with ``tools/draft_oracle.py``."""
+
+
+_KV_GAPS = {(release, case) for release in ("vllm-0.25.1", "vllm-0.26.0", "vllm-0.27.0",
+                                            "vllm-0.27.1", "vllm-0.28.0", "vllm-0.31.0")
+            for case in ("deepseek-v3-mtp-flashmla",)} | {
+    ("vllm-0.31.0", "llama-3.1-8b-eagle3-flashinfer")}
+"""A draft whose backend differs from the target's, in releases whose KV-cache planning
+differs from the KV plan's (shared by every release): before 0.29.0 the engine aligns the
+block size to the target's backend alone (FLASHMLA's 64 not applied: vLLM's block 16);
+before 0.32.0 a spec carries no ``block_stride_alignment`` (no ``customize_attention_spec``,
+vllm/v1/worker/utils.py:476-486 of 0.32.0), so a FlashInfer draft's spec equals the
+target's FLASH_ATTN one (one FullAttentionSpec group, not UniformTypeKVCacheSpecs). Not
+modelled yet: these rows are left out of the group comparison, the runner and the draft's
+backend still compared (test_draft_backend_and_runner_are_vllms)."""
+
+
+def _current(item: tuple[str, dict[str, Any]]) -> bool:
+    return (item[0], item[1]["id"]) not in _STALE
+
+
+_ALL_OK = [item for item in _rows() if item[1]["status"] == "ok" and _current(item)]
+_OK = [item for item in _ALL_OK if (item[0], item[1]["id"]) not in _KV_GAPS]
+_GAPS = [item for item in _ALL_OK if (item[0], item[1]["id"]) in _KV_GAPS]
+
+
+@pytest.mark.parametrize("item", _GAPS, ids=[_ids(i) for i in _GAPS])
+def test_draft_backend_and_runner_are_vllms(item: tuple[str, dict[str, Any]],
+                                           tmp_path: Path) -> None:
+    version, row = item
+    result = _solve(row, version, tmp_path).model
+    assert result is not None and result.draft is not None
+    assert result.draft.runner == row["runner"]
+    draft = [s for s in result.selections if s.draft]
+    assert {s.result.selected for s in draft} == {
+        r["backend"] for r in row["draft_layers"] if r["backend"] not in _WIRED}
+_REFUSED = [item for item in _rows() if item[1]["status"] == "refused" and _current(item)]
+
+
+def test_every_profiled_release_is_recorded() -> None:
+    releases = {path.name for path in (REPO / "schemas" / "engines").iterdir()
+                if (path / "profile.yaml").is_file()}
+    assert releases <= {path.parent.name for path in _golden_files()}
 
 
 @pytest.mark.parametrize("item", _OK, ids=[_ids(i) for i in _OK])
@@ -137,6 +185,8 @@ def test_draft_layers_backend_and_groups_are_vllms(item: tuple[str, dict[str, An
     assert mine == theirs
     # the draft's layers are in a group of as many layers as vLLM's (a sparse layer's
     # indexer cache beside its attention is the same layer)
+    if row["groups"] is None:  # the harness groups the specs before the engine's
+        return  # alignment, which a hybrid model's specs of 0.25.1-0.28.0 need first
     expected = [len(set(g["layers"])) + len({_layer_of(n) for n in g["draft_layers"]})
                 for g in row["groups"] if g["draft_layers"]]
     draft_indices = {i for s in draft for i in s.layers}
@@ -194,22 +244,20 @@ def test_refusals_are_vllms(item: tuple[str, dict[str, Any]], tmp_path: Path) ->
 def test_the_draft_model_backend_is_not_read_by_model_runner_v2(tmp_path: Path) -> None:
     """vLLM 0.33.0's V2 draft-model speculator ignores attention_backend (the oracle's
     llama-3.1-8b-draft-model-triton case builds FLASH_ATTN layers): check says so."""
-    row = next(r for v, r in _OK if r["id"] == "llama-3.1-8b-draft-model-triton")
+    row = next(r for v, r in _OK if r["id"] == "llama-3.1-8b-draft-model-triton"
+               and v == "vllm-0.33.0")
     result = _solve(row, "vllm-0.33.0", tmp_path).model
     assert result is not None and result.draft is not None
     assert "is not read" in result.draft.backend_rule
 
 
-_OLDER = sorted({version for version, _ in _rows()} - {"vllm-0.33.0"})
-
-
-@pytest.mark.parametrize("version", _OLDER)
-def test_an_older_release_says_its_draft_is_not_modelled(version: str, tmp_path: Path) -> None:
-    """The releases before 0.33.0 build the draft by other rules (their recorded answers:
-    V2 runners that do not read attention_backend, other runner defaults): check says
-    their draft is not modelled (SP005), never that it passed."""
-    row = next(r for v, r in _rows() if v == version and r["id"] == "llama-3.1-8b-eagle3")
-    result = _solve(row, version, tmp_path).model
-    assert result is not None and result.draft is not None
-    assert [code for code, _ in result.draft.notes] == ["SP005"]
-    assert not any(s.draft for s in result.selections)
+def test_the_memory_budget_reads_the_drafts_runner(tmp_path: Path) -> None:
+    """One rule (model-runner.yaml) for both stages: the budget's runner is the draft's
+    in every release (0.25.1's DeepSeek-V3 MTP on V1: an MoE architecture outside the
+    default-V2 list; 0.33.0's on V2)."""
+    for version, row in _OK:
+        if row["id"] not in ("deepseek-v3-mtp", "llama-3.1-8b-eagle3", "llama-3.1-8b-ngram"):
+            continue
+        result = _solve(row, version, tmp_path).model
+        assert result is not None and result.draft is not None and result.memory is not None
+        assert result.memory.budget.model_runner == row["runner"].upper(), (version, row["id"])
