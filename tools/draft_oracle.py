@@ -99,6 +99,10 @@ CASES: list[dict[str, Any]] = [
      "draft": EAGLE3_DRAFT,
      "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
                      "kv_cache_dtype": "fp8"}},
+    {"id": "llama-3.1-8b-eagle3-draft-tp2", "target": MODELS / "llama-3.1-8b.json",
+     "draft": EAGLE3_DRAFT,
+     "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
+                     "draft_tensor_parallel_size": 2}},
     {"id": "llama-3.1-8b-eagle3-unknown-backend", "target": MODELS / "llama-3.1-8b.json",
      "draft": EAGLE3_DRAFT,
      "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
@@ -355,6 +359,8 @@ def answer(case: dict[str, Any], workdir: Path) -> dict[str, Any]:
                                                 compilation.cudagraph_mode))
             out["cudagraph_capture_sizes"] = list(compilation.cudagraph_capture_sizes or [])
             out["block_size"] = vllm_config.cache_config.block_size
+            out["max_num_seqs"] = vllm_config.scheduler_config.max_num_seqs
+            out["max_num_batched_tokens"] = vllm_config.scheduler_config.max_num_batched_tokens
             draft_model_config = spec.draft_model_config
             model_config = vllm_config.model_config
             stage = "target model construction"

@@ -31,6 +31,7 @@ __all__ = [
     "draft_layers",
     "draft_report",
     "draft_weight_part",
+    "draft_tp_refusal",
     "key_refusal",
     "speculative_data",
     "unknown_backend_message",
@@ -98,11 +99,31 @@ class KeyRefusal(_Strict):
     except_methods: tuple[str, ...] = ()
 
 
+class DraftTP(_Strict):
+    """``SpeculativeConfig._verify_and_get_draft_tp``: the draft's tensor-parallel size is
+    the target's unless given, and only 1 or the target's is accepted."""
+
+    source: str
+    refusal: str
+
+
+class DraftSettings(_Strict):
+    """What the draft is built with besides its backend (the keys of
+    ``apply_draft_overrides`` / the draft-model speculator): its KV-cache dtype, its
+    quantization, and where each is read."""
+
+    source: str
+    kv_cache_dtype_key: str | None = None
+    """The key that gives the draft its own KV-cache dtype (None: the release has none;
+    the draft's cache is the target's)."""
+
+
 class Codes(_Strict):
     unknown_backend: str
     key_refused: str
     draft_note: str
     not_modelled: str
+    draft_kv_dtype: str
 
 
 class SpeculativeData(_Strict):
@@ -110,7 +131,9 @@ class SpeculativeData(_Strict):
 
     engine: str
     draft_backend: DraftBackendRule
-    key_refusals: dict[str, KeyRefusal] | None = None
+    draft_tp: DraftTP
+    draft_settings: DraftSettings
+    key_refusals: dict[str, KeyRefusal | None] | None = None
     """Null in a patch: none (a patch's mapping merges into its parent's)."""
     draft_free_methods: tuple[str, ...]
     mtp: dict[str, MTPRule]
@@ -190,12 +213,21 @@ def speculative_data(catalog: Catalog, engine: str | None) -> SpeculativeData | 
                       str(catalog.engine_dirs[name] / SPECULATIVE_FILE))
 
 
+def draft_tp_refusal(data: SpeculativeData, request: DraftRequest, target_tp: int) -> str | None:
+    """vLLM's refusal of a ``draft_tensor_parallel_size`` other than 1 or the target's."""
+    given = request.keys.get("draft_tensor_parallel_size")
+    if not isinstance(given, int) or given in (1, target_tp):
+        return None
+    return data.draft_tp.refusal.format(value=given)
+
+
 def key_refusal(data: SpeculativeData, request: DraftRequest) -> str | None:
     """``SpeculativeConfig``'s refusal of a key given (None: every key is accepted)."""
     for key, rule in (data.key_refusals or {}).items():
-        if request.keys.get(key) not in (None, False) \
+        value = request.keys.get(key)
+        if rule is not None and value not in (None, False) \
                 and (request.method or "") not in rule.except_methods:
-            return rule.message
+            return rule.message.replace("{value}", str(value))
     return None
 
 
@@ -341,10 +373,14 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
                  layers: tuple[LayerFacts, ...], architecture: str | None,
                  backend: str | None, backend_rule: str,
                  weights: WeightPart | None, selected: tuple[str, ...] = (),
-                 groups: tuple[int, ...] = (), kv_bytes_per_token: int = 0) -> DraftReport:
+                 groups: tuple[int, ...] = (), kv_bytes_per_token: int = 0,
+                 thresholds: tuple[int | None, ...] = (), capture_sizes: tuple[int, ...] = (),
+                 target_tp: int = 1, target_kv_cache_dtype: str | None = None) -> DraftReport:
     """The report of the draft: a note of what vLLM builds (``selected``: the backends the
     solver selected for its layers; ``groups``: the KV-cache groups holding them;
-    ``kv_bytes_per_token``: their KV cache per token), and its refusals."""
+    ``kv_bytes_per_token``: their KV cache per token; ``thresholds``: their metadata
+    builders' reorder thresholds; ``capture_sizes``: the CUDA-graph capture sizes with the
+    uniform decode query of 1 + num_speculative_tokens), and its refusals."""
     codes = data.codes
     method = request.method or "?"
     issues = []
@@ -367,7 +403,19 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
         if weights is not None:
             text += (f"; weights {weights.bytes / 1024**3:.2f} GiB per GPU (in the memory "
                      "table's weights; the target's input embedding shared)")
+        text += _settings_text(request, thresholds, capture_sizes, target_tp)
         notes.append((codes.draft_note, text))
+        own_dtype = request.keys.get("kv_cache_dtype")
+        if own_dtype and own_dtype != (target_kv_cache_dtype or "auto"):
+            notes.append((codes.draft_kv_dtype, (
+                f"speculative draft: kv_cache_dtype {own_dtype} (the target's: "
+                f"{target_kv_cache_dtype or 'auto'}): vLLM builds the draft's KV cache in "
+                f"{own_dtype} ({data.draft_settings.source}); attn-select counts the draft's "
+                "pages at the target's dtype")))
+    elif method in data.draft_free_methods and capture_sizes:
+        notes.append((codes.draft_note, (
+            f"{head}, Model Runner {runner.upper()}): no draft model, no draft KV cache"
+            + _settings_text(request, (), capture_sizes, target_tp))))
     elif method not in data.draft_free_methods:
         notes.append((codes.not_modelled, (
             f"{head}): its layers are not modelled (no draft config.json read, or a target "
@@ -382,3 +430,25 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
                        backend_rule=backend_rule,
                        weight_params=weights.params if weights is not None else 0,
                        notes=tuple(notes), issues=tuple(issues))
+
+
+def _settings_text(request: DraftRequest, thresholds: tuple[int | None, ...],
+                   capture_sizes: tuple[int, ...], target_tp: int) -> str:
+    """What the speculative tokens and the draft's settings change at start-up."""
+    query = 1 + request.num_speculative_tokens
+    parts = []
+    known = sorted({t for t in thresholds if t is not None})
+    if known:
+        parts.append("reorder batch threshold " + ", ".join(map(str, known))
+                     + f" (a decode of up to {query} tokens per request)")
+    if capture_sizes:
+        decode = [size for size in capture_sizes if size % query == 0] if query > 1 else []
+        parts.append(f"{len(capture_sizes)} CUDA-graph capture sizes"
+                     + (f", {len(decode)} of them multiples of the {query}-token decode"
+                        if query > 1 else ""))
+    given = request.keys.get("draft_tensor_parallel_size")
+    parts.append(f"draft tensor-parallel size {given or target_tp}"
+                 + ("" if given else " (the target's)"))
+    if request.keys.get("quantization"):
+        parts.append(f"draft quantization {request.keys['quantization']}")
+    return "; " + "; ".join(parts)

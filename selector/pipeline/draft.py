@@ -26,6 +26,7 @@ from selector.memory.speculative import (
     draft_backend,
     draft_layers,
     draft_report,
+    draft_tp_refusal,
     is_mtp,
     key_refusal,
     speculative_data,
@@ -58,16 +59,21 @@ class DraftStage:
     """vLLM's refusal before any draft layer is built (an unknown backend name)."""
 
     def report(self, catalog: Catalog, weights: WeightPart | None = None,
-               checked: ModelCheckResult | None = None) -> DraftReport:
+               checked: ModelCheckResult | None = None, capture_sizes: tuple[int, ...] = (),
+               target_tp: int = 1, target_kv_cache_dtype: str | None = None) -> DraftReport:
         """What the report says of the draft (its weights: ``draft_weight_part``; the
         backends selected for its layers and their KV-cache groups: ``checked``)."""
         layers = tuple(layer for layer in self.model.layers if layer.draft)
         selected: tuple[str, ...] = ()
+        thresholds: tuple[int | None, ...] = ()
         groups: tuple[int, ...] = ()
         per_token = 0
         if checked is not None:
             selected = tuple(dict.fromkeys(s.result.selected for s in checked.selections
                                            if s.draft and s.result.selected))
+            thresholds = tuple(s.result.runtime.reorder_batch_threshold
+                               for s in checked.selections
+                               if s.draft and s.result.runtime is not None)
             indices = {layer.index for layer in layers}
             plan = checked.plan
             for group in plan.groups if plan is not None else ():
@@ -83,7 +89,9 @@ class DraftStage:
                               runner_code=self.runner_code, layers=layers,
                               architecture=self.architecture, backend=self.backend,
                               backend_rule=self.backend_rule, weights=weights,
-                              selected=selected, groups=groups, kv_bytes_per_token=per_token)
+                              selected=selected, groups=groups, kv_bytes_per_token=per_token,
+                              thresholds=thresholds, capture_sizes=capture_sizes,
+                              target_tp=target_tp, target_kv_cache_dtype=target_kv_cache_dtype)
         if self.issue is not None:
             report = report.model_copy(update={"issues": (*report.issues, self.issue)})
         return report
@@ -96,7 +104,10 @@ def draft_request(loaded: LoadedDeployment) -> DraftRequest | None:
     if spec.method is None and spec.model is None:
         return None
     keys = {"parallel_drafting": spec.parallel_drafting,
-            "enable_adaptive_verification": spec.adaptive_verification}
+            "enable_adaptive_verification": spec.adaptive_verification,
+            "kv_cache_dtype": spec.kv_cache_dtype,
+            "draft_tensor_parallel_size": spec.draft_tensor_parallel_size,
+            "quantization": spec.quantization}
     return DraftRequest(method=spec.method or ("draft_model" if spec.model else None),
                         model=spec.model, attention_backend=spec.attention_backend,
                         num_speculative_tokens=spec.num_speculative_tokens, keys=keys)
@@ -161,6 +172,10 @@ def draft_stage(loaded: LoadedDeployment, catalog: Catalog, engine: str, whole: 
         if unknown is not None else None
     if refused is None and (keyed := key_refusal(data, request)) is not None:
         refused = (data.codes.key_refused, ("speculative",), keyed)
+    tp = loaded.deployment.parallel.tensor_parallel_size
+    if refused is None and (tp_refused := draft_tp_refusal(data, request, tp)) is not None:
+        refused = (data.codes.key_refused, ("speculative", "draft_tensor_parallel_size"),
+                   tp_refused)
     if refused is not None:
         code, field, message = refused
         issue = startup_issue(catalog, code, field, message=message)

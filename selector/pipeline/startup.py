@@ -209,7 +209,10 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         issues.append(found)
     if encoder is not None:
         issues.extend(encoder.issues)
-    draft_report = draft.report(catalog, draft_weights, checked) if draft is not None else None
+    draft_report = draft.report(
+        catalog, draft_weights, checked, capture_sizes=target.serve.cudagraph_capture_sizes,
+        target_tp=d.parallel.tensor_parallel_size, target_kv_cache_dtype=d.kv_cache_dtype,
+    ) if draft is not None else None
     if draft_report is not None:
         issues.extend(draft_report.issues)
     reports = [(memory_report(stage.budget, plan if not issues else None, profile, catalog,

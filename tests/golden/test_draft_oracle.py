@@ -58,7 +58,8 @@ def _solve(row: dict[str, Any], version: str, tmp_path: Path) -> Solved:
     speculative = dict(row["speculative_config"])
     spec: dict[str, Any] = {key: speculative[key] for key in
                             ("method", "num_speculative_tokens", "attention_backend",
-                             "parallel_drafting") if key in speculative}
+                             "parallel_drafting", "kv_cache_dtype", "draft_tensor_parallel_size",
+                             "quantization") if key in speculative}
     spec["adaptive_verification"] = bool(speculative.get("enable_adaptive_verification"))
     if "draft" in row:
         spec["model"] = str(_config_copy(REPO / row["draft"], tmp_path, "draft"))
@@ -110,15 +111,21 @@ answer, left out until the release is recorded again with ``tools/draft_oracle.p
 _KV_GAPS = {(release, case) for release in ("vllm-0.25.1", "vllm-0.26.0", "vllm-0.27.0",
                                             "vllm-0.27.1", "vllm-0.28.0", "vllm-0.31.0")
             for case in ("deepseek-v3-mtp-flashmla",)} | {
-    ("vllm-0.31.0", "llama-3.1-8b-eagle3-flashinfer")}
+    ("vllm-0.31.0", "llama-3.1-8b-eagle3-flashinfer")} | {
+    (release, "llama-3.1-8b-eagle3-fp8-kv") for release in (
+        "vllm-0.26.0", "vllm-0.27.0", "vllm-0.27.1", "vllm-0.28.0", "vllm-0.29.0", "vllm-0.30.0", "vllm-0.31.0", "vllm-0.32.0",
+        "vllm-0.33.0")}
 """A draft whose backend differs from the target's, in releases whose KV-cache planning
 differs from the KV plan's (shared by every release): before 0.29.0 the engine aligns the
 block size to the target's backend alone (FLASHMLA's 64 not applied: vLLM's block 16);
 before 0.32.0 a spec carries no ``block_stride_alignment`` (no ``customize_attention_spec``,
 vllm/v1/worker/utils.py:476-486 of 0.32.0), so a FlashInfer draft's spec equals the
 target's FLASH_ATTN one (one FullAttentionSpec group, not UniformTypeKVCacheSpecs). Not
-modelled yet: these rows are left out of the group comparison, the runner and the draft's
-backend still compared (test_draft_backend_and_runner_are_vllms)."""
+modelled yet either: the draft's own ``kv_cache_dtype`` (its pages at that dtype: vLLM's
+group a UniformTypeKVCacheSpecs of 65536- and 32768-byte pages; the tool counts the draft
+at the target's dtype and says so, SP007). These rows are left out of the group
+comparison, the runner and the draft's backend still compared
+(test_draft_backend_and_runner_are_vllms)."""
 
 
 def _current(item: tuple[str, dict[str, Any]]) -> bool:
@@ -261,3 +268,36 @@ def test_the_memory_budget_reads_the_drafts_runner(tmp_path: Path) -> None:
         result = _solve(row, version, tmp_path).model
         assert result is not None and result.draft is not None and result.memory is not None
         assert result.memory.budget.model_runner == row["runner"].upper(), (version, row["id"])
+
+
+_SIZED = [item for item in _rows() if item[1].get("cudagraph_capture_sizes")]
+
+
+@pytest.mark.parametrize("item", _SIZED, ids=[_ids(i) for i in _SIZED])
+def test_cudagraph_capture_sizes_with_spec_tokens_are_vllms(item: tuple[str, dict[str, Any]]
+                                                            ) -> None:
+    """``_set_cudagraph_sizes`` with a uniform decode query of 1 + num_speculative_tokens
+    (each release's ``defaults.yaml``): the oracle's engine ran with vLLM's fallback batch
+    tier on CPU: the row's ``max_num_seqs`` / ``max_num_batched_tokens`` (recorded since
+    the oracle wrote them; the rows before: 128 requests, every size below the 512
+    ceiling, as their sizes show)."""
+    version, row = item
+    from selector.catalog import load_catalog
+
+    defaults = load_catalog().engine_defaults(version.replace("vllm-", "vllm=="))
+    query = 1 + int(row["num_speculative_tokens"])
+    sizes = defaults.cudagraph_capture.sizes(row.get("max_num_seqs", 128),
+                                             row.get("max_num_batched_tokens", 8192), 90, query)
+    assert list(sizes) == row["cudagraph_capture_sizes"]
+
+
+def test_a_drafts_own_kv_cache_dtype_is_said_not_counted(tmp_path: Path) -> None:
+    """vLLM 0.33.0 builds an EAGLE-3 draft's cache in its own kv_cache_dtype (the oracle's
+    llama-3.1-8b-eagle3-fp8-kv: the draft's spec is fp8): check says the tool counts it at
+    the target's dtype (SP007), never that it matched."""
+    row = next(r for v, r in _ALL_OK if r["id"] == "llama-3.1-8b-eagle3-fp8-kv"
+               and v == "vllm-0.33.0")
+    assert row["draft_cache_dtype"] == "fp8"
+    result = _solve(row, "vllm-0.33.0", tmp_path).model
+    assert result is not None and result.draft is not None
+    assert "SP007" in [code for code, _ in result.draft.notes]
