@@ -239,7 +239,8 @@ def _draft_vllm_config(vllm_config: Any) -> Any:
                 speculative_config=spec, vllm_config=vllm_config,
                 draft_model_config=spec.draft_model_config)
             return _captured_config(
-                module, lambda: loader.load_draft_model(holder, None, set()))
+                module, lambda loader=loader, holder=holder: loader.load_draft_model(
+                    holder, None, set()))
         raise ref.HarnessError("Model Runner V2 runs a draft model, but no loader was found")
     if getattr(vllm_config, "use_v2_model_runner", False):
         from vllm.v1.worker.gpu.spec_decode.eagle import utils as eagle_utils
@@ -447,9 +448,8 @@ def _bootstrap() -> None:
     """``vllm_model_reference``'s bootstrap; Triton present: a CUDA host has it, and
     without it vLLM falls back to the V1 runner ("Model Runner V2 requires Triton",
     ``VllmConfig.use_v2_model_runner``), which no GPU deployment does."""
-    import importlib.util
-
     import importlib.machinery
+    import importlib.util
 
     for name in _INERT_IF_ABSENT:
         if importlib.util.find_spec(name) is None:
