@@ -440,7 +440,7 @@ def _settings_text(request: DraftRequest, thresholds: tuple[int | None, ...],
     known = sorted({t for t in thresholds if t is not None})
     if known:
         parts.append("reorder batch threshold " + ", ".join(map(str, known))
-                     + f" (a decode of up to {query} tokens per request)")
+                     + f" (a verify step queries {query} tokens per request)")
     if capture_sizes:
         decode = [size for size in capture_sizes if size % query == 0] if query > 1 else []
         parts.append(f"{len(capture_sizes)} CUDA-graph capture sizes"

@@ -168,8 +168,9 @@ def draft_stage(loaded: LoadedDeployment, catalog: Catalog, engine: str, whole: 
     runner, refusal = choice.runner, choice.refusal
     target_backend = loaded.deployment.attention_backend
     unknown = unknown_backend_message(data, request.attention_backend or "")
-    refused = (data.codes.unknown_backend, ("speculative", "attention_backend"), unknown) \
-        if unknown is not None else None
+    refused: tuple[str, tuple[str, ...], str] | None = (
+        (data.codes.unknown_backend, ("speculative", "attention_backend"), unknown)
+        if unknown is not None else None)
     if refused is None and (keyed := key_refusal(data, request)) is not None:
         refused = (data.codes.key_refused, ("speculative",), keyed)
     tp = loaded.deployment.parallel.tensor_parallel_size

@@ -109,23 +109,21 @@ answer, left out until the release is recorded again with ``tools/draft_oracle.p
 
 
 _KV_GAPS = {(release, case) for release in ("vllm-0.25.1", "vllm-0.26.0", "vllm-0.27.0",
-                                            "vllm-0.27.1", "vllm-0.28.0", "vllm-0.31.0")
+                                            "vllm-0.27.1", "vllm-0.28.0")
             for case in ("deepseek-v3-mtp-flashmla",)} | {
-    ("vllm-0.31.0", "llama-3.1-8b-eagle3-flashinfer")} | {
     (release, "llama-3.1-8b-eagle3-fp8-kv") for release in (
         "vllm-0.26.0", "vllm-0.27.0", "vllm-0.27.1", "vllm-0.28.0", "vllm-0.29.0", "vllm-0.30.0", "vllm-0.31.0", "vllm-0.32.0",
         "vllm-0.33.0")}
-"""A draft whose backend differs from the target's, in releases whose KV-cache planning
-differs from the KV plan's (shared by every release): before 0.29.0 the engine aligns the
-block size to the target's backend alone (FLASHMLA's 64 not applied: vLLM's block 16);
-before 0.32.0 a spec carries no ``block_stride_alignment`` (no ``customize_attention_spec``,
-vllm/v1/worker/utils.py:476-486 of 0.32.0), so a FlashInfer draft's spec equals the
-target's FLASH_ATTN one (one FullAttentionSpec group, not UniformTypeKVCacheSpecs). Not
-modelled yet either: the draft's own ``kv_cache_dtype`` (its pages at that dtype: vLLM's
-group a UniformTypeKVCacheSpecs of 65536- and 32768-byte pages; the tool counts the draft
-at the target's dtype and says so, SP007). These rows are left out of the group
-comparison, the runner and the draft's backend still compared
-(test_draft_backend_and_runner_are_vllms)."""
+"""Rows whose KV-cache planning the KV plan does not model yet: a FLASHMLA draft of
+DeepSeek-V3's MTP layer beside FLASH_ATTN_MLA target layers before 0.29.0 (the V1 runner of
+those releases aligns the block size to the target's backend alone: vLLM's block 16, the
+plan's FLASHMLA 64), and an EAGLE-3 draft with its own ``kv_cache_dtype`` (vLLM's group a
+UniformTypeKVCacheSpecs of 65536- and 32768-byte pages; the tool counts the draft at the
+target's dtype and says so, SP007). Left out of the group comparison; the runner and the
+draft's backend still compared (test_draft_backend_and_runner_are_vllms). (Before 0.32.0
+a spec carries no exact-size ``block_stride_alignment``: the profile's
+``kv_spec.exact_size_alignment``, so a FlashInfer draft's spec equals the target's
+FLASH_ATTN one, as vLLM 0.31.0 groups them.)"""
 
 
 def _current(item: tuple[str, dict[str, Any]]) -> bool:
