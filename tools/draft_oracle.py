@@ -257,6 +257,25 @@ def _draft_vllm_config(vllm_config: Any) -> Any:
     return proposer._create_draft_vllm_config()
 
 
+def _spec_decode_sizes(vllm_config: Any) -> list[int]:
+    """The capture sizes after ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``
+    (vLLM's own method, on a copy of the compilation config), the step
+    ``resolve_cudagraph_mode_and_sizes`` takes for the V1 runner with FULL decode graphs
+    and a uniform decode query longer than one token (0.25.1's method also takes the
+    tensor-parallel size, for sequence parallelism)."""
+    import copy
+    import inspect
+
+    compilation = copy.deepcopy(vllm_config.compilation_config)
+    query = 1 + int(vllm_config.speculative_config.num_speculative_tokens or 0)
+    method = compilation.adjust_cudagraph_sizes_for_spec_decode
+    if "tensor_parallel_size" in inspect.signature(method).parameters:
+        method(query, vllm_config.parallel_config.tensor_parallel_size)
+    else:
+        method(query)
+    return list(compilation.cudagraph_capture_sizes or [])
+
+
 def _builds_draft(spec: Any) -> bool:
     """Whether the method has a draft model to build (EAGLE / MTP / a draft model);
     n-gram and suffix decoding have none (vLLM sets ``draft_model_config`` to the
@@ -359,6 +378,7 @@ def answer(case: dict[str, Any], workdir: Path) -> dict[str, Any]:
             out["cudagraph_mode"] = str(getattr(compilation.cudagraph_mode, "name",
                                                 compilation.cudagraph_mode))
             out["cudagraph_capture_sizes"] = list(compilation.cudagraph_capture_sizes or [])
+            out["spec_decode_capture_sizes"] = _spec_decode_sizes(vllm_config)
             out["block_size"] = vllm_config.cache_config.block_size
             out["max_num_seqs"] = vllm_config.scheduler_config.max_num_seqs
             out["max_num_batched_tokens"] = vllm_config.scheduler_config.max_num_batched_tokens

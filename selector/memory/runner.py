@@ -29,6 +29,7 @@ __all__ = [
     "model_runner",
     "runner_data",
     "runner_of_model",
+    "spec_decode_capture_sizes",
 ]
 
 RUNNER_FILE = "model-runner.yaml"
@@ -71,6 +72,13 @@ class RunnerCodes(_Strict):
     refusal: str
 
 
+class SpecDecodeRounding(_Strict):
+    """``adjust_cudagraph_sizes_for_spec_decode``: the V1 runner's rounding of the capture
+    sizes to multiples of the uniform decode query."""
+
+    source: str
+
+
 class RunnerData(_Strict):
     """``model-runner.yaml`` of an engine profile, inheritance applied."""
 
@@ -84,6 +92,7 @@ class RunnerData(_Strict):
     method_feature: str
     v2_refusal: str
     v1_refusal: str | None = None
+    v1_spec_decode_rounding: SpecDecodeRounding | None = None
     codes: RunnerCodes
 
 
@@ -213,3 +222,25 @@ def runner_of_model(data: RunnerData, model: ModelFacts, *, method: str | None =
     return model_runner(data, architectures=architectures, moe=moe,
                         hybrid=bool(model.state_layers), method=method, keys=keys,
                         environ=environ)
+
+
+_FULL_DECODE = frozenset({"FULL", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"})
+"""The CUDA-graph modes whose decode graphs are FULL (``CUDAGraphMode.decode_mode``)."""
+
+
+def spec_decode_capture_sizes(data: RunnerData, sizes: tuple[int, ...], *, runner: Runner,
+                              cudagraph_mode: str | None,
+                              decode_query_len: int) -> tuple[int, ...]:
+    """The capture sizes after the runner's spec-decode step: the V1 runner with FULL
+    decode graphs rounds each up to a multiple of the decode query, as
+    ``adjust_cudagraph_sizes_for_spec_decode`` does; otherwise ``sizes`` as they are."""
+    query = decode_query_len
+    if data.v1_spec_decode_rounding is None or runner != "v1" or query <= 1 or not sizes \
+            or cudagraph_mode not in _FULL_DECODE:
+        return sizes
+    largest = max(sizes)
+    rounded = sorted({-(-size // query) * query for size in sizes
+                      if -(-size // query) * query <= largest})
+    if not rounded and query <= largest:
+        rounded = [query]
+    return tuple(rounded)

@@ -299,3 +299,25 @@ def test_a_drafts_own_kv_cache_dtype_is_said_not_counted(tmp_path: Path) -> None
     result = _solve(row, "vllm-0.33.0", tmp_path).model
     assert result is not None and result.draft is not None
     assert "SP007" in [code for code, _ in result.draft.notes]
+
+
+_ROUNDED = [item for item in _rows() if item[1].get("spec_decode_capture_sizes")]
+
+
+@pytest.mark.parametrize("item", _ROUNDED, ids=[_ids(i) for i in _ROUNDED])
+def test_the_v1_runners_spec_decode_capture_sizes_are_vllms(item: tuple[str, dict[str, Any]]
+                                                            ) -> None:
+    """``adjust_cudagraph_sizes_for_spec_decode`` (vLLM's method, recorded on the case's
+    capture sizes): the V1 runner's rounding to multiples of 1 + num_speculative_tokens
+    with FULL decode graphs (model-runner.yaml ``v1_spec_decode_rounding``)."""
+    from selector.catalog import load_catalog
+    from selector.memory.runner import runner_data, spec_decode_capture_sizes
+
+    version, row = item
+    data = runner_data(load_catalog(), version.replace("vllm-", "vllm=="))
+    assert data is not None
+    sizes = spec_decode_capture_sizes(
+        data, tuple(row["cudagraph_capture_sizes"]), runner="v1",
+        cudagraph_mode="FULL_AND_PIECEWISE",
+        decode_query_len=1 + int(row["num_speculative_tokens"]))
+    assert list(sizes) == row["spec_decode_capture_sizes"]
