@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selector.kv.backend_facts import BackendKVFacts
 from selector.kv.cudagraph import CudaGraphMode
-from selector.schema.engine import HybridAlignmentRules
+from selector.schema.engine import HybridAlignmentRules, KVSpecRules
 
 __all__ = ["KVOptions"]
 
@@ -38,6 +38,9 @@ class KVOptions(BaseModel):
     hybrid_alignment: HybridAlignmentRules | None = None
     """The steps of the release's hybrid block-size alignment (the profile's
     ``hybrid_alignment``); None: the default engine's."""
+    kv_spec: KVSpecRules | None = None
+    """The release's block-size preference and spec steps (the profile's ``kv_spec``);
+    None: every backend decides (the newest releases')."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     cudagraph_mode: CudaGraphMode | None
     """None or ``NONE``: no CUDA graphs."""

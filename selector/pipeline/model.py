@@ -103,6 +103,8 @@ def check_model(
         if options.hybrid_alignment is None:
             options = options.model_copy(
                 update={"hybrid_alignment": engine_data.profile.hybrid_alignment})
+        if options.kv_spec is None:
+            options = options.model_copy(update={"kv_spec": engine_data.profile.kv_spec})
         if options.mamba_prefill_checkpoint_alignment is None:
             alignment = prefill_checkpoint_alignment(model, engine_data, cc=base.cc)
             options = options.model_copy(

@@ -137,6 +137,11 @@ class KVSpecRules(StrictModel):
     """What the model runner of the release adds to a layer's KV-cache spec."""
 
     source: str = ""
+    block_size_all_backends: bool = False
+    """``update_block_size_for_backend`` prefers a block size every non-SSM backend of
+    the model's layers takes (``_find_non_ssm_backends``); False: the first non-SSM
+    layer's backend alone decides (``_find_non_ssm_backend``, so a speculative draft's
+    other backend does not)."""
     exact_size_alignment: bool = False
     """``customize_attention_spec``: a backend that declares only exact kernel block
     sizes gives its spec ``block_stride_alignment = MultipleOf(largest)`` (so two layers

@@ -98,39 +98,22 @@ def test_the_newest_release_is_recorded() -> None:
     assert "vllm-0.33.0" in {path.parent.name for path in _golden_files()}
 
 
-_STALE = {("vllm-0.30.0", case) for case in (
-    "deepseek-v3-mtp-flashmla", "deepseek-v3-mtp-flash-attn", "llama-3.1-8b-eagle3-flashinfer",
-    "llama-3.1-8b-eagle3-flashmla")}
-"""Rows the harness recorded before it ran each release's own Model Runner V2 loader
-(it then overlaid only ``apply_draft_overrides``, which 0.30.0 lacks, so the draft was
-built without 0.30.0's inline ``attention_backend`` replace, ``load_eagle_model``
-vllm/v1/worker/gpu/spec_decode/eagle/utils.py:97-105): a harness failure, not vLLM's
-answer, left out until the release is recorded again with ``tools/draft_oracle.py``."""
-
-
-_KV_GAPS = {(release, case) for release in ("vllm-0.25.1", "vllm-0.26.0", "vllm-0.27.0",
-                                            "vllm-0.27.1", "vllm-0.28.0")
-            for case in ("deepseek-v3-mtp-flashmla",)} | {
+_KV_GAPS = {
     (release, "llama-3.1-8b-eagle3-fp8-kv") for release in (  # 0.25.1 refuses the key
-        "vllm-0.26.0", "vllm-0.27.0", "vllm-0.27.1", "vllm-0.28.0", "vllm-0.29.0", "vllm-0.30.0", "vllm-0.31.0", "vllm-0.32.0",
-        "vllm-0.33.0")}
-"""Rows whose KV-cache planning the KV plan does not model yet: a FLASHMLA draft of
-DeepSeek-V3's MTP layer beside FLASH_ATTN_MLA target layers before 0.29.0 (the V1 runner of
-those releases aligns the block size to the target's backend alone: vLLM's block 16, the
-plan's FLASHMLA 64), and an EAGLE-3 draft with its own ``kv_cache_dtype`` (vLLM's group a
-UniformTypeKVCacheSpecs of 65536- and 32768-byte pages; the tool counts the draft at the
-target's dtype and says so, SP007). Left out of the group comparison; the runner and the
-draft's backend still compared (test_draft_backend_and_runner_are_vllms). (Before 0.32.0
-a spec carries no exact-size ``block_stride_alignment``: the profile's
-``kv_spec.exact_size_alignment``, so a FlashInfer draft's spec equals the target's
-FLASH_ATTN one, as vLLM 0.31.0 groups them.)"""
+        "vllm-0.26.0", "vllm-0.27.0", "vllm-0.27.1", "vllm-0.28.0", "vllm-0.29.0",
+        "vllm-0.30.0", "vllm-0.31.0", "vllm-0.32.0", "vllm-0.33.0")}
+"""Rows whose KV-cache planning the KV plan does not model yet: an EAGLE-3 draft with its
+own ``kv_cache_dtype`` (vLLM's group a UniformTypeKVCacheSpecs of 65536- and 32768-byte
+pages; the tool counts the draft at the target's dtype and says so, SP007). Left out of
+the group comparison; the runner and the draft's backend still compared
+(test_draft_backend_and_runner_are_vllms). The releases' own planning steps a draft of
+another backend meets are the profile's ``kv_spec``: before 0.31.0 the first layer's
+backend alone prefers the block size (a FLASHMLA draft beside FLASH_ATTN_MLA target
+layers: block 16), before 0.32.0 no exact-size ``block_stride_alignment`` (a FlashInfer
+draft's spec equals a FLASH_ATTN target's: one group)."""
 
 
-def _current(item: tuple[str, dict[str, Any]]) -> bool:
-    return (item[0], item[1]["id"]) not in _STALE
-
-
-_ALL_OK = [item for item in _rows() if item[1]["status"] == "ok" and _current(item)]
+_ALL_OK = [item for item in _rows() if item[1]["status"] == "ok"]
 _OK = [item for item in _ALL_OK if (item[0], item[1]["id"]) not in _KV_GAPS]
 _GAPS = [item for item in _ALL_OK if (item[0], item[1]["id"]) in _KV_GAPS]
 
@@ -145,7 +128,7 @@ def test_draft_backend_and_runner_are_vllms(item: tuple[str, dict[str, Any]],
     draft = [s for s in result.selections if s.draft]
     assert {s.result.selected for s in draft} == {
         r["backend"] for r in row["draft_layers"] if r["backend"] not in _WIRED}
-_REFUSED = [item for item in _rows() if item[1]["status"] == "refused" and _current(item)]
+_REFUSED = [item for item in _rows() if item[1]["status"] == "refused"]
 
 
 def test_every_profiled_release_is_recorded() -> None:
