@@ -95,6 +95,14 @@ CASES: list[dict[str, Any]] = [
      "draft": EAGLE3_DRAFT,
      "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
                      "attention_backend": "FLASHMLA"}},
+    {"id": "llama-3.1-8b-eagle3-fp8-kv", "target": MODELS / "llama-3.1-8b.json",
+     "draft": EAGLE3_DRAFT,
+     "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
+                     "kv_cache_dtype": "fp8"}},
+    {"id": "llama-3.1-8b-eagle3-draft-tp2", "target": MODELS / "llama-3.1-8b.json",
+     "draft": EAGLE3_DRAFT,
+     "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
+                     "draft_tensor_parallel_size": 2}},
     {"id": "llama-3.1-8b-eagle3-unknown-backend", "target": MODELS / "llama-3.1-8b.json",
      "draft": EAGLE3_DRAFT,
      "speculative": {"method": "eagle3", "num_speculative_tokens": 3,
@@ -170,24 +178,75 @@ def _environment(env: dict[str, str]) -> Any:
                 os.environ[key] = value
 
 
+class _Captured(Exception):
+    """Raised by the stand-in for ``get_model`` once the runner's loader has built the
+    config it would build the draft under."""
+
+
+def _captured_config(module: Any, call: Any) -> Any:
+    """The ``vllm_config`` the runner's own loader passes to ``get_model`` (``module``:
+    the loader's module, whose ``get_model`` is replaced for the call; ``call``: runs the
+    loader), the draft not built."""
+    seen: dict[str, Any] = {}
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        raise _Captured
+
+    saved = module.get_model
+    module.get_model = stand_in
+    try:
+        call()
+    except _Captured:
+        pass
+    finally:
+        module.get_model = saved
+    if "vllm_config" not in seen:
+        raise ref.HarnessError(f"{module.__name__}: the loader did not reach get_model")
+    return seen["vllm_config"]
+
+
+_V2_DRAFT_MODEL_LOADERS = (
+    "vllm.v1.worker.gpu.spec_decode.standalone_ar.speculator",
+    "vllm.v1.worker.gpu.spec_decode.draft_model.speculator",
+)
+"""Model Runner V2's draft-model speculator, by release (0.32.0 on: standalone_ar;
+0.31.0: draft_model; before 0.31.0 V2 refuses a draft model, so the V1 runner is used)."""
+
+
 def _draft_vllm_config(vllm_config: Any) -> Any:
     """The config the draft's layers are built under, by the runner in use's own code:
-    Model Runner V2's ``load_eagle_model`` overlays ``SpeculativeConfig.apply_draft_overrides``
-    (releases without it build the draft under the target's config as it is); the V1
+    Model Runner V2's ``load_eagle_model`` (EAGLE, MTP) or its draft-model speculator's
+    ``load_draft_model``, run up to its ``get_model`` call (each release's own overrides:
+    ``apply_draft_overrides`` from 0.31.0, the inline ``attention_backend`` /
+    ``kv_cache_dtype`` / ``moe_backend`` replaces of 0.30.0, none before); the V1
     runner's proposer builds it with its ``_create_draft_vllm_config`` (``EagleProposer``,
-    or ``DraftModelProposer`` for a draft model), called here on a proposer that holds
-    only the two configs it reads."""
+    or ``DraftModelProposer`` for a draft model), called on a proposer that holds only
+    the two configs it reads."""
+    import importlib
+
     spec = vllm_config.speculative_config
     if getattr(vllm_config, "use_v2_model_runner", False) and spec.method == "draft_model":
-        # v1/worker/gpu/spec_decode/standalone_ar/speculator.py load_draft_model (0.33.0:
-        # 100-130): the draft's model config, no quant config, the target's attention
-        # config; a method of a speculator, so its replace is restated here
-        from vllm.config.utils import replace
-
-        return replace(vllm_config, model_config=spec.draft_model_config, quant_config=None)
+        for name in _V2_DRAFT_MODEL_LOADERS:
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+            loader = next(cls for cls in vars(module).values()
+                          if isinstance(cls, type) and cls.__module__ == name
+                          and "load_draft_model" in vars(cls))
+            holder = types.SimpleNamespace(
+                speculative_config=spec, vllm_config=vllm_config,
+                draft_model_config=spec.draft_model_config)
+            return _captured_config(
+                module, lambda loader=loader, holder=holder: loader.load_draft_model(
+                    holder, None, set()))
+        raise ref.HarnessError("Model Runner V2 runs a draft model, but no loader was found")
     if getattr(vllm_config, "use_v2_model_runner", False):
-        apply = getattr(spec, "apply_draft_overrides", None)
-        return vllm_config if apply is None else apply(vllm_config)
+        from vllm.v1.worker.gpu.spec_decode.eagle import utils as eagle_utils
+
+        return _captured_config(eagle_utils,
+                                lambda: eagle_utils.load_eagle_model(None, vllm_config))
     if spec.method == "draft_model":
         from vllm.v1.spec_decode.draft_model import DraftModelProposer as proposer_cls
     else:
@@ -196,6 +255,25 @@ def _draft_vllm_config(vllm_config: Any) -> Any:
     proposer.vllm_config = vllm_config
     proposer.speculative_config = spec
     return proposer._create_draft_vllm_config()
+
+
+def _spec_decode_sizes(vllm_config: Any) -> list[int]:
+    """The capture sizes after ``CompilationConfig.adjust_cudagraph_sizes_for_spec_decode``
+    (vLLM's own method, on a copy of the compilation config), the step
+    ``resolve_cudagraph_mode_and_sizes`` takes for the V1 runner with FULL decode graphs
+    and a uniform decode query longer than one token (0.25.1's method also takes the
+    tensor-parallel size, for sequence parallelism)."""
+    import copy
+    import inspect
+
+    compilation = copy.deepcopy(vllm_config.compilation_config)
+    query = 1 + int(vllm_config.speculative_config.num_speculative_tokens or 0)
+    method = compilation.adjust_cudagraph_sizes_for_spec_decode
+    if "tensor_parallel_size" in inspect.signature(method).parameters:
+        method(query, vllm_config.parallel_config.tensor_parallel_size)
+    else:
+        method(query)
+    return list(compilation.cudagraph_capture_sizes or [])
 
 
 def _builds_draft(spec: Any) -> bool:
@@ -300,7 +378,10 @@ def answer(case: dict[str, Any], workdir: Path) -> dict[str, Any]:
             out["cudagraph_mode"] = str(getattr(compilation.cudagraph_mode, "name",
                                                 compilation.cudagraph_mode))
             out["cudagraph_capture_sizes"] = list(compilation.cudagraph_capture_sizes or [])
+            out["spec_decode_capture_sizes"] = _spec_decode_sizes(vllm_config)
             out["block_size"] = vllm_config.cache_config.block_size
+            out["max_num_seqs"] = vllm_config.scheduler_config.max_num_seqs
+            out["max_num_batched_tokens"] = vllm_config.scheduler_config.max_num_batched_tokens
             draft_model_config = spec.draft_model_config
             model_config = vllm_config.model_config
             stage = "target model construction"
@@ -317,6 +398,10 @@ def answer(case: dict[str, Any], workdir: Path) -> dict[str, Any]:
                 out["draft_max_model_len"] = draft_model_config.max_model_len
                 stage = "draft model construction"
                 draft_config = _draft_vllm_config(vllm_config)
+                out["draft_cache_dtype"] = str(draft_config.cache_config.cache_dtype)
+                out["draft_tensor_parallel_size"] = getattr(
+                    spec, "draft_tensor_parallel_size", None)
+                out["draft_quantization"] = getattr(spec, "quantization", None)
                 out["draft_attention_config_backend"] = (
                     None if draft_config.attention_config.backend is None
                     else draft_config.attention_config.backend.name)
@@ -383,11 +468,15 @@ def _bootstrap() -> None:
     """``vllm_model_reference``'s bootstrap; Triton present: a CUDA host has it, and
     without it vLLM falls back to the V1 runner ("Model Runner V2 requires Triton",
     ``VllmConfig.use_v2_model_runner``), which no GPU deployment does."""
+    import importlib.machinery
     import importlib.util
 
     for name in _INERT_IF_ABSENT:
         if importlib.util.find_spec(name) is None:
-            sys.modules[name] = _ClassModule(name)
+            module = _ClassModule(name)
+            # a spec, so a later find_spec of the name answers rather than raising
+            module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            sys.modules[name] = module
     ref._bootstrap()
     import vllm.config.vllm as vllm_config_module
 

@@ -127,6 +127,8 @@ def backend_kv_facts(result: SolveResult, catalog: Catalog) -> BackendKVFacts:
         packing=packing,
         canonical_kv_cache_dtype=local.get("canonical_kv_cache_dtype"),
         fa_version=fa_trace.value if fa_trace else None,
+        exact_size_alignment=catalog.engine(
+            result.engine, result.platform).profile.kv_spec.exact_size_alignment,
     )
 
 

@@ -33,6 +33,7 @@ from selector.inputs.config import LoadedDeployment
 from selector.inputs.serve import ARG_CODES
 from selector.inputs.serve.flags import release_flags
 from selector.memory.encoder import FamilyTokens, encoder_data, vit_backend
+from selector.memory.runner import runner_data
 from selector.memory.speculative import speculative_data
 from selector.memory.weights_reference import comparisons, load_answers
 from selector.pipeline.deployment import solve_deployment
@@ -697,14 +698,23 @@ def _speculative_section(engine: EngineData, catalog: Catalog) -> list[str]:
     if data is None:
         return []
     rule = data.draft_backend
+    runners = runner_data(catalog, engine.engine)
+    assert runners is not None
+    by_model = "" if runners.model_rule is None else (
+        ", V1 for an MoE architecture outside "
+        + ", ".join(f"`{a}`" for a in runners.model_rule.v2_moe_architectures)
+        + " or a hybrid model")
+    v2_given = "`attention_backend` when given, else " if rule.v2_reads_given else \
+        "`attention_backend` not read: "
     lines = ["", "## Speculative draft", "",
-             f"The model runner: {data.runner.default.upper()} by default "
-             f"(`{data.runner.environment}` forces one; {_cell(data.runner.source)}); the "
-             f"draft's attention backend: `attention_backend` when given, else "
-             f"{'the target' + chr(39) + 's' if rule.v2 == 'inherit' else 'selected afresh'} "
-             f"under Model Runner V2 and "
+             f"The model runner (`model-runner.yaml`, the rule the memory budget reads too): "
+             f"V2 by default{by_model} (`{runners.environment}` forces one; "
+             f"{_cell(runners.source)}); the draft's attention backend: under Model Runner V2 "
+             f"{v2_given}"
+             f"{'the target' + chr(39) + 's' if rule.v2 == 'inherit' else 'selected afresh'}; "
+             f"under V1 `attention_backend` when given, else "
              f"{'the target' + chr(39) + 's' if rule.v1 == 'inherit' else 'selected afresh'} "
-             f"under V1 ({_cell(rule.source)}). MTP layers by target model type: "
+             f"({_cell(rule.source)}). MTP layers by target model type: "
              + ", ".join(f"`{t}` ({m.layers_key})" for t, m in data.mtp.items())
              + "; EAGLE drafts read as: "
              + ", ".join(f"`{a}` -> `{e.reads_as}`" for a, e in data.eagle.items()) + ".", "",

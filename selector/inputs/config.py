@@ -498,7 +498,9 @@ def resolve_target(loaded: LoadedDeployment, catalog: Catalog, engine: str | Non
                                            platform_module(platform).capability_text(cc))
     tokens = d.max_num_batched_tokens or tokens
     seqs = d.max_num_seqs or seqs
-    sizes = defaults.cudagraph_capture.sizes(seqs, tokens, cc) if mode != "NONE" else ()
+    # the uniform decode query of speculative decoding: 1 + num_speculative_tokens
+    query = 1 + d.speculative.num_speculative_tokens
+    sizes = defaults.cudagraph_capture.sizes(seqs, tokens, cc, query) if mode != "NONE" else ()
     serve = ServeDefaults(
         max_num_batched_tokens=tokens, max_num_seqs=seqs,
         gpu_memory_utilization=d.gpu_memory_utilization or defaults.gpu_memory_utilization.value,

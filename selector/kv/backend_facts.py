@@ -94,6 +94,9 @@ class BackendKVFacts(_Frozen):
     one (e.g. FLASHMLA_SPARSE stores ``fp8`` as ``fp8_ds_mla``); None: as requested."""
     fa_version: int | None = None
     """Resolved FlashAttention version, for reports only."""
+    exact_size_alignment: bool = True
+    """The release's runner aligns the spec of a backend of only exact kernel sizes
+    (``kv_spec.exact_size_alignment`` of the engine profile)."""
 
     @property
     def only_exact_sizes(self) -> bool:

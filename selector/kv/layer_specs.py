@@ -87,7 +87,8 @@ def customize(spec: _A, backend: BackendKVFacts) -> _A:
             num_head_slots=2 * spec.num_kv_heads,
             state_content_bytes=packed * spec.dtype_bytes,
         )
-    if spec.block_stride_alignment is None and backend.only_exact_sizes:
+    if spec.block_stride_alignment is None and backend.only_exact_sizes \
+            and backend.exact_size_alignment:
         largest = max(rule for rule in backend.kernel_block_sizes if isinstance(rule, int))
         spec = replace_spec(spec, block_stride_alignment=largest)
     return spec

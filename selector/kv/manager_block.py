@@ -55,10 +55,14 @@ def negotiate_block_size(
         state_block = size if model.is_hybrid and mode == "align" else None
         return BlockSizeDecision(block_size=size, user_specified=user, preferred=size,
                                  mamba_block_size=state_block, mamba_cache_mode=mode)
-    preferred = options.block_size or preferred_block_size(backends)
+    deciding = backends
+    if options.kv_spec is not None and not options.kv_spec.block_size_all_backends:
+        # the first non-SSM layer's backend alone (_find_non_ssm_backend)
+        deciding = [next((b for _, b in layer_backends if not b.is_ssm), backends[0])]
+    preferred = options.block_size or preferred_block_size(deciding)
     messages: list[str] = []
     if not user and preferred != DEFAULT_BLOCK_SIZE:
-        names = "/".join(b.name for b in backends)
+        names = "/".join(b.name for b in deciding)
         messages.append(f"Setting kv cache block size to {preferred} for {names} backend(s).")
     block = preferred
     hybrid = None

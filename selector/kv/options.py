@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from selector.catalog import EngineData
 from selector.kv.backend_facts import BackendKVFacts, wired_backends
 from selector.kv.cudagraph import CudaGraphMode
-from selector.schema.engine import HybridAlignmentRules
+from selector.schema.engine import HybridAlignmentRules, KVSpecRules
 
 __all__ = ["KVOptions"]
 
@@ -40,6 +40,9 @@ class KVOptions(BaseModel):
     """The steps of the release's hybrid block-size alignment (the profile's
     ``hybrid_alignment``); None: not stated yet (:meth:`for_engine`; the planner refuses
     to plan without it)."""
+    kv_spec: KVSpecRules | None = None
+    """The release's block-size preference and spec steps (the profile's ``kv_spec``);
+    None: every backend decides (the newest releases')."""
     num_speculative_tokens: int = Field(default=0, ge=0)
     cudagraph_mode: CudaGraphMode | None
     """None or ``NONE``: no CUDA graphs."""
@@ -76,13 +79,15 @@ class KVOptions(BaseModel):
     says so), else ``none``."""
 
     def for_engine(self, engine: EngineData) -> KVOptions:
-        """These options with what the engine states and they do not: its wired backends
-        and its hybrid block-size alignment."""
+        """These options with what the engine states and they do not: its wired backends,
+        its hybrid block-size alignment and its KV-spec rules."""
         update: dict[str, object] = {}
         if self.wired_backends is None:
             update["wired_backends"] = wired_backends(engine)
         if self.hybrid_alignment is None:
             update["hybrid_alignment"] = engine.profile.hybrid_alignment
+        if self.kv_spec is None:
+            update["kv_spec"] = engine.profile.kv_spec
         return self.model_copy(update=update) if update else self
 
     def engine_rules(self) -> tuple[dict[str, BackendKVFacts], HybridAlignmentRules]:

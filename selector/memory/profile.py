@@ -101,22 +101,13 @@ class CudagraphCapture(_Strict):
 
 
 class ModelRunnerRule(_Strict):
-    """Which GPU model runner vLLM starts (``VllmConfig.use_v2_model_runner``): V2 for a
-    generating model that is neither hybrid nor attention-free and either dense or one of
-    ``v2_moe_architectures``; else V1. ``v2_cudagraph_estimate``: V2's
-    ``profile_cudagraph_memory`` estimates the capture (False: it returns 0, so nothing is
-    subtracted for CUDA graphs before the KV cache is sized)."""
+    """What the GPU model runner in use changes in the memory budget
+    (``v2_cudagraph_estimate``: V2's ``profile_cudagraph_memory`` estimates the capture;
+    False: it returns 0, so nothing is subtracted for CUDA graphs before the KV cache is
+    sized). Which runner vLLM starts is ``model-runner.yaml``'s (selector/memory/runner.py)."""
 
-    v2_moe_architectures: tuple[str, ...]
     v2_cudagraph_estimate: bool
     source: str
-
-    def runner(self, *, architectures: tuple[str, ...], moe: bool, state_layers: bool) -> str:
-        if state_layers:
-            return "V1"
-        if moe and not set(architectures) & set(self.v2_moe_architectures):
-            return "V1"
-        return "V2"
 
 
 class LinearAttentionPart(_Strict):

@@ -10,15 +10,14 @@ and unifies them with the target's as vLLM's KV-cache manager does."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.catalog import Catalog, CatalogError
+from selector.catalog import Catalog, CatalogError, patch_document, read_yaml
 from selector.memory.issues import StartupIssue, startup_issue
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import WeightPart, config_int, estimate_weights, text_config
@@ -31,9 +30,9 @@ __all__ = [
     "draft_backend",
     "draft_layers",
     "draft_report",
+    "draft_tp_refusal",
     "draft_weight_part",
-    "not_modelled_report",
-    "runner_of",
+    "key_refusal",
     "speculative_data",
     "unknown_backend_message",
 ]
@@ -43,32 +42,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class V2Unsupported(_Strict):
-    methods: tuple[str, ...] = ()
-    keys: dict[str, str] = Field(default_factory=dict)
-    keys_except_methods: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-
-
-class V1Unsupported(_Strict):
-    methods: dict[str, str] = Field(default_factory=dict)
-    keys: dict[str, str] = Field(default_factory=dict)
-
-
-class Runner(_Strict):
-    source: str
-    default: Literal["v1", "v2"]
-    environment: str
-    v2_unsupported: V2Unsupported
-    v1_unsupported: V1Unsupported
-    v2_refusal: str
-    v1_refusal: str
-    v2_method_feature: str
-
-
 class DraftBackendRule(_Strict):
     source: str
     v2: Literal["inherit", "auto"]
     v1: Literal["inherit", "auto"]
+    v2_reads_given: bool = True
+    """Model Runner V2 reads ``attention_backend`` (False: the draft is built under the
+    target's attention config whatever is given)."""
     v2_ignores_given: tuple[str, ...] = ()
     unknown: str
     enum_members: tuple[str, ...]
@@ -110,19 +90,51 @@ class Extras(_Strict):
     lm_head_vocab: str | None = None
 
 
+class KeyRefusal(_Strict):
+    """A ``--speculative-config`` key ``SpeculativeConfig`` refuses (a field the release
+    lacks, or one its validator allows only for some methods)."""
+
+    message: str
+    source: str
+    except_methods: tuple[str, ...] = ()
+
+
+class DraftTP(_Strict):
+    """``SpeculativeConfig._verify_and_get_draft_tp``: the draft's tensor-parallel size is
+    the target's unless given, and only 1 or the target's is accepted."""
+
+    source: str
+    refusal: str
+
+
+class DraftSettings(_Strict):
+    """What the draft is built with besides its backend (the keys of
+    ``apply_draft_overrides`` / the draft-model speculator): its KV-cache dtype, its
+    quantization, and where each is read."""
+
+    source: str
+    kv_cache_dtype_key: str | None = None
+    """The key that gives the draft its own KV-cache dtype (None: the release has none;
+    the draft's cache is the target's)."""
+
+
 class Codes(_Strict):
-    runner_refusal: str
     unknown_backend: str
+    key_refused: str
     draft_note: str
     not_modelled: str
+    draft_kv_dtype: str
 
 
 class SpeculativeData(_Strict):
     """``speculative.yaml`` of an engine profile."""
 
     engine: str
-    runner: Runner
     draft_backend: DraftBackendRule
+    draft_tp: DraftTP
+    draft_settings: DraftSettings
+    key_refusals: dict[str, KeyRefusal | None] | None = None
+    """Null in a patch: none (a patch's mapping merges into its parent's)."""
     draft_free_methods: tuple[str, ...]
     mtp: dict[str, MTPRule]
     eagle: dict[str, EagleRule]
@@ -162,18 +174,61 @@ class DraftReport(_Strict):
     issues: tuple[StartupIssue, ...] = ()
 
 
-@lru_cache(maxsize=8)
-def _load(path: Path) -> SpeculativeData:
+SPECULATIVE_FILE = "speculative.yaml"
+
+
+def _document(catalog: Catalog, name: str) -> dict[str, Any] | None:
+    """``speculative.yaml`` of engine ``name`` with inheritance applied (a file with
+    ``inherit: true`` patches the nearest older profile's)."""
+    parent_name = catalog.engine_of(name).profile.extends
+    parent = _document(catalog, parent_name) if parent_name else None
+    path = catalog.engine_dirs[name] / SPECULATIVE_FILE
+    if not path.is_file():
+        return parent
+    own = read_yaml(path)
+    if not isinstance(own, dict):
+        raise CatalogError(f"{path}: not a mapping")
+    if own.get("inherit", False):
+        if parent is None:
+            raise CatalogError(f"{path}: inherit: true but no older profile has {SPECULATIVE_FILE}")
+        return patch_document(parent, own)
+    return own
+
+
+@lru_cache(maxsize=32)
+def _validated(document: str, where: str) -> SpeculativeData:
     try:
-        return SpeculativeData.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise CatalogError(f"{path}: {exc}") from None
+        return SpeculativeData.model_validate_json(document)
+    except ValidationError as exc:
+        raise CatalogError(f"{where}: {exc}") from None
 
 
 def speculative_data(catalog: Catalog, engine: str | None) -> SpeculativeData | None:
     """The engine's speculative data (None: the release's profile chain has none)."""
-    path = catalog.engine_file(catalog.engine(engine).engine, "speculative.yaml")
-    return None if path is None else _load(path)
+    name = catalog.engine(engine).engine
+    document = _document(catalog, name)
+    if document is None:
+        return None
+    return _validated(json.dumps(document, sort_keys=True),
+                      str(catalog.engine_dirs[name] / SPECULATIVE_FILE))
+
+
+def draft_tp_refusal(data: SpeculativeData, request: DraftRequest, target_tp: int) -> str | None:
+    """vLLM's refusal of a ``draft_tensor_parallel_size`` other than 1 or the target's."""
+    given = request.keys.get("draft_tensor_parallel_size")
+    if not isinstance(given, int) or given in (1, target_tp):
+        return None
+    return data.draft_tp.refusal.format(value=given)
+
+
+def key_refusal(data: SpeculativeData, request: DraftRequest) -> str | None:
+    """``SpeculativeConfig``'s refusal of a key given (None: every key is accepted)."""
+    for key, rule in (data.key_refusals or {}).items():
+        value = request.keys.get(key)
+        if rule is not None and value not in (None, False) \
+                and (request.method or "") not in rule.except_methods:
+            return rule.message.replace("{value}", str(value))
+    return None
 
 
 def _given_backend(request: DraftRequest) -> str | None:
@@ -190,32 +245,14 @@ def unknown_backend_message(data: SpeculativeData, value: str) -> str | None:
     return rule.unknown.format(name=name, value=value, valid=", ".join(rule.enum_members))
 
 
-def runner_of(data: SpeculativeData, request: DraftRequest,
-              environ: Mapping[str, str]) -> tuple[Literal["v1", "v2"], str | None]:
-    """(the model runner vLLM uses, its refusal or None) for this draft."""
-    rule = data.runner
-    method = request.method or ""
-    v2 = [rule.v2_method_feature.format(method=method)] if method in rule.v2_unsupported.methods else []
-    for key, feature in rule.v2_unsupported.keys.items():
-        if request.keys.get(key) and method not in rule.v2_unsupported.keys_except_methods.get(key, ()):
-            v2.append(feature)
-    v1 = [feature for name, feature in rule.v1_unsupported.methods.items() if method == name]
-    v1 += [feature for key, feature in rule.v1_unsupported.keys.items()
-           if request.keys.get(key) not in (None, False)]
-    forced = (environ.get(rule.environment) or "").strip().lower()
-    if forced in ("1", "true"):
-        return "v2", rule.v2_refusal.format(features=", ".join(v2)) if v2 else None
-    if forced in ("0", "false"):
-        return "v1", rule.v1_refusal.format(features=", ".join(v1)) if v1 else None
-    if rule.default == "v2" and not v2:
-        return "v2", None
-    return "v1", rule.v1_refusal.format(features=", ".join(v1)) if v1 else None
-
-
 def draft_backend(data: SpeculativeData, request: DraftRequest, runner: Literal["v1", "v2"],
                   target_backend: str | None) -> tuple[str | None, str]:
     """(the backend the draft's layers are built with, None: selected by vLLM; why)."""
     given = _given_backend(request)
+    if runner == "v2" and not data.draft_backend.v2_reads_given:
+        ignored = f"; attention_backend {given} is not read" if given else ""
+        return target_backend, ("Model Runner V2 builds the draft under the target's "
+                                f"attention config{ignored}")
     if runner == "v2" and (request.method or "") in data.draft_backend.v2_ignores_given:
         ignored = f"; attention_backend {given} is not read" if given else ""
         return target_backend, ("Model Runner V2 builds a draft model under the target's "
@@ -332,19 +369,23 @@ def draft_weight_part(data: SpeculativeData, request: DraftRequest, model: Model
 
 
 def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest, *,
-                 runner: Literal["v1", "v2"], runner_refusal: str | None,
+                 runner: Literal["v1", "v2"], runner_refusal: str | None, runner_code: str,
                  layers: tuple[LayerFacts, ...], architecture: str | None,
                  backend: str | None, backend_rule: str,
                  weights: WeightPart | None, selected: tuple[str, ...] = (),
-                 groups: tuple[int, ...] = (), kv_bytes_per_token: int = 0) -> DraftReport:
+                 groups: tuple[int, ...] = (), kv_bytes_per_token: int = 0,
+                 thresholds: tuple[int | None, ...] = (), capture_sizes: tuple[int, ...] = (),
+                 target_tp: int = 1, target_kv_cache_dtype: str | None = None) -> DraftReport:
     """The report of the draft: a note of what vLLM builds (``selected``: the backends the
     solver selected for its layers; ``groups``: the KV-cache groups holding them;
-    ``kv_bytes_per_token``: their KV cache per token), and its refusals."""
+    ``kv_bytes_per_token``: their KV cache per token; ``thresholds``: their metadata
+    builders' reorder thresholds; ``capture_sizes``: the CUDA-graph capture sizes with the
+    uniform decode query of 1 + num_speculative_tokens), and its refusals."""
     codes = data.codes
     method = request.method or "?"
     issues = []
     if runner_refusal is not None:
-        issues.append(startup_issue(catalog, codes.runner_refusal, ("speculative", "method"),
+        issues.append(startup_issue(catalog, runner_code, ("speculative", "method"),
                                     message=runner_refusal))
     notes = []
     tokens = request.num_speculative_tokens
@@ -362,7 +403,19 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
         if weights is not None:
             text += (f"; weights {weights.bytes / 1024**3:.2f} GiB per GPU (in the memory "
                      "table's weights; the target's input embedding shared)")
+        text += _settings_text(request, thresholds, capture_sizes, target_tp)
         notes.append((codes.draft_note, text))
+        own_dtype = request.keys.get("kv_cache_dtype")
+        if own_dtype and own_dtype != (target_kv_cache_dtype or "auto"):
+            notes.append((codes.draft_kv_dtype, (
+                f"speculative draft: kv_cache_dtype {own_dtype} (the target's: "
+                f"{target_kv_cache_dtype or 'auto'}): vLLM builds the draft's KV cache in "
+                f"{own_dtype} ({data.draft_settings.source}); attn-select counts the draft's "
+                "pages at the target's dtype")))
+    elif method in data.draft_free_methods and capture_sizes:
+        notes.append((codes.draft_note, (
+            f"{head}, Model Runner {runner.upper()}): no draft model, no draft KV cache"
+            + _settings_text(request, (), capture_sizes, target_tp))))
     elif method not in data.draft_free_methods:
         notes.append((codes.not_modelled, (
             f"{head}): its layers are not modelled (no draft config.json read, or a target "
@@ -379,16 +432,23 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
                        notes=tuple(notes), issues=tuple(issues))
 
 
-NOT_MODELLED = "SP005"
-"""The warning for a release whose profile chain has no ``speculative.yaml``."""
-
-
-def not_modelled_report(catalog: Catalog, request: DraftRequest) -> DraftReport:
-    """The draft of a release without speculative data: said, not modelled."""
-    catalog.code(NOT_MODELLED)  # registered
-    message = (f"speculative draft ({request.method or '?'}): this release's draft start-up "
-               "is not modelled (no speculative.yaml in its profile chain): the draft's "
-               "layers, backend, KV cache and weights are not checked")
-    return DraftReport(method=request.method or "?", runner="v1",
-                       num_speculative_tokens=request.num_speculative_tokens,
-                       draft=request.model, notes=((NOT_MODELLED, message),))
+def _settings_text(request: DraftRequest, thresholds: tuple[int | None, ...],
+                   capture_sizes: tuple[int, ...], target_tp: int) -> str:
+    """What the speculative tokens and the draft's settings change at start-up."""
+    query = 1 + request.num_speculative_tokens
+    parts = []
+    known = sorted({t for t in thresholds if t is not None})
+    if known:
+        parts.append("reorder batch threshold " + ", ".join(map(str, known))
+                     + f" (a verify step queries {query} tokens per request)")
+    if capture_sizes:
+        decode = [size for size in capture_sizes if size % query == 0] if query > 1 else []
+        parts.append(f"{len(capture_sizes)} CUDA-graph capture sizes"
+                     + (f", {len(decode)} of them multiples of the {query}-token decode"
+                        if query > 1 else ""))
+    given = request.keys.get("draft_tensor_parallel_size")
+    parts.append(f"draft tensor-parallel size {given or target_tp}"
+                 + ("" if given else " (the target's)"))
+    if request.keys.get("quantization"):
+        parts.append(f"draft quantization {request.keys['quantization']}")
+    return "; " + "; ".join(parts)

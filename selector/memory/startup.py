@@ -142,26 +142,20 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 block_size: int | None = None,
                 captured_graphs: int = 0,
                 encoder_profile: MemoryLine | None = None,
-                extra_weights: tuple[WeightPart, ...] = ()) -> MemoryBudget | None:
+                extra_weights: tuple[WeightPart, ...] = (),
+                model_runner: str | None = None) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
     ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
     batch limits and memory fraction resolved once for the whole report; ``stage``: the
     layers of one pipeline stage; ``captured_graphs``: the CUDA graphs vLLM captures,
     :func:`captured_graph_count`). The speculative draft's layers (``LayerFacts.draft``)
     are not the model's decoder layers: their weights come in ``extra_weights``
-    (selector/memory/speculative.py, ``draft_weight_part``)."""
+    (selector/memory/speculative.py, ``draft_weight_part``). ``model_runner``: the GPU
+    model runner vLLM starts (``v1`` / ``v2``, :mod:`selector.memory.runner`)."""
     if total is None:
         return None
     raw = raw_config(model)
-    rule = profile.memory.model_runner
-    runner = None
-    if rule is not None:
-        architectures = raw.get("architectures") or ()
-        runner = rule.runner(
-            architectures=tuple(str(a) for a in architectures),
-            moe=bool(config_int(text_config(raw), "num_local_experts", "n_routed_experts",
-                                "num_experts")),
-            state_layers=bool(model.state_layers))
+    runner = model_runner.upper() if model_runner else None
     dtype_bytes = _DTYPE_BYTES.get(dtype, 2)
     if any(layer.draft for layer in model.layers):
         model = model.model_copy(update={

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from selector.catalog import Catalog
+from selector.catalog import Catalog, CatalogError
 from selector.check.model import ModelCheckResult
 from selector.errors import InputError
 from selector.inputs.config import LoadedDeployment
 from selector.memory.issues import StartupIssue, startup_issue
+from selector.memory.runner import RunnerChoice, RunnerData, runner_data, runner_of_model
 from selector.memory.speculative import (
     DraftReport,
     DraftRequest,
@@ -25,9 +26,9 @@ from selector.memory.speculative import (
     draft_backend,
     draft_layers,
     draft_report,
+    draft_tp_refusal,
     is_mtp,
-    not_modelled_report,
-    runner_of,
+    key_refusal,
     speculative_data,
     unknown_backend_message,
 )
@@ -35,7 +36,7 @@ from selector.memory.weights import WeightPart
 from selector.models import ModelFacts, load_model, parse_config
 from selector.models.presets import preset_dir
 
-__all__ = ["DraftStage", "draft_request", "draft_stage"]
+__all__ = ["DraftStage", "draft_request", "draft_runner", "draft_stage"]
 
 
 @dataclass(frozen=True)
@@ -47,28 +48,32 @@ class DraftStage:
     backend: str | None
     draft: ModelFacts | None
     request: DraftRequest
-    data: SpeculativeData | None
-    """None: the release has no speculative.yaml (the draft is a warning, not modelled)."""
+    data: SpeculativeData
     runner: Literal["v1", "v2"]
     runner_refusal: str | None
+    runner_code: str
+    """The reason code of the runner's refusal (``model-runner.yaml``)."""
     backend_rule: str
     architecture: str | None
     issue: StartupIssue | None = None
     """vLLM's refusal before any draft layer is built (an unknown backend name)."""
 
     def report(self, catalog: Catalog, weights: WeightPart | None = None,
-               checked: ModelCheckResult | None = None) -> DraftReport:
+               checked: ModelCheckResult | None = None, capture_sizes: tuple[int, ...] = (),
+               target_tp: int = 1, target_kv_cache_dtype: str | None = None) -> DraftReport:
         """What the report says of the draft (its weights: ``draft_weight_part``; the
         backends selected for its layers and their KV-cache groups: ``checked``)."""
-        if self.data is None:
-            return not_modelled_report(catalog, self.request)
         layers = tuple(layer for layer in self.model.layers if layer.draft)
         selected: tuple[str, ...] = ()
+        thresholds: tuple[int | None, ...] = ()
         groups: tuple[int, ...] = ()
         per_token = 0
         if checked is not None:
             selected = tuple(dict.fromkeys(s.result.selected for s in checked.selections
                                            if s.draft and s.result.selected))
+            thresholds = tuple(s.result.runtime.reorder_batch_threshold
+                               for s in checked.selections
+                               if s.draft and s.result.runtime is not None)
             indices = {layer.index for layer in layers}
             plan = checked.plan
             for group in plan.groups if plan is not None else ():
@@ -80,10 +85,13 @@ class DraftStage:
                     per_token += sum(spec.page_size_bytes // max(spec.block_size, 1)
                                      for spec in held)
         report = draft_report(catalog, self.data, self.request, runner=self.runner,
-                              runner_refusal=self.runner_refusal, layers=layers,
+                              runner_refusal=self.runner_refusal,
+                              runner_code=self.runner_code, layers=layers,
                               architecture=self.architecture, backend=self.backend,
                               backend_rule=self.backend_rule, weights=weights,
-                              selected=selected, groups=groups, kv_bytes_per_token=per_token)
+                              selected=selected, groups=groups, kv_bytes_per_token=per_token,
+                              thresholds=thresholds, capture_sizes=capture_sizes,
+                              target_tp=target_tp, target_kv_cache_dtype=target_kv_cache_dtype)
         if self.issue is not None:
             report = report.model_copy(update={"issues": (*report.issues, self.issue)})
         return report
@@ -96,7 +104,10 @@ def draft_request(loaded: LoadedDeployment) -> DraftRequest | None:
     if spec.method is None and spec.model is None:
         return None
     keys = {"parallel_drafting": spec.parallel_drafting,
-            "enable_adaptive_verification": spec.adaptive_verification}
+            "enable_adaptive_verification": spec.adaptive_verification,
+            "kv_cache_dtype": spec.kv_cache_dtype,
+            "draft_tensor_parallel_size": spec.draft_tensor_parallel_size,
+            "quantization": spec.quantization}
     return DraftRequest(method=spec.method or ("draft_model" if spec.model else None),
                         model=spec.model, attention_backend=spec.attention_backend,
                         num_speculative_tokens=spec.num_speculative_tokens, keys=keys)
@@ -150,18 +161,28 @@ def draft_stage(loaded: LoadedDeployment, catalog: Catalog, engine: str, whole: 
     if request is None:
         return None
     data = speculative_data(catalog, engine)
-    if data is None:  # said, never passed over: the release's draft is not modelled
-        return DraftStage(model=whole, backend=None, draft=None, request=request, data=None,
-                          runner="v1", runner_refusal=None, backend_rule="",
-                          architecture=None)
-    runner, refusal = runner_of(data, request, environ or {})
+    runners = runner_data(catalog, engine)
+    if data is None or runners is None:
+        raise CatalogError(f"{engine}: no speculative.yaml / model-runner.yaml in its profile chain")
+    choice = draft_runner(runners, whole, request, environ)
+    runner, refusal = choice.runner, choice.refusal
     target_backend = loaded.deployment.attention_backend
     unknown = unknown_backend_message(data, request.attention_backend or "")
-    if unknown is not None:
-        issue = startup_issue(catalog, data.codes.unknown_backend,
-                              ("speculative", "attention_backend"), message=unknown)
+    refused: tuple[str, tuple[str, ...], str] | None = (
+        (data.codes.unknown_backend, ("speculative", "attention_backend"), unknown)
+        if unknown is not None else None)
+    if refused is None and (keyed := key_refusal(data, request)) is not None:
+        refused = (data.codes.key_refused, ("speculative",), keyed)
+    tp = loaded.deployment.parallel.tensor_parallel_size
+    if refused is None and (tp_refused := draft_tp_refusal(data, request, tp)) is not None:
+        refused = (data.codes.key_refused, ("speculative", "draft_tensor_parallel_size"),
+                   tp_refused)
+    if refused is not None:
+        code, field, message = refused
+        issue = startup_issue(catalog, code, field, message=message)
         return DraftStage(model=whole, backend=None, draft=None, request=request, data=data,
-                          runner=runner, runner_refusal=refusal, backend_rule="",
+                          runner=runner, runner_refusal=None,
+                          runner_code=runners.codes.refusal, backend_rule="",
                           architecture=None, issue=issue)
     backend, rule = draft_backend(data, request, runner, target_backend)
     draft = None if is_mtp(request) or request.model is None else \
@@ -169,5 +190,13 @@ def draft_stage(loaded: LoadedDeployment, catalog: Catalog, engine: str, whole: 
     layers, architecture = draft_layers(data, request, whole, draft)
     model = whole.model_copy(update={"layers": (*whole.layers, *layers)}) if layers else whole
     return DraftStage(model=model, backend=backend, draft=draft, request=request, data=data,
-                      runner=runner, runner_refusal=refusal, backend_rule=rule,
-                      architecture=architecture)
+                      runner=runner, runner_refusal=refusal, runner_code=runners.codes.refusal,
+                      backend_rule=rule, architecture=architecture)
+
+
+def draft_runner(runners: RunnerData, model: ModelFacts, request: DraftRequest | None,
+                 environ: Mapping[str, str] | None) -> RunnerChoice:
+    """The GPU model runner vLLM starts for the model and its draft (``model-runner.yaml``,
+    the rule the memory budget reads too)."""
+    return runner_of_model(runners, model, method=request.method if request else None,
+                           keys=request.keys if request else None, environ=environ)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Literal
 
 from selector.catalog import Catalog
 from selector.check.model import ModelCheckResult
@@ -38,11 +39,12 @@ from selector.memory.encoder import (
 from selector.memory.issues import layer_build_issues, startup_issue
 from selector.memory.pp import PARTITION_ENV, PartitionRefusal, pp_stages
 from selector.memory.profile import StartupProfile
+from selector.memory.runner import runner_data, spec_decode_capture_sizes
 from selector.memory.speculative import draft_weight_part
 from selector.memory.startup import dtype_bytes
 from selector.memory.weights import WeightPart
 from selector.models import ModelFacts
-from selector.pipeline.draft import DraftStage
+from selector.pipeline.draft import DraftStage, draft_runner
 from selector.pipeline.model import check_model
 from selector.request import RequestFacts
 
@@ -130,6 +132,13 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         kv = kv.model_copy(update={"max_num_batched_tokens": encoder.max_num_batched_tokens})
     draft_weights = _draft_weights(draft, model, profile, d.dtype, cc, d.moe_backend,
                                    d.quantization)
+    runner = _model_runner(catalog, engine_name, model, draft, environ)
+    runners = runner_data(catalog, engine_name)
+    capture_sizes = target.serve.cudagraph_capture_sizes if runners is None or runner is None \
+        else spec_decode_capture_sizes(
+            runners, target.serve.cudagraph_capture_sizes, runner=runner,
+            cudagraph_mode=kv.cudagraph_mode,
+            decode_query_len=1 + d.speculative.num_speculative_tokens)
     budget_of = partial(
         plan_budget, model, profile, device=device_name, cc=cc, total=total, dtype=d.dtype,
         cudagraphs=kv.cudagraph_mode not in (None, "NONE"),
@@ -140,9 +149,9 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         reserved_bytes=int(d.reserved_memory_gib * 1024**3) or None, moe_backend=d.moe_backend,
         quantization=d.quantization, cpu_offload_gib=d.cpu_offload_gb,
         max_model_len=kv.max_model_len, block_size=kv.block_size,
-        captured_graphs=captured_graph_count(kv.cudagraph_mode, target.serve.cudagraph_capture_sizes,
-                                             kv.max_num_seqs),
-        encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)))
+        captured_graphs=captured_graph_count(kv.cudagraph_mode, capture_sizes, kv.max_num_seqs),
+        encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)),
+        model_runner=runner)
 
     def budget_for(stage: tuple[int, int] | None) -> MemoryBudget | None:
         last = stage is None or stage[1] == decoder_layers  # the draft runs on the last stage
@@ -207,7 +216,10 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         issues.append(found)
     if encoder is not None:
         issues.extend(encoder.issues)
-    draft_report = draft.report(catalog, draft_weights, checked) if draft is not None else None
+    draft_report = draft.report(
+        catalog, draft_weights, checked, capture_sizes=capture_sizes,
+        target_tp=d.parallel.tensor_parallel_size, target_kv_cache_dtype=d.kv_cache_dtype,
+    ) if draft is not None else None
     if draft_report is not None:
         issues.extend(draft_report.issues)
     reports = [(memory_report(stage.budget, plan if not issues else None, profile, catalog,
@@ -223,6 +235,16 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
             update={"capacity": report.capacity if report is not None else None}))
     return replace(checked, memory=report, startup=tuple(issues), encoder=encoder,
                    draft=draft_report)
+
+
+def _model_runner(catalog: Catalog, engine: str, model: ModelFacts, draft: DraftStage | None,
+                  environ: Mapping[str, str] | None) -> Literal["v1", "v2"] | None:
+    """The GPU model runner vLLM starts (the draft's, which the same rule chose:
+    selector/memory/runner.py); None where the release has no model-runner.yaml."""
+    if draft is not None:
+        return draft.runner
+    runners = runner_data(catalog, engine)
+    return None if runners is None else draft_runner(runners, model, None, environ).runner
 
 
 def _draft_weights(draft: DraftStage | None, model: ModelFacts, profile: StartupProfile,

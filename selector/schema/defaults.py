@@ -69,12 +69,15 @@ class ModeDefault(_Strict):
 
 
 class CaptureSizes(_Strict):
-    """``VllmConfig._set_cudagraph_sizes`` without speculative decoding or user sizes:
-    the largest size is ``min(max_num_seqs x seqs_factor, max_size, max_num_batched_tokens)``
-    (``max_size`` by capability family where ``max_size_by_family`` names one), the sizes
-    are 1, 2, 4, then every 8 below 256, then every 16, up to it, with
-    ``max_num_batched_tokens`` (``append_max_num_batched_tokens``) and ``max_num_seqs``
-    (``append_max_num_seqs``) added when they fit."""
+    """``VllmConfig._set_cudagraph_sizes`` without user sizes: the largest size is
+    ``min(max_num_seqs x seqs_factor x q, max_size, max_num_batched_tokens)`` (``q``: the
+    uniform decode query length, 1 + ``num_speculative_tokens``; ``max_size`` by
+    capability family where ``max_size_by_family`` names one), the sizes are 1, 2, 4, then
+    every 8 below 256, then every 16, up to it, with ``max_num_batched_tokens``
+    (``append_max_num_batched_tokens``) and ``max_num_seqs`` (``append_max_num_seqs``)
+    added when they fit; with ``uniform_decode_grid`` and ``q > 1``, the uniform-decode
+    sizes ``n x q`` for every request count ``n`` of the request grid instead of
+    ``max_num_seqs``."""
 
     source: str
     seqs_factor: int = Field(gt=0)
@@ -86,17 +89,30 @@ class CaptureSizes(_Strict):
     step_from_256: int = Field(gt=0)
     append_max_num_batched_tokens: bool
     append_max_num_seqs: bool
+    uniform_decode_grid: bool = False
 
-    def sizes(self, max_num_seqs: int, max_num_batched_tokens: int, cc: int) -> tuple[int, ...]:
-        limit = min(max_num_seqs * self.seqs_factor,
-                    self.max_size_by_family.get(cc // 10 * 10, self.max_size))
-        decode = [max_num_seqs] if self.append_max_num_seqs and max_num_seqs <= limit else []
-        limit = min(max_num_batched_tokens, limit)
+    def _grid(self, limit: int) -> list[int]:
         found = [size for size in self.small if size <= limit]
         if limit >= 8:
             found += range(8, min(limit + 1, 256), self.step_below_256)
         if limit >= 256:
             found += range(256, limit + 1, self.step_from_256)
+        return found
+
+    def sizes(self, max_num_seqs: int, max_num_batched_tokens: int, cc: int,
+              decode_query_len: int = 1) -> tuple[int, ...]:
+        ceiling = self.max_size_by_family.get(cc // 10 * 10, self.max_size)
+        limit = min(max_num_seqs * self.seqs_factor * decode_query_len, ceiling)
+        if self.uniform_decode_grid and decode_query_len > 1:
+            # request_counts: the grid of request counts up to max_num_seqs (at most the
+            # ceiling), max_num_seqs itself included
+            reqs = min(max_num_seqs, ceiling)
+            decode = [n * decode_query_len for n in {*self._grid(reqs), reqs}
+                      if n * decode_query_len <= limit]
+        else:
+            decode = [max_num_seqs] if self.append_max_num_seqs and max_num_seqs <= limit else []
+        limit = min(max_num_batched_tokens, limit)
+        found = self._grid(limit)
         if self.append_max_num_batched_tokens and max_num_batched_tokens <= limit:
             found.append(max_num_batched_tokens)
         found += [size for size in decode if size <= max_num_batched_tokens]

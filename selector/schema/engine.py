@@ -133,6 +133,22 @@ class SuggestionSpec(StrictModel):
         return self.summary if self.summary is not None else f"use {self.flag}"
 
 
+class KVSpecRules(StrictModel):
+    """What the model runner of the release adds to a layer's KV-cache spec."""
+
+    source: str = ""
+    block_size_all_backends: bool = False
+    """``update_block_size_for_backend`` prefers a block size every non-SSM backend of
+    the model's layers takes (``_find_non_ssm_backends``); False: the first non-SSM
+    layer's backend alone decides (``_find_non_ssm_backend``, so a speculative draft's
+    other backend does not)."""
+    exact_size_alignment: bool = False
+    """``customize_attention_spec``: a backend that declares only exact kernel block
+    sizes gives its spec ``block_stride_alignment = MultipleOf(largest)`` (so two layers
+    of backends that differ in it are not one spec: ``UniformTypeKVCacheSpecs``); False:
+    the release has no such step (a FlashInfer draft's spec equals a FLASH_ATTN target's)."""
+
+
 class HybridAlignmentRules(StrictModel):
     """Which steps ``Platform._align_hybrid_block_size`` of the release takes when it
     sizes the attention block of an attention + Mamba model (the defaults are 0.25.1's)."""
@@ -191,6 +207,8 @@ class EngineProfile(StrictModel):
     (engines whose backends shape their own KV cache, e.g. vLLM 0.25.1: ``NHD``)."""
     hybrid_alignment: HybridAlignmentRules = Field(default_factory=HybridAlignmentRules)
     """The steps of the hybrid (attention + Mamba) block-size alignment."""
+    kv_spec: KVSpecRules = Field(default_factory=KVSpecRules)
+    """What the model runner adds to a layer's KV spec (the defaults are 0.25.1's)."""
 
     @model_validator(mode="after")
     def _unique_keys(self) -> EngineProfile:

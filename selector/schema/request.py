@@ -127,6 +127,14 @@ class Speculative(StrictModel):
     """The draft's layers' backend (``--speculative-config.attention_backend``); unset:
     Model Runner V2 keeps the target's ``attention_backend``, V1 selects afresh."""
     parallel_drafting: bool = False
+    kv_cache_dtype: str | None = None
+    """The draft's KV-cache dtype (``--speculative-config.kv_cache_dtype``; unset: the
+    target's ``kv_cache_dtype``)."""
+    draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
+    """The draft's tensor-parallel size (unset: the target's; vLLM accepts 1 or the
+    target's)."""
+    quantization: str | None = None
+    """The draft's quantization method (unset: the target's ``--quantization``)."""
 
 
 class KVConnector(StrictModel):

@@ -224,7 +224,8 @@ def _check_speculative(config: dict[str, Any], notes: list[ServeNote], catalog: 
                                          config_class="SpeculativeConfig"))
 
 
-_DRAFT_KEYS = ("method", "model", "attention_backend", "parallel_drafting")
+_DRAFT_KEYS = ("method", "model", "attention_backend", "parallel_drafting", "kv_cache_dtype",
+               "draft_tensor_parallel_size", "quantization")
 """The SpeculativeConfig keys the draft's start-up reads (selector/memory/speculative.py)."""
 
 
@@ -241,6 +242,10 @@ def speculative_config(raw: RawCommand, settings: Settings, notes: list[ServeNot
             value = config[key]
             if key == "parallel_drafting":
                 value = parse_bool(f"--speculative-config.{key}", value)
+            elif key == "draft_tensor_parallel_size":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise bad_value(f"--speculative-config.{key}",
+                                    f"expected a positive integer, got {value!r}")
             elif not isinstance(value, str):
                 raise bad_value(f"--speculative-config.{key}", f"expected a string, got {value!r}")
             settings.speculative[key] = value
