@@ -62,9 +62,10 @@ _MLA = BackendKVFacts(name="FLASHMLA", class_name="FlashMLABackend", is_mla=True
 
 
 def load_answers(engine: str = "vllm-0.33.0") -> list[dict[str, Any]]:
-    """vLLM's committed answers, one per config."""
-    path = GOLDEN / f"{engine}.jsonl.gz"
-    return list(oracle.read_jsonl(path))
+    """vLLM's committed answers, one per config: every ``<engine>*.jsonl.gz`` (the
+    reference's main file and those recorded beside it, e.g. ``<engine>-ref.jsonl.gz``)."""
+    return [answer for path in sorted(GOLDEN.glob(f"{engine}*.jsonl.gz"))
+            for answer in oracle.read_jsonl(path)]
 
 
 @dataclass

@@ -36,7 +36,86 @@ _EXTRA: dict[str, dict[str, Any]] = {
     "hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
 }
 
+
+_MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
+    # architectures a family maps that had no reference answer (tests/golden/vllm_models/
+    # not_built.yaml): the config class's defaults plus the fields its model class reads
+    # and the class leaves unset (each value a config value, never a layer decision)
+    "MiniCPMOcrForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
+        "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    "MiniCPMV4_7ForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
+        "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    "Qwen3ASRForcedAlignerForTokenClassification": ("qwen3_asr", {"thinker_config": {
+        "classify_num": 5000, "text_config": _text("qwen3", head_dim=64, max_position_embeddings=32768)}}),
+    "Qwen3ASRRealtimeGeneration": ("qwen3_asr", {"thinker_config": {"text_config": _text(
+        "qwen3", head_dim=64, max_position_embeddings=32768)}}),
+    "Gemma3TextModel": ("gemma3_text", {"num_hidden_layers": 4}),
+    "XLMRobertaModel": ("xlm-roberta", {"num_hidden_layers": 4,
+                                        "position_embedding_type": "absolute"}),
+    "Glm4MoeLiteForCausalLM": ("glm4_moe_lite", {"num_hidden_layers": 4, "first_k_dense_replace": 1}),
+    "Glm4vMoeForConditionalGeneration": ("glm4v_moe", {"text_config": {
+        "model_type": "glm4v_moe_text", "num_hidden_layers": 4, "use_qk_norm": False,
+        "head_dim": 128}}),
+    "DeepseekForCausalLM": ("deepseek_v2", {"num_hidden_layers": 4, "n_group": 1, "topk_group": 1}),
+    "DeepseekV3BidirectionalModel": ("deepseek_v3", {"num_hidden_layers": 4, "n_group": 1,
+                                                     "topk_group": 1}),
+    "KimiVLForConditionalGeneration": ("kimi_vl", {"text_config": {
+        "model_type": "deepseek_v3", "num_hidden_layers": 4, "n_group": 1, "topk_group": 1}}),
+    "LlamaBidirectionalModel": ("llama", {"num_hidden_layers": 4, "pooling": "avg"}),
+    "LlamaBidirectionalForSequenceClassification": ("llama", {"num_hidden_layers": 4,
+                                                               "pooling": "avg"}),
+    "LongcatFlashForCausalLM": ("longcat_flash", {"num_hidden_layers": 4, "mla_scale_q_lora": True,
+                                                  "mla_scale_kv_lora": True, "zero_expert_num": 2,
+                                                  "zero_expert_type": "identity"}),
+    "Qwen2_5OmniForConditionalGeneration": ("qwen2_5_omni", {"thinker_config": {"text_config": _text(
+        "qwen2_5_omni_text", max_position_embeddings=32768)}}),
+    "Step3TextForCausalLM": ("step3_text", {
+        "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
+        "num_attention_heads": 8, "num_attention_groups": 1, "head_dim": 64,
+        "moe_layers_enum": "1,2", "moe_num_experts": 4, "moe_top_k": 2,
+        "moe_intermediate_size": 256, "share_expert_dim": 256, "vocab_size": 4096,
+        "max_position_embeddings": 4096}),
+    "NomicBertModel": ("nomic_bert", {
+        # the field names of nomic-embed's remote config, which NomicBertModelConfig reads
+        # (vllm/model_executor/models/config.py:858-900)
+        "num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
+        "intermediate_size": 1024, "n_layer": 4, "n_embd": 512, "n_head": 8, "n_inner": 1024,
+        "activation_function": "swiglu", "mlp_fc1_bias": False, "mlp_fc2_bias": False,
+        "qkv_proj_bias": False, "rotary_emb_scale_base": None, "rotary_emb_interleaved": False,
+        "rotary_emb_fraction": 1.0, "rotary_emb_base": 1000, "layer_norm_epsilon": 1e-12,
+        "max_trained_positions": 2048, "max_position_embeddings": 2048}),
+    "GteModel": ("gte", {"num_hidden_layers": 4, "position_embedding_type": "rope"}),
+    "Gemma4UnifiedForConditionalGeneration": ("gemma4_unified", {
+        "text_config": {"model_type": "gemma4_unified_text", "num_hidden_layers": 4},
+        "vision_config": {"model_type": "gemma4_unified_vision"}}),
+    "Ovis": ("ovis", {"_raw": True, "model_type": "ovis", "hidden_size": 512,
+                      "llm_config": _text("qwen2", max_position_embeddings=8192),
+                      "visual_tokenizer_config": {"model_type": "siglip_visual_tokenizer",
+                                                  "backbone_config": {"model_type": "siglip_vision_model"}}}),
+    "QianfanOCRForConditionalGeneration": ("qianfan_ocr", {
+        "text_config": _text("qwen3", head_dim=64), "force_image_size": 448,
+        "ps_version": "v2", "select_layer": -1, "downsample_ratio": 0.5, "template": None,
+        "dynamic_image_size": True, "use_thumbnail": True, "min_dynamic_patch": 1,
+        "max_dynamic_patch": 12}),
+    "Lfm2MoeForCausalLM": ("lfm2_moe", {"num_hidden_layers": 4, "layer_types": [
+        "conv", "conv", "full_attention", "conv"]}),
+    "ChatGLMForConditionalGeneration": ("chatglm", {"num_layers": 4, "original_rope": True,
+                                                    "tie_word_embeddings": False}),
+    # the Transformers backend's own classes named in architectures (vLLM's registry
+    # _TRANSFORMERS_BACKEND_MODELS): the text model of a transformers config class
+    **{arch: ("llama", dict(_SMALL)) for arch in (
+        "TransformersForCausalLM", "TransformersEmbeddingModel",
+        "TransformersForSequenceClassification")},
+    **{arch: ("qwen3_moe", {**_SMALL, "head_dim": 64, "num_experts": 4, "num_experts_per_tok": 2,
+                            "moe_intermediate_size": 256}) for arch in (
+        "TransformersMoEForCausalLM", "TransformersMoEEmbeddingModel",
+        "TransformersMoEForSequenceClassification")},
+    "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
+}
+
+
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    **_MAPPED,
     # architecture: (model_type, overrides of the config class's defaults)
     "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
     "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
@@ -115,7 +194,16 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_MAPPED_DEFAULTS: dict[str, str] = {
+    # as _MAPPED: architectures whose config class's defaults (a 4-layer stack) suffice
+    "ColPaliForRetrieval": "colpali",
+    "Cosmos3ForConditionalGeneration": "cosmos3_omni",
+    "Gemma3nForConditionalGeneration": "gemma3n",
+}
+
+
 DEFAULTS: dict[str, str] = {
+    **_MAPPED_DEFAULTS,
     # architecture: model_type; the config class's defaults with a 4-layer stack (in its
     # text_config when the class has one)
     "BagelForConditionalGeneration": "bagel",
@@ -200,8 +288,10 @@ def write(arch: str) -> Path:
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
     drop = overrides.pop("_drop", [])
-    config = _config_class(model_type)(**overrides)
-    raw = config.to_dict()
+    if overrides.pop("_raw", False):  # the config.json as written (the class reads it)
+        raw = json.loads(json.dumps(overrides))
+    else:
+        raw = _config_class(model_type)(**overrides).to_dict()
     for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)
         raw.setdefault(key, value)
     raw.pop("wrapped_model_config", None)
