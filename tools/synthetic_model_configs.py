@@ -110,6 +110,22 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
                             "moe_intermediate_size": 256}) for arch in (
         "TransformersMoEForCausalLM", "TransformersMoEEmbeddingModel",
         "TransformersMoEForSequenceClassification")},
+    # remote-code config classes (trust_remote_code): the keys their configuration_*.py
+    # defines, carried by the harness's stand-in config class (tools/oracle/models.py)
+    **{arch: ("internlm2", {"_raw": True, "model_type": "internlm2", **_SMALL, "bias": False,
+                            "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 1000000,
+                            "rope_scaling": {"type": "dynamic", "factor": 2.0},
+                            "attn_implementation": "eager", "tie_word_embeddings": False})
+       for arch in ("InternLM2ForCausalLM", "InternLM2ForRewardModel")},
+    "TeleChat2ForCausalLM": ("telechat", {"_raw": True, "model_type": "telechat", "n_layer": 4,
+                                          "n_head": 8, "num_key_value_heads": 2,
+                                          "hidden_size": 512, "ffn_hidden_size": 1024,
+                                          "layer_norm_epsilon": 1e-05, "vocab_size": 4096,
+                                          "max_position_embeddings": 4096,
+                                          "tie_word_embeddings": False}),
+    "TeleFLMForCausalLM": ("teleflm", {"_raw": True, "model_type": "teleflm", **_SMALL,
+                                       "hidden_act": "silu", "rms_norm_eps": 1e-05,
+                                       "use_mup": False, "tie_word_embeddings": False}),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
 }
 

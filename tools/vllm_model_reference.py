@@ -142,9 +142,13 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
         if isinstance(sub, dict) and "quantization_config" in sub:
             del sub["quantization_config"]
             notes.append(f"{section}.quantization_config removed")
-    if raw.get("model_type") in _STAND_IN_MODEL_TYPES and "auto_map" in raw:
-        del raw["auto_map"]
-        notes.append("auto_map removed (stand-in config class for the remote code)")
+    if raw.get("model_type") in _STAND_IN_MODEL_TYPES:
+        for section in (None, "llm_config", "vision_config"):
+            holder = raw if section is None else raw.get(section)
+            if isinstance(holder, dict) and "auto_map" in holder:
+                del holder["auto_map"]
+                notes.append(f"{section + '.' if section else ''}auto_map removed "
+                             "(stand-in config class for the remote code)")
     target = workdir / config_path.stem
     if target.exists():
         shutil.rmtree(target)
