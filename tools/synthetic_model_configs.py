@@ -37,6 +37,43 @@ _EXTRA: dict[str, dict[str, Any]] = {
 }
 
 
+_INTERNVL: dict[str, Any] = {
+    # OpenGVLab/InternVL3-1B's config.json (its InternVLChatConfig as printed in
+    # shivangjhalani/multicoco InternVL3-1B_data.md @98f8611dcc110d39dc14ffe479acd4db5b206107),
+    # the language model a small Llama and the InternViT two layers deep: the remote
+    # InternVL config every InternVL-derived model class reads (force_image_size,
+    # downsample_ratio, ps_version, select_layer, llm_config, vision_config, ...)
+    "_raw": True, "model_type": "internvl_chat", "downsample_ratio": 0.5,
+    "dynamic_image_size": True, "force_image_size": 448, "hidden_size": 512,
+    "max_dynamic_patch": 12, "min_dynamic_patch": 1, "pad2square": False, "ps_version": "v2",
+    "select_layer": -1, "template": "internvl2_5", "tie_word_embeddings": False,
+    "use_backbone_lora": 0, "use_llm_lora": 0, "use_thumbnail": True,
+    "llm_config": {**_text("llama", max_position_embeddings=8192),
+                   "architectures": ["LlamaForCausalLM"]},
+    "vision_config": {"architectures": ["InternVisionModel"], "model_type": "intern_vit_6b",
+                      "attention_dropout": 0.0, "drop_path_rate": 0.0, "dropout": 0.0,
+                      "hidden_act": "gelu", "hidden_size": 1024, "image_size": 448,
+                      "initializer_factor": 0.1, "initializer_range": 1e-10,
+                      "intermediate_size": 4096, "layer_norm_eps": 1e-06,
+                      "norm_type": "layer_norm", "num_attention_heads": 16, "num_channels": 3,
+                      "num_hidden_layers": 2, "patch_size": 14, "qk_normalization": False,
+                      "qkv_bias": True, "use_flash_attn": False},
+}
+
+
+_STEP3P5_TEXT: dict[str, Any] = {
+    "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
+    "num_attention_heads": 8, "num_attention_groups": 2, "head_dim": 64,
+    "vocab_size": 4096, "max_position_embeddings": 8192,
+    "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                    "full_attention"], "sliding_window": 512,
+    "moe_num_experts": 4, "moe_top_k": 2, "moe_intermediate_size": 256,
+    "share_expert_dim": 256, "use_moe_router_bias": True, "moe_router_scaling_factor": 1.0,
+    "need_fp32_gate": True, "norm_expert_weight": True, "swiglu_limits": None,
+    "swiglu_limits_shared": None}
+"""Step-3.5's text model: the MoE router fields of its config the class leaves unset."""
+
+
 _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
     # architectures a family maps that had no reference answer (tests/golden/vllm_models/
     # not_built.yaml): the config class's defaults plus the fields its model class reads
@@ -101,6 +138,15 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
         "conv", "conv", "full_attention", "conv"]}),
     "ChatGLMForConditionalGeneration": ("chatglm", {"num_layers": 4, "original_rope": True,
                                                     "tie_word_embeddings": False}),
+    # GLM-4V (THUDM glm-4v): ChatGLM's config with an EVA2-CLIP vision_config, the fields
+    # glm4v.py reads (two vision layers)
+    "GLM4VForCausalLM": ("chatglm", {
+        "num_layers": 4, "original_rope": True, "tie_word_embeddings": False,
+        "boi_token_id": 151339, "eoi_token_id": 151340,
+        "vision_config": {"dropout_prob": 0.0, "hidden_act": "gelu", "in_channels": 3,
+                          "num_hidden_layers": 2, "hidden_size": 1792, "patch_size": 14,
+                          "num_heads": 16, "intermediate_size": 15360, "layer_norm_eps": 1e-06,
+                          "num_positions": 6401, "image_size": 1120, "scaling_factor": 8}}),
     # the Transformers backend's own classes named in architectures (vLLM's registry
     # _TRANSFORMERS_BACKEND_MODELS): the text model of a transformers config class
     **{arch: ("llama", dict(_SMALL)) for arch in (
@@ -117,6 +163,15 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
                             "rope_scaling": {"type": "dynamic", "factor": 2.0},
                             "attn_implementation": "eager", "tie_word_embeddings": False})
        for arch in ("InternLM2ForCausalLM", "InternLM2ForRewardModel")},
+    **{arch: ("new", {"_raw": True, "model_type": "new", "num_hidden_layers": 4,
+                      "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 1024,
+                      "hidden_act": "gelu", "vocab_size": 4096, "max_position_embeddings": 8192,
+                      "type_vocab_size": 1, "layer_norm_eps": 1e-12,
+                      "position_embedding_type": "rope", "rope_theta": 160000,
+                      "layer_norm_type": "layer_norm", "pack_qkv": True, "unpad_inputs": False,
+                      "use_memory_efficient_attention": False, "logn_attention_scale": False,
+                      "logn_attention_clip1": False, "num_labels": 1})
+       for arch in ("GteNewModel", "GteNewForSequenceClassification")},
     "TeleChat2ForCausalLM": ("telechat", {"_raw": True, "model_type": "telechat", "n_layer": 4,
                                           "n_head": 8, "num_key_value_heads": 2,
                                           "hidden_size": 512, "ffn_hidden_size": 1024,
@@ -126,6 +181,52 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
     "TeleFLMForCausalLM": ("teleflm", {"_raw": True, "model_type": "teleflm", **_SMALL,
                                        "hidden_act": "silu", "rms_norm_eps": 1e-05,
                                        "use_mup": False, "tie_word_embeddings": False}),
+    # subclasses of another architecture's model class on that class's config
+    "ClefFlashForJointSchema": ("qwen3_5", {
+        "text_config": _text("qwen3_5_text", head_dim=64,
+                             layer_types=["linear_attention"] * 3 + ["full_attention"]),
+        # clef_flash.py:31 JointSchemaHead(**joint_head_config), clef_joint_schema.py:101-109
+        "joint_head_config": {"hidden_size": 512, "width": 256, "routing_layers": 1, "layers": 1,
+                              "heads": 4, "feedforward": 512}}),
+    "InternS2PreviewForConditionalGeneration": ("qwen3_5_moe", {"text_config": _text(
+        "qwen3_5_moe_text", head_dim=64, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=256, shared_expert_intermediate_size=256,
+        layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    "OpenCUAForConditionalGeneration": ("qwen2_5_vl", {"text_config": _text("qwen2_5_vl_text")}),
+    "InternS1ProForConditionalGeneration": ("qwen3_vl_moe", {"text_config": _text(
+        "qwen3_vl_moe_text", head_dim=64, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=256,
+        # interns1_pro.py:382-394: the FoPE fields of rope_scaling, which it requires
+        rope_scaling={"rope_type": "default", "fope_init_factor": 0.1, "fope_sep_head": True,
+                      "num_inv_freq": 16}, norm_topk_prob=True),
+        "vision_config": {"depth": 2}}),
+    **{arch: ("llava_onevision", {"text_config": _text("qwen2")})
+       for arch in ("BeeForConditionalGeneration", "RForConditionalGeneration")},
+    "MistralLarge3ForCausalLM": ("deepseek_v3", {"num_hidden_layers": 4, "n_group": 1,
+                                                 "topk_group": 1}),
+    # MiMoV2ForCausalLM subclasses MiMoV2FlashForCausalLM (mimo_v2.py:1125): MiMo-V2-Flash's
+    # real config under the subclass's name
+    "MiMoV2ForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json"}),
+    # built on the CPU device (vllm_model_reference.BUILT_ON_CPU): a small stack
+    "ApertusForCausalLM": ("apertus", dict(_SMALL)),
+    "BloomForCausalLM": ("bloom", {"n_layer": 4, "hidden_size": 512, "n_head": 8,
+                                   "vocab_size": 4096}),
+    # InternVL-derived model classes on InternVL's remote config (the stand-in of
+    # tools/oracle/models.py builds it)
+    **{arch: ("internvl_chat", dict(_INTERNVL)) for arch in (
+        "H2OVLChatModel", "NVLM_D", "SkyworkR1VChatModel", "Eagle2_5_VLForConditionalGeneration",
+        "LlamaNemotronVLModel",
+        "LlamaNemotronVLForSequenceClassification")},
+    # vLLM's Moondream3Config reads the checkpoint's nested "config" (text / vision)
+    **{arch: ("moondream3", {"_raw": True, "model_type": "moondream3", "config": {
+        "text": {"n_layers": 4, "dim": 512, "ff_dim": 1024, "n_heads": 8, "n_kv_heads": 2,
+                 "vocab_size": 4096, "max_context": 8192,
+                 "moe": {"start_layer": 2, "n_experts": 4, "n_experts_per_tok": 2,
+                         "expert_inner_dim": 256}},
+        "vision": {}}}) for arch in ("HfMoondream", "Moondream3ForCausalLM")},
+    # step3p5.py (0.33.0 maps model_type step3p5 to transformers' Step3p7TextConfig): the
+    # MoE router fields of Step-3.5's config the class leaves unset
+    "Step3p5ForCausalLM": ("step3p5", _STEP3P5_TEXT),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
 }
 
@@ -246,7 +347,6 @@ DEFAULTS: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe",
     "GraniteSWAForCausalLM": "granite_swa",
     "HCXVisionV2ForCausalLM": "hyperclovax_vision_v2",
-    "HfMoondream": "moondream3",
     "IQuestCoderForCausalLM": "llama",
     "InternLM3ForCausalLM": "llama",
     "JambaForSequenceClassification": "jamba",
@@ -258,7 +358,6 @@ DEFAULTS: dict[str, str] = {
     "ModernBertForSequenceClassification": "modernbert",
     "ModernBertForTokenClassification": "modernbert",
     "ModernBertModel": "modernbert",
-    "Moondream3ForCausalLM": "moondream3",
     "MossTranscribeDiarizeForConditionalGeneration": "moss_transcribe_diarize",
     "NemotronHPuzzleForCausalLM": "nemotron_h",
     "OlmoeForCausalLM": "olmoe",
@@ -304,7 +403,10 @@ def write(arch: str) -> Path:
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
     drop = overrides.pop("_drop", [])
-    if overrides.pop("_raw", False):  # the config.json as written (the class reads it)
+    if "_from" in overrides:  # a collected real config (tests/fixtures/hf_configs/)
+        raw = json.loads((OUT.parent / overrides.pop("_from")).read_text(encoding="utf-8"))
+        raw.update(overrides)
+    elif overrides.pop("_raw", False):  # the config.json as written (the class reads it)
         raw = json.loads(json.dumps(overrides))
     else:
         raw = _config_class(model_type)(**overrides).to_dict()

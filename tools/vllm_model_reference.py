@@ -248,6 +248,14 @@ def _aligned(vllm_config: Any, layers: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+BUILT_ON_CPU = frozenset({"ApertusForCausalLM", "BloomForCausalLM",
+                          "InternS1ProForConditionalGeneration"})
+"""Architectures whose constructors read tensor values (XIELU's ``beta.item()``,
+activation.py:713; the ALiBi slopes' ``tolist()``, bloom.py:124; FoPE's ``nonzero``,
+interns1_pro.py), which a meta tensor does not have: they are built on the CPU device
+(the same shapes; their configs are small synthetic ones, so the weights take little
+memory)."""
+
 REFUSAL_TYPES = (ValueError, AssertionError, NotImplementedError)
 """What vLLM (or transformers, reading the config for it) raises when it refuses a
 config: ``ValueError`` (pydantic's ``ValidationError`` of a config class among them),
@@ -351,7 +359,7 @@ def reference(config_path: Path, workdir: Path, *,
         with (
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),
-            torch.device("meta"),
+            torch.device("cpu" if arch in BUILT_ON_CPU else "meta"),
             _device_tensors_on_meta(),
         ):
             model_cls(vllm_config=vllm_config, prefix="")

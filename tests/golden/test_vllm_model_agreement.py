@@ -66,6 +66,11 @@ KNOWN_GAPS: dict[str, str] = {
     "ColPaliForRetrieval.json": (
         "ColPali's language model is in vlm_config.text_config, which the prefix_lm_vlm family "
         "does not read (the tool cannot read the config)"),
+    "HfMoondream.json": (
+        "vLLM's Moondream3Config reads the checkpoint's nested config.text (n_layers, dim, "
+        "n_heads, n_kv_heads), which the prefix_lm_vlm family does not read (the tool cannot "
+        "read the config)"),
+    "Moondream3ForCausalLM.json": "as HfMoondream",
     "LongcatFlashForCausalLM.json": (
         "LongCat-Flash's decoder layers have two MLA attentions each (longcat_flash.py: "
         "num_layers layers, self_attn.0 / self_attn.1); the tool reads num_hidden_layers "

@@ -186,6 +186,10 @@ def _attr(value: Any) -> Any:
     return value
 
 
+_STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
+"""The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
+``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
+
 _SUB_CONFIG_KEYS = ("llm_config", "vision_config")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
@@ -234,12 +238,12 @@ def register_remote_configs() -> None:
                     self.block_configs = _attr(block_configs)
 
         StandInConfig.model_type = model_type
-        StandInConfig.__name__ = f"StandInConfig_{model_type}"
+        StandInConfig.__name__ = _STAND_IN_CLASS_NAMES.get(model_type, f"StandInConfig_{model_type}")
         AutoConfig.register(model_type, StandInConfig)
 
 
 STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen", "internvl_chat", "internlm2",
-                                  "telechat", "teleflm"})
+                                  "telechat", "teleflm", "new"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -249,7 +253,8 @@ stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``. InternVL
 its model type and its ``vision_config`` (InternViT) keeps its keys as attributes.
 InternLM2 (``internlm2``), TeleChat2 (``telechat``) and TeleFLM (``teleflm``): their
 config classes only hold the keys (vLLM's ``internlm2.py`` / ``telechat2.py`` /
-``teleflm.py`` read them; TeleChat2's model maps ``n_layer`` etc. itself)."""
+``teleflm.py`` read them; TeleChat2's model maps ``n_layer`` etc. itself). GTE's
+``new`` (Alibaba-NLP new-impl, ``NewConfig``): its keys, under the remote class's name."""
 
 
 class _InertModule(types.ModuleType):
