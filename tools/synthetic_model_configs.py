@@ -172,6 +172,44 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
                       "use_memory_efficient_attention": False, "logn_attention_scale": False,
                       "logn_attention_clip1": False, "num_labels": 1})
        for arch in ("GteNewModel", "GteNewForSequenceClassification")},
+    # Keye-VL (keye.py:1231-1235: a Qwen3ForCausalLM on the top-level config, a SigLIP tower
+    # on vision_config)
+    **{arch: ("Keye", {"_raw": True, "model_type": "Keye", **_SMALL, "head_dim": 64,
+                       "hidden_act": "silu", "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+                       "tie_word_embeddings": False,
+                       "vision_config": {"model_type": "siglip_vision_model",
+                                         "num_hidden_layers": 2, "hidden_size": 1152,
+                                         "intermediate_size": 4304, "num_attention_heads": 16,
+                                         "patch_size": 14, "image_size": 384,
+                                         "spatial_merge_size": 2}})
+       for arch in ("KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration")},
+    # Phi-3-Vision (phi3v.py:575-584: a LlamaForCausalLM on the top-level config; the CLIP
+    # tower and HD transform from img_processor / embd_layer, as microsoft's config has them)
+    "Phi3VForCausalLM": ("phi3_v", {"_raw": True, "model_type": "phi3_v", **_SMALL,
+                                    "hidden_act": "silu", "rms_norm_eps": 1e-05,
+                                    "rope_theta": 10000.0, "tie_word_embeddings": False,
+                                    "embd_layer": {"embedding_cls": "image",
+                                                   "hd_transform_order": "sub_glb",
+                                                   "projection_cls": "mlp",
+                                                   "use_hd_transform": True,
+                                                   "with_learnable_separator": True},
+                                    "img_processor": {"image_dim_out": 1024,
+                                                      "model_name": "openai/clip-vit-large-patch14-336",
+                                                      "name": "clip_vision_model",
+                                                      "num_img_tokens": 144}}),
+    # Kanana-V (kanana_v.py: a Qwen2-VL vision tower, the DynamicC abstractor of
+    # projector_config, the language model of text_config)
+    "KananaVForConditionalGeneration": ("kanana-1.5-v", {
+        "_raw": True, "model_type": "kanana-1.5-v",
+        "text_config": {**_text("llama", max_position_embeddings=8192),
+                        "architectures": ["LlamaForCausalLM"]},
+        "vision_config": {"depth": 2, "embed_dim": 1280, "hidden_size": 1280, "mlp_ratio": 4,
+                          "num_heads": 16, "in_chans": 3, "in_channels": 3, "patch_size": 14,
+                          "spatial_merge_size": 2, "temporal_patch_size": 2,
+                          "hidden_act": "quick_gelu"},
+        "projector_config": {"depth": 2, "encoder_hidden_size": 1280, "hidden_size": 1024,
+                             "merge_size": 2, "mlp_depth": 2, "output_hidden_size": 512,
+                             "pos_emb": True, "pos_emb_size": 576}}),
     "TeleChat2ForCausalLM": ("telechat", {"_raw": True, "model_type": "telechat", "n_layer": 4,
                                           "n_head": 8, "num_key_value_heads": 2,
                                           "hidden_size": 512, "ffn_hidden_size": 1024,

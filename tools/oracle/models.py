@@ -190,10 +190,11 @@ _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 """The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
-_SUB_CONFIG_KEYS = ("llm_config", "vision_config")
+_SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
-``vision_config`` an ``InternVisionConfig``)."""
+``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
+``vision_config`` / ``projector_config``)."""
 
 
 def _sub_config(value: dict[str, Any]) -> Any:
@@ -243,7 +244,8 @@ def register_remote_configs() -> None:
 
 
 STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen", "internvl_chat", "internlm2",
-                                  "telechat", "teleflm", "new"})
+                                  "telechat", "teleflm", "new", "Keye", "phi3_v",
+                                  "kanana-1.5-v"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -254,7 +256,9 @@ its model type and its ``vision_config`` (InternViT) keeps its keys as attribute
 InternLM2 (``internlm2``), TeleChat2 (``telechat``) and TeleFLM (``teleflm``): their
 config classes only hold the keys (vLLM's ``internlm2.py`` / ``telechat2.py`` /
 ``teleflm.py`` read them; TeleChat2's model maps ``n_layer`` etc. itself). GTE's
-``new`` (Alibaba-NLP new-impl, ``NewConfig``): its keys, under the remote class's name."""
+``new`` (Alibaba-NLP new-impl, ``NewConfig``): its keys, under the remote class's name.
+Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Vision
+(``phi3_v``): a Phi-3 text config with its ``img_processor`` / ``embd_layer`` dicts."""
 
 
 class _InertModule(types.ModuleType):
