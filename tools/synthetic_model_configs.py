@@ -210,6 +210,13 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
         "projector_config": {"depth": 2, "encoder_hidden_size": 1280, "hidden_size": 1024,
                              "merge_size": 2, "mlp_depth": 2, "output_hidden_size": 512,
                              "pos_emb": True, "pos_emb_size": 576}}),
+    # dots.ocr (dots_ocr.py:627-633: a Qwen2 model on the top-level config, the vision
+    # tower from the vision_config dict as vLLM's DotsVisionConfig)
+    "DotsOCRForCausalLM": ("dots_ocr", {"_raw": True, "model_type": "dots_ocr", **_SMALL,
+                                        "hidden_act": "silu", "rms_norm_eps": 1e-06,
+                                        "rope_theta": 1000000.0, "tie_word_embeddings": False,
+                                        "max_position_embeddings": 8192,
+                                        "vision_config": {"num_hidden_layers": 2}}),
     "TeleChat2ForCausalLM": ("telechat", {"_raw": True, "model_type": "telechat", "n_layer": 4,
                                           "n_head": 8, "num_key_value_heads": 2,
                                           "hidden_size": 512, "ffn_hidden_size": 1024,
@@ -265,6 +272,26 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
     # step3p5.py (0.33.0 maps model_type step3p5 to transformers' Step3p7TextConfig): the
     # MoE router fields of Step-3.5's config the class leaves unset
     "Step3p5ForCausalLM": ("step3p5", _STEP3P5_TEXT),
+    "LightOnOCRForConditionalGeneration": ("lighton_ocr", {
+        "text_config": _text("qwen3", head_dim=64), "vision_feature_layer": -1,
+        "projector_hidden_act": "gelu", "multimodal_projector_bias": False,
+        "spatial_merge_size": 2, "image_token_index": 151655}),
+    "Granite4VisionForConditionalGeneration": ("granite4_vision", {
+        "text_config": {"model_type": "granite4_vision_text", "num_hidden_layers": 4},
+        "deepstack_layer_map": [[-1, 0]], "downsample_rate": "1/4"}),
+    "Qwen3OmniMoeForConditionalGeneration": ("qwen3_omni_moe", {"thinker_config": {
+        # qwen3_omni_moe_thinker.py's vision fields Qwen3OmniMoeVisionEncoderConfig leaves unset
+        "vision_config": {"image_size": 768, "apply_vit_abs_pos_embed": True, "depth": 2},
+        "audio_config": {"encoder_layers": 2},
+        "text_config": _text("qwen3_omni_moe_text", head_dim=64, num_experts=4,
+                             num_experts_per_tok=2, moe_intermediate_size=256,
+                             max_position_embeddings=32768, tie_word_embeddings=False)}}),
+    # vLLM's FunAudioChatConfig builds its sub-configs from the config.json as written
+    "FunAudioChatForConditionalGeneration": ("funaudiochat", {
+        "_raw": True, "model_type": "funaudiochat",
+        "text_config": _text("qwen3", head_dim=64, max_position_embeddings=8192),
+        "audio_config": {"pad_token_id": 0, "codebook_size": 4096, "encoder_layers": 2,
+                         "output_dim": 512}}),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
 }
 

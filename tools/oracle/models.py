@@ -245,7 +245,7 @@ def register_remote_configs() -> None:
 
 STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen", "internvl_chat", "internlm2",
                                   "telechat", "teleflm", "new", "Keye", "phi3_v",
-                                  "kanana-1.5-v"})
+                                  "kanana-1.5-v", "dots_ocr"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -258,7 +258,9 @@ config classes only hold the keys (vLLM's ``internlm2.py`` / ``telechat2.py`` /
 ``teleflm.py`` read them; TeleChat2's model maps ``n_layer`` etc. itself). GTE's
 ``new`` (Alibaba-NLP new-impl, ``NewConfig``): its keys, under the remote class's name.
 Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Vision
-(``phi3_v``): a Phi-3 text config with its ``img_processor`` / ``embd_layer`` dicts."""
+(``phi3_v``): a Phi-3 text config with its ``img_processor`` / ``embd_layer`` dicts.
+dots.ocr (``dots_ocr``): a Qwen2 text config whose ``vision_config`` dict vLLM's
+``dots_ocr.py`` turns into its own ``DotsVisionConfig``."""
 
 
 class _InertModule(types.ModuleType):
