@@ -63,9 +63,6 @@ KNOWN_GAPS: dict[str, str] = {
         "nemotron_h family reads"),
     "BagelForConditionalGeneration.json": (
         "BAGEL's language model is in llm_config, which the prefix_lm_vlm family does not read"),
-    "ColPaliForRetrieval.json": (
-        "ColPali's language model is in vlm_config.text_config, which the prefix_lm_vlm family "
-        "does not read (the tool cannot read the config)"),
     "HfMoondream.json": (
         "vLLM's Moondream3Config reads the checkpoint's nested config.text (n_layers, dim, "
         "n_heads, n_kv_heads), which the prefix_lm_vlm family does not read (the tool cannot "
