@@ -42,7 +42,268 @@ _EXTRA: dict[str, dict[str, Any]] = {
     "hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
 }
 
+
+_INTERNVL: dict[str, Any] = {
+    # OpenGVLab/InternVL3-1B's config.json (its InternVLChatConfig as printed in
+    # shivangjhalani/multicoco InternVL3-1B_data.md @98f8611dcc110d39dc14ffe479acd4db5b206107),
+    # the language model a small Llama and the InternViT two layers deep: the remote
+    # InternVL config every InternVL-derived model class reads (force_image_size,
+    # downsample_ratio, ps_version, select_layer, llm_config, vision_config, ...)
+    "_raw": True, "model_type": "internvl_chat", "downsample_ratio": 0.5,
+    "dynamic_image_size": True, "force_image_size": 448, "hidden_size": 512,
+    "max_dynamic_patch": 12, "min_dynamic_patch": 1, "pad2square": False, "ps_version": "v2",
+    "select_layer": -1, "template": "internvl2_5", "tie_word_embeddings": False,
+    "use_backbone_lora": 0, "use_llm_lora": 0, "use_thumbnail": True,
+    "llm_config": {**_text("llama", max_position_embeddings=8192),
+                   "architectures": ["LlamaForCausalLM"]},
+    "vision_config": {"architectures": ["InternVisionModel"], "model_type": "intern_vit_6b",
+                      "attention_dropout": 0.0, "drop_path_rate": 0.0, "dropout": 0.0,
+                      "hidden_act": "gelu", "hidden_size": 1024, "image_size": 448,
+                      "initializer_factor": 0.1, "initializer_range": 1e-10,
+                      "intermediate_size": 4096, "layer_norm_eps": 1e-06,
+                      "norm_type": "layer_norm", "num_attention_heads": 16, "num_channels": 3,
+                      "num_hidden_layers": 2, "patch_size": 14, "qk_normalization": False,
+                      "qkv_bias": True, "use_flash_attn": False},
+}
+
+
+_STEP3P5_TEXT: dict[str, Any] = {
+    "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
+    "num_attention_heads": 8, "num_attention_groups": 2, "head_dim": 64,
+    "vocab_size": 4096, "max_position_embeddings": 8192,
+    "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                    "full_attention"], "sliding_window": 512,
+    "moe_num_experts": 4, "moe_top_k": 2, "moe_intermediate_size": 256,
+    "share_expert_dim": 256, "use_moe_router_bias": True, "moe_router_scaling_factor": 1.0,
+    "need_fp32_gate": True, "norm_expert_weight": True, "swiglu_limits": None,
+    "swiglu_limits_shared": None}
+"""Step-3.5's text model: the MoE router fields of its config the class leaves unset."""
+
+
+_MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
+    # architectures a family maps that had no reference answer (tests/golden/vllm_models/
+    # not_built.yaml): the config class's defaults plus the fields its model class reads
+    # and the class leaves unset (each value a config value, never a layer decision)
+    "MiniCPMOcrForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
+        "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    "MiniCPMV4_7ForConditionalGeneration": ("minicpmv4_6", {"text_config": _text(
+        "qwen3_5_text", head_dim=64, layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    "Qwen3ASRForcedAlignerForTokenClassification": ("qwen3_asr", {"thinker_config": {
+        "classify_num": 5000, "text_config": _text("qwen3", head_dim=64, max_position_embeddings=32768)}}),
+    "Qwen3ASRRealtimeGeneration": ("qwen3_asr", {"thinker_config": {"text_config": _text(
+        "qwen3", head_dim=64, max_position_embeddings=32768)}}),
+    "Gemma3TextModel": ("gemma3_text", {"num_hidden_layers": 4}),
+    "XLMRobertaModel": ("xlm-roberta", {"num_hidden_layers": 4,
+                                        "position_embedding_type": "absolute"}),
+    "Glm4MoeLiteForCausalLM": ("glm4_moe_lite", {"num_hidden_layers": 4, "first_k_dense_replace": 1}),
+    "Glm4vMoeForConditionalGeneration": ("glm4v_moe", {"text_config": {
+        "model_type": "glm4v_moe_text", "num_hidden_layers": 4, "use_qk_norm": False,
+        "head_dim": 128}}),
+    "DeepseekForCausalLM": ("deepseek_v2", {"num_hidden_layers": 4, "n_group": 1, "topk_group": 1}),
+    "DeepseekV3BidirectionalModel": ("deepseek_v3", {"num_hidden_layers": 4, "n_group": 1,
+                                                     "topk_group": 1}),
+    "KimiVLForConditionalGeneration": ("kimi_vl", {"text_config": {
+        "model_type": "deepseek_v3", "num_hidden_layers": 4, "n_group": 1, "topk_group": 1}}),
+    "LlamaBidirectionalModel": ("llama", {"num_hidden_layers": 4, "pooling": "avg"}),
+    "LlamaBidirectionalForSequenceClassification": ("llama", {"num_hidden_layers": 4,
+                                                               "pooling": "avg"}),
+    "LongcatFlashForCausalLM": ("longcat_flash", {"num_hidden_layers": 4, "mla_scale_q_lora": True,
+                                                  "mla_scale_kv_lora": True, "zero_expert_num": 2,
+                                                  "zero_expert_type": "identity"}),
+    "Qwen2_5OmniForConditionalGeneration": ("qwen2_5_omni", {"thinker_config": {"text_config": _text(
+        "qwen2_5_omni_text", max_position_embeddings=32768)}}),
+    "Step3TextForCausalLM": ("step3_text", {
+        "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
+        "num_attention_heads": 8, "num_attention_groups": 1, "head_dim": 64,
+        "moe_layers_enum": "1,2", "moe_num_experts": 4, "moe_top_k": 2,
+        "moe_intermediate_size": 256, "share_expert_dim": 256, "vocab_size": 4096,
+        "max_position_embeddings": 4096}),
+    "NomicBertModel": ("nomic_bert", {
+        # the field names of nomic-embed's remote config, which NomicBertModelConfig reads
+        # (vllm/model_executor/models/config.py:858-900)
+        "num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
+        "intermediate_size": 1024, "n_layer": 4, "n_embd": 512, "n_head": 8, "n_inner": 1024,
+        "activation_function": "swiglu", "mlp_fc1_bias": False, "mlp_fc2_bias": False,
+        "qkv_proj_bias": False, "rotary_emb_scale_base": None, "rotary_emb_interleaved": False,
+        "rotary_emb_fraction": 1.0, "rotary_emb_base": 1000, "layer_norm_epsilon": 1e-12,
+        "max_trained_positions": 2048, "max_position_embeddings": 2048}),
+    "GteModel": ("gte", {"num_hidden_layers": 4, "position_embedding_type": "rope"}),
+    "Gemma4UnifiedForConditionalGeneration": ("gemma4_unified", {
+        "text_config": {"model_type": "gemma4_unified_text", "num_hidden_layers": 4},
+        "vision_config": {"model_type": "gemma4_unified_vision"}}),
+    "Ovis": ("ovis", {"_raw": True, "model_type": "ovis", "hidden_size": 512,
+                      "llm_config": _text("qwen2", max_position_embeddings=8192),
+                      "visual_tokenizer_config": {"model_type": "siglip_visual_tokenizer",
+                                                  "backbone_config": {"model_type": "siglip_vision_model"}}}),
+    "QianfanOCRForConditionalGeneration": ("qianfan_ocr", {
+        "text_config": _text("qwen3", head_dim=64), "force_image_size": 448,
+        "ps_version": "v2", "select_layer": -1, "downsample_ratio": 0.5, "template": None,
+        "dynamic_image_size": True, "use_thumbnail": True, "min_dynamic_patch": 1,
+        "max_dynamic_patch": 12}),
+    "Lfm2MoeForCausalLM": ("lfm2_moe", {"num_hidden_layers": 4, "layer_types": [
+        "conv", "conv", "full_attention", "conv"]}),
+    "ChatGLMForConditionalGeneration": ("chatglm", {"num_layers": 4, "original_rope": True,
+                                                    "tie_word_embeddings": False}),
+    # GLM-4V (THUDM glm-4v): ChatGLM's config with an EVA2-CLIP vision_config, the fields
+    # glm4v.py reads (two vision layers)
+    "GLM4VForCausalLM": ("chatglm", {
+        "num_layers": 4, "original_rope": True, "tie_word_embeddings": False,
+        "boi_token_id": 151339, "eoi_token_id": 151340,
+        "vision_config": {"dropout_prob": 0.0, "hidden_act": "gelu", "in_channels": 3,
+                          "num_hidden_layers": 2, "hidden_size": 1792, "patch_size": 14,
+                          "num_heads": 16, "intermediate_size": 15360, "layer_norm_eps": 1e-06,
+                          "num_positions": 6401, "image_size": 1120, "scaling_factor": 8}}),
+    # the Transformers backend's own classes named in architectures (vLLM's registry
+    # _TRANSFORMERS_BACKEND_MODELS): the text model of a transformers config class
+    **{arch: ("llama", dict(_SMALL)) for arch in (
+        "TransformersForCausalLM", "TransformersEmbeddingModel",
+        "TransformersForSequenceClassification")},
+    **{arch: ("qwen3_moe", {**_SMALL, "head_dim": 64, "num_experts": 4, "num_experts_per_tok": 2,
+                            "moe_intermediate_size": 256}) for arch in (
+        "TransformersMoEForCausalLM", "TransformersMoEEmbeddingModel",
+        "TransformersMoEForSequenceClassification")},
+    # remote-code config classes (trust_remote_code): the keys their configuration_*.py
+    # defines, carried by the harness's stand-in config class (tools/oracle/models.py)
+    **{arch: ("internlm2", {"_raw": True, "model_type": "internlm2", **_SMALL, "bias": False,
+                            "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 1000000,
+                            "rope_scaling": {"type": "dynamic", "factor": 2.0},
+                            "attn_implementation": "eager", "tie_word_embeddings": False})
+       for arch in ("InternLM2ForCausalLM", "InternLM2ForRewardModel")},
+    **{arch: ("new", {"_raw": True, "model_type": "new", "num_hidden_layers": 4,
+                      "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 1024,
+                      "hidden_act": "gelu", "vocab_size": 4096, "max_position_embeddings": 8192,
+                      "type_vocab_size": 1, "layer_norm_eps": 1e-12,
+                      "position_embedding_type": "rope", "rope_theta": 160000,
+                      "layer_norm_type": "layer_norm", "pack_qkv": True, "unpad_inputs": False,
+                      "use_memory_efficient_attention": False, "logn_attention_scale": False,
+                      "logn_attention_clip1": False, "num_labels": 1})
+       for arch in ("GteNewModel", "GteNewForSequenceClassification")},
+    # Keye-VL (keye.py:1231-1235: a Qwen3ForCausalLM on the top-level config, a SigLIP tower
+    # on vision_config)
+    **{arch: ("Keye", {"_raw": True, "model_type": "Keye", **_SMALL, "head_dim": 64,
+                       "hidden_act": "silu", "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+                       "tie_word_embeddings": False,
+                       "vision_config": {"model_type": "siglip_vision_model",
+                                         "num_hidden_layers": 2, "hidden_size": 1152,
+                                         "intermediate_size": 4304, "num_attention_heads": 16,
+                                         "patch_size": 14, "image_size": 384,
+                                         "spatial_merge_size": 2}})
+       for arch in ("KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration")},
+    # Phi-3-Vision (phi3v.py:575-584: a LlamaForCausalLM on the top-level config; the CLIP
+    # tower and HD transform from img_processor / embd_layer, as microsoft's config has them)
+    "Phi3VForCausalLM": ("phi3_v", {"_raw": True, "model_type": "phi3_v", **_SMALL,
+                                    "hidden_act": "silu", "rms_norm_eps": 1e-05,
+                                    "rope_theta": 10000.0, "tie_word_embeddings": False,
+                                    "embd_layer": {"embedding_cls": "image",
+                                                   "hd_transform_order": "sub_glb",
+                                                   "projection_cls": "mlp",
+                                                   "use_hd_transform": True,
+                                                   "with_learnable_separator": True},
+                                    "img_processor": {"image_dim_out": 1024,
+                                                      "model_name": "openai/clip-vit-large-patch14-336",
+                                                      "name": "clip_vision_model",
+                                                      "num_img_tokens": 144}}),
+    # Kanana-V (kanana_v.py: a Qwen2-VL vision tower, the DynamicC abstractor of
+    # projector_config, the language model of text_config)
+    "KananaVForConditionalGeneration": ("kanana-1.5-v", {
+        "_raw": True, "model_type": "kanana-1.5-v",
+        "text_config": {**_text("llama", max_position_embeddings=8192),
+                        "architectures": ["LlamaForCausalLM"]},
+        "vision_config": {"depth": 2, "embed_dim": 1280, "hidden_size": 1280, "mlp_ratio": 4,
+                          "num_heads": 16, "in_chans": 3, "in_channels": 3, "patch_size": 14,
+                          "spatial_merge_size": 2, "temporal_patch_size": 2,
+                          "hidden_act": "quick_gelu"},
+        "projector_config": {"depth": 2, "encoder_hidden_size": 1280, "hidden_size": 1024,
+                             "merge_size": 2, "mlp_depth": 2, "output_hidden_size": 512,
+                             "pos_emb": True, "pos_emb_size": 576}}),
+    # dots.ocr (dots_ocr.py:627-633: a Qwen2 model on the top-level config, the vision
+    # tower from the vision_config dict as vLLM's DotsVisionConfig)
+    "DotsOCRForCausalLM": ("dots_ocr", {"_raw": True, "model_type": "dots_ocr", **_SMALL,
+                                        "hidden_act": "silu", "rms_norm_eps": 1e-06,
+                                        "rope_theta": 1000000.0, "tie_word_embeddings": False,
+                                        "max_position_embeddings": 8192,
+                                        "vision_config": {"num_hidden_layers": 2}}),
+    "TeleChat2ForCausalLM": ("telechat", {"_raw": True, "model_type": "telechat", "n_layer": 4,
+                                          "n_head": 8, "num_key_value_heads": 2,
+                                          "hidden_size": 512, "ffn_hidden_size": 1024,
+                                          "layer_norm_epsilon": 1e-05, "vocab_size": 4096,
+                                          "max_position_embeddings": 4096,
+                                          "tie_word_embeddings": False}),
+    "TeleFLMForCausalLM": ("teleflm", {"_raw": True, "model_type": "teleflm", **_SMALL,
+                                       "hidden_act": "silu", "rms_norm_eps": 1e-05,
+                                       "use_mup": False, "tie_word_embeddings": False}),
+    # subclasses of another architecture's model class on that class's config
+    "ClefFlashForJointSchema": ("qwen3_5", {
+        "text_config": _text("qwen3_5_text", head_dim=64,
+                             layer_types=["linear_attention"] * 3 + ["full_attention"]),
+        # clef_flash.py:31 JointSchemaHead(**joint_head_config), clef_joint_schema.py:101-109
+        "joint_head_config": {"hidden_size": 512, "width": 256, "routing_layers": 1, "layers": 1,
+                              "heads": 4, "feedforward": 512}}),
+    "InternS2PreviewForConditionalGeneration": ("qwen3_5_moe", {"text_config": _text(
+        "qwen3_5_moe_text", head_dim=64, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=256, shared_expert_intermediate_size=256,
+        layer_types=["linear_attention"] * 3 + ["full_attention"])}),
+    "OpenCUAForConditionalGeneration": ("qwen2_5_vl", {"text_config": _text("qwen2_5_vl_text")}),
+    "InternS1ProForConditionalGeneration": ("qwen3_vl_moe", {"text_config": _text(
+        "qwen3_vl_moe_text", head_dim=64, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=256,
+        # interns1_pro.py:382-394: the FoPE fields of rope_scaling, which it requires
+        rope_scaling={"rope_type": "default", "fope_init_factor": 0.1, "fope_sep_head": True,
+                      "num_inv_freq": 16}, norm_topk_prob=True),
+        "vision_config": {"depth": 2}}),
+    **{arch: ("llava_onevision", {"text_config": _text("qwen2")})
+       for arch in ("BeeForConditionalGeneration", "RForConditionalGeneration")},
+    "MistralLarge3ForCausalLM": ("deepseek_v3", {"num_hidden_layers": 4, "n_group": 1,
+                                                 "topk_group": 1}),
+    # MiMoV2ForCausalLM subclasses MiMoV2FlashForCausalLM (mimo_v2.py:1125): MiMo-V2-Flash's
+    # real config under the subclass's name
+    "MiMoV2ForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json"}),
+    # built on the CPU device (vllm_model_reference.BUILT_ON_CPU): a small stack
+    "ApertusForCausalLM": ("apertus", dict(_SMALL)),
+    "BloomForCausalLM": ("bloom", {"n_layer": 4, "hidden_size": 512, "n_head": 8,
+                                   "vocab_size": 4096}),
+    # InternVL-derived model classes on InternVL's remote config (the stand-in of
+    # tools/oracle/models.py builds it)
+    **{arch: ("internvl_chat", dict(_INTERNVL)) for arch in (
+        "H2OVLChatModel", "NVLM_D", "SkyworkR1VChatModel", "Eagle2_5_VLForConditionalGeneration",
+        "LlamaNemotronVLModel",
+        "LlamaNemotronVLForSequenceClassification")},
+    # vLLM's Moondream3Config reads the checkpoint's nested "config" (text / vision)
+    **{arch: ("moondream3", {"_raw": True, "model_type": "moondream3", "config": {
+        "text": {"n_layers": 4, "dim": 512, "ff_dim": 1024, "n_heads": 8, "n_kv_heads": 2,
+                 "vocab_size": 4096, "max_context": 8192,
+                 "moe": {"start_layer": 2, "n_experts": 4, "n_experts_per_tok": 2,
+                         "expert_inner_dim": 256}},
+        "vision": {}}}) for arch in ("HfMoondream", "Moondream3ForCausalLM")},
+    # step3p5.py (0.33.0 maps model_type step3p5 to transformers' Step3p7TextConfig): the
+    # MoE router fields of Step-3.5's config the class leaves unset
+    "Step3p5ForCausalLM": ("step3p5", _STEP3P5_TEXT),
+    "LightOnOCRForConditionalGeneration": ("lighton_ocr", {
+        "text_config": _text("qwen3", head_dim=64), "vision_feature_layer": -1,
+        "projector_hidden_act": "gelu", "multimodal_projector_bias": False,
+        "spatial_merge_size": 2, "image_token_index": 151655}),
+    "Granite4VisionForConditionalGeneration": ("granite4_vision", {
+        "text_config": {"model_type": "granite4_vision_text", "num_hidden_layers": 4},
+        "deepstack_layer_map": [[-1, 0]], "downsample_rate": "1/4"}),
+    "Qwen3OmniMoeForConditionalGeneration": ("qwen3_omni_moe", {"thinker_config": {
+        # qwen3_omni_moe_thinker.py's vision fields Qwen3OmniMoeVisionEncoderConfig leaves unset
+        "vision_config": {"image_size": 768, "apply_vit_abs_pos_embed": True, "depth": 2},
+        "audio_config": {"encoder_layers": 2},
+        "text_config": _text("qwen3_omni_moe_text", head_dim=64, num_experts=4,
+                             num_experts_per_tok=2, moe_intermediate_size=256,
+                             max_position_embeddings=32768, tie_word_embeddings=False)}}),
+    # vLLM's FunAudioChatConfig builds its sub-configs from the config.json as written
+    "FunAudioChatForConditionalGeneration": ("funaudiochat", {
+        "_raw": True, "model_type": "funaudiochat",
+        "text_config": _text("qwen3", head_dim=64, max_position_embeddings=8192),
+        "audio_config": {"pad_token_id": 0, "codebook_size": 4096, "encoder_layers": 2,
+                         "output_dim": 512}}),
+    "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
+}
+
+
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    **_MAPPED,
     # architecture: (model_type, overrides of the config class's defaults)
     "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
     "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
@@ -245,7 +506,16 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_MAPPED_DEFAULTS: dict[str, str] = {
+    # as _MAPPED: architectures whose config class's defaults (a 4-layer stack) suffice
+    "ColPaliForRetrieval": "colpali",
+    "Cosmos3ForConditionalGeneration": "cosmos3_omni",
+    "Gemma3nForConditionalGeneration": "gemma3n",
+}
+
+
 DEFAULTS: dict[str, str] = {
+    **_MAPPED_DEFAULTS,
     # architecture: model_type; the config class's defaults with a 4-layer stack (in its
     # text_config when the class has one)
     "BagelForConditionalGeneration": "bagel",
@@ -272,7 +542,6 @@ DEFAULTS: dict[str, str] = {
     "GraniteMoeForCausalLM": "granitemoe",
     "GraniteSWAForCausalLM": "granite_swa",
     "HCXVisionV2ForCausalLM": "hyperclovax_vision_v2",
-    "HfMoondream": "moondream3",
     "IQuestCoderForCausalLM": "llama",
     "InternLM3ForCausalLM": "llama",
     "JambaForSequenceClassification": "jamba",
@@ -284,7 +553,6 @@ DEFAULTS: dict[str, str] = {
     "ModernBertForSequenceClassification": "modernbert",
     "ModernBertForTokenClassification": "modernbert",
     "ModernBertModel": "modernbert",
-    "Moondream3ForCausalLM": "moondream3",
     "MossTranscribeDiarizeForConditionalGeneration": "moss_transcribe_diarize",
     "NemotronHPuzzleForCausalLM": "nemotron_h",
     "OlmoeForCausalLM": "olmoe",
@@ -341,8 +609,13 @@ def write(arch: str) -> Path:
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
     drop = overrides.pop("_drop", [])
-    config = _config_class(model_type)(**overrides)
-    raw = config.to_dict()
+    if "_from" in overrides:  # a collected real config (tests/fixtures/hf_configs/)
+        raw = json.loads((OUT.parent / overrides.pop("_from")).read_text(encoding="utf-8"))
+        raw.update(overrides)
+    elif overrides.pop("_raw", False):  # the config.json as written (the class reads it)
+        raw = json.loads(json.dumps(overrides))
+    else:
+        raw = _config_class(model_type)(**overrides).to_dict()
     for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)
         raw.setdefault(key, value)
     raw.pop("wrapped_model_config", None)

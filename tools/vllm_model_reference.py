@@ -164,9 +164,13 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
         if isinstance(sub, dict) and "quantization_config" in sub:
             del sub["quantization_config"]
             notes.append(f"{section}.quantization_config removed")
-    if raw.get("model_type") in _STAND_IN_MODEL_TYPES and "auto_map" in raw:
-        del raw["auto_map"]
-        notes.append("auto_map removed (stand-in config class for the remote code)")
+    if raw.get("model_type") in _STAND_IN_MODEL_TYPES:
+        for section in (None, "llm_config", "vision_config"):
+            holder = raw if section is None else raw.get(section)
+            if isinstance(holder, dict) and "auto_map" in holder:
+                del holder["auto_map"]
+                notes.append(f"{section + '.' if section else ''}auto_map removed "
+                             "(stand-in config class for the remote code)")
     target = workdir / config_path.stem
     if target.exists():
         shutil.rmtree(target)
@@ -272,6 +276,14 @@ def _aligned(vllm_config: Any, layers: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+BUILT_ON_CPU = frozenset({"ApertusForCausalLM", "BloomForCausalLM",
+                          "InternS1ProForConditionalGeneration"})
+"""Architectures whose constructors read tensor values (XIELU's ``beta.item()``,
+activation.py:713; the ALiBi slopes' ``tolist()``, bloom.py:124; FoPE's ``nonzero``,
+interns1_pro.py), which a meta tensor does not have: they are built on the CPU device
+(the same shapes; their configs are small synthetic ones, so the weights take little
+memory)."""
+
 REFUSAL_TYPES = (ValueError, AssertionError, NotImplementedError)
 """What vLLM (or transformers, reading the config for it) raises when it refuses a
 config: ``ValueError`` (pydantic's ``ValidationError`` of a config class among them),
@@ -376,7 +388,7 @@ def reference(config_path: Path, workdir: Path, *,
         with (
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),
-            torch.device("meta"),
+            torch.device("cpu" if arch in BUILT_ON_CPU else "meta"),
             _device_tensors_on_meta(),
         ):
             model_cls(vllm_config=vllm_config, prefix="")

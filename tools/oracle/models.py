@@ -186,6 +186,29 @@ def _attr(value: Any) -> Any:
     return value
 
 
+_STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
+"""The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
+``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
+
+_SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config")
+"""The sub-configs of a remote config class that its ``__init__`` turns into config
+objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
+``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
+``vision_config`` / ``projector_config``)."""
+
+
+def _sub_config(value: dict[str, Any]) -> Any:
+    """A sub-config as the remote class builds it: transformers' class of its
+    ``model_type``, else its keys as attributes."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = value.get("model_type")
+    if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+        fields = {k: v for k, v in value.items() if k != "model_type"}
+        return CONFIG_MAPPING[model_type](**fields)
+    return _attr(value)
+
+
 def register_remote_configs() -> None:
     """DeciLM (Nemotron NAS) and MiniCPM3 ship their config class as
     remote code, which an offline harness cannot fetch. A stand-in config class
@@ -201,17 +224,22 @@ def register_remote_configs() -> None:
             continue  # transformers has the class itself: only auto_map is dropped
 
         class StandInConfig(PretrainedConfig):  # type: ignore[misc]
+            """Only carries the config.json's values (every key an attribute, a sub-config
+            as its own config class): vLLM's model class decides every layer."""
+
             def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
                 for key, value in kwargs.items():  # before the base class reads them
                     self.__dict__[key] = value
                 super().__init__(**kwargs)
                 for key, value in kwargs.items():
                     self.__dict__.setdefault(key, value)
+                    if key in _SUB_CONFIG_KEYS and isinstance(value, dict):
+                        self.__dict__[key] = _sub_config(value)
                 if block_configs is not None:
                     self.block_configs = _attr(block_configs)
 
         StandInConfig.model_type = model_type
-        StandInConfig.__name__ = f"StandInConfig_{model_type}"
+        StandInConfig.__name__ = _STAND_IN_CLASS_NAMES.get(model_type, f"StandInConfig_{model_type}")
         AutoConfig.register(model_type, StandInConfig)
 
 
@@ -220,12 +248,25 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # (tools/synthetic_model_configs.py RAW)
                                   "orion", "solar", "step1", "minicpm", "bailing_moe",
                                   "bailing_moe_v2", "param2moe", "pangu_embedded",
-                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge"})
+                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge",
+                                  # and of the mapped architectures the reference builds
+                                  "internvl_chat", "internlm2", "telechat", "teleflm", "new",
+                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
 stand-in keeps every key of the config.json as an attribute. MiMo is not
-stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``."""
+stood in: its remote class (a Qwen2Config) rewrites ``sliding_window``. InternVL
+(``internvl_chat``, ``InternVLChatModel``): its ``llm_config`` becomes the config class of
+its model type and its ``vision_config`` (InternViT) keeps its keys as attributes.
+InternLM2 (``internlm2``), TeleChat2 (``telechat``) and TeleFLM (``teleflm``): their
+config classes only hold the keys (vLLM's ``internlm2.py`` / ``telechat2.py`` /
+``teleflm.py`` read them; TeleChat2's model maps ``n_layer`` etc. itself). GTE's
+``new`` (Alibaba-NLP new-impl, ``NewConfig``): its keys, under the remote class's name.
+Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Vision
+(``phi3_v``): a Phi-3 text config with its ``img_processor`` / ``embd_layer`` dicts.
+dots.ocr (``dots_ocr``): a Qwen2 text config whose ``vision_config`` dict vLLM's
+``dots_ocr.py`` turns into its own ``DotsVisionConfig``."""
 
 
 class _InertModule(types.ModuleType):
