@@ -44,7 +44,8 @@ REFUSED: dict[str, tuple[str, str]] = {
     "Step1ForCausalLM.json": (
         "use_alibi_sqrt is not supported by backend FLASH_ATTN",
         "vLLM's selector picks FLASH_ATTN and the layer refuses it (attention.py:363-369); "
-        "the tool does not yet refuse a backend without supports_alibi_sqrt for Step1"),
+        "the tool does not model that refusal yet, so Step1ForCausalLM stays unmapped "
+        "(schemas/models/unmapped.yaml): AS132 names the reason"),
     "falcon-h1-0.5b-shape.json": (
         "mamba_n_heads must divide mamba_expand * hidden_size",
         "transformers' FalconH1Config refuses it as vLLM loads it: AS133 with the same text"),
