@@ -51,7 +51,7 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     "selector.cli.smoke": ("selector.catalog", "selector.cli.shards", "selector.inputs.config",
                            "selector.parallel.dry_run",
                            "selector.parallel.plan", "selector.pipeline.smoke",
-                           "selector.smoke.dry_run", "selector.smoke.environment",
+                           "selector.smoke.dry_run",
                            "selector.smoke.plan", "selector.smoke.render",
                            "selector.smoke.report", "selector.smoke.runner"),
     # A fleet run: Ray is imported only under --ray, and a Ray task imports only the stage it runs.

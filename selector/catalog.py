@@ -16,11 +16,11 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import yaml
 from packaging.version import InvalidVersion, Version
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
@@ -65,6 +65,8 @@ __all__ = [
 ]
 
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class CatalogError(AttnSelectError):
@@ -227,6 +229,12 @@ class Catalog:
     _documents: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False,
                                                              compare=False)
     """A memo of the merged documents (:meth:`merged_file`)."""
+    _patched: dict[tuple[str, str], tuple[dict[str, Any], Path] | None] = field(
+        default_factory=dict, repr=False, compare=False)
+    """A memo of the patched documents (:meth:`patched_file`)."""
+    _validated: dict[tuple[str, str, str], BaseModel] = field(
+        default_factory=dict, repr=False, compare=False)
+    """A memo of the validated patched documents (:meth:`patched_data`)."""
 
     @property
     def engine_names(self) -> list[str]:
@@ -409,6 +417,57 @@ class Catalog:
             if path.is_file():
                 return path
         return None
+
+    def patched_file(self, requested: str | EngineData | None,
+                     filename: str) -> tuple[dict[str, Any], Path] | None:
+        """``filename`` of the engine by the ``patch`` rule: the engine's own file, where it
+        says ``inherit: true`` applied as a patch over the nearest older profile's
+        (:func:`patch_document`), else whole; none of its own: the older profile's. Returns
+        the document and the file read last; None when no profile of the chain has one.
+        Read once."""
+        rule = ENGINE_FILES[filename]
+        if rule.kind != "patch":
+            raise CatalogError(f"{filename} is inherited {rule.kind}, not patched")
+        chain = self._chain(requested)
+        key = (chain[0], "patch:" + filename)
+        if key in self._patched:
+            return self._patched[key]
+        found: tuple[dict[str, Any], Path] | None = None
+        for name in reversed(chain):
+            path = self.engine_dirs[name] / filename
+            if not path.is_file():
+                continue
+            own = read_yaml(path)
+            if not isinstance(own, dict):
+                raise CatalogError(f"{path}: not a mapping")
+            if own.get("inherit", False):
+                if found is None:
+                    raise CatalogError(f"{path}: inherit: true but no older profile has "
+                                       f"{filename}")
+                found = (patch_document(found[0], own), path)
+            else:
+                found = (own, path)
+        self._patched[key] = found
+        return found
+
+    def patched_data(self, requested: str | EngineData | None, filename: str,
+                     model: type[_Model]) -> _Model | None:
+        """:meth:`patched_file` validated as ``model`` (a :class:`CatalogError` naming the
+        file read last when it does not validate); None when the chain has no such file.
+        Validated once per engine and file."""
+        found = self.patched_file(requested, filename)
+        if found is None:
+            return None
+        key = (self._chain(requested)[0], filename, model.__qualname__)
+        cached = self._validated.get(key)
+        if cached is None:
+            try:
+                cached = model.model_validate(found[0])
+            except ValidationError as exc:
+                raise CatalogError(f"{found[1]}: {exc}") from None
+            self._validated[key] = cached
+        assert isinstance(cached, model)
+        return cached
 
     def merged_file(self, requested: str | EngineData | None, filename: str) -> dict[str, Any]:
         """``filename`` of every profile of the engine's chain, oldest first, each merged
@@ -647,7 +706,8 @@ ENGINE_FILES: dict[str, FileRule] = {
     "encoder.yaml": FileRule("patch"),
     "kernel-calls.yaml": FileRule("whole"),
     "model-driven.yaml": FileRule("whole"),
-    "speculative.yaml": FileRule("whole"),
+    "speculative.yaml": FileRule("patch"),
+    "model-runner.yaml": FileRule("patch"),
     "model_registry.json": FileRule("own"),
 }
 """Every data file of an engine profile folder and its inheritance rule: the one table

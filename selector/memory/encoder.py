@@ -8,22 +8,16 @@ tests/golden/test_encoder_oracle.py."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from selector.catalog import (
     Catalog,
-    CatalogError,
     EngineData,
     close_matches,
-    patch_document,
-    read_yaml,
 )
 from selector.errors import InputError
 from selector.memory.budget import MemoryLine
@@ -286,47 +280,9 @@ class EncoderReport(_Strict):
 ENCODER_FILE = "encoder.yaml"
 
 
-def _document(catalog: Catalog, name: str) -> tuple[dict[str, Any], Path] | None:
-    """``encoder.yaml`` of engine ``name`` with inheritance applied (a file with
-    ``inherit: true`` patches the nearest older profile's), and the file it was read
-    from last; None where the chain has none."""
-    parent_name = catalog.engine_of(name).profile.extends
-    parent = _document(catalog, parent_name) if parent_name else None
-    path = catalog.engine_dirs[name] / ENCODER_FILE
-    if not path.is_file():
-        return parent
-    own = read_yaml(path)
-    if not isinstance(own, dict):
-        raise CatalogError(f"{path}: not a mapping")
-    if own.get("inherit", False):
-        if parent is None:
-            raise CatalogError(f"{path}: inherit: true but no older profile has {ENCODER_FILE}")
-        return patch_document(parent[0], own), path
-    return own, path
-
-
-@lru_cache(maxsize=32)
-def _validated(document: str, path: Path) -> EncoderData:
-    try:
-        return EncoderData.model_validate_json(document)
-    except ValidationError as exc:
-        raise CatalogError(f"{path}: {exc}") from None
-
-
 def encoder_data(catalog: Catalog, engine: str | EngineData | None) -> EncoderData | None:
     """The engine's encoder data (None: the release's profile chain has none)."""
-    name = catalog.engine_of(engine).engine
-    key = (str(catalog.engine_dirs[name]), name)
-    if key not in _DOCUMENTS:
-        _DOCUMENTS[key] = _document(catalog, name)
-    found = _DOCUMENTS[key]
-    if found is None:
-        return None
-    return _validated(json.dumps(found[0]), found[1])
-
-
-_DOCUMENTS: dict[tuple[str, str], tuple[dict[str, Any], Path] | None] = {}
-"""Each engine's merged document, read once per process."""
+    return catalog.patched_data(engine, ENCODER_FILE, EncoderData)
 
 
 def vit_backend(data: EncoderData, *, head_size: int, dtype: str, cc: int) -> str:

@@ -10,15 +10,12 @@ case, ``tests/golden/test_draft_oracle.py``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from selector.catalog import Catalog, CatalogError, EngineData, patch_document, read_yaml
+from selector.catalog import Catalog, EngineData
 from selector.memory.weights import config_int, text_config
 from selector.models import ModelFacts
 
@@ -104,38 +101,9 @@ class RunnerChoice(_Strict):
     refusal: str | None = None
 
 
-def _document(catalog: Catalog, name: str) -> dict[str, Any] | None:
-    parent_name = catalog.engine_of(name).profile.extends
-    parent = _document(catalog, parent_name) if parent_name else None
-    path = catalog.engine_dirs[name] / RUNNER_FILE
-    if not path.is_file():
-        return parent
-    own = read_yaml(path)
-    if not isinstance(own, dict):
-        raise CatalogError(f"{path}: not a mapping")
-    if own.get("inherit", False):
-        if parent is None:
-            raise CatalogError(f"{path}: inherit: true but no older profile has {RUNNER_FILE}")
-        return patch_document(parent, own)
-    return own
-
-
-@lru_cache(maxsize=32)
-def _validated(document: str, where: str) -> RunnerData:
-    try:
-        return RunnerData.model_validate_json(document)
-    except ValidationError as exc:
-        raise CatalogError(f"{where}: {exc}") from None
-
-
 def runner_data(catalog: Catalog, engine: str | EngineData | None) -> RunnerData | None:
     """The engine's runner data (None: the release's profile chain has none)."""
-    name = catalog.engine_of(engine).engine
-    document = _document(catalog, name)
-    if document is None:
-        return None
-    return _validated(json.dumps(document, sort_keys=True),
-                      str(Path(catalog.engine_dirs[name]) / RUNNER_FILE))
+    return catalog.patched_data(engine, RUNNER_FILE, RunnerData)
 
 
 def _v2_features(data: RunnerData, method: str, keys: Mapping[str, Any]) -> list[str]:

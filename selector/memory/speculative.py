@@ -10,14 +10,12 @@ and unifies them with the target's as vLLM's KV-cache manager does."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from selector.catalog import Catalog, CatalogError, patch_document, read_yaml
+from selector.catalog import Catalog
 from selector.memory.issues import StartupIssue, startup_issue
 from selector.memory.profile import StartupProfile
 from selector.memory.weights import WeightPart, config_int, estimate_weights, text_config
@@ -177,40 +175,9 @@ class DraftReport(_Strict):
 SPECULATIVE_FILE = "speculative.yaml"
 
 
-def _document(catalog: Catalog, name: str) -> dict[str, Any] | None:
-    """``speculative.yaml`` of engine ``name`` with inheritance applied (a file with
-    ``inherit: true`` patches the nearest older profile's)."""
-    parent_name = catalog.engine_of(name).profile.extends
-    parent = _document(catalog, parent_name) if parent_name else None
-    path = catalog.engine_dirs[name] / SPECULATIVE_FILE
-    if not path.is_file():
-        return parent
-    own = read_yaml(path)
-    if not isinstance(own, dict):
-        raise CatalogError(f"{path}: not a mapping")
-    if own.get("inherit", False):
-        if parent is None:
-            raise CatalogError(f"{path}: inherit: true but no older profile has {SPECULATIVE_FILE}")
-        return patch_document(parent, own)
-    return own
-
-
-@lru_cache(maxsize=32)
-def _validated(document: str, where: str) -> SpeculativeData:
-    try:
-        return SpeculativeData.model_validate_json(document)
-    except ValidationError as exc:
-        raise CatalogError(f"{where}: {exc}") from None
-
-
 def speculative_data(catalog: Catalog, engine: str | None) -> SpeculativeData | None:
     """The engine's speculative data (None: the release's profile chain has none)."""
-    name = catalog.engine(engine).engine
-    document = _document(catalog, name)
-    if document is None:
-        return None
-    return _validated(json.dumps(document, sort_keys=True),
-                      str(catalog.engine_dirs[name] / SPECULATIVE_FILE))
+    return catalog.patched_data(engine, SPECULATIVE_FILE, SpeculativeData)
 
 
 def draft_tp_refusal(data: SpeculativeData, request: DraftRequest, target_tp: int) -> str | None:

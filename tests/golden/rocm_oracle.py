@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from selector.catalog import EngineData
+from selector.catalog import Catalog, EngineData
 from selector.inputs.flat import facts_from_flat
 from selector.platforms import rocm
 from selector.solver.mla_prefill import select_mla_prefill
@@ -63,7 +63,8 @@ oracle also records the others' ``validate_configuration``, whose package probes
 answer for the oracle's CPU environment, not a ROCm install: not compared)."""
 
 
-def prefill_mismatches(cases: Sequence[Mapping[str, Any]], data: EngineData) -> list[tuple[Any, ...]]:
+def prefill_mismatches(cases: Sequence[Mapping[str, Any]], data: EngineData,
+                       catalog: Catalog) -> list[tuple[Any, ...]]:
     """(id, field, ours, vLLM's) where the profile's ROCm MLA prefill choice differs from
     the recorded one (every case with an ``mla_prefill`` answer)."""
     mismatches: list[tuple[Any, ...]] = []
@@ -72,7 +73,7 @@ def prefill_mismatches(cases: Sequence[Mapping[str, Any]], data: EngineData) -> 
         if not answer or answer.get("not_in_release"):
             continue
         facts, _ = facts_from_flat(to_flat(case["input"]), data.profile)
-        ours = select_mla_prefill(facts.solver_facts(), data)
+        ours = select_mla_prefill(facts.solver_facts(), data, catalog=catalog)
         for name in PREFILL_ASKED:
             mine = [d.message for d in ours.verdict(name).reasons]
             if mine != answer["backends"][name]:

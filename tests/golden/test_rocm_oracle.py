@@ -61,7 +61,8 @@ def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
     """The named configs of tools/rocm_acceptance_cases.json (an encoder-decoder model's
     list, the ROCm MLA prefill choice, ...): every reason list, the selection, the error
     and, where vLLM answered it, the MLA prefill choice, as the release recorded them."""
-    engine = load_catalog().engine(path.parent.name.replace("vllm-", "vllm==", 1), "rocm")
+    catalog = load_catalog()
+    engine = catalog.engine(path.parent.name.replace("vllm-", "vllm==", 1), "rocm")
     cases = read_cases(path)
     assert sweep_mismatches(rocm_agreement.flat_cases(cases), engine) == []
-    assert prefill_mismatches(cases, engine) == []
+    assert prefill_mismatches(cases, engine, catalog) == []

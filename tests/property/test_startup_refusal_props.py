@@ -98,7 +98,7 @@ def test_smoke_and_bench_refuse_what_check_finds_invalid(loaded: LoadedDeploymen
     except InputError as error:  # e.g. heads a TP size cannot shard: bad input for all
         for run in (deployment_plans, bench_targets):
             with pytest.raises(InputError) as raised:
-                run(loaded)
+                run(loaded, catalog)
             assert raised.value.render() == error.render()
         return
     errors = [f for f in record.findings if f.level == "error"]
@@ -109,7 +109,7 @@ def test_smoke_and_bench_refuse_what_check_finds_invalid(loaded: LoadedDeploymen
     for run in (deployment_plans, bench_targets):
         if record.status == "valid":
             try:
-                run(loaded)
+                run(loaded, catalog)
             except InvalidDeploymentError as refused:  # pragma: no cover - the failure
                 pytest.fail(f"check finds {path} valid, {run.__name__} refuses it: {refused}")
             except InputError:
@@ -117,7 +117,7 @@ def test_smoke_and_bench_refuse_what_check_finds_invalid(loaded: LoadedDeploymen
             continue
         assert errors, record
         with pytest.raises(InvalidDeploymentError) as raised:
-            run(loaded)
+            run(loaded, catalog)
         assert str(raised.value) == expected
         startup = [f.code for f in errors if f.code in STARTUP_CODES]
         assert all(f"[{code}] " in str(raised.value) for code in startup)
