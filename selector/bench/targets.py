@@ -91,7 +91,8 @@ def _group(result: SolveResult, catalog: Catalog, *, name: str, layers: int,
             unmeasured[backend] = NO_RUNNER
             continue
         extra = negotiated if (negotiated and backend == result.selected) else {}
-        plans.append(smoke_plan(pinned(result, backend, catalog), backend, name=f"{name} {backend}",
+        plans.append(smoke_plan(pinned(result, backend, catalog), backend, catalog=catalog,
+                                name=f"{name} {backend}",
                                 sliding_window=sliding_window, logits_soft_cap=logits_soft_cap,
                                 **extra))
     return BenchGroup(name=name, layers=layers, selected=result.selected, valid=valid,

@@ -49,13 +49,13 @@ def deployment_smoke(loaded: LoadedDeployment, catalog: Catalog, *,
     skipped: list[str] = []
     if solved.model is not None:
         checked = solved.model
-        plans = plans_from_model(checked)
+        plans = plans_from_model(checked, catalog)
         selected = sorted({s.result.selected or "-" for s in checked.selections})
     else:
         result = solved.layer
         assert result is not None
         run, skipped = parity_choice(result, parity)
-        plans = plans_from_result(result, name=PurePath(config).stem,
+        plans = plans_from_result(result, catalog=catalog, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap,
                                   parity={b: pinned(result, b, catalog) for b in run})

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.platforms import DEFAULT_PLATFORM
 from selector.result import SolveResult
 from selector.smoke.contract import load_contract
@@ -31,15 +31,16 @@ FP8_SMOKE_SCALES = (1.0, 0.5, 2.0)
 etc. (1.0 unless the checkpoint is calibrated); the smoke uses non-unit K and V scales so a
 kernel that ignores or swaps a scale fails."""
 
-def layout_alias(layout: str) -> str:
+def layout_alias(layout: str, catalog: Catalog) -> str:
     """vLLM's 5-D layout as the per-layer NHD/HND view the kernels see
     (``schemas/kv-layouts.yaml``; NHD for a layout that has none)."""
-    return load_catalog().per_layer_layouts.get(layout, "NHD")
+    return catalog.per_layer_layouts.get(layout, "NHD")
 
 
-def smoke_plan(result: SolveResult, backend: str, *, name: str, sliding_window: int | None,
-               logits_soft_cap: float | None, kernel_block_size: int | None = None,
-               kv_layout: str | None = None, cudagraph_mode: str | None = None) -> SmokePlan:
+def smoke_plan(result: SolveResult, backend: str, *, catalog: Catalog, name: str,
+               sliding_window: int | None, logits_soft_cap: float | None,
+               kernel_block_size: int | None = None, kv_layout: str | None = None,
+               cudagraph_mode: str | None = None) -> SmokePlan:
     """The plan of ``backend``, which ``result`` selected (pin it when solving:
     :func:`selector.solver.pinned`)."""
     if result.selected != backend:
@@ -73,7 +74,7 @@ def smoke_plan(result: SolveResult, backend: str, *, name: str, sliding_window: 
         capability=int(facts.get("cc") or 90),
         fa_version=fa_version if backend in ("FLASH_ATTN", "FLASH_ATTN_MLA") else None,
         kernel_block_size=kernel_block_size or runtime.block_size,
-        kv_layout=layout_alias(kv_layout or runtime.kv_layout),
+        kv_layout=layout_alias(kv_layout or runtime.kv_layout, catalog),
         cudagraph_mode=(cudagraph_mode or runtime.cudagraph_mode),
         num_q_heads=q_heads,
         num_kv_heads=kv_heads,
@@ -114,23 +115,24 @@ def parity_choice(result: SolveResult, parity: bool | None = None) -> tuple[list
     return run, [b for b in candidates if b not in run]
 
 
-def plans_from_result(result: SolveResult, *, name: str, sliding_window: int | None = None,
+def plans_from_result(result: SolveResult, *, catalog: Catalog, name: str, sliding_window: int | None = None,
                       logits_soft_cap: float | None = None,
                       parity: Mapping[str, SolveResult] | None = None) -> list[SmokePlan]:
     """The selected backend's plan, plus one per parity backend in ``parity`` (backend ->
     the result solved with it pinned; each must be one of :func:`parity_backends`)."""
     if not result.selected:
         return []
-    plans = [smoke_plan(result, result.selected, name=f"{name} {result.selected}",
+    plans = [smoke_plan(result, result.selected, catalog=catalog, name=f"{name} {result.selected}",
                         sliding_window=sliding_window, logits_soft_cap=logits_soft_cap)]
     pinned_results = parity or {}
     for backend in [b for b in parity_backends(result) if b in pinned_results]:
-        plans.append(smoke_plan(pinned_results[backend], backend, name=f"{name} {backend} (parity)",
+        plans.append(smoke_plan(pinned_results[backend], backend, catalog=catalog,
+                                name=f"{name} {backend} (parity)",
                                 sliding_window=sliding_window, logits_soft_cap=logits_soft_cap))
     return plans
 
 
-def plans_from_model(check: Any) -> list[SmokePlan]:
+def plans_from_model(check: Any, catalog: Catalog) -> list[SmokePlan]:
     """One plan per attention group of a model check (``ModelCheckResult``) that runs a
     smoke backend, with the group's negotiated kernel block size, layout and graph mode
     (groups of a backend the solver did not select for their layers, the Mamba / GDN
@@ -154,7 +156,7 @@ def plans_from_model(check: Any) -> list[SmokePlan]:
             if key in seen:
                 continue
             seen.add(key)
-            out.append(smoke_plan(selection.result, backend,
+            out.append(smoke_plan(selection.result, backend, catalog=catalog,
                              name=f"kv{group.index} layers {attention.layers} {backend}",
                              sliding_window=layer.sliding_window,
                              logits_soft_cap=layer.logits_soft_cap,

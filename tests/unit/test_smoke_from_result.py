@@ -28,7 +28,7 @@ def _with_parity(result: SolveResult) -> dict[str, SolveResult]:
 
 def test_single_layer_plan_on_hopper_runs_fa3_plus_flashinfer_parity() -> None:
     result = solve({**LLAMA, "cc": 90}, suggest=False, catalog=load_catalog())
-    plans = plans_from_result(result, name="llama", parity=_with_parity(result))
+    plans = plans_from_result(result, catalog=load_catalog(), name="llama", parity=_with_parity(result))
     assert [p.backend for p in plans] == ["FLASH_ATTN", "FLASHINFER"]
     fa, fi = plans
     assert (fa.fa_version, fa.kernel_block_size, fa.kv_layout, fa.cudagraph_mode) == (
@@ -56,13 +56,13 @@ def test_parity_by_default_only_for_backends_that_need_no_compile() -> None:
         assert contract.compiles_on_first_use("FLASHINFER")
         assert not contract.compiles_on_first_use("FLASH_ATTN")
         assert all(p.compile_source for p in contract.providers if p.compiles_on_first_use)
-    plans = plans_from_result(fa3, name="llama", parity={})
+    plans = plans_from_result(fa3, catalog=load_catalog(), name="llama", parity={})
     assert [p.backend for p in plans] == ["FLASH_ATTN"]
 
 
 def test_blackwell_flashinfer_plan_uses_hnd() -> None:
     result = solve({**LLAMA, "cc": 100}, suggest=False, catalog=load_catalog())
-    plans = plans_from_result(result, name="llama", parity=_with_parity(result))
+    plans = plans_from_result(result, catalog=load_catalog(), name="llama", parity=_with_parity(result))
     assert plans[0].backend == "FLASHINFER" and plans[0].kv_layout == "HND"
 
 
@@ -70,13 +70,13 @@ def test_a_backend_without_a_runner_still_gets_its_plan() -> None:
     """The smoke then exits 4 naming why (not a silent 'no plan')."""
     result = solve({**LLAMA, "cc": 75}, suggest=False, catalog=load_catalog())
     assert result.selected == "TRITON_ATTN"
-    assert [p.backend for p in plans_from_result(result, name="x")] == ["TRITON_ATTN"]
+    assert [p.backend for p in plans_from_result(result, catalog=load_catalog(), name="x")] == ["TRITON_ATTN"]
 
 
 def test_model_plan_per_attention_group() -> None:
     checked = check_model(shard_model(load_model("gpt-oss-20b"), 1),
                           {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}, catalog=load_catalog())
-    plans = plans_from_model(checked)
+    plans = plans_from_model(checked, load_catalog())
     windows = sorted((p.sliding_window or 0) for p in plans)
     assert windows == [0, 128]
     assert all(p.backend == "FLASH_ATTN" and p.fa_version == 3 and p.head_size == 64 for p in plans)
@@ -88,7 +88,7 @@ def test_hybrid_models_plan_their_attention_groups_only() -> None:
     facts = {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}
     for preset, attention_layers in (("jamba-v0.1", "4, 12, 20, 28"),
                                      ("qwen3-next-80b-a3b", "3, 7, 11, 15")):
-        plans = plans_from_model(check_model(shard_model(load_model(preset), 1), facts, catalog=load_catalog()))
+        plans = plans_from_model(check_model(shard_model(load_model(preset), 1), facts, catalog=load_catalog()), load_catalog())
         assert plans, preset
         assert all(p.name.split(" layers ")[1].startswith(attention_layers) for p in plans)
         assert all(p.backend in ("FLASH_ATTN", "FLASHINFER") for p in plans)
@@ -100,7 +100,7 @@ def test_sparse_mla_plans_skip_the_indexer_cache() -> None:
     checked = check_model(shard_model(load_model("deepseek-v3.2"), 8),
                           {"cc": 100, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None}, catalog=load_catalog())
     assert checked.valid
-    plans = plans_from_model(checked)
+    plans = plans_from_model(checked, load_catalog())
     assert [p.backend for p in plans] == [checked.selections[0].result.selected]
 
 
@@ -122,7 +122,7 @@ def test_a_hybrid_models_large_attention_page_gets_a_plan() -> None:
                            "nvidia--Nemotron-H-56B-Base-8K.json")), 1)
     checked = check_model(model, {"cc": 90, "dtype": "bfloat16", "kv_cache_dtype": "auto",
                                   "block_size": None}, catalog=load_catalog())
-    plans = plans_from_model(checked)
+    plans = plans_from_model(checked, load_catalog())
     assert plans and all(p.kernel_block_size > 4096 for p in plans)
     assert {p.kernel_block_size for p in plans} == {
         g.kernel_block_size or g.manager_block_size for g in checked.plan.groups
