@@ -48,7 +48,10 @@ def start_models(stand_ins: tuple[str, ...] | frozenset[str] = ()) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """The instrument's names (``set_capability``, ``Oracle``, ``bootstrap`` ...)."""
-    if name.startswith("__"):
+    """The instrument's names (``set_capability``, ``Oracle``, ``bootstrap`` ...). A
+    private name is never the instrument's: pytest's collection probes a module it finds
+    in a test module for such names (``_fixture_function_marker``), which must not need
+    the oracle."""
+    if name.startswith("_"):
         raise AttributeError(name)
     return getattr(instrument(), name)
