@@ -7,13 +7,15 @@ import importlib.util
 from typing import Any
 
 import pytest
-import torch
 
-from selector.errors import CannotRunHereError
-from selector.smoke import providers
-from selector.smoke.contract import load_contract, resolve_arguments
-from selector.smoke.plan import SmokePlan
-from selector.smoke.providers import choose_provider, cross_check_provider
+torch = pytest.importorskip("torch")
+
+
+from selector.errors import CannotRunHereError  # noqa: E402
+from selector.smoke import providers  # noqa: E402
+from selector.smoke.contract import load_contract, resolve_arguments  # noqa: E402
+from selector.smoke.plan import SmokePlan  # noqa: E402
+from selector.smoke.providers import choose_provider, cross_check_provider  # noqa: E402
 
 ENGINES = ["vllm==0.25.1", "vllm==0.33.0"]
 

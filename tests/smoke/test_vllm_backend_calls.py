@@ -22,16 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
-from selector.smoke.contract import load_contract
-from selector.smoke.metadata import build_common_metadata
-from selector.smoke.plan import SmokePlan
-from selector.smoke.providers import Provider
-from selector.smoke.steps import FlashAttentionStep
-from selector.smoke.tensors import allocate_cache
-from selector.smoke.workload import long_context_for, mixed_batch, mla_decode_batch
-from tests.smoke import paged_torch
+torch = pytest.importorskip("torch")
+
+
+from selector.smoke.contract import load_contract  # noqa: E402
+from selector.smoke.metadata import build_common_metadata  # noqa: E402
+from selector.smoke.plan import SmokePlan  # noqa: E402
+from selector.smoke.providers import Provider  # noqa: E402
+from selector.smoke.steps import FlashAttentionStep  # noqa: E402
+from selector.smoke.tensors import allocate_cache  # noqa: E402
+from selector.smoke.workload import long_context_for, mixed_batch, mla_decode_batch  # noqa: E402
+from tests.smoke import paged_torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
