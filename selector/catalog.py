@@ -14,7 +14,7 @@ import re
 import string
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -149,6 +149,12 @@ class EngineData:
     wired: dict[str, BackendSpec] = field(default_factory=dict, repr=False)
     """The backends vLLM gives a layer without selection, by ``wired_for`` (Mamba /
     GDN state, the sparse indexer); never among :attr:`backends`."""
+    layout_aliases: dict[str, KVLayout] = field(default_factory=dict, repr=False, compare=False)
+    """The legacy KV-cache layout names vLLM accepts (``kv-layouts.yaml``), given by the
+    catalog that loaded this engine."""
+    default_layout_preference: tuple[KVLayout, ...] = field(default=(), repr=False, compare=False)
+    """The KV-cache layouts most preferred first when no backend declares a set
+    (``kv-layouts.yaml``), given by the catalog that loaded this engine."""
 
     @property
     def engine(self) -> str:
@@ -354,6 +360,8 @@ class Catalog:
                                       platform, tuple(p.name for p in self.platforms))
                 if self.digest:
                     cache_put("engine", key, loaded)
+            loaded = replace(loaded, layout_aliases=dict(self.layout_aliases),
+                                         default_layout_preference=self.default_layout_preference)
             self._loaded[memo] = loaded
         return loaded
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from selector.kv.layout import layout_aliases
 from selector.result import Diagnostic, SolveResult
 
 __all__ = [
@@ -90,6 +89,9 @@ class DeploymentDiff:
     priority_before: tuple[str, ...]
     priority_after: tuple[str, ...]
     source: str | None = None
+    layout_aliases: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """The legacy KV-cache layout names vLLM accepts (``kv-layouts.yaml``): a pre-0.33
+    ``NHD`` and 0.33.0's ``LBNHC`` are one layout."""
 
     def field(self, name: str) -> Change:
         for change in self.fields:
@@ -141,19 +143,21 @@ def _multiset_minus(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]
     return tuple(out)
 
 
-def _layout_key(layout: str | None) -> str | None:
-    """Pre-0.33 process-wide layouts in 0.33.0's ``KVCacheLayout`` names (same memory order)."""
-    return layout_aliases().get(layout, layout) if layout else layout
 
 
 def _error(diagnostic: Diagnostic | None) -> str | None:
     return None if diagnostic is None else f"[{diagnostic.code}] {diagnostic.message}"
 
 
-def diff_results(before: SolveResult, after: SolveResult, *,
+def diff_results(before: SolveResult, after: SolveResult, *, layout_aliases: Mapping[str, str],
                  source: str | None = None) -> DeploymentDiff:
-    """Compare one deployment's results under two engine versions."""
+    """Compare one deployment's results under two engine versions; ``layout_aliases``
+    (the catalog's, ``kv-layouts.yaml``) keys pre-0.33 process-wide layouts by 0.33.0's
+    ``KVCacheLayout`` names (same memory order)."""
     rb, ra = before.runtime, after.runtime
+
+    def layout_key(layout: str | None) -> str | None:
+        return layout_aliases.get(layout, layout) if layout else layout
 
     def change(name: str, label: str, b: Any, a: Any, *, key: Any = None,
                only_when_both: bool = False) -> Change:
@@ -173,7 +177,7 @@ def diff_results(before: SolveResult, after: SolveResult, *,
                ", ".join(rb.kernel_block_sizes) if rb else None,
                ", ".join(ra.kernel_block_sizes) if ra else None),
         change("kv_layout", "KV-cache layout", rb.kv_layout if rb else None,
-               ra.kv_layout if ra else None, key=_layout_key),
+               ra.kv_layout if ra else None, key=layout_key),
         change("kv_cache_shape", "KV-cache tensor", rb.kv_cache_shape_values if rb else None,
                ra.kv_cache_shape_values if ra else None, only_when_both=True),
         change("cudagraph_support", "CUDA-graph support", rb.cudagraph_support if rb else None,
@@ -199,7 +203,7 @@ def diff_results(before: SolveResult, after: SolveResult, *,
     return DeploymentDiff(
         from_engine=before.engine, to_engine=after.engine, fields=fields,
         backends=tuple(backends), priority_before=before.priority,
-        priority_after=after.priority, source=source)
+        priority_after=after.priority, source=source, layout_aliases=dict(layout_aliases))
 
 
 @dataclass(frozen=True)

@@ -4,22 +4,19 @@ and ``validate_kv_cache_layout`` in ``kv_cache_planning.py``)."""
 from __future__ import annotations
 
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.catalog import load_catalog
 from selector.kv.backend_facts import KVLayout
 from selector.kv.errors import EngineStartupError
 
 __all__ = [
     "ENUM_ORDER",
     "LayoutResolution",
-    "default_layout_preference",
     "is_block_compact",
     "is_block_outermost",
     "is_layer_compact",
-    "layout_aliases",
     "resolve_layout",
     "supported_layouts",
     "validate_layout",
@@ -28,16 +25,6 @@ __all__ = [
 ENUM_ORDER: tuple[KVLayout, ...] = typing.get_args(KVLayout)
 """``KVCacheLayout`` member order."""
 
-
-
-def default_layout_preference() -> tuple[KVLayout, ...]:
-    """The preference when no backend declares a supported set (``schemas/kv-layouts.yaml``)."""
-    return load_catalog().default_layout_preference
-
-
-def layout_aliases() -> dict[str, KVLayout]:
-    """The legacy layout names vLLM accepts (``NHD`` -> ``LBNHC``; ``schemas/kv-layouts.yaml``)."""
-    return load_catalog().layout_aliases
 
 
 def is_layer_compact(layout: str) -> bool:
@@ -68,10 +55,11 @@ def _names(layouts: Sequence[str]) -> str:
     return "[" + ", ".join(repr(layout) for layout in layouts) + "]"
 
 
-def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None]) -> list[KVLayout]:
-    """``get_supported_kv_cache_layouts``: the layouts every backend accepts,
-    most preferred first."""
-    lists = [layouts for layouts in declared if layouts is not None] or [default_layout_preference()]
+def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None],
+                      default_preference: tuple[KVLayout, ...]) -> list[KVLayout]:
+    """``get_supported_kv_cache_layouts``: the layouts every backend accepts, most
+    preferred first; ``default_preference`` (``kv-layouts.yaml``) when none declares a set."""
+    lists = [layouts for layouts in declared if layouts is not None] or [default_preference]
     first = lists[0]
     if all(layouts == first for layouts in lists[1:]):
         return list(first)
@@ -93,9 +81,8 @@ def supported_layouts(declared: Sequence[tuple[KVLayout, ...] | None]) -> list[K
     return candidates
 
 
-def _canonical(name: str) -> KVLayout:
+def _canonical(name: str, aliases: Mapping[str, KVLayout]) -> KVLayout:
     upper = name.strip().upper()
-    aliases = layout_aliases()
     if upper in aliases:
         return aliases[upper]
     for layout in ENUM_ORDER:
@@ -110,10 +97,12 @@ def resolve_layout(
     *,
     requested: str | None = None,
     connector: str | None = None,
+    aliases: Mapping[str, KVLayout],
 ) -> LayoutResolution:
     """``resolve_kv_cache_layout``: mixed ``(H, N, page)`` shapes keep only
     block-compact layouts; an explicit ``VLLM_KV_CACHE_LAYOUT`` must be a
-    candidate; a connector's preference is taken when compatible."""
+    candidate; a connector's preference is taken when compatible. ``aliases``: the legacy
+    names vLLM accepts for either (``kv-layouts.yaml``)."""
     sets = (tuple(supported),)
     candidates = list(supported)
     if len(hnc_shapes) > 1:
@@ -126,7 +115,7 @@ def resolve_layout(
             )
     warnings: list[str] = []
     if requested is not None:
-        layout = _canonical(requested)
+        layout = _canonical(requested, aliases)
         if layout not in candidates:
             raise EngineStartupError(
                 f"VLLM_KV_CACHE_LAYOUT={requested} does not satisfy every supported set; "
@@ -135,7 +124,7 @@ def resolve_layout(
             )
         source = "VLLM_KV_CACHE_LAYOUT"
     elif connector is not None:
-        layout = _canonical(connector)
+        layout = _canonical(connector, aliases)
         source = "connector"
         if layout not in candidates:
             warnings.append(

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from selector.catalog import EngineData
-from selector.kv.backend_facts import BackendKVFacts, wired_backends
+from selector.kv.backend_facts import BackendKVFacts, KVLayout, wired_backends
 from selector.kv.cudagraph import CudaGraphMode
 from selector.schema.engine import HybridAlignmentRules, KVSpecRules
 
@@ -56,6 +56,12 @@ class KVOptions(BaseModel):
     """``VLLM_KV_CACHE_LAYOUT`` (NHD/HND accepted as aliases)."""
     connector_layout: str | None = None
     """A KV connector's preferred layout, if one is configured."""
+    layout_aliases: dict[str, KVLayout] = Field(default_factory=dict)
+    """The legacy layout names vLLM accepts (``NHD`` -> ``LBNHC``; ``kv-layouts.yaml``),
+    stated by :meth:`for_engine`."""
+    default_layout_preference: tuple[KVLayout, ...] = ()
+    """The layouts most preferred first when no backend declares a set
+    (``kv-layouts.yaml``), stated by :meth:`for_engine`."""
     max_model_len: int | None = Field(default=None, gt=0)
     """None: the model's ``max_position_embeddings``."""
     max_num_batched_tokens: int = Field(gt=0)
@@ -88,6 +94,10 @@ class KVOptions(BaseModel):
             update["hybrid_alignment"] = engine.profile.hybrid_alignment
         if self.kv_spec is None:
             update["kv_spec"] = engine.profile.kv_spec
+        if not self.layout_aliases:
+            update["layout_aliases"] = dict(engine.layout_aliases)
+        if not self.default_layout_preference:
+            update["default_layout_preference"] = engine.default_layout_preference
         return self.model_copy(update=update) if update else self
 
     def engine_rules(self) -> tuple[dict[str, BackendKVFacts], HybridAlignmentRules]:

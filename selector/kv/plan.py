@@ -193,12 +193,14 @@ def _layout_and_groups(part: _Partial) -> None:
     options = part.options
     cached = [e for e in part.entries if e.spec.kind != "encoder_only_attention"]
     distinct = {(e.backend.name, e.backend.class_name): e.backend for e in part.entries}
-    supported = supported_layouts([b.supported_layouts for b in distinct.values()])
+    supported = supported_layouts([b.supported_layouts for b in distinct.values()],
+                                  options.default_layout_preference)
     part.layout = resolve_layout(
         supported,
         {e.spec.hnc_shape for e in cached},
         requested=options.kv_cache_layout,
         connector=options.connector_layout,
+        aliases=options.layout_aliases,
     )
     specs = {e.name: e.spec for e in cached}
     layout = part.layout.layout

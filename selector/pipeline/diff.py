@@ -88,7 +88,8 @@ def diff_deployment(loaded: LoadedDeployment, from_engine: str, to_engine: str, 
                     catalog: Catalog) -> DeploymentDiff:
     """What changes for one deployment between two engine versions."""
     return diff_results(solve_for_engine(loaded, from_engine, catalog=catalog),
-                        solve_for_engine(loaded, to_engine, catalog=catalog), source=loaded.path)
+                        solve_for_engine(loaded, to_engine, catalog=catalog), source=loaded.path,
+                        layout_aliases=catalog.layout_aliases)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def _model_diff(before: CheckInput, after: CheckInput, catalog: Catalog, from_en
                 source = f"{before.loaded.path} layers {_span(selection.layers)} ({selection.kind})"
                 layers.append(LayerDiff(_span(selection.layers), selection.kind,
                                         diff_results(selection.result, other.result,
-                                                     source=source)))
+                                                     source=source,
+                                                     layout_aliases=catalog.layout_aliases)))
     return ModelDiff(from_engine=sb.engine, to_engine=sa.engine, status_before=rb.status,
                      status_after=ra.status, errors_before=_errors(rb), errors_after=_errors(ra),
                      layers=tuple(layers), source=before.loaded.path)

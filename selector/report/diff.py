@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -10,7 +11,6 @@ from rich.panel import Panel
 from rich.text import Text
 
 from selector.compare.diff import DeploymentDiff, MatrixDiff, ModelDiff
-from selector.kv.layout import layout_aliases
 from selector.report.plain import PlainTable, plain
 
 __all__ = [
@@ -27,14 +27,14 @@ DIFF_JSON_SCHEMA_VERSION = "1.0"
 _ERROR_WIDTH = 60
 
 
-def _value(field: str, value: Any) -> str:
+def _value(field: str, value: Any, aliases: Mapping[str, str] | None = None) -> str:
     if value is None:
         return "none" if field == "selected" else "-"
     if isinstance(value, bool):
         return {"valid": "valid" if value else "INVALID"}.get(
             field, "possible" if value else "never")
-    if field == "kv_layout" and value in layout_aliases():
-        return f"{value} (= {layout_aliases()[value]})"
+    if field == "kv_layout" and aliases and value in aliases:
+        return f"{value} (= {aliases[value]})"
     if field == "error" and len(str(value)) > _ERROR_WIDTH:
         return str(value)[: _ERROR_WIDTH - 1] + "…"
     if isinstance(value, tuple):
@@ -76,7 +76,8 @@ def render_deployment_diff(d: DeploymentDiff, *, device: str,
     for change in d.fields:
         if not verbose and change.before == change.after and change.field in ("warnings", "error"):
             continue
-        shown_before, shown_after = _value(change.field, change.before), _value(change.field, change.after)
+        shown_before = _value(change.field, change.before, d.layout_aliases)
+        shown_after = _value(change.field, change.after, d.layout_aliases)
         if not change.changed and shown_before != shown_after:  # equal, spelled differently
             shown_after = ("not reported" if change.after is None else
                            f"same ({shown_after})")

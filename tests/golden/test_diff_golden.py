@@ -89,7 +89,9 @@ def test_oracle_backs_both_versions(name: str, answers: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_diff_matches_the_oracle_transition(name: str, answers: dict[str, Any]) -> None:
     loaded = load_deployment(str(REPO / "tests" / "fixtures" / "diff" / f"{name}.yaml"))
-    d = diff_results(solve_for_engine(loaded, FROM, catalog=load_catalog()), solve_for_engine(loaded, TO, catalog=load_catalog()))
+    catalog = load_catalog()
+    d = diff_results(solve_for_engine(loaded, FROM, catalog=catalog), solve_for_engine(loaded, TO, catalog=catalog),
+                     layout_aliases=catalog.layout_aliases)
     selected = d.field("selected")
     assert (selected.before, selected.after) == (answers[name][FROM]["selected"],
                                                  answers[name][TO]["selected"])

@@ -21,7 +21,6 @@ ENTRY_POINTS = {
 NOT_YET: dict[str, str] = {
     "selector/smoke/contract.py": "load_contract(engine name): a smoke plan names its engine",
     "selector/smoke/plan.py": "a smoke plans file's default engine and its engine names",
-    "selector/kv/layout.py": "kv-layouts.yaml's default preference and aliases",
 }
 """Modules that still read catalog-wide tables (no engine) for themselves: each one is
 a follow-up; none may be added."""

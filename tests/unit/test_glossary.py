@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from selector.catalog import load_catalog
 from selector.kv.backend_facts import KVLayout
-from selector.kv.layout import layout_aliases
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def test_every_layout_name_and_alias_is_explained() -> None:
     terms = _terms()
     for layout in typing.get_args(KVLayout):
         assert layout in terms
-    for alias in layout_aliases():
+    for alias in load_catalog().layout_aliases:
         assert alias in terms
 
 
