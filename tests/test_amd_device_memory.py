@@ -12,3 +12,14 @@ def test_mi300x_uses_reported_bytes() -> None:
 def test_amd_device_without_public_figure_stays_nominal() -> None:
     total = device_total_memory("MI355X", 288.0, "HIP")
     assert total is not None and "nominal" in total[1]
+
+
+def test_mi300x_check_states_the_reported_figure_and_source() -> None:
+    import json
+
+    from tests.unit.test_device_memory import run_cli
+    code, out, _ = run_cli(["check", "--device", "MI300X", "--format", "json", "--", "vllm",
+                            "serve", "meta-llama/Llama-3.1-8B-Instruct"])
+    assert code in (0, 1)
+    text = json.dumps(json.loads(out))
+    assert "191.98 GiB as HIP reports it" in text and "nominal" not in text.split("191.98")[0][-80:]
