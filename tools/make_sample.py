@@ -382,10 +382,27 @@ def generate_rocm(family: str, n: int, seed: int, kv_cache_dtypes: Sequence[str]
                   backends: Sequence[str]) -> list[Config]:
     """n ROCm configs; deterministic for (family, n, seed) and the release's
     ``CacheDType`` values and registered ROCm backends."""
+    if family == "pinned":
+        return generate_rocm_pinned(n, seed, kv_cache_dtypes, backends, backends)
     if family not in ("standard", "mla"):
         raise ValueError(f"unknown family {family!r}")
     rng = random.Random(seed)
     return [make_rocm_config(rng, family, kv_cache_dtypes, backends) for _ in range(n)]
+
+
+def generate_rocm_pinned(n: int, seed: int, kv_cache_dtypes: Sequence[str],
+                         rocm_backends: Sequence[str], pinned: Sequence[str]) -> list[Config]:
+    """n ROCm configs, each pinning one name of ``pinned`` (every name of the release's
+    ``AttentionBackendEnum``, in turn, as ``--attention-backend`` does): standard and MLA
+    configs alternate; deterministic for (n, seed) and the release's vocabulary."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        cfg = make_rocm_config(rng, "mla" if i % 2 else "standard", kv_cache_dtypes,
+                               rocm_backends)
+        cfg["attention_backend"] = pinned[i % len(pinned)]
+        out.append(cfg)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

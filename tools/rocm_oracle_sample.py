@@ -65,7 +65,10 @@ sys.path.insert(0, str(HERE))
 import make_sample  # noqa: E402
 
 # family -> (default size, seed); the acceptance sample: 10,000 + 5,000 per release
-FAMILIES: dict[str, tuple[int, int]] = {"standard": (10000, 271), "mla": (5000, 272)}
+FAMILIES: dict[str, tuple[int, int]] = {"standard": (10000, 271), "mla": (5000, 272),
+                                        "pinned": (0, 273)}
+"""pinned: every name of the release's AttentionBackendEnum pinned (--attention-backend)
+in turn over standard and MLA configs; recorded with ``--pinned N`` (0: not drawn)."""
 GOLDEN = "tests/golden/oracle/vllm-{version}/rocm-{family}.jsonl.gz"
 MIN_ORACLE_VERSION = 3
 V4_FIELDS = frozenset({"model_attn_type", "flash_attn_installed", "mla_prefill"})
@@ -207,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=Path("/work/oracle-data"))
     ap.add_argument("--standard", type=int, default=FAMILIES["standard"][0])
     ap.add_argument("--mla", type=int, default=FAMILIES["mla"][0])
+    ap.add_argument("--pinned", type=int, default=FAMILIES["pinned"][0],
+                    help="configs pinning each AttentionBackendEnum name in turn "
+                    "(written to rocm-pinned.jsonl.gz)")
     ap.add_argument("--out", type=Path, default=ROOT, help="repository root to write under")
     ap.add_argument("--cases", type=Path, help="named configs (tools/rocm_acceptance_cases.json) "
                     "instead of the sample: written to tests/golden/oracle/vllm-X/rocm-cases.jsonl.gz")
@@ -245,14 +251,21 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         backends = [b for b in ROCM_BACKENDS if b in probed["backends"]]
         samples = {}
-        for family, n in (("standard", a.standard), ("mla", a.mla)):
+        families = [("standard", a.standard), ("mla", a.mla), ("pinned", a.pinned)]
+        families = [(f, n) for f, n in families if n > 0]
+        for family, n in families:
             seed = FAMILIES[family][1]
-            samples[family] = make_sample.generate_rocm(
-                family, n, seed, probed["kv_cache_dtypes"], backends)
+            if family == "pinned":
+                samples[family] = make_sample.generate_rocm_pinned(
+                    n, seed, probed["kv_cache_dtypes"], backends, probed["backends"])
+            else:
+                samples[family] = make_sample.generate_rocm(
+                    family, n, seed, probed["kv_cache_dtypes"], backends)
             print(f"vLLM {a.version} ROCm {family}: {n} configs (seed {seed})",
                   file=sys.stderr)
         # one oracle run for both families: one vLLM start per (arch, aiter)
-        configs = [dict(c, id=i) for i, c in enumerate(samples["standard"] + samples["mla"])]
+        configs = [dict(c, id=i) for i, c in enumerate(
+            [c for f, _ in families for c in samples[f]])]
         answers = ask(a.python, oracle, configs, a.data / "rocm" / f"vllm-{a.version}", env)
         bad = harness_failures(answers)
         if bad:
@@ -262,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("  " + b, file=sys.stderr)
             return 1
         start = 0
-        for family in ("standard", "mla"):
+        for family, _ in families:
             sample = samples[family]
             lines = [to_golden_line(c, ans, a.version)
                      for c, ans in zip(sample, answers[start:start + len(sample)], strict=True)]
