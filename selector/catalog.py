@@ -361,7 +361,7 @@ class Catalog:
                 if self.digest:
                     cache_put("engine", key, loaded)
             loaded = replace(loaded, layout_aliases=dict(self.layout_aliases),
-                                         default_layout_preference=self.default_layout_preference)
+                             default_layout_preference=self.default_layout_preference)
             self._loaded[memo] = loaded
         return loaded
 

@@ -382,8 +382,6 @@ def generate_rocm(family: str, n: int, seed: int, kv_cache_dtypes: Sequence[str]
                   backends: Sequence[str]) -> list[Config]:
     """n ROCm configs; deterministic for (family, n, seed) and the release's
     ``CacheDType`` values and registered ROCm backends."""
-    if family == "pinned":
-        return generate_rocm_pinned(n, seed, kv_cache_dtypes, backends, backends)
     if family not in ("standard", "mla"):
         raise ValueError(f"unknown family {family!r}")
     rng = random.Random(seed)

@@ -143,8 +143,6 @@ def _multiset_minus(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]
     return tuple(out)
 
 
-
-
 def _error(diagnostic: Diagnostic | None) -> str | None:
     return None if diagnostic is None else f"[{diagnostic.code}] {diagnostic.message}"
 

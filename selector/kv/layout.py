@@ -26,7 +26,6 @@ ENUM_ORDER: tuple[KVLayout, ...] = typing.get_args(KVLayout)
 """``KVCacheLayout`` member order."""
 
 
-
 def is_layer_compact(layout: str) -> bool:
     return layout[0] == "L"
 

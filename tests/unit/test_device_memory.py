@@ -115,8 +115,9 @@ def test_the_h200_uses_vllms_own_figure_from_a_recorded_startup() -> None:
 
 @pytest.mark.parametrize("device", ["MI325X", "MI355X"])
 def test_an_amd_device_is_nominal_in_hips_words(device: str) -> None:
-    """No public figure found for these AMD GPUs' totals (MI300X has one: test_amd_device_memory.py) (schemas/platforms.yaml, rocm: runtime):
-    the basis is the catalog's nominal figure, said in the ROCm runtime's name."""
+    """No public figure was found for these AMD GPUs' totals (MI300X has one:
+    test_amd_device_memory.py): the basis is the catalog's nominal figure, said in the ROCm
+    runtime's name (schemas/platforms.yaml, rocm: runtime)."""
     rows = yaml.safe_load(TABLE.read_text(encoding="utf-8"))["devices"]
     assert device not in rows
     code, out, _ = run_cli(["check", "--device", device, "--format", "json", "--", "vllm",

@@ -1,5 +1,11 @@
 """MI300X's total memory is the one ROCm reports (schemas/device-memory.yaml), not the nominal 192."""
+
+from __future__ import annotations
+
+import json
+
 from selector.memory.startup import device_total_memory
+from tests.unit.test_device_memory import run_cli
 
 
 def test_mi300x_uses_reported_bytes() -> None:
@@ -15,9 +21,6 @@ def test_amd_device_without_public_figure_stays_nominal() -> None:
 
 
 def test_mi300x_check_states_the_reported_figure_and_source() -> None:
-    import json
-
-    from tests.unit.test_device_memory import run_cli
     code, out, _ = run_cli(["check", "--device", "MI300X", "--format", "json", "--", "vllm",
                             "serve", "meta-llama/Llama-3.1-8B-Instruct"])
     assert code in (0, 1)
