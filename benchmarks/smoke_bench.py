@@ -25,10 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
 
+from selector.catalog import load_catalog  # noqa: E402
 from selector.smoke.batch import BatchSpec  # noqa: E402
 from selector.smoke.environment import import_flashinfer  # noqa: E402
 from selector.smoke.metrics import attention_flops, kv_read_bytes  # noqa: E402
-from selector.smoke.plan import SmokePlan  # noqa: E402
+from selector.smoke.plan import SmokePlan, bind_plan  # noqa: E402
 from selector.smoke.providers import choose_provider  # noqa: E402
 from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers  # noqa: E402
 from selector.smoke.tensors import allocate_cache, fill_cache, make_request_data  # noqa: E402
@@ -174,8 +175,9 @@ def main() -> None:
     decode = uniform_decode_batch(16, 128, 4096)
     prefill = prefill_workload(16, 4, 4096)
     lines = [f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}"]
+    catalog = load_catalog()
     for backend in ("FLASH_ATTN", "FLASHINFER"):
-        plan = SmokePlan.model_validate({"backend": backend, **base})
+        plan = bind_plan(catalog, backend=backend, **base)
         for kind, workload in (("decode", decode), ("prefill", prefill)):
             try:
                 lines += measure(torch, plan, workload, kind)

@@ -265,13 +265,15 @@ def record(plan_data: dict[str, Any], version: str) -> dict[str, Any]:
 def _run(plan_data: dict[str, Any], version: str) -> dict[str, Any]:
     import torch
 
+    from selector.catalog import load_catalog
     from selector.smoke.contract import load_contract
-    from selector.smoke.plan import SmokeOptions, SmokePlan
+    from selector.smoke.plan import SmokeOptions, bind_plan
     from selector.smoke.providers import ProviderChoice, _load
     from selector.smoke.runner import SmokeMachine, run_smoke
 
-    plan = SmokePlan(engine=f"vllm=={version}", **plan_data)
-    spec = next(s for s in load_contract(plan.engine).providers if s.id == "vllm.backend_classes")
+    plan = bind_plan(load_catalog(), engine=f"vllm=={version}", **plan_data)
+    spec = next(s for s in load_contract(plan.kernel_calls).providers
+                if s.id == "vllm.backend_classes")
     recorder = Recorder(torch)
     install(torch, recorder)
     machine = SmokeMachine(torch, torch.device("cpu"), "cpu (vLLM bootstrapped as CUDA sm_90)",

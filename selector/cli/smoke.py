@@ -115,10 +115,11 @@ def smoke_plan_command(
     Exit 0 when every check passes, 2 on a bad plans file, 3 when a kernel or check fails,
     4 when this machine cannot run it (no GPU, or a kernel library missing).
     """
+    from selector.catalog import load_catalog
     from selector.smoke.plan import load_plans_file
 
     try:
-        plans_file = load_plans_file(plan_file)
+        plans_file = load_plans_file(plan_file, load_catalog())
     except AttnSelectError as error:
         Console(stderr=True, soft_wrap=True).print(f"error: {error}", markup=False,
                                                    highlight=False)

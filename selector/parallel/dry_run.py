@@ -38,7 +38,8 @@ def shard_dry_run(plans: Sequence[ShardPlan], seed: int = 0) -> dict[str, Any]:
         requests = workload.requests
         calls = ADAPTERS[plan.backend].CALLS
         entry: dict[str, Any] = {
-            "plan": plan.model_dump(mode="json", exclude_defaults=True),
+            "plan": plan.model_dump(mode="json", exclude_defaults=True,
+                                    exclude={"kernel_calls"}),  # a path of this machine
             "split": plan.describe(),
             "batch": [{"id": r.id, "context_len": r.context_len, "query_len": r.query_len,
                        "block_ids": list(r.block_ids)} for r in requests],

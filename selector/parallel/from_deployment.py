@@ -65,7 +65,8 @@ def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
         heads, kv_heads = heads_of(plan)
         try:
             out.append(ShardPlan(
-                name=plan.name, backend=plan.backend,
+                name=plan.name, backend=plan.backend, engine=plan.engine,
+                kernel_calls=plan.kernel_calls,
                 kernel_block_size=plan.kernel_block_size, kv_layout=plan.kv_layout,
                 dtype=plan.dtype, head_size=plan.head_size, num_heads=heads,
                 num_kv_heads=kv_heads, tensor_parallel_size=tp,

@@ -26,6 +26,10 @@ class ShardPlan(BaseModel):
 
     name: str = Field(min_length=1)
     backend: Literal["FLASH_ATTN", "FLASHINFER"]
+    engine: str = Field(min_length=1)
+    """The engine version whose kernel calls are reproduced (the smoke plan's)."""
+    kernel_calls: str = Field(min_length=1)
+    """That engine's kernel call contract file (the smoke plan's ``kernel_calls``)."""
     kernel_block_size: Annotated[int, Field(ge=1, le=4096, strict=True)]
     kv_layout: Literal["NHD", "HND"] = "NHD"
     dtype: Literal["bfloat16", "float16"] = "bfloat16"

@@ -92,7 +92,9 @@ class RankWork:
         kv_index = torch.tensor(self.kv_heads, device=device, dtype=torch.long)
         self.keys = [k[:, kv_index] for k in data.keys]
         self.values = [v[:, kv_index] for v in data.values]
-        smoke_plan = SmokePlan(backend=plan.backend, kernel_block_size=plan.kernel_block_size,
+        smoke_plan = SmokePlan(backend=plan.backend, engine=plan.engine,
+                               kernel_calls=plan.kernel_calls,
+                               kernel_block_size=plan.kernel_block_size,
                                kv_layout=plan.kv_layout, num_q_heads=len(self.q_heads),
                                num_kv_heads=len(self.kv_heads), head_size=plan.head_size,
                                dtype=plan.dtype)

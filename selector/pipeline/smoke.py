@@ -54,7 +54,7 @@ def deployment_smoke(loaded: LoadedDeployment, catalog: Catalog, *,
     else:
         result = solved.layer
         assert result is not None
-        run, skipped = parity_choice(result, parity)
+        run, skipped = parity_choice(result, catalog, parity)
         plans = plans_from_result(result, catalog=catalog, name=PurePath(config).stem,
                                   sliding_window=deployment.layer.sliding_window,
                                   logits_soft_cap=deployment.layer.logits_soft_cap,

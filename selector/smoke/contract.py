@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selector.catalog import CatalogError, load_catalog, read_yaml
-from selector.errors import CannotRunHereError, InputError
+from selector.catalog import CatalogError, read_yaml
+from selector.errors import CannotRunHereError
 from selector.smoke.batch import BatchSpec
 from selector.smoke.plan import SmokePlan
 
@@ -38,7 +38,6 @@ __all__ = [
     "ResolvedArg",
     "ResolvedCall",
     "TensorRef",
-    "contract_path",
     "load_contract",
     "query_dtype",
     "resolve_arguments",
@@ -163,25 +162,14 @@ class KernelContract(BaseModel):
         return bool(providers) and all(p.compiles_on_first_use for p in providers)
 
 
-def contract_path(engine: str) -> Path:
-    catalog = load_catalog()
-    directories = catalog.engine_dirs
-    if engine not in directories:
-        # a plan's engine is the user's input (a deployment's is checked against the catalog)
-        raise InputError(f"no engine profile for {engine}", field="engine",
-                         hint="known: " + ", ".join(directories))
-    # inherited whole from the nearest profile of the chain that has one
-    return catalog.engine_file(engine, "kernel-calls.yaml") or directories[engine] / "kernel-calls.yaml"
-
-
 @functools.cache
-def load_contract(engine: str) -> KernelContract:
-    """The kernel call contract of ``engine`` (e.g. ``vllm==0.33.0``)."""
-    path = contract_path(engine)
-    if not path.is_file():
-        raise CannotRunHereError(f"{engine} has no kernel call contract ({path} is missing)")
+def load_contract(path: str) -> KernelContract:
+    """The kernel call contract in ``path`` (a plan's :attr:`~SmokePlan.kernel_calls`,
+    :func:`~selector.smoke.plan.kernel_calls_file`), read once."""
+    if not Path(path).is_file():
+        raise CannotRunHereError(f"no kernel call contract ({path} is missing)")
     try:
-        return KernelContract.model_validate(read_yaml(path))
+        return KernelContract.model_validate(read_yaml(Path(path)))
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -349,7 +337,7 @@ class _Resolver:
 
 def query_dtype(plan: SmokePlan) -> Dtype:
     """The query dtype the backend's kernel receives (the layer may quantize it to fp8)."""
-    contract = load_contract(plan.engine)
+    contract = load_contract(plan.kernel_calls)
     backend = contract.backend(plan.backend)
     if backend.query_dtype is None:
         return Dtype(plan.dtype)
@@ -361,7 +349,7 @@ def query_dtype(plan: SmokePlan) -> Dtype:
 def resolve_arguments(plan: SmokePlan, specs: Mapping[str, ArgSpec], where: str
                       ) -> dict[str, Any]:
     """Plain values of ``specs`` (literals and plan quantities) for ``plan``."""
-    contract = load_contract(plan.engine)
+    contract = load_contract(plan.kernel_calls)
     backend = contract.backend(plan.backend)
     resolver = _Resolver(contract, backend, _Context(plan, None, False))
     return {name: arg.value for name, arg in resolver.stage(specs, where).items()}
@@ -370,7 +358,7 @@ def resolve_arguments(plan: SmokePlan, specs: Mapping[str, ArgSpec], where: str
 def resolve_calls(plan: SmokePlan, batch: BatchSpec | None = None, *,
                   graph_capture: bool = False) -> list[ResolvedCall]:
     """Every call the plan's backend makes for ``batch``, as its engine version makes it."""
-    contract = load_contract(plan.engine)
+    contract = load_contract(plan.kernel_calls)
     backend = contract.backend(plan.backend)
     resolver = _Resolver(contract, backend, _Context(plan, batch, graph_capture))
     calls = []

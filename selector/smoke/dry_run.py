@@ -70,7 +70,7 @@ def dry_run(plans: Sequence[SmokePlan], options: SmokeOptions | None = None
     options = options or SmokeOptions()
     out = []
     for plan in plans:
-        contract = load_contract(plan.engine)
+        contract = load_contract(plan.kernel_calls)
         backend = contract.backend(plan.backend)
         batch = smoke_batch(plan, options.seed)
         providers = [_provider(spec, plan) for spec in platform_providers(plan)]

@@ -11,7 +11,7 @@ from selector.catalog import Catalog
 from selector.platforms import DEFAULT_PLATFORM
 from selector.result import SolveResult
 from selector.smoke.contract import load_contract
-from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan
+from selector.smoke.plan import FP8_KV_DTYPES, SmokePlan, kernel_calls_file
 
 __all__ = [
     "FP8_SMOKE_SCALES",
@@ -70,6 +70,7 @@ def smoke_plan(result: SolveResult, backend: str, *, catalog: Catalog, name: str
         name=name,
         backend=backend,
         engine=result.engine,
+        kernel_calls=kernel_calls_file(result.engine, catalog),
         platform=result.platform or DEFAULT_PLATFORM,
         capability=int(facts.get("cc") or 90),
         fa_version=fa_version if backend in ("FLASH_ATTN", "FLASH_ATTN_MLA") else None,
@@ -99,7 +100,8 @@ def parity_backends(result: SolveResult) -> list[str]:
             if backend != result.selected and result.verdict(backend).valid]
 
 
-def parity_choice(result: SolveResult, parity: bool | None = None) -> tuple[list[str], list[str]]:
+def parity_choice(result: SolveResult, catalog: Catalog, parity: bool | None = None
+                  ) -> tuple[list[str], list[str]]:
     """The parity backends to run and those left out, by ``parity``: ``True`` runs every
     :func:`parity_backends`, ``False`` none, ``None`` (the default) those whose kernels run
     without a compile (a backend whose every provider JIT-compiles on first use, FlashInfer,
@@ -110,7 +112,7 @@ def parity_choice(result: SolveResult, parity: bool | None = None) -> tuple[list
         return candidates, []
     if parity is False:
         return [], candidates
-    contract = load_contract(result.engine)
+    contract = load_contract(kernel_calls_file(result.engine, catalog))
     run = [b for b in candidates if not contract.compiles_on_first_use(b)]
     return run, [b for b in candidates if b not in run]
 

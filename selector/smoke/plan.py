@@ -14,12 +14,13 @@ Pure Python: no torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from selector.catalog import load_catalog
+from selector.catalog import Catalog
 from selector.errors import InputError
 from selector.platforms import DEFAULT_PLATFORM
 from selector.schema.types import CudaGraphMode
@@ -31,6 +32,8 @@ __all__ = [
     "SmokeOptions",
     "SmokePlan",
     "SmokePlansFile",
+    "bind_plan",
+    "kernel_calls_file",
     "load_plans_file",
 ]
 
@@ -42,9 +45,16 @@ FP8_KV_DTYPES: frozenset[str] = frozenset({"fp8", "fp8_e4m3"})
 """KV-cache dtypes vLLM stores as float8_e4m3fn with per-tensor scales (smoke-tested)."""
 
 
-def _default_engine() -> str:
-    """The engine a command uses when none is named (``Catalog.choose``)."""
-    return load_catalog().choose(None).name
+def kernel_calls_file(engine: str, catalog: Catalog) -> str:
+    """The kernel call contract file (``kernel-calls.yaml``) of ``engine`` in ``catalog``,
+    inherited whole from the nearest profile of its chain that has one."""
+    directories = catalog.engine_dirs
+    if engine not in directories:
+        # a plan's engine is the user's input (a deployment's is checked against the catalog)
+        raise InputError(f"no engine profile for {engine}", field="engine",
+                         hint="known: " + ", ".join(directories))
+    path = catalog.engine_file(engine, "kernel-calls.yaml") or directories[engine] / "kernel-calls.yaml"
+    return str(path)
 
 
 class SmokePlan(BaseModel):
@@ -57,10 +67,13 @@ class SmokePlan(BaseModel):
     backend: str = Field(min_length=1, description=(
         "the negotiated backend; the engine's kernel call contract says how it is called "
         "(FLASH_ATTN, FLASHINFER, FLASHMLA, FLASH_ATTN_MLA run here)"))
-    engine: str = Field(default_factory=_default_engine,
-                        pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
+    engine: str = Field(pattern=r"^[a-z][a-z0-9_-]*==\d+(\.\d+)*$",
                         description="the engine version whose kernel calls are reproduced "
-                        "(default: the engine a command uses when none is named)")
+                        "(a plans file's default: the engine a command uses when none is named)")
+    kernel_calls: str = Field(min_length=1, exclude=True, repr=False,
+                              description="the engine's kernel call contract file, resolved "
+                              "from the catalog when the plan is made (:func:`bind_plan`); "
+                              "not part of the plan's JSON")
     platform: str = Field(default=DEFAULT_PLATFORM, pattern=r"^[a-z][a-z0-9_]*$",
                           description="the platform of the plan's GPU (schemas/platforms.yaml)")
     capability: Annotated[int, Field(ge=10, le=200, strict=True)] = Field(
@@ -171,8 +184,29 @@ def _location(loc: tuple[int | str, ...]) -> str:
     return text
 
 
-def load_plans_file(path: Path) -> SmokePlansFile:
-    """Read a plans file (an object with ``plans``, or a bare list of plans)."""
+def bind_plan(catalog: Catalog, /, **fields: Any) -> SmokePlan:
+    """The plan of ``fields`` bound to ``catalog``: its ``engine`` (default: the engine a
+    command uses when none is named, ``Catalog.choose``) and that engine's kernel call
+    contract file. Raises :class:`pydantic.ValidationError` for a bad field."""
+    return SmokePlan.model_validate(_bound(fields, catalog))
+
+
+_UNRESOLVED = "<no engine profile>"
+"""The contract file of a plan whose engine the catalog lacks: the loader refuses the
+plan right after validation, naming its engine field."""
+
+
+def _bound(fields: Mapping[str, Any], catalog: Catalog) -> dict[str, Any]:
+    data = dict(fields)
+    engine = data.setdefault("engine", catalog.choose(None).name)
+    data["kernel_calls"] = kernel_calls_file(engine, catalog) \
+        if isinstance(engine, str) and engine in catalog.engine_dirs else _UNRESOLVED
+    return data
+
+
+def load_plans_file(path: Path, catalog: Catalog) -> SmokePlansFile:
+    """Read a plans file (an object with ``plans``, or a bare list of plans), each plan
+    bound to ``catalog`` (:func:`bind_plan`)."""
     source = str(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -185,6 +219,14 @@ def load_plans_file(path: Path) -> SmokePlansFile:
         raise InputError(f"cannot read: {error}", file=source) from None
     if isinstance(data, list):
         data = {"plans": data}
+    if isinstance(data, dict) and isinstance(data.get("plans"), list):
+        plans_data = data["plans"]
+        for index, plan in enumerate(plans_data):
+            if isinstance(plan, dict):
+                if "kernel_calls" in plan:  # the catalog's to give, never the file's
+                    raise InputError("unknown field", file=source,
+                                     field=f"plans[{index}].kernel_calls")
+                plans_data[index] = _bound(plan, catalog)
     try:
         plans = SmokePlansFile.model_validate(data)
     except ValidationError as error:
@@ -193,7 +235,7 @@ def load_plans_file(path: Path) -> SmokePlansFile:
         raise InputError(message, file=source,
                          field=_location(tuple(first["loc"])) or None) from None
 
-    known = load_catalog().engine_dirs
+    known = catalog.engine_dirs
     for index, plan in enumerate(plans.plans):
         if plan.engine not in known:
             raise InputError(f"no engine profile for {plan.engine}", file=source,

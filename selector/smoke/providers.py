@@ -244,7 +244,7 @@ def cross_check_provider(plan: SmokePlan, primary: ProviderSpec) -> ProviderSpec
     ``cross_checks``), when vLLM and the modules they need are importable here."""
     if primary.kind == "backend_classes":
         return None
-    for spec in load_contract(plan.engine).providers:
+    for spec in load_contract(plan.kernel_calls).providers:
         if spec.kind == "backend_classes" and plan.backend in spec.cross_checks and \
                 spec.module and _importable(spec.module) and \
                 not _requirements_missing(spec, plan.backend):
@@ -270,7 +270,7 @@ def _unsupported(spec: ProviderSpec, calls: list[ResolvedCall]) -> list[str]:
 def platform_providers(plan: SmokePlan) -> list[ProviderSpec]:
     """The kernel providers of ``plan``'s backend that its platform's module tries, in
     order, from those the engine's contract lists (:mod:`selector.platforms`)."""
-    listed = load_contract(plan.engine).providers_for(plan.backend)
+    listed = load_contract(plan.kernel_calls).providers_for(plan.backend)
     return platform_module(plan.platform).kernel_providers(plan.backend, listed)
 
 

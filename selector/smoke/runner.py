@@ -122,7 +122,7 @@ def _check_runnable(plans: Sequence[SmokePlan], machine: SmokeMachine | None) ->
             raise CannotRunHereError(
                 f"plan '{plan.name}': {plan.backend} cannot be smoke-tested here: "
                 f"{RUNNABLE_BACKENDS_WHY.get(plan.backend, 'no kernel runner for it yet')}")
-        contract = load_contract(plan.engine)
+        contract = load_contract(plan.kernel_calls)
         contract.backend(plan.backend)
         specs = platform_providers(plan)
         missing = [spec for spec in specs if spec.kind == "backend_classes" and spec.module
@@ -240,7 +240,7 @@ class _GroupRun:
             self.step = FlashAttentionStep(torch, choice.provider, plan, self.batch,
                                            self.device)
         report.notes.extend(getattr(self.step, "notes", []))
-        report.notes.extend(load_contract(plan.engine).backend(plan.backend).notes)
+        report.notes.extend(load_contract(plan.kernel_calls).backend(plan.backend).notes)
         self.layer_names = names
         for index, name in enumerate(names):
             data, cache, sinks = self._layer_data(self.step, index)

@@ -22,7 +22,9 @@ from selector.bench.runner import run_bench, use_graph
 from selector.bench.targets import BenchGroup, BenchTargets
 from selector.bench.workload import parse_workload
 from selector.catalog import load_catalog
-from selector.smoke.plan import SmokePlan
+from selector.smoke.plan import bind_plan
+
+CATALOG = load_catalog()
 
 SMALL = {"num_q_heads": 8, "num_kv_heads": 2, "head_size": 32, "dtype": "bfloat16",
          "kernel_block_size": 16, "cudagraph_mode": "FULL_AND_PIECEWISE"}
@@ -34,9 +36,9 @@ WORKLOAD = parse_workload({
 
 
 def targets(**plan_changes: object) -> BenchTargets:
-    plans = (SmokePlan.model_validate({"name": "g FLASH_ATTN", "backend": "FLASH_ATTN",
+    plans = (bind_plan(CATALOG, **{"name": "g FLASH_ATTN", "backend": "FLASH_ATTN",
                                        **SMALL, **plan_changes}),
-             SmokePlan.model_validate({"name": "g FLASHINFER", "backend": "FLASHINFER",
+             bind_plan(CATALOG, **{"name": "g FLASHINFER", "backend": "FLASHINFER",
                                        "kv_layout": "HND", **SMALL, **plan_changes}))
     group = BenchGroup(name="g", layers=1, selected="FLASH_ATTN",
                        valid=("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"), plans=plans,

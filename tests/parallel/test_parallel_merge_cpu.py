@@ -19,11 +19,15 @@ torch = pytest.importorskip("torch")
 from typer.testing import CliRunner  # noqa: E402
 from vllm_facts import vllm_facts  # noqa: E402
 
+from selector.catalog import load_catalog  # noqa: E402
 from selector.cli.smoke import register  # noqa: E402
 from selector.parallel.distributed import run_distributed  # noqa: E402
 from selector.parallel.lse import merge_partials  # noqa: E402
 from selector.parallel.plan import ShardOptions, ShardPlan  # noqa: E402
 from selector.parallel.simulate import run_shard_check  # noqa: E402
+from selector.smoke.plan import kernel_calls_file  # noqa: E402
+
+ENGINE = load_catalog().choose(None).name
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples" / "parallel"
 
@@ -59,7 +63,9 @@ def test_vllm_fixture_covers_both_bases() -> None:
 
 def _plan(backend: str, **changes: object) -> ShardPlan:
     values: dict[str, object] = {
-        "name": backend, "backend": backend, "kernel_block_size": 16, "head_size": 32,
+        "name": backend, "backend": backend, "engine": ENGINE,
+        "kernel_calls": kernel_calls_file(ENGINE, load_catalog()), "kernel_block_size": 16,
+        "head_size": 32,
         "num_heads": 16, "num_kv_heads": 2, "tensor_parallel_size": 8,
         "lse_base": "e" if backend == "FLASH_ATTN" else "2",
         "dcp_decode_kv": "context" if backend == "FLASH_ATTN" else "sequence"}

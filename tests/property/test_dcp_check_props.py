@@ -13,6 +13,7 @@ from selector.checkrun import CheckOptions
 from selector.inputs.config import parse_deployment
 from selector.parallel.plan import ShardPlan
 from selector.pipeline.check import check_deployment
+from selector.smoke.plan import kernel_calls_file
 
 
 @st.composite
@@ -43,7 +44,9 @@ def test_check_and_the_shard_check_agree_on_refused_splits(split: tuple[int, int
     if not _kv_heads_split(kv_heads, tp):  # the shard plan's own input rule, not vLLM's
         return
     try:
-        ShardPlan(name="p", backend="FLASH_ATTN", kernel_block_size=16, head_size=128,
+        ShardPlan(name="p", backend="FLASH_ATTN", engine="vllm==0.33.0",
+                  kernel_calls=kernel_calls_file("vllm==0.33.0", load_catalog()),
+                  kernel_block_size=16, head_size=128,
                   num_heads=heads, num_kv_heads=kv_heads, tensor_parallel_size=tp,
                   decode_context_parallel_size=dcp, lse_base="e")
         smoke_refuses = False

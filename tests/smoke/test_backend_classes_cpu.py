@@ -11,11 +11,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
+from selector.catalog import load_catalog  # noqa: E402
 from selector.errors import CannotRunHereError  # noqa: E402
 from selector.smoke import providers  # noqa: E402
 from selector.smoke.contract import load_contract, resolve_arguments  # noqa: E402
-from selector.smoke.plan import SmokePlan  # noqa: E402
+from selector.smoke.plan import (  # noqa: E402
+    SmokePlan,
+    bind_plan,
+    kernel_calls_file,
+)
 from selector.smoke.providers import choose_provider, cross_check_provider  # noqa: E402
+
+CATALOG = load_catalog()
 
 ENGINES = ["vllm==0.25.1", "vllm==0.33.0"]
 
@@ -25,13 +32,13 @@ def _plan(backend: str, engine: str, **fields: Any) -> SmokePlan:
     if backend == "TRITON_MLA":
         shape = {"num_q_heads": 16, "num_kv_heads": 1, "head_size": 576, "kv_lora_rank": 512,
                  "qk_rope_head_dim": 64}
-    return SmokePlan(name="p", backend=backend, engine=engine, kernel_block_size=16,
+    return bind_plan(CATALOG, name="p", backend=backend, engine=engine, kernel_block_size=16,
                      **{**shape, **fields})
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_vllms_backend_classes_come_first_for_the_triton_backends(engine: str) -> None:
-    contract = load_contract(engine)
+    contract = load_contract(kernel_calls_file(engine, CATALOG))
     for backend in ("TRITON_ATTN", "TRITON_MLA"):
         first = contract.providers_for(backend)[0]
         assert (first.id, first.kind, first.module) == (
@@ -62,7 +69,7 @@ def _no_vllm(original: Any) -> Any:
 def test_flash_attn_is_cross_checked_only_where_vllms_fa3_extension_imports(
         engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     plan = _plan("FLASH_ATTN", engine, fa_version=3, head_size=128)
-    contract = load_contract(engine)
+    contract = load_contract(kernel_calls_file(engine, CATALOG))
     primary = contract.providers_for("FLASH_ATTN")[0]
     present: set[str] = set()
     monkeypatch.setattr(providers, "_importable", lambda name: name in present)
@@ -83,7 +90,7 @@ def test_flash_attn_is_cross_checked_only_where_vllms_fa3_extension_imports(
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_stand_in_models_carry_the_plans_geometry(engine: str) -> None:
-    spec = load_contract(engine).providers_for("TRITON_ATTN")[0]
+    spec = load_contract(kernel_calls_file(engine, CATALOG)).providers_for("TRITON_ATTN")[0]
     plan = _plan("TRITON_ATTN", engine, dtype="float16")
     config = resolve_arguments(plan, spec.stand_in_model["attention"], "attention")
     assert (config["num_attention_heads"], config["num_key_value_heads"],

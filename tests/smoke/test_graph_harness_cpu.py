@@ -9,11 +9,14 @@ torch = pytest.importorskip("torch")
 
 import paged_torch  # noqa: E402
 
+from selector.catalog import load_catalog  # noqa: E402
 from selector.smoke.graphs import GRAPH_REQUESTS, _FlashAttentionHarness, _FlashInferHarness  # noqa: E402
-from selector.smoke.plan import SmokePlan  # noqa: E402
+from selector.smoke.plan import bind_plan  # noqa: E402
 from selector.smoke.reference import compare, reference_attention  # noqa: E402
 from selector.smoke.tensors import allocate_cache, make_request_data  # noqa: E402
 from selector.smoke.workload import decode_batch  # noqa: E402
+
+CATALOG = load_catalog()
 
 CPU = torch.device("cpu")
 
@@ -22,7 +25,7 @@ CPU = torch.device("cpu")
 @pytest.mark.parametrize("extra", [{}, {"kv_cache_dtype": "fp8", "k_scale": 0.5, "v_scale": 2.0},
                                    {"sliding_window": 40, "logits_soft_cap": 8.0}])
 def test_harness_reloads_and_matches(backend: str, extra: dict[str, object]) -> None:
-    plan = SmokePlan.model_validate({
+    plan = bind_plan(CATALOG, **{
         "backend": backend, "fa_version": 3 if backend == "FLASH_ATTN" else None,
         "kernel_block_size": 16, "num_q_heads": 8, "num_kv_heads": 2, "head_size": 32,
         "cudagraph_mode": "FULL_AND_PIECEWISE", **extra})

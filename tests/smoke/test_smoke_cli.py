@@ -9,6 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from selector.catalog import load_catalog
 from selector.cli.smoke import register
 from selector.smoke.plan import load_plans_file
 from tests.cli_app import command_app
@@ -30,7 +31,7 @@ def has_cuda() -> bool:
 
 
 def test_example_plans_file_is_valid() -> None:
-    plans = load_plans_file(EXAMPLE)
+    plans = load_plans_file(EXAMPLE, load_catalog())
     assert [p.backend for p in plans.plans] == ["FLASH_ATTN", "FLASHINFER"]
     assert plans.plans[0].parity_key() == plans.plans[1].parity_key()
 

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
 from selector.smoke import SmokeOptions, SmokePlan, SmokeReport, run_smoke
+from selector.smoke.plan import bind_plan
+
+CATALOG = load_catalog()
 
 pytestmark = pytest.mark.gpu
 
@@ -104,7 +108,7 @@ def test_fp8_flashinfer_decode_on_gqa16() -> None:
 @pytest.mark.parametrize(("q_heads", "kv_heads", "head"), [
     (8, 8, 128), (16, 8, 128), (16, 4, 64), (32, 4, 256), (64, 8, 128), (32, 2, 128)])
 def test_fa3_gqa_groups_and_head_sizes(q_heads: int, kv_heads: int, head: int) -> None:
-    plan = SmokePlan(name=f"fa3-{q_heads}-{kv_heads}-{head}", backend="FLASH_ATTN",
+    plan = bind_plan(CATALOG, name=f"fa3-{q_heads}-{kv_heads}-{head}", backend="FLASH_ATTN",
                      fa_version=3, kernel_block_size=16, num_q_heads=q_heads,
                      num_kv_heads=kv_heads, head_size=head, cudagraph_mode="FULL_AND_PIECEWISE",
                      sliding_window=200, logits_soft_cap=30.0)

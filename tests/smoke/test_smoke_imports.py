@@ -21,8 +21,10 @@ SCRIPT = textwrap.dedent("""
     from selector.errors import CannotRunHereError
     batch = metadata.load_batch_file(__import__("pathlib").Path("examples/batch-seed.json"))
     assert metadata.build_flashinfer_metadata(batch).paged_kv_indptr == [0, 8, 9, 12]
-    plan = selector.smoke.SmokePlan(backend="FLASHINFER", kernel_block_size=16,
-                                    num_q_heads=32, num_kv_heads=8, head_size=128)
+    from selector.catalog import load_catalog
+    from selector.smoke.plan import bind_plan
+    plan = bind_plan(load_catalog(), backend="FLASHINFER", kernel_block_size=16,
+                     num_q_heads=32, num_kv_heads=8, head_size=128)
     try:
         selector.smoke.run_smoke([plan])
     except CannotRunHereError as error:

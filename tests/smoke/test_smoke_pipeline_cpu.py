@@ -16,13 +16,20 @@ torch = pytest.importorskip("torch")
 
 import paged_torch  # noqa: E402  (needs torch; lives beside this file)
 
+from selector.catalog import load_catalog  # noqa: E402
 from selector.smoke.invariants import check_metadata  # noqa: E402
-from selector.smoke.plan import SmokeOptions, SmokePlan  # noqa: E402
+from selector.smoke.plan import (  # noqa: E402
+    SmokeOptions,
+    SmokePlan,
+    bind_plan,
+)
 from selector.smoke.reference import compare, reference_attention, tolerance_for  # noqa: E402
 from selector.smoke.runner import run_smoke  # noqa: E402
 from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers  # noqa: E402
 from selector.smoke.tensors import allocate_cache, fill_cache, make_request_data  # noqa: E402
 from selector.smoke.workload import decode_batch, mixed_batch, uniform_decode_batch  # noqa: E402
+
+CATALOG = load_catalog()
 
 CPU = torch.device("cpu")
 OPTIONS = SmokeOptions(measure=False, layers=1)
@@ -35,7 +42,7 @@ def make_plan(backend: str, layout: str, block: int, **changes: object) -> Smoke
     if backend == "FLASH_ATTN":
         values["fa_version"] = 3
     values.update(changes)
-    return SmokePlan.model_validate(values)
+    return bind_plan(CATALOG, **values)
 
 
 def smoke(plan: SmokePlan) -> object:
@@ -163,10 +170,10 @@ PLANS = {
                         v_scale=2.0),
     "fp8-fi": make_plan("FLASHINFER", "NHD", 16, kv_cache_dtype="fp8_e4m3", k_scale=0.5,
                         v_scale=2.0),
-    "mla": SmokePlan(backend="FLASHMLA", kernel_block_size=64, num_q_heads=4, num_kv_heads=1,
+    "mla": bind_plan(CATALOG, backend="FLASHMLA", kernel_block_size=64, num_q_heads=4, num_kv_heads=1,
                      head_size=96, kv_lora_rank=64, qk_rope_head_dim=32,
                      softmax_scale=0.1),
-    "mla-fa": SmokePlan(backend="FLASH_ATTN_MLA", fa_version=3, kernel_block_size=16,
+    "mla-fa": bind_plan(CATALOG, backend="FLASH_ATTN_MLA", fa_version=3, kernel_block_size=16,
                         num_q_heads=4, num_kv_heads=1, head_size=96, kv_lora_rank=64,
                         qk_rope_head_dim=32),
 }

@@ -13,17 +13,20 @@ from typing import Any
 import pytest
 
 import selector.platforms as platforms
+from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
 from selector.smoke import runner
 from selector.smoke.contract import ProviderSpec
-from selector.smoke.plan import SmokeOptions, SmokePlan
+from selector.smoke.plan import SmokeOptions, SmokePlan, bind_plan, kernel_calls_file
 from selector.smoke.providers import choose_provider, platform_providers
+
+CATALOG = load_catalog()
 
 ENGINE = "vllm==0.33.0"
 
 
 def _plan(platform: str, backend: str = "TRITON_ATTN") -> SmokePlan:
-    return SmokePlan(name=f"{platform}-plan", engine=ENGINE, backend=backend, platform=platform,
+    return bind_plan(CATALOG, name=f"{platform}-plan", engine=ENGINE, backend=backend, platform=platform,
                      num_q_heads=8, num_kv_heads=8, head_size=128, dtype="bfloat16",
                      kernel_block_size=16)
 
@@ -106,4 +109,4 @@ def test_cuda_and_rocm_try_the_contracts_providers_in_its_order() -> None:
 
     for platform, backend in (("cuda", "FLASH_ATTN"), ("rocm", "ROCM_ATTN")):
         plan = _plan(platform, backend)
-        assert platform_providers(plan) == load_contract(ENGINE).providers_for(backend)
+        assert platform_providers(plan) == load_contract(kernel_calls_file(ENGINE, CATALOG)).providers_for(backend)

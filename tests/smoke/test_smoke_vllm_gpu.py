@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
 from selector.smoke import SmokeOptions, SmokePlan, SmokeReport, run_smoke
 from selector.smoke.contract import load_contract
+from selector.smoke.plan import bind_plan
 from selector.smoke.providers import ProviderChoice, _load, choose_provider, cross_check_provider
 from selector.smoke.runner import platform_machine
+
+CATALOG = load_catalog()
 
 pytestmark = pytest.mark.gpu
 
@@ -84,7 +88,7 @@ def test_triton_attn_gemma3_window_through_vllms_backend_classes(vllm_version: s
 def test_triton_attn_pinned_shapes(vllm_version: str, q_heads: int, kv_heads: int, head: int,
                                    window: int | None, soft_cap: float | None,
                                    kv_dtype: str) -> None:
-    plan = SmokePlan(name=f"triton-{q_heads}-{kv_heads}-{head}-{window}-{soft_cap}-{kv_dtype}",
+    plan = bind_plan(CATALOG, name=f"triton-{q_heads}-{kv_heads}-{head}-{window}-{soft_cap}-{kv_dtype}",
                      backend="TRITON_ATTN", engine=f"vllm=={vllm_version}",
                      kernel_block_size=16, num_q_heads=q_heads, num_kv_heads=kv_heads,
                      head_size=head, sliding_window=window, logits_soft_cap=soft_cap,
@@ -95,7 +99,7 @@ def test_triton_attn_pinned_shapes(vllm_version: str, q_heads: int, kv_heads: in
 
 
 def test_triton_attn_with_sinks(vllm_version: str) -> None:
-    plan = SmokePlan(name="triton-sinks", backend="TRITON_ATTN", engine=f"vllm=={vllm_version}",
+    plan = bind_plan(CATALOG, name="triton-sinks", backend="TRITON_ATTN", engine=f"vllm=={vllm_version}",
                      kernel_block_size=16, num_q_heads=64, num_kv_heads=8, head_size=64,
                      sliding_window=128, has_sinks=True, cudagraph_mode="FULL_AND_PIECEWISE")
     through_vllm(run([plan], SmokeOptions(measure=False, layers=2)), vllm_version)
@@ -121,7 +125,7 @@ def test_vllm_classes_and_the_contract_path_agree_on_one_plan(vllm_version: str)
     """FLASH_ATTN (FA3) through vLLM's FlashAttentionBackend and through the kernel call
     contract (vLLM's FA3 kernel called directly): the same plan and data, so the runner's
     parity check compares the two outputs."""
-    base = SmokePlan(name="fa3", backend="FLASH_ATTN", engine=f"vllm=={vllm_version}",
+    base = bind_plan(CATALOG, name="fa3", backend="FLASH_ATTN", engine=f"vllm=={vllm_version}",
                      fa_version=3, kernel_block_size=16, num_q_heads=32, num_kv_heads=8,
                      head_size=128, sliding_window=200, logits_soft_cap=30.0,
                      cudagraph_mode="FULL_AND_PIECEWISE")
@@ -129,7 +133,7 @@ def test_vllm_classes_and_the_contract_path_agree_on_one_plan(vllm_version: str)
                          base.model_copy(update={"name": "fa3 contract"}))
     options = SmokeOptions(measure=False, layers=1)
     machine = platform_machine([contract], options, lambda _: None)
-    spec = next(s for s in load_contract(base.engine).providers if s.id == PROVIDER)
+    spec = next(s for s in load_contract(base.kernel_calls).providers if s.id == PROVIDER)
 
     def choose(plan: SmokePlan) -> ProviderChoice:
         if plan.name == classes.name:
@@ -161,7 +165,7 @@ def test_flash_attn_plans_run_through_vllms_flash_attention_backend_too(vllm_ver
         assert group.provider != PROVIDER
         assert any("FlashAttentionBackend" in other for other in group.cross_checks), (
             "vLLM's FA3 extension (vllm.vllm_flash_attn._vllm_fa3_C) importable: "
-            f"{cross_check_provider(group.plan, load_contract(group.plan.engine).providers[1])}",
+            f"{cross_check_provider(group.plan, load_contract(group.plan.kernel_calls).providers[1])}",
             group.notes)
         via = [c for c in group.checks if "via vLLM" in c.name]
         assert len(via) == 4 and all(c.passed for c in via), via

@@ -40,6 +40,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from vllm_backend_calls import describe  # noqa: E402
 
+from selector.catalog import load_catalog  # noqa: E402
+from selector.smoke.plan import bind_plan  # noqa: E402
+
+CATALOG = load_catalog()
+
 GOLDEN = ROOT / "tests" / "golden" / "vllm_backend_calls"
 FILES = sorted(GOLDEN.glob("vllm-*.json"))
 
@@ -86,7 +91,7 @@ def _contract_calls(plan: SmokePlan, seed: int) -> dict[str, dict[str, Any]]:
             return result(**arguments)
         return call
 
-    spec = next(s for s in load_contract(plan.engine).providers if s.id == "vllm.vllm_flash_attn")
+    spec = next(s for s in load_contract(plan.kernel_calls).providers if s.id == "vllm.vllm_flash_attn")
     provider = Provider(spec, "recording", {
         "flash_attn_varlen_func": recorder("flash_attn_varlen_func",
                                            paged_torch.flash_attn_varlen_func),
@@ -150,7 +155,7 @@ def _differences(plan: SmokePlan, ours: dict[str, dict[str, Any]],
 def test_flash_attn_contract_path_passes_what_vllms_backend_classes_pass(
         item: tuple[str, dict[str, Any], int]) -> None:
     _, record, seed = item
-    plan = SmokePlan.model_validate(record["plan"])
+    plan = bind_plan(CATALOG, **record["plan"])
     ours = _contract_calls(plan, seed)
     assert set(ours) == {"flash_attn_varlen_func", "get_scheduler_metadata"} <= set(record["calls"])
     problems = _differences(plan, ours, record["calls"])
@@ -159,7 +164,7 @@ def test_flash_attn_contract_path_passes_what_vllms_backend_classes_pass(
 
 def test_a_difference_in_one_argument_is_found() -> None:
     _, record, seed = FA[0]
-    plan = SmokePlan.model_validate(record["plan"])
+    plan = bind_plan(CATALOG, **record["plan"])
     ours = _contract_calls(plan, seed)
     theirs = json.loads(json.dumps(record["calls"]))
     attention = theirs["flash_attn_varlen_func"]
@@ -179,7 +184,7 @@ def _expected_window(plan: SmokePlan) -> list[int]:
 @pytest.mark.parametrize("item", TRITON, ids=_id)
 def test_triton_attn_gets_the_plan_and_the_batch(item: tuple[str, dict[str, Any], int]) -> None:
     _, record, seed = item
-    plan = SmokePlan.model_validate(record["plan"])
+    plan = bind_plan(CATALOG, **record["plan"])
     workload = _workload(plan, seed)
     common = build_common_metadata(workload.batch)
     call = record["calls"]["unified_attention"]
@@ -209,7 +214,7 @@ def test_triton_attn_gets_the_plan_and_the_batch(item: tuple[str, dict[str, Any]
 @pytest.mark.parametrize("item", MLA, ids=_id)
 def test_triton_mla_gets_the_plan_and_the_batch(item: tuple[str, dict[str, Any], int]) -> None:
     _, record, seed = item
-    plan = SmokePlan.model_validate(record["plan"])
+    plan = bind_plan(CATALOG, **record["plan"])
     assert plan.kv_lora_rank is not None
     common = build_common_metadata(_workload(plan, seed).batch)
     call = record["calls"]["decode_attention_fwd"]

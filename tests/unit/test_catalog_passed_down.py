@@ -18,10 +18,7 @@ ENTRY_POINTS = {
 }
 """Where ``load_catalog()`` may be called, and why."""
 
-NOT_YET: dict[str, str] = {
-    "selector/smoke/contract.py": "load_contract(engine name): a smoke plan names its engine",
-    "selector/smoke/plan.py": "a smoke plans file's default engine and its engine names",
-}
+NOT_YET: dict[str, str] = {}
 """Modules that still read catalog-wide tables (no engine) for themselves: each one is
 a follow-up; none may be added."""
 

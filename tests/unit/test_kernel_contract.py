@@ -20,12 +20,16 @@ import pytest
 import yaml
 
 from selector.smoke.contract import ArgSpec, load_contract, resolve_calls
-from selector.smoke.plan import SmokePlan
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from kernel_contract_facts import citations, contract_path  # noqa: E402
+
+from selector.catalog import load_catalog  # noqa: E402
+from selector.smoke.plan import bind_plan, kernel_calls_file  # noqa: E402
+
+CATALOG = load_catalog()
 
 ENGINES = ["0.25.1", "0.33.0"]
 FIXTURES = ROOT / "tests" / "fixtures" / "kernel_contract"
@@ -104,7 +108,7 @@ def test_literal_values_are_the_ones_vllm_writes(engine: str) -> None:
 
 
 def _arg(engine: str, backend: str, call: str, stage: str, name: str) -> ArgSpec:
-    spec = next(c for c in load_contract(f"vllm=={engine}").backends[backend].calls
+    spec = next(c for c in load_contract(kernel_calls_file(f"vllm=={engine}", CATALOG)).backends[backend].calls
                 if c.name == call)
     return spec.stage(stage)[name]
 
@@ -122,7 +126,7 @@ def test_window_left_is_window_minus_one(engine: str) -> None:
                                        ("FLASH_ATTN", "attention", "arguments", "window_size")):
         arg = _arg(engine, backend, call, stage, name)
         assert "(sliding_window - 1, 0)" in line(engine, arg.source)
-    plan = SmokePlan(backend="FLASHINFER", kernel_block_size=16, num_q_heads=8, num_kv_heads=2,
+    plan = bind_plan(CATALOG, backend="FLASHINFER", kernel_block_size=16, num_q_heads=8, num_kv_heads=2,
                      head_size=64, sliding_window=128, engine=f"vllm=={engine}")
     decode = next(c for c in resolve_calls(plan) if c.name == "decode")
     assert decode.arguments("plan")["window_left"] == 127
@@ -130,13 +134,13 @@ def test_window_left_is_window_minus_one(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_flash_attention_splits_under_full_graphs(engine: str) -> None:
-    constant = load_contract(f"vllm=={engine}").constants[
+    constant = load_contract(kernel_calls_file(f"vllm=={engine}", CATALOG)).constants[
         "flash_attn_max_num_splits_for_cuda_graph"]
     assert "flash_attn_max_num_splits_for_cuda_graph: int = 32" in line(engine, constant.source)
     base = {"backend": "FLASH_ATTN", "fa_version": 3, "kernel_block_size": 16,
             "num_q_heads": 32, "num_kv_heads": 8, "head_size": 128, "engine": f"vllm=={engine}"}
-    graph = SmokePlan.model_validate({**base, "cudagraph_mode": "FULL_AND_PIECEWISE"})
-    eager = SmokePlan.model_validate({**base, "cudagraph_mode": "PIECEWISE"})
+    graph = bind_plan(CATALOG, **{**base, "cudagraph_mode": "FULL_AND_PIECEWISE"})
+    eager = bind_plan(CATALOG, **{**base, "cudagraph_mode": "PIECEWISE"})
     splits = {plan.cudagraph_mode: next(c for c in resolve_calls(plan) if c.name == "attention")
               .arguments()["num_splits"] for plan in (graph, eager)}
     assert splits == {"FULL_AND_PIECEWISE": 32, "PIECEWISE": 0}
@@ -146,7 +150,7 @@ def test_flash_attention_splits_under_full_graphs(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_fa3_gets_vllms_schedule_sinks_and_descales(engine: str) -> None:
-    plan = SmokePlan(backend="FLASH_ATTN", fa_version=3, kernel_block_size=16, num_q_heads=64,
+    plan = bind_plan(CATALOG, backend="FLASH_ATTN", fa_version=3, kernel_block_size=16, num_q_heads=64,
                      num_kv_heads=8, head_size=64, has_sinks=True, kv_cache_dtype="fp8",
                      engine=f"vllm=={engine}")
     calls = {c.name: c for c in resolve_calls(plan)}
@@ -160,7 +164,7 @@ def test_fa3_gets_vllms_schedule_sinks_and_descales(engine: str) -> None:
     assert "layer._k_scale.expand(descale_shape)" in line(
         engine, _arg(engine, "FLASH_ATTN", "attention", "arguments", "k_descale").source)
     assert "get_flash_attn_version() == 3" in line(
-        engine, load_contract(f"vllm=={engine}").backends["FLASH_ATTN"]
+        engine, load_contract(kernel_calls_file(f"vllm=={engine}", CATALOG)).backends["FLASH_ATTN"]
         .quantities["aot_schedule"].source)
 
 
@@ -181,12 +185,12 @@ def test_fa3_op_binding_covers_the_op_schema() -> None:
         name, _, rest = row.partition("(")
         arguments = [part.split() for part in rest.rsplit(")", 1)[0].split(",")]
         schemas[name] = {words[-1]: words[0].endswith("?") for words in arguments}
-    contract = load_contract("vllm==0.25.1")
+    contract = load_contract(kernel_calls_file("vllm==0.25.1", CATALOG))
     spec = next(p for p in contract.providers if p.id == "_vllm_fa3_C")
-    plans = [SmokePlan(backend="FLASH_ATTN", fa_version=3, kernel_block_size=16, num_q_heads=32,
+    plans = [bind_plan(CATALOG, backend="FLASH_ATTN", fa_version=3, kernel_block_size=16, num_q_heads=32,
                        num_kv_heads=8, head_size=128, engine="vllm==0.25.1",
                        cudagraph_mode="FULL_AND_PIECEWISE"),
-             SmokePlan(backend="FLASH_ATTN_MLA", fa_version=3, kernel_block_size=16,
+             bind_plan(CATALOG, backend="FLASH_ATTN_MLA", fa_version=3, kernel_block_size=16,
                        num_q_heads=16, num_kv_heads=1, head_size=576, kv_lora_rank=512,
                        qk_rope_head_dim=64, engine="vllm==0.25.1")]
     from selector.smoke.providers import _adapt  # the provider's renaming, as data says

@@ -7,12 +7,15 @@ from typing import Any
 
 import pytest
 
+from selector.catalog import load_catalog
 from selector.errors import CannotRunHereError
 from selector.smoke import providers
 from selector.smoke.contract import ProviderSpec
-from selector.smoke.plan import SmokePlan
+from selector.smoke.plan import bind_plan
 
-FA3_PLAN = SmokePlan(backend="FLASH_ATTN", fa_version=3, kernel_block_size=16, num_q_heads=32,
+CATALOG = load_catalog()
+
+FA3_PLAN = bind_plan(CATALOG, backend="FLASH_ATTN", fa_version=3, kernel_block_size=16, num_q_heads=32,
                      num_kv_heads=8, head_size=128)
 
 

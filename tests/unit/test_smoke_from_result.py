@@ -15,8 +15,11 @@ from selector.smoke.from_result import (
     plans_from_model,
     plans_from_result,
 )
+from selector.smoke.plan import kernel_calls_file
 from selector.solver import pinned, solve
 from tests.fuzz.test_config_fuzz import run_cli
+
+CATALOG = load_catalog()
 
 LLAMA = {"head_size": 128, "dtype": "bfloat16", "kv_cache_dtype": "auto", "block_size": None,
          "model_present": True, "model_num_q_heads": 32, "model_num_kv_heads": 8}
@@ -43,16 +46,16 @@ def test_parity_by_default_only_for_backends_that_need_no_compile() -> None:
     parity runs only when asked, a FlashInfer deployment's FA3 parity by default."""
     fa3 = solve({**LLAMA, "cc": 90}, suggest=False, catalog=load_catalog())
     assert parity_backends(fa3) == ["FLASHINFER"]
-    assert parity_choice(fa3) == ([], ["FLASHINFER"])
-    assert parity_choice(fa3, True) == (["FLASHINFER"], [])
-    assert parity_choice(fa3, False) == ([], ["FLASHINFER"])
+    assert parity_choice(fa3, CATALOG) == ([], ["FLASHINFER"])
+    assert parity_choice(fa3, CATALOG, True) == (["FLASHINFER"], [])
+    assert parity_choice(fa3, CATALOG, False) == ([], ["FLASHINFER"])
     group16 = solve({**LLAMA, "model_num_q_heads": 64, "model_num_kv_heads": 4, "cc": 90},
                     suggest=False, catalog=load_catalog())
     if group16.selected == "FLASHINFER":
-        assert parity_choice(group16) == (["FLASH_ATTN"], [])
-        assert parity_choice(group16, False) == ([], ["FLASH_ATTN"])
+        assert parity_choice(group16, CATALOG) == (["FLASH_ATTN"], [])
+        assert parity_choice(group16, CATALOG, False) == ([], ["FLASH_ATTN"])
     for engine in ("vllm==0.25.1", "vllm==0.33.0"):
-        contract = load_contract(engine)
+        contract = load_contract(kernel_calls_file(engine, CATALOG))
         assert contract.compiles_on_first_use("FLASHINFER")
         assert not contract.compiles_on_first_use("FLASH_ATTN")
         assert all(p.compile_source for p in contract.providers if p.compiles_on_first_use)
