@@ -188,6 +188,10 @@ class SolveResult:
     runtime: RuntimePlan | None = None
     suggestions: tuple[Suggestion, ...] = ()
     environment_defaults: dict[str, Any] = field(default_factory=dict)
+    environment_basis: str = ""
+    """What :attr:`environment_defaults` assume (the platform's, ``schemas/platforms.yaml``)."""
+    environment_summary: str = ""
+    """Those defaults in a few words (the platform's)."""
     mla_prefill: MLAPrefillResult | None = None
     """MLA layers: vLLM's separate prefill-backend selection (None for other layers)."""
     platform: str | None = None

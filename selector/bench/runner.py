@@ -8,7 +8,7 @@ the backend's shape and layout written through ``slot_mapping``, the kernel's ou
 compared with the reference once, then the kernel timed (:mod:`selector.bench.timing`).
 The card's copy bandwidth and bf16 matmul rate are measured first, in the same run.
 
-torch and the kernel libraries are imported inside :func:`cuda_environment` only.
+torch and the kernel libraries are imported inside :func:`device_environment` only.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from selector.bench.timing import Clock, CudaClock, time_samples
 from selector.bench.workload import BenchSettings, BenchWorkload, Shape
 from selector.catalog import Catalog
 from selector.errors import CannotRunHereError
-from selector.smoke.environment import INSTALL_HINT, import_flashinfer, import_torch_cuda, package_version
+from selector.platforms import DEFAULT_PLATFORM, platform_module
+from selector.smoke.environment import INSTALL_HINT, import_flashinfer, package_version
 from selector.smoke.flashinfer_jit import release_planned_variants
 from selector.smoke.plan import SmokePlan
 from selector.smoke.providers import Provider, choose_provider
@@ -45,7 +46,7 @@ from selector.smoke.runner import StageClock
 from selector.smoke.steps import FlashAttentionStep, FlashInferStep, FlashInferWrappers
 from selector.smoke.tensors import allocate_cache, fill_cache, make_request_data
 
-__all__ = ["BenchEnvironment", "catalog_entry", "cuda_environment", "run_bench", "use_graph"]
+__all__ = ["BenchEnvironment", "catalog_entry", "device_environment", "run_bench", "use_graph"]
 
 Tensor: TypeAlias = Any
 Progress = Callable[[str], None]
@@ -111,15 +112,18 @@ def catalog_entry(gpu_name: str, fallback: str | None, catalog: Catalog) -> Any:
     return None
 
 
-def cuda_environment(plans: Sequence[SmokePlan], notify: Progress, catalog: Catalog,
-                     deployment_device: str | None = None) -> BenchEnvironment:
-    """Import torch (with a GPU) and the libraries the plans need; a missing library skips
+def device_environment(plans: Sequence[SmokePlan], notify: Progress, catalog: Catalog,
+                       deployment_device: str | None = None) -> BenchEnvironment:
+    """Import torch (with a GPU of the plans' platform, through its module:
+    :mod:`selector.platforms`) and the libraries the plans need; a missing library skips
     its backend, and :class:`CannotRunHereError` (exit 4) is raised when nothing can run."""
-    notify("importing torch and initialising CUDA")
-    torch = import_torch_cuda("the benchmark")
-    torch.cuda.init()
-    device = torch.device("cuda")
-    properties = torch.cuda.get_device_properties(device)
+    platform = plans[0].platform if plans else DEFAULT_PLATFORM
+    module = platform_module(platform)
+    notify(f"importing torch and initialising the {platform} device")
+    torch = module.probe_torch("the benchmark")
+    device, _ = module.open_device(torch)
+    properties = torch.cuda.get_device_properties(device)  # HIP's too on a ROCm torch
+    probe = catalog.platform(platform).torch_probe  # torch.version.cuda; ROCm: .hip
     entry = catalog_entry(str(properties.name), deployment_device, catalog)
     info = DeviceInfo(
         name=str(properties.name), capability=f"{properties.major}.{properties.minor}",
@@ -135,7 +139,7 @@ def cuda_environment(plans: Sequence[SmokePlan], notify: Progress, catalog: Cata
                           f"{entry.name}")
     environment = BenchEnvironment(torch, device, CudaClock(torch), info,
                                    software={"torch": str(torch.__version__),
-                                             "cuda": str(torch.version.cuda)})
+                                             probe: str(getattr(torch.version, probe))})
     backends = {plan.backend for plan in plans}
     if "FLASH_ATTN" in backends:
         os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
@@ -381,7 +385,7 @@ def run_bench(targets: BenchTargets, workload: BenchWorkload, *, catalog: Catalo
     when nothing can run here."""
     started = time.perf_counter()
     notify = StageClock(progress or (lambda _: None))
-    env = environment or cuda_environment(targets.plans, notify, catalog, targets.device)
+    env = environment or device_environment(targets.plans, notify, catalog, targets.device)
     settings = workload.settings
     copy, matmul, notes = _measure_peaks(env, settings, notify)
     bench = _Bench(env, workload, notify)

@@ -15,7 +15,6 @@ from selector.result import MLAPrefillResult, SolveResult
 __all__ = ["mla_json", "mla_parts"]
 
 _DIMENSIONS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "index_topk")
-_PACKAGES_LABEL = "MLA packages (probed at start-up; defaults: vLLM's pinned wheels)"
 
 
 def _value(value: Any) -> str:
@@ -54,7 +53,8 @@ def _dimensions_table(result: SolveResult) -> PlainTable:
 
 
 def _packages_table(result: SolveResult, names: tuple[str, ...]) -> PlainTable:
-    table = PlainTable(title=_PACKAGES_LABEL, show_header=False)
+    table = PlainTable(title="MLA packages (probed at start-up; defaults: "
+                             f"{result.environment_basis})", show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for name in names:

@@ -21,7 +21,6 @@ __all__ = [
     "suggestions_table",
 ]
 
-_ENV_LABEL = "environment (vLLM probes these at start-up; defaults assume vLLM's pinned wheels)"
 
 
 def reorder_threshold_text(threshold: int | None) -> str:
@@ -143,7 +142,8 @@ def _runtime_table(result: SolveResult) -> PlainTable | None:
 
 
 def _environment_table(result: SolveResult) -> PlainTable:
-    table = PlainTable(title=_ENV_LABEL, show_header=False)
+    table = PlainTable(title="environment (vLLM probes these at start-up; defaults assume "
+                             f"{result.environment_basis})", show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for name, default in result.environment_defaults.items():
@@ -195,9 +195,10 @@ def _environment_line(result: SolveResult) -> str:
                for name, default in result.environment_defaults.items()
                if result.facts.get(name, default) != default]
     if changed:
-        return "environment: " + ", ".join(changed) + " (the rest: vLLM's pinned wheels; -v lists all)"
-    return ("environment: vLLM's pinned wheels (FA2/3/4, FlashInfer + cubins, FlashMLA, "
-            "tokenspeed_mla; no b12x); -v lists all")
+        return ("environment: " + ", ".join(changed)
+                + f" (the rest: {result.environment_basis}; -v lists all)")
+    return (f"environment: {result.environment_basis} ({result.environment_summary}); "
+            "-v lists all")
 
 
 def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any]]) -> RenderableType:

@@ -49,6 +49,11 @@ class PlatformSpec(StrictModel):
     runtime: str
     """The GPU runtime whose memory figure vLLM reads (``torch.cuda.mem_get_info``):
     ``CUDA``; ROCm: ``HIP`` (``hipMemGetInfo``)."""
+    environment_basis: str
+    """What the environment facts' defaults assume (``vLLM's pinned wheels``; ROCm:
+    vLLM's ROCm image): the title of a report's environment table."""
+    environment_summary: str
+    """The defaults in a few words, for a report's one environment line."""
     out_of_memory: str
     """torch's words when an allocation does not fit the GPU, as a torch built for the
     platform raises them (``torch.OutOfMemoryError: CUDA out of memory``; ROCm: ``HIP

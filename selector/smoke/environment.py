@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from selector.errors import CannotRunHereError
-from selector.platforms import DEFAULT_PLATFORM, GPU_EXTRA_HINT, platform_module
+from selector.platforms import GPU_EXTRA_HINT
 
 __all__ = [
     "INSTALL_HINT",
     "FlashAttentionImpl",
     "find_flash_attention",
     "import_flashinfer",
-    "import_torch_cuda",
     "package_version",
 ]
 
@@ -36,12 +35,6 @@ def package_version(*distributions: str) -> str:
         except importlib.metadata.PackageNotFoundError:
             continue
     return "unknown"
-
-
-def import_torch_cuda(what: str = "the smoke check") -> Any:
-    """torch, with a GPU of the default platform available (its module's probe); else
-    :class:`CannotRunHereError` (``what`` names the run that needs it)."""
-    return platform_module(DEFAULT_PLATFORM).probe_torch(what)
 
 
 def import_flashinfer() -> Any:

@@ -118,12 +118,14 @@ def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str,
         config = _REPR_CACHE.get(repr_key)
     except TypeError:  # a value that cannot be a key (a list given for a fact): not cached
         return messages.no_valid_backend.format(config=_config_repr(template, facts),
-                                                reasons=reasons, kv_hint=hint)
+                                                reasons=reasons, kv_hint=hint,
+                                                device_name=engine.platform)
     if config is None:
         config = _config_repr(template, facts)
         if len(_REPR_CACHE) < 100_000:
             _REPR_CACHE[repr_key] = config
-    return messages.no_valid_backend.format(config=config, reasons=reasons, kv_hint=hint)
+    return messages.no_valid_backend.format(config=config, reasons=reasons, kv_hint=hint,
+                                            device_name=engine.platform)
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
@@ -409,6 +411,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         if mla_prefill.warning is not None:
             warnings.append(mla_prefill.warning)
     env_defaults = {k: v.default for k, v in engine_data.profile.environment.items()}
+    platform_spec = catalog.platform(engine_data.platform)
     return SolveResult(
         engine=engine_data.engine,
         mode="explicit" if attention_backend else "auto",
@@ -423,6 +426,8 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         runtime=runtime,
         suggestions=suggestions,
         environment_defaults=env_defaults,
+        environment_basis=platform_spec.environment_basis,
+        environment_summary=platform_spec.environment_summary,
         mla_prefill=mla_prefill,
         platform=engine_data.platform,
     )

@@ -96,7 +96,7 @@ def test_cli_bench_of_a_hybrid_model_runs_on_the_cpu_stand_ins(
 
     import selector.bench.runner
 
-    monkeypatch.setattr(selector.bench.runner, "cuda_environment",
+    monkeypatch.setattr(selector.bench.runner, "device_environment",
                         lambda plans, notify, catalog, device=None: cpu_environment())
     code, out, err = run_cli(["bench", str(MODELS / f"{preset}@h100.yaml"), "--format", "json",
                               "--workload", str(_tiny_workload(tmp_path)),

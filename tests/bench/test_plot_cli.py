@@ -124,10 +124,10 @@ SCRIPT = textwrap.dedent("""
     render_svg(m); decide_for_deployment(m)
     bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), catalog=load_catalog())
     from selector.errors import CannotRunHereError
-    from selector.bench.runner import cuda_environment
+    from selector.bench.runner import device_environment
     try:
         targets = bench_targets(Path("tests/fixtures/smoke/llama-h200.yaml"), load_catalog())
-        cuda_environment(targets.plans, lambda _: None, load_catalog())
+        device_environment(targets.plans, lambda _: None, load_catalog())
     except CannotRunHereError as error:
         assert "attn-select[gpu]" in str(error)
     else:

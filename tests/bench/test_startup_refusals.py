@@ -50,7 +50,7 @@ def kernels_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         raise AssertionError("the bench set up a device to time kernels on")
 
     monkeypatch.setattr(selector.smoke.runner, "platform_machine", smoke_machine)
-    monkeypatch.setattr(selector.bench.runner, "cuda_environment", bench_environment)
+    monkeypatch.setattr(selector.bench.runner, "device_environment", bench_environment)
     return reached
 
 
@@ -116,7 +116,7 @@ def test_the_stand_in_kernels_run_once_the_refusal_is_lifted(
     pytest.importorskip("torch")
     from cpu_env import cpu_environment
 
-    monkeypatch.setattr(selector.bench.runner, "cuda_environment",
+    monkeypatch.setattr(selector.bench.runner, "device_environment",
                         lambda plans, notify, catalog, device=None: cpu_environment())
     fitted = tmp_path / "fits.yaml"
     fitted.write_text((STARTUP / REFUSALS["MM002"]).read_text(encoding="utf-8")

@@ -55,7 +55,6 @@ def _no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
         raise CannotRunHereError(f"{what} needs PyTorch, which is not installed (test)")
 
     monkeypatch.setattr("selector.platforms.cuda.probe_torch", missing)
-    monkeypatch.setattr("selector.bench.runner.import_torch_cuda", missing)
 
 
 def test_smoke_json_that_cannot_run_is_a_json_document(monkeypatch: pytest.MonkeyPatch) -> None:

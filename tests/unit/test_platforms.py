@@ -72,7 +72,8 @@ def test_an_engine_without_the_platform_says_so(schemas: Path) -> None:
         *yaml.safe_load((schemas / "platforms.yaml").read_text())["platforms"],
         {"name": "dummy", "vendor": "Nobody", "vllm_platform": "DummyPlatform",
          "capability_kind": "sm_XY", "device_control_env_var": "DUMMY_VISIBLE_DEVICES",
-         "torch_probe": "dummy", "out_of_memory": "torch.OutOfMemoryError: dummy out of memory", "runtime": "DUMMY"}]}))
+         "torch_probe": "dummy", "out_of_memory": "torch.OutOfMemoryError: dummy out of memory", "runtime": "DUMMY",
+         "environment_basis": "the dummy image", "environment_summary": "no packages"}]}))
     catalog = _load_catalog_files(schemas)
     with pytest.raises(InputError, match=r"has no dummy platform"):
         catalog.engine(catalog.default_engine, "dummy")
@@ -128,7 +129,8 @@ def test_a_backend_of_another_platform_is_not_loaded(schemas: Path) -> None:
         *yaml.safe_load((schemas / "platforms.yaml").read_text())["platforms"],
         {"name": "dummy", "vendor": "Nobody", "vllm_platform": "DummyPlatform",
          "capability_kind": "sm_XY", "device_control_env_var": "DUMMY_VISIBLE_DEVICES",
-         "torch_probe": "dummy", "out_of_memory": "torch.OutOfMemoryError: dummy out of memory", "runtime": "DUMMY"}]}))
+         "torch_probe": "dummy", "out_of_memory": "torch.OutOfMemoryError: dummy out of memory", "runtime": "DUMMY",
+         "environment_basis": "the dummy image", "environment_summary": "no packages"}]}))
     path.write_text(path.read_text().replace("platforms: [cuda, rocm]", "platforms: [dummy]"))
     with pytest.raises(CatalogError, match=r"priority list names unknown backend 'TRITON_ATTN'"):
         _load_catalog_files(schemas).engine(base.engine_names[0])
@@ -161,7 +163,8 @@ def _with_dummy_platform(schemas: Path) -> None:
     (schemas / "platforms.yaml").write_text(yaml.safe_dump({"platforms": [*listed, {
         "name": "dummy", "vendor": "Nobody", "vllm_platform": "DummyPlatform",
         "capability_kind": "sm_XY", "device_control_env_var": "DUMMY_VISIBLE_DEVICES",
-        "torch_probe": "dummy", "out_of_memory": "torch.OutOfMemoryError: dummy out of memory", "runtime": "DUMMY"}]}))
+        "torch_probe": "dummy", "out_of_memory": "torch.OutOfMemoryError: dummy out of memory", "runtime": "DUMMY",
+         "environment_basis": "the dummy image", "environment_summary": "no packages"}]}))
     path = schemas / "devices.yaml"
     path.write_text(path.read_text() + '  - {name: DUMMY-1, platform: dummy, arch: sm_94, '
                     'capability: "9.4", architecture: Dummy, memory_gib: 192, '

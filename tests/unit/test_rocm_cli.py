@@ -198,3 +198,16 @@ def test_deepseek_v3_mla_prefill_on_mi300x_is_rocms_choice(
     else:
         assert code == 1 and prefill["fatal"]
         assert prefill["error"]["message"] == vllm["error"].removeprefix("ValueError: ")
+
+
+def test_the_environment_line_names_the_rocm_image_not_cudas_wheels() -> None:
+    """The text report's environment line states what the ROCm facts' defaults assume
+    (schemas/platforms.yaml), never the CUDA wheel's packages."""
+    example = Path(__file__).parents[2] / "examples" / "llama-3.1-8b-h100.yaml"
+    code, out, _ = run_cli(["check", str(example), "--device", "mi300x", *ENGINE])
+    assert code == 0, out
+    line = next(text for text in out.splitlines() if text.startswith("environment:"))
+    assert "vLLM's ROCm image" in line and "VLLM_ROCM_USE_AITER off" in line, line
+    assert "FlashInfer" not in line and "pinned wheels" not in line, line
+    code, out, _ = run_cli(["check", str(example), "--device", "mi300x", "-v", *ENGINE])
+    assert "defaults assume vLLM's ROCm image" in " ".join(out.split()), out
