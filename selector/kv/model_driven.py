@@ -215,7 +215,7 @@ def _load(path: Path) -> ModelDrivenData:
 
 def load_model_driven(engine: str, catalog: Catalog) -> ModelDrivenData | None:
     """The engine's ``model-driven.yaml`` (inherited whole), or None when it has none."""
-    path = catalog.engine_file(catalog.engine(engine).engine, DATA_FILE)
+    path = catalog.engine_file(engine, DATA_FILE)
     return None if path is None else _load(path)
 
 

@@ -47,7 +47,6 @@ def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
     tp, dcp = parallel.tensor_parallel_size, parallel.decode_context_parallel_size
     if tp == 1 and dcp == 1:
         return [], []
-    engine = catalog.engine(deployment.engine)
     out = []
     skipped = [plan.name for plan in plans if not _checkable(plan)]
     if skipped and dcp > 1:
@@ -57,7 +56,9 @@ def shard_plans(loaded: LoadedDeployment, plans: Sequence[SmokePlan],
     for plan in plans:
         if not _checkable(plan):
             continue
-        runtime = engine.backend(plan.backend).runtime
+        # the plan's engine and platform: the resolved target's (a --engine flag wins over
+        # the file's engine:), never the file's text
+        runtime = catalog.engine(plan.engine, plan.platform).backend(plan.backend).runtime
         if dcp > 1 and (runtime.lse_base is None or runtime.dcp_decode_kv is None):
             raise CannotRunHereError(
                 f"plan '{plan.name}': vLLM runs {plan.backend} with DCP, but its data states "

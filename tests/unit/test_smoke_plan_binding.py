@@ -74,3 +74,19 @@ def test_the_contract_file_stays_out_of_the_plans_json() -> None:
     plan = bind_plan(load_catalog(), **PLAN)
     assert "kernel_calls" not in plan.model_dump(mode="json")
     assert "kernel_calls" not in repr(plan)
+
+
+def test_shard_plans_carry_their_smoke_plans_engine_and_contract() -> None:
+    """A TP/DCP split's shard plans run the engine the smoke plans were bound to (the
+    resolved target's), and the kernel call contract file of that engine."""
+    from selector.cli.smoke import _deployment_plans
+    from selector.pipeline.smoke import shard_plans
+
+    config = Path(__file__).parents[2] / "examples" / "parallel" / "gqa-32q-2kv-h200-tp8-dcp2.yaml"
+    smoke = _deployment_plans(config, True)
+    plans, skipped = shard_plans(config, smoke, catalog=load_catalog())
+    assert plans and not skipped
+    by_name = {plan.name: plan for plan in smoke}
+    for plan in plans:
+        assert (plan.engine, plan.kernel_calls) == (by_name[plan.name].engine,
+                                                   by_name[plan.name].kernel_calls)
