@@ -254,7 +254,8 @@ def test_each_release_patches_only_what_its_file_states() -> None:
 # The families whose tokens per item vLLM counts with the checkpoint's processor files:
 # vLLM 0.33.0's answers with the published files (tests/fixtures/processors), recorded in
 # tests/golden/oracle/vllm-0.33.0/encoder.json.gz (rows qwen3-vl-8b, llama-4-scout,
-# gemma-3-27b) and compared by tests/golden/test_encoder_oracle.py.
+# gemma-3-27b, llava-1.5-7b, llava-v1.6-mistral-7b, mistral-small-3.1-24b) and compared by
+# tests/golden/test_encoder_oracle.py.
 QWEN3_VL = "tests/fixtures/hf_configs/Qwen--Qwen3-VL-8B-Instruct.json"
 LLAMA4 = "schemas/models/llama-4-scout.json"
 GEMMA3 = "schemas/models/gemma-3-27b.json"
