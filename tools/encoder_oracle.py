@@ -96,6 +96,14 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
     ("qwen2.5-vl-7b-max-pixels-1003520",
      "tests/fixtures/hf_configs/edge/qwen2.5-vl-7b-shape.json",
      {"mm_processor_kwargs": {"max_pixels": 1003520}}, "Qwen--Qwen2.5-VL"),
+    ("llava-1.5-7b", "tests/fixtures/processors/llava-hf--llava-1.5-7b-hf/config.json", {},
+     "llava-hf--llava-1.5-7b-hf"),
+    ("llava-v1.6-mistral-7b",
+     "tests/fixtures/processors/llava-hf--llava-v1.6-mistral-7b-hf/config.json", {},
+     "llava-hf--llava-v1.6-mistral-7b-hf"),
+    ("mistral-small-3.1-24b",
+     "tests/fixtures/processors/mistralai--Mistral-Small-3.1-24B-Instruct-2503/config.json", {},
+     "mistralai--Mistral-Small-3.1-24B-Instruct-2503"),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
@@ -113,10 +121,13 @@ STAND_IN_TOKENS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "gemma3": (("<start_of_image>", "boi_token_index"), ("<end_of_image>", "eoi_token_index"),
                ("<image_soft_token>", "image_token_index"), ("\n", None), ("\n\n", None),
                ("\n\n\n", None), ("\n\n\n\n", None)),
+    "llava": (("<image>", "image_token_index"),),
+    "mistral3": (("[IMG]", "image_token_index"), ("[IMG_BREAK]", None), ("[IMG_END]", None)),
     "llama4": (("<|image|>", "image_token_index"), ("<|patch|>", None),
                ("<|image_start|>", None), ("<|image_end|>", None),
                ("<|tile_x_separator|>", None), ("<|tile_y_separator|>", None)),
 }
+STAND_IN_TOKENS["llava_next"] = STAND_IN_TOKENS["llava"]
 for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl"):
     STAND_IN_TOKENS[_qwen] = STAND_IN_TOKENS["qwen3_vl"]
 STAND_IN_ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -456,19 +467,43 @@ def _stand_in_blake3() -> None:
     sys.modules["blake3"] = module
 
 
+def _stand_in_pixtral_vision_helpers() -> None:
+    """vLLM 0.25.1-0.30.0's ``vllm/model_executor/models/pixtral.py`` imports
+    ``PixtralRotaryEmbedding`` and ``position_ids_in_meshgrid`` from transformers' Pixtral
+    model, which the oracle venvs' transformers 5.24 no longer has (it names the class
+    ``PixtralVisionRotaryEmbedding``); LLaVA, LLaVA-NeXT and Mistral-3 import that module.
+    Only the vision tower uses them (``PixtralHFVisionModel``'s constructor and forward),
+    which no encoder or budget answer builds or runs: an inert name that refuses to be
+    called is importable in their place (only where a name is missing)."""
+    from transformers.models.pixtral import modeling_pixtral
+
+    def _not_run(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the harness's stand-in: the vision tower is not built here")
+
+    for name in ("PixtralRotaryEmbedding", "position_ids_in_meshgrid"):
+        if not hasattr(modeling_pixtral, name):
+            setattr(modeling_pixtral, name, _not_run)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, required=True, help="a .json.gz file")
+    parser.add_argument("--only", default="",
+                        help="comma-separated MODELS ids (a trial run; no golden is written "
+                             "from it)")
     args = parser.parse_args(argv)
+    rows = [row for row in MODELS if not args.only or row[0] in args.only.split(",")]
     oracle.start_models()
     _stub_structured_output_grammar()
     _stand_in_blake3()
+    _stand_in_pixtral_vision_helpers()
     import vllm
 
-    answer: dict[str, Any] = {"vllm_version": vllm.__version__, "vit": vit_answers()}
+    answer: dict[str, Any] = {"vllm_version": vllm.__version__,
+                              "vit": {} if args.only else vit_answers()}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            answer["budget"] = [budget_answer(Path(tmp), *row) for row in MODELS]
+            answer["budget"] = [budget_answer(Path(tmp), *row) for row in rows]
     except ImportError as exc:  # the oracle environment lacks a package vLLM imports here
         answer["budget"] = None
         answer["budget_harness_error"] = _error(exc)

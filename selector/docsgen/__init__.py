@@ -637,7 +637,10 @@ def _family_tokens(family: FamilyTokens) -> str:
     if family.recorded is not None:
         at = (f" (video frames at max_model_len {family.recorded_max_model_len:,})"
               if family.seq_len_modalities else "")
-        return ", ".join(f"{m} {n:,}" for m, n in family.recorded.items()) + at
+        of = ("; for " + ", ".join(f"`{key}` {value}" for key, value in
+                                   family.recorded_config.items())
+              if family.recorded_config else "")
+        return ", ".join(f"{m} {n:,}" for m, n in family.recorded.items()) + at + of
     parts = []
     if family.image is not None:
         parts.append(f"image: vision_config.{family.image.config_key}")

@@ -160,6 +160,10 @@ class FamilyTokens(_Strict):
     the recorded value holds at the recorded length only."""
     processor: str | None = None
     """The processor files the recorded values assume (where they are published)."""
+    recorded_config: dict[str, Any] = Field(default_factory=dict)
+    """The config values the recorded counts were taken with, by dotted key
+    (``vision_config.image_size``): a config of the model type with another value (another
+    vision tower or tiling) leaves every recorded modality out, named."""
     pixels: PixelTokens | None = None
 
 
@@ -395,6 +399,16 @@ def _recorded_tokens(family: FamilyTokens, raw: Mapping[str, Any],
     vision = vision if isinstance(vision, Mapping) else {}
     tokens: dict[str, int] = {}
     gaps: list[str] = []
+    differs = {key: value for key, value in family.recorded_config.items()
+               if _dotted(raw, key) != value}
+    if differs:
+        for modality in family.recorded:
+            gaps.append(f"{modality} tokens per item of a config with "
+                        + ", ".join(f"{key}={_dotted(raw, key)!r}" for key in differs)
+                        + ": not modelled (recorded with "
+                        + ", ".join(f"{key}={value!r}" for key, value in differs.items())
+                        + f": {family.processor})")
+        return tokens, gaps
     pixels = family.pixels
     # only the flat pixel kwarg is modelled (the one recorded); any other key, scoped
     # images_kwargs / videos_kwargs included, leaves the modalities out, named
@@ -425,6 +439,14 @@ def _recorded_tokens(family: FamilyTokens, raw: Mapping[str, Any],
             continue
         tokens[modality] = value
     return tokens, gaps
+
+
+def _dotted(raw: Mapping[str, Any], key: str) -> Any:
+    """The config's value at a dotted key (None where a part is missing)."""
+    value: Any = raw
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def _limit(limit_mm_per_prompt: Mapping[str, Any], modality: str, default: int) -> int:

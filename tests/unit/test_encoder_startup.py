@@ -254,11 +254,15 @@ def test_each_release_patches_only_what_its_file_states() -> None:
 # The families whose tokens per item vLLM counts with the checkpoint's processor files:
 # vLLM 0.33.0's answers with the published files (tests/fixtures/processors), recorded in
 # tests/golden/oracle/vllm-0.33.0/encoder.json.gz (rows qwen3-vl-8b, llama-4-scout,
-# gemma-3-27b) and compared by tests/golden/test_encoder_oracle.py.
+# gemma-3-27b, llava-1.5-7b, llava-v1.6-mistral-7b, mistral-small-3.1-24b) and compared by
+# tests/golden/test_encoder_oracle.py.
 QWEN3_VL = "tests/fixtures/hf_configs/Qwen--Qwen3-VL-8B-Instruct.json"
 LLAMA4 = "schemas/models/llama-4-scout.json"
 GEMMA3 = "schemas/models/gemma-3-27b.json"
 QWEN25_VL = "tests/fixtures/hf_configs/edge/qwen2.5-vl-7b-shape.json"
+MISTRAL3 = "tests/fixtures/processors/mistralai--Mistral-Small-3.1-24B-Instruct-2503/config.json"
+LLAVA = "tests/fixtures/processors/llava-hf--llava-1.5-7b-hf/config.json"
+LLAVA_NEXT = "tests/fixtures/processors/llava-hf--llava-v1.6-mistral-7b-hf/config.json"
 
 
 def _refusal(tokens: int, batched: int) -> str:
@@ -271,6 +275,7 @@ def _refusal(tokens: int, batched: int) -> str:
     (QWEN3_VL, 16384, 8192),  # the image: max_pixels 16,777,216 // 32**2
     (LLAMA4, 2448, 2048),  # 16 tiles and the global one, 144 tokens each
     (QWEN25_VL, 114688, 16384),  # the video: its frames at max_model_len 128,000
+    (MISTRAL3, 3025, 2048),  # 1540 px / 14 / merge 2: 55 x 55 [IMG] tokens (row mistral-small-3.1-24b)
 ])
 def test_disabled_chunked_mm_input_is_refused_in_vllms_words(config: str, tokens: int,
                                                              batched: int) -> None:
@@ -354,3 +359,40 @@ def test_qwen25_vl_video_at_another_length_is_named_not_guessed() -> None:
     assert isinstance(encoder, dict) and encoder["tokens_per_item"] == {"image": 16384}
     assert any(m.startswith("video tokens per item at max_model_len 32,768: not modelled")
                for m in _messages(doc, "MM010"))
+
+
+@pytest.mark.parametrize(("config", "tokens"), [(LLAVA, 576), (LLAVA_NEXT, 2928)])
+def test_llava_tokens_are_vllms_and_refused_in_its_words(config: str, tokens: int) -> None:
+    """LLaVA-1.5 (CLIP 336 px / 14: 576) and LLaVA-NeXT (the 672 x 672 pinpoint's tiles and
+    the base image: 2,928), vLLM's dummy-image counts (rows llava-1.5-7b,
+    llava-v1.6-mistral-7b). The published llava-hf configs leave the text model's sizes to
+    transformers' defaults, which `check`'s reader asks for: the encoder's report is
+    compared directly."""
+    catalog = load_catalog()
+    data = encoder_data(catalog, catalog.engine_names[-1])
+    assert data is not None
+    raw = json.loads(Path(config).read_text(encoding="utf-8"))
+    report = encoder_report(catalog, data, raw, cc=90, dtype="bfloat16", model_name="llava",
+                            mm_encoder_attn_backend=None, limit_mm_per_prompt={},
+                            mm_processor_kwargs={}, disable_chunked_mm_input=True,
+                            max_num_batched_tokens=512, default_max_num_batched_tokens=8192)
+    assert report is not None and report.tokens_per_item == {"image": tokens}
+    assert [i.message for i in report.issues] == [_refusal(tokens, 512)]
+    assert report.encoders[0].head_size == 64 and report.encoders[0].tower == "vit"
+
+
+def test_a_recorded_count_is_not_taken_for_another_vision_tower() -> None:
+    """The recorded counts hold for the recorded checkpoint's vision config: a LLaVA config
+    with another image size leaves the image out, named (no guess)."""
+    catalog = load_catalog()
+    data = encoder_data(catalog, catalog.engine_names[-1])
+    assert data is not None
+    raw = json.loads(Path(LLAVA).read_text(encoding="utf-8"))
+    raw["vision_config"]["image_size"] = 224
+    report = encoder_report(catalog, data, raw, cc=90, dtype="bfloat16", model_name="llava",
+                            mm_encoder_attn_backend=None, limit_mm_per_prompt={},
+                            mm_processor_kwargs={}, disable_chunked_mm_input=True,
+                            max_num_batched_tokens=512, default_max_num_batched_tokens=8192)
+    assert report is not None and not report.tokens_per_item and not report.issues
+    assert any("vision_config.image_size=224" in text and "not modelled" in text
+               for _, text in report.notices)
