@@ -29,7 +29,8 @@ Built modules are kept: a second run compiles only what is missing.
     nice -n 10 /work/.venvs/oracle-0.25.1/bin/python benchmarks/prebuild_flashinfer.py \\
         --tvm-ffi /work/h26-tvmffi [--list] [--only gqa16-tp2-h200] > prebuild.log 2>&1
 
-``--list`` prints the modules (and writes the manifest's plan part) without compiling.
+``--list`` prints the modules (and writes the manifest's plan part) without compiling. The
+manifest's copy, ``tests/fixtures/flashinfer_jit/prebuilt-0.6.13.json``, is committed:
 ``tests/smoke/test_prebuilt_flashinfer_cpu.py`` checks the manifest against the
 deployments' plans and the stand-in's interface against ``schemas/flashinfer-jit.yaml``.
 """
@@ -59,6 +60,8 @@ OUT = ROOT / ".gpucarry-jit"
 PACKAGE = "flashinfer_jit_cache"
 STAND_IN = ROOT / "benchmarks" / PACKAGE / "__init__.py"
 MANIFEST = "MANIFEST.json"
+RECORDED = ROOT / "tests" / "fixtures" / "flashinfer_jit" / "prebuilt-{version}.json"
+"""The manifest's committed copy (what the CPU tests check)."""
 FIXTURES = ROOT / "tests" / "fixtures" / "smoke"
 
 DEPLOYMENTS: tuple[tuple[str, bool | None], ...] = (
@@ -116,7 +119,7 @@ def as_sm90(torch: Any, flashinfer: Any) -> Iterator[None]:
     """FlashInfer picks its module on the CPU as on an SM90 device: compute capability
     9.0 (flashinfer/utils.py get_compute_capability, which determine_attention_backend
     reads), CUDA 13.0 (the H200's torch 2.11+cu130) and no pinned host buffers."""
-    import flashinfer.utils as utils
+    from flashinfer import utils
 
     saved_capability = utils.get_compute_capability
     saved_cuda = torch.version.cuda
@@ -195,7 +198,9 @@ def write_package(out: Path, manifest: dict[str, Any]) -> None:
     package = out / PACKAGE
     (package / "jit_cache").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(STAND_IN, package / "__init__.py")
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    (out / MANIFEST).write_text(text)
+    Path(str(RECORDED).format(version=manifest["flashinfer"])).write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MAX_JOBS", "1")
     os.environ.setdefault("CUDA_HOME", "/usr/local/cuda")
     os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", str(args.out.parent / ".gpucarry-jit-work"))
-    import torch
     import flashinfer
+    import torch
 
     tvm_ffi_version = use_tvm_ffi_headers(args.tvm_ffi)
     nvcc = subprocess.run([str(Path(os.environ["CUDA_HOME"]) / "bin" / "nvcc"), "--version"],

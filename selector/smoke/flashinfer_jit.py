@@ -38,12 +38,14 @@ from selector.catalog import read_yaml
 from selector.util.resources import schemas_dir
 
 __all__ = [
+    "PREBUILT",
     "Call",
     "CallVariants",
+    "Citation",
     "Instantiation",
     "KernelUnit",
     "MaskModeRule",
-    "PREBUILT",
+    "PrebuiltData",
     "ReducedModule",
     "Selection",
     "VariantData",
@@ -92,11 +94,32 @@ class CallVariants(BaseModel):
     whole_module_when_given: list[str] = Field(default_factory=list)
 
 
+class Citation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    quote: str
+
+
+class PrebuiltData(BaseModel):
+    """Where FlashInfer's loader finds prebuilt modules: a package's folder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    package: str
+    version_attribute: str
+    folder_function: str
+    library: str
+    """A module's library in the folder, ``{name}`` its module name."""
+    citations: list[Citation]
+
+
 class VariantData(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     flashinfer_version: str
     discovery: dict[str, str]
+    prebuilt: PrebuiltData
     calls: dict[str, CallVariants]
 
 
@@ -364,12 +387,12 @@ class ReducedModule:
 
     def prebuilt(self, jit_env: Any) -> Path | None:
         """The library FlashInfer's AOT folder holds under the reduced name (prebuilt,
-        ``benchmarks/prebuild_flashinfer.py``), as ``JitSpec.aot_path`` names it
-        (``FLASHINFER_AOT_DIR/<name>/<name>.so``, flashinfer/jit/core.py:256-261)."""
+        ``benchmarks/prebuild_flashinfer.py``), where ``JitSpec.aot_path`` looks
+        (``schemas/flashinfer-jit.yaml`` ``prebuilt.library``)."""
         folder = getattr(jit_env, "FLASHINFER_AOT_DIR", None)
         if folder is None:
             return None
-        library = Path(folder) / self.spec.name / f"{self.spec.name}.so"
+        library = Path(folder) / load_variant_data().prebuilt.library.format(name=self.spec.name)
         return library.resolve() if library.exists() else None
 
     def note(self, how: str) -> str:
