@@ -27,7 +27,8 @@ against the H200's tvm-ffi headers (``--tvm-ffi``: an unpacked
 Built modules are kept: a second run compiles only what is missing.
 
     nice -n 10 /work/.venvs/oracle-0.25.1/bin/python benchmarks/prebuild_flashinfer.py \\
-        --tvm-ffi /work/h26-tvmffi [--list] [--only gqa16-tp2-h200] > prebuild.log 2>&1
+        --tvm-ffi /work/h26-tvmffi --curand /work/h26-curand/nvidia/cu13/include \\
+        [--load-with TVM_FFI_PYTHON] [--list] [--only gqa16-tp2-h200] > prebuild.log 2>&1
 
 ``--list`` prints the modules (and writes the manifest's plan part) without compiling. The
 manifest's copy, ``tests/fixtures/flashinfer_jit/prebuilt-0.6.13.json``, is committed:
@@ -168,7 +169,7 @@ def modules_for(torch: Any, flashinfer: Any, plan: Any) -> list[Any]:
 def use_tvm_ffi_headers(folder: Path) -> str:
     """Point FlashInfer's ninja generator (flashinfer/jit/cpp_ext.py get_system_includes)
     at the unpacked tvm-ffi wheel's headers; returns its version."""
-    import tvm_ffi.libinfo
+    import tvm_ffi.libinfo  # type: ignore[import-not-found]
 
     include = folder / "tvm_ffi" / "include"
     if not (include / "tvm" / "ffi").is_dir() or not (include / "dlpack").is_dir():
@@ -182,6 +183,33 @@ def use_tvm_ffi_headers(folder: Path) -> str:
         if versions else "?"
 
 
+def use_cuda_extras(curand: Path | None, work: Path) -> None:
+    """What a full CUDA toolkit has and a compiler-only one lacks, given to the compilers
+    through the environment (FlashInfer's ninja commands stay as they are): curand's
+    headers (``CPATH``; cutlass/util/reference/device/tensor_fill.h includes
+    curand_kernel.h: ``--curand`` is an unpacked ``nvidia-curand`` 10.4.0.35 wheel's
+    ``nvidia/cu13/include``) and, when the toolkit has no ``lib64/stubs/libcuda.so``, a
+    stub with the driver's soname for ``-lcuda`` (``LIBRARY_PATH``): the library then
+    needs ``libcuda.so.1``, the H200's driver, as FlashInfer's own build there does."""
+    cuda = Path(os.environ["CUDA_HOME"])
+    if curand is not None:
+        if not (curand / "curand_kernel.h").is_file():
+            raise SystemExit(f"--curand {curand}: no curand_kernel.h there")
+        os.environ["CPATH"] = os.pathsep.join(filter(None, [str(curand), os.environ.get("CPATH")]))
+    elif not (cuda / "include" / "curand_kernel.h").is_file():
+        raise SystemExit(f"{cuda}/include has no curand_kernel.h: give --curand FOLDER")
+    if any((cuda / folder / "libcuda.so").exists() for folder in ("lib64", "lib64/stubs")):
+        return
+    stubs = work / "stubs"
+    stubs.mkdir(parents=True, exist_ok=True)
+    source = stubs / "libcuda_stub.c"
+    source.write_text("/* link-time stand-in for the driver's libcuda.so.1 */\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", str(source),
+                    "-o", str(stubs / "libcuda.so")], check=True)
+    os.environ["LIBRARY_PATH"] = os.pathsep.join(
+        filter(None, [str(stubs), os.environ.get("LIBRARY_PATH")]))
+
+
 def ninja_steps(build_dir: Path) -> list[tuple[str, float]]:
     """(unit, seconds) of the last build, from ninja's .ninja_log, slowest first."""
     log = build_dir / ".ninja_log"
@@ -192,6 +220,32 @@ def ninja_steps(build_dir: Path) -> list[tuple[str, float]]:
             if len(fields) >= 4:
                 steps.append((Path(fields[3]).name, (int(fields[1]) - int(fields[0])) / 1000))
     return sorted(steps, key=lambda step: -step[1])
+
+
+LOAD_PROBE = """
+import sys, tvm_ffi
+module = tvm_ffi.load_module(sys.argv[1])
+print(tvm_ffi.__version__, *[name for name in sys.argv[2:] if getattr(module, name, None)])
+"""
+ENTRY_POINTS = ("plan", "paged_run", "ragged_run")
+"""The functions FlashInfer calls on a batch-prefill module (flashinfer/prefill.py
+get_batch_prefill_module)."""
+
+
+def load_check(python: str | None, library: Path) -> list[str] | str:
+    """Load ``library`` with the H200's tvm-ffi (``python``: one that has
+    apache-tvm-ffi 0.1.15.post2 installed, e.g. a python3.12 venv with the carried wheel)
+    and list the entry points it holds; an error's text when it does not load."""
+    if python is None:
+        return "not checked"
+    result = subprocess.run([python, "-c", LOAD_PROBE, str(library), *ENTRY_POINTS],
+                            capture_output=True, text=True, check=False, timeout=300,
+                            env={**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(filter(None, [
+                                str(Path(os.environ["CUDA_HOME"]) / "lib64"),
+                                os.environ.get("LD_LIBRARY_PATH")]))})
+    if result.returncode != 0:
+        return result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "failed"
+    return result.stdout.split()
 
 
 def write_package(out: Path, manifest: dict[str, Any]) -> None:
@@ -207,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tvm-ffi", type=Path, required=True,
                         help="folder holding the H200's apache_tvm_ffi wheel, unpacked")
+    parser.add_argument("--curand", type=Path,
+                        help="curand's headers, where the CUDA toolkit lacks them")
+    parser.add_argument("--load-with", metavar="PYTHON",
+                        help="a python with the H200's tvm-ffi: each library is loaded by it")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--only", action="append", help="a deployment fixture's name")
     parser.add_argument("--list", action="store_true", help="list the modules, compile none")
@@ -220,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     tvm_ffi_version = use_tvm_ffi_headers(args.tvm_ffi)
+    use_cuda_extras(args.curand, Path(os.environ["FLASHINFER_WORKSPACE_BASE"]))
     nvcc = subprocess.run([str(Path(os.environ["CUDA_HOME"]) / "bin" / "nvcc"), "--version"],
                           capture_output=True, text=True, check=True).stdout.strip()
     manifest_path = args.out / MANIFEST
@@ -252,6 +311,12 @@ def main(argv: list[str] | None = None) -> int:
         target = cache / name / f"{name}.so.xz"
         if target.is_file():
             print(f"{name}: prebuilt already ({target.stat().st_size / 2**20:.2f} MiB)")
+            entry = manifest["modules"].get(name)
+            library = Path(module.spec.jit_library_path)
+            if entry is not None and args.load_with and library.is_file():
+                entry["loads"] = load_check(args.load_with, library)
+                write_package(args.out, manifest)
+                print(f"  loads: {entry['loads']}")
             continue
         print(f"{name}: compiling {len(module.spec.sources)} units", flush=True)
         start = time.monotonic()
@@ -271,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             "so_bytes": library.stat().st_size, "xz_bytes": target.stat().st_size,
             "kept": [item.text for item in module.selection.kept],
             "stubbed": len(module.selection.stubbed),
-            "units": {unit: round(s, 1) for unit, s in steps}}
+            "units": {unit: round(s, 1) for unit, s in steps},
+            "loads": load_check(args.load_with, library)}
         write_package(args.out, manifest)
         print(f"{name}: built in {seconds:.0f} s, {library.stat().st_size / 2**20:.1f} MiB, "
               f"xz {target.stat().st_size / 2**20:.2f} MiB; units: "

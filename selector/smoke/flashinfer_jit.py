@@ -365,9 +365,32 @@ def _module_needed(flashinfer: Any, jit: Any, entry_point: str, construct: dict[
     return None
 
 
-def _first_line(error: BaseException) -> str:
+def _load_problem(spec: Any, library: Path) -> str | None:
+    """Why FlashInfer could not load the prebuilt ``library`` here (None: it loads), by
+    its own loader (``JitSpec.load``): a library built on another machine's image may
+    need system libraries this one lacks."""
+    load = getattr(spec, "load", None)
+    if load is None:
+        return None
+    try:
+        load(library)
+    except Exception as error:  # the module is compiled here instead
+        return f"it does not load: {_first_line(error, 400)}"
+    return None
+
+
+def _other_prebuilt(jit_env: Any, name: str) -> list[str]:
+    """Reduced modules of ``name`` the AOT folder holds (selections of other plans)."""
+    folder = getattr(jit_env, "FLASHINFER_AOT_DIR", None)
+    if folder is None or not Path(folder).is_dir():
+        return []
+    return sorted(entry.name.removeprefix(f"{name}_{PREFIX}")
+                  for entry in Path(folder).glob(f"{name}_{PREFIX}*"))
+
+
+def _first_line(error: BaseException, limit: int = 160) -> str:
     text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0][:160] if text else ''}"
+    return f"{type(error).__name__}: {text.splitlines()[0][:limit] if text else ''}"
 
 
 Call = tuple[str, dict[str, Any], dict[str, Any]]
@@ -492,12 +515,18 @@ def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call],
         jit_env = flashinfer.jit.env
         libraries: dict[str, Path] = {}
         builds: list[ReducedModule] = []
+        unusable: dict[str, str] = {}
         for module in modules:
             prebuilt = module.prebuilt(jit_env)
-            if prebuilt is None:
-                builds.append(module)
-            else:
+            problem = None if prebuilt is None else _load_problem(module.spec, prebuilt)
+            if prebuilt is not None and problem is None:
                 libraries[module.name] = prebuilt
+                continue
+            builds.append(module)
+            if problem is not None:
+                unusable[module.name] = problem
+            elif others := _other_prebuilt(jit_env, module.name):
+                unusable[module.name] = f"it holds {', '.join(others)}, another selection"
         errors: dict[str, BaseException] = {}
 
         def build(module: ReducedModule) -> None:
@@ -524,7 +553,9 @@ def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call],
                 notes.append(module.note(PREBUILT))
             else:
                 _LINKED[module.name] = Path(module.spec.jit_library_path)
-                notes.append(module.note("compiled"))
+                why = unusable.get(module.name)
+                notes.append(module.note("compiled") + (
+                    "" if why is None else f"; not the prebuilt module ({why})"))
         if len(errors) < len(modules):
             _link_aot(jit_env)
     return notes

@@ -163,6 +163,13 @@ class FakeSpec:
     built: list[Any] = field(default_factory=list)
     """Every spec built (shared by a spec and the ones replaced from it)."""
     fail: bool = False
+    unloadable: bool = False
+    """A prebuilt library FlashInfer's loader rejects (built on another image)."""
+
+    def load(self, path: Path) -> str:
+        if self.unloadable:
+            raise OSError(f"{path}: version `GLIBCXX_3.4.32' not found")
+        return path.read_text()
 
     @property
     def jit_library_path(self) -> Path:
@@ -278,6 +285,26 @@ def test_a_reduced_module_prebuilt_in_flashinfers_aot_folder_is_loaded_with_no_c
     for entry_point, construct, plan in _calls().values():
         getattr(flashinfer, entry_point)(**construct).plan(**plan)
     assert flashinfer.whole_builds == []
+
+
+def test_a_prebuilt_module_that_does_not_load_or_is_another_selection_is_compiled(
+        tmp_path: Path) -> None:
+    flashinfer = _fake_flashinfer(tmp_path)
+    modules, _ = reduced_modules(flashinfer, _calls())
+    decode = next(module for module in modules if module.name == "decode_module_fa2")
+    for name in (decode.spec.name, "prefill_module_sm90_attn_select_0123456789"):
+        (tmp_path / "aot" / name).mkdir(parents=True)
+        (tmp_path / "aot" / name / f"{name}.so").write_text("prebuilt")
+    flashinfer.specs["decode_module_fa2"].unloadable = True
+    notes = compile_planned_variants(flashinfer, _calls())
+    assert "decode_module_fa2: compiled 3 of 24" in notes[0]
+    assert notes[0].endswith("not the prebuilt module (it does not load: OSError: "
+                             f"{tmp_path / 'aot' / decode.spec.name / decode.spec.name}.so: "
+                             "version `GLIBCXX_3.4.32' not found)"), notes[0]
+    assert notes[1].endswith("not the prebuilt module (it holds 0123456789, another "
+                             "selection)"), notes[1]
+    assert {spec.name.split("_attn_select_")[0] for family in flashinfer.specs.values()
+            for spec in family.built} == {"decode_module_fa2", "prefill_module_sm90"}
 
 
 def test_another_flashinfer_version_or_a_failed_build_leaves_flashinfers_build(
