@@ -90,8 +90,40 @@ def plan_fingerprint(plan: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+H200_VLLM = "vllm==0.25.1"
+"""The vLLM the H200 sessions carry (benchmarks/stage_vllm_engine.sh): with it importable
+the smoke reproduces its calls; without it, the newest profile's."""
+
+
+@contextlib.contextmanager
+def _engine(name: str) -> Iterator[None]:
+    from selector.catalog import DEFAULT_ENGINE_ENV
+
+    before = os.environ.get(DEFAULT_ENGINE_ENV)
+    os.environ[DEFAULT_ENGINE_ENV] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(DEFAULT_ENGINE_ENV, None)
+        else:
+            os.environ[DEFAULT_ENGINE_ENV] = before
+
+
 def flashinfer_plans(only: list[str] | None = None) -> list[tuple[str, Any]]:
-    """(label, SmokePlan) of every FlashInfer plan the deployments and variants give."""
+    """(label, SmokePlan) of every FlashInfer plan the deployments and variants give, for
+    each engine the H200 smoke may reproduce (the newest profile, and the carried vLLM's):
+    the same here whichever vLLM this Python has."""
+    from selector.catalog import load_catalog
+
+    plans: list[tuple[str, Any]] = []
+    for engine in dict.fromkeys((load_catalog().default_engine, H200_VLLM)):
+        with _engine(engine):
+            plans += [(f"{label}, {engine}", plan) for label, plan in _plans(only)]
+    return plans
+
+
+def _plans(only: list[str] | None) -> list[tuple[str, Any]]:
     from selector.catalog import load_catalog
     from selector.inputs.config import load_deployment
     from selector.pipeline.smoke import deployment_smoke
