@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {module.spec.name}: {len(module.selection.kept)} kept, "
                   f"{len(module.selection.stubbed)} stubs, "
                   f"{len(module.spec.sources)} units", flush=True)
-    manifest["plans"] = {**manifest.get("plans", {}), **plans}
+    manifest["plans"] = {**manifest.get("plans", {}), **plans} if args.only else plans
     write_package(args.out, manifest)
     if args.list:
         return 0
