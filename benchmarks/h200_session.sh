@@ -15,6 +15,10 @@
 # each FlashInfer module's per-unit compile times (ninja's .ninja_log) in $OUT/cold-ninja.txt.
 # FlashInfer's JIT cache comes back as $OUT/flashinfer-cache.tar.xz.* (<= 16 MB parts);
 # put them in .gpucache/ and carry it in a later call to skip the compiles.
+# Prebuilt kernels: carry .gpucarry-jit too (benchmarks/prebuild_flashinfer.py fills it on
+# the development machine; gpu_setup.sh puts its flashinfer_jit_cache stand-in on
+# PYTHONPATH), and the smoke loads the reduced modules with no compile (the reports' note:
+# "prebuilt kernels, as flashinfer-jit-cache ships them"); NO_PREBUILT=1 ignores it.
 set -u
 MODE=${1:-all}
 OUT=${OUT:-/tmp/h200-out}
@@ -46,6 +50,7 @@ if [ "$MODE" = cold ]; then
   log "cold verdicts (FlashInfer's JIT cache removed: every first compiles)"
   rm -rf "$HOME/.cache/flashinfer"
   : > "$OUT/cold.txt"
+  echo "prebuilt FlashInfer kernels: ${JIT_SITE:-none (JIT-compiled)}" | tee -a "$OUT/cold.txt"
   verdict fa3-first llama-h200 60
   verdict fa3-warm llama-h200 60
   verdict flashinfer-first gqa16-tp2-h200 200

@@ -38,16 +38,22 @@ from selector.catalog import read_yaml
 from selector.util.resources import schemas_dir
 
 __all__ = [
+    "PREBUILT",
+    "Call",
     "CallVariants",
+    "Citation",
     "Instantiation",
     "KernelUnit",
     "MaskModeRule",
+    "PrebuiltData",
+    "ReducedModule",
     "Selection",
     "VariantData",
     "compile_planned_variants",
     "load_variant_data",
     "needed_variants",
     "parse_unit",
+    "reduced_modules",
     "release_planned_variants",
     "select_units",
 ]
@@ -88,11 +94,32 @@ class CallVariants(BaseModel):
     whole_module_when_given: list[str] = Field(default_factory=list)
 
 
+class Citation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    quote: str
+
+
+class PrebuiltData(BaseModel):
+    """Where FlashInfer's loader finds prebuilt modules: a package's folder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    package: str
+    version_attribute: str
+    folder_function: str
+    library: str
+    """A module's library in the folder, ``{name}`` its module name."""
+    citations: list[Citation]
+
+
 class VariantData(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     flashinfer_version: str
     discovery: dict[str, str]
+    prebuilt: PrebuiltData
     calls: dict[str, CallVariants]
 
 
@@ -338,13 +365,133 @@ def _module_needed(flashinfer: Any, jit: Any, entry_point: str, construct: dict[
     return None
 
 
-def _first_line(error: BaseException) -> str:
+def _load_problem(spec: Any, library: Path) -> str | None:
+    """Why FlashInfer could not load the prebuilt ``library`` here (None: it loads), by
+    its own loader (``JitSpec.load``): a library built on another machine's image may
+    need system libraries this one lacks."""
+    load = getattr(spec, "load", None)
+    if load is None:
+        return None
+    try:
+        load(library)
+    except Exception as error:  # the module is compiled here instead
+        return f"it does not load: {_first_line(error, 400)}"
+    return None
+
+
+def _other_prebuilt(jit_env: Any, name: str) -> list[str]:
+    """Reduced modules of ``name`` the AOT folder holds (selections of other plans)."""
+    folder = getattr(jit_env, "FLASHINFER_AOT_DIR", None)
+    if folder is None or not Path(folder).is_dir():
+        return []
+    return sorted(entry.name.removeprefix(f"{name}_{PREFIX}")
+                  for entry in Path(folder).glob(f"{name}_{PREFIX}*"))
+
+
+def _first_line(error: BaseException, limit: int = 160) -> str:
     text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0][:160] if text else ''}"
+    return f"{type(error).__name__}: {text.splitlines()[0][:limit] if text else ''}"
 
 
 Call = tuple[str, dict[str, Any], dict[str, Any]]
 """A wrapper call: entry point, materialized construct and plan() arguments."""
+
+
+@dataclass(frozen=True)
+class ReducedModule:
+    """A FlashInfer module with only the planned instantiations: its reduced ``JitSpec``
+    (FlashInfer's own, renamed ``<module>_attn_select_<tag>``, with the selected units)."""
+
+    name: str
+    """FlashInfer's module name (the one its loader looks up)."""
+    spec: Any
+    selection: Selection
+    phases: tuple[str, ...]
+
+    def prebuilt(self, jit_env: Any) -> Path | None:
+        """The library FlashInfer's AOT folder holds under the reduced name (prebuilt,
+        ``benchmarks/prebuild_flashinfer.py``), where ``JitSpec.aot_path`` looks
+        (``schemas/flashinfer-jit.yaml`` ``prebuilt.library``)."""
+        folder = getattr(jit_env, "FLASHINFER_AOT_DIR", None)
+        if folder is None:
+            return None
+        library = Path(folder) / load_variant_data().prebuilt.library.format(name=self.spec.name)
+        return library.resolve() if library.exists() else None
+
+    def note(self, how: str) -> str:
+        modes = ", ".join(sorted({item.mask_mode or "?" for item in self.selection.kept}))
+        total = len(self.selection.kept) + len(self.selection.stubbed)
+        return (f"FlashInfer JIT: {self.name}: {how} {len(self.selection.kept)} of {total} "
+                f"kernel instantiations ({modes}: what {' and '.join(self.phases)} run), each "
+                f"in its own unit; the other {len(self.selection.stubbed)} are stubs returning "
+                f"{STUB_RESULT} (schemas/flashinfer-jit.yaml)")
+
+
+PREBUILT = "prebuilt kernels, as flashinfer-jit-cache ships them:"
+"""How a note names a reduced module found prebuilt in FlashInfer's AOT folder."""
+
+
+def reduced_modules(flashinfer: Any, calls: Mapping[str, Call],
+                    later: Mapping[str, tuple[str, dict[str, Any]]] | None = None
+                    ) -> tuple[list[ReducedModule], list[str]]:
+    """The reduced modules the wrapper calls ``calls`` (by phase) need, their units
+    written beside FlashInfer's generated sources, and notes for the modules left to
+    FlashInfer's whole build (see :func:`compile_planned_variants`)."""
+    with _LOCK:
+        return _reduced_modules(flashinfer, calls, later)
+
+
+def _reduced_modules(flashinfer: Any, calls: Mapping[str, Call],
+                     later: Mapping[str, tuple[str, dict[str, Any]]] | None
+                     ) -> tuple[list[ReducedModule], list[str]]:
+    jit = getattr(flashinfer, "jit", None)
+    if jit is None:
+        return [], []  # a FlashInfer without a JIT (a test double): nothing is compiled
+    data = load_variant_data()
+    version = str(getattr(flashinfer, "__version__", "?"))
+    if version != data.flashinfer_version:
+        return [], [f"FlashInfer {version}: its whole JIT modules are compiled (which kernel "
+                    f"variants a call runs was read from FlashInfer {data.flashinfer_version}, "
+                    "schemas/flashinfer-jit.yaml)"]
+    notes: list[str] = []
+    specs: dict[str, Any] = {}
+    needs: dict[str, set[tuple[str, str]] | None] = {}
+    phases: dict[str, list[str]] = {}
+    for phase, (entry_point, construct, plan) in calls.items():
+        spec = _module_needed(flashinfer, jit, entry_point, construct, plan)
+        if spec is None or Path(spec.jit_library_path).exists():
+            continue  # prebuilt, loaded already, or in FlashInfer's own JIT cache
+        call_needs = needed_variants(data, entry_point, plan)
+        specs[spec.name] = spec
+        phases.setdefault(spec.name, []).append(phase)
+        known = needs.get(spec.name, set())
+        needs[spec.name] = None if known is None or call_needs is None \
+            else known | call_needs
+    for entry_point, plan in (later or {}).values():
+        later_needs = needed_variants(data, entry_point, plan)
+        for name, known in needs.items():
+            needs[name] = None if known is None or later_needs is None \
+                else known | later_needs
+    modules: list[ReducedModule] = []
+    for name, spec in specs.items():
+        wanted = needs[name]
+        selection = None if wanted is None else select_units(
+            {Path(path).name: Path(path).read_text(encoding="utf-8")
+             for path in spec.sources}, frozenset(wanted))
+        if selection is None:
+            notes.append(f"FlashInfer JIT: {name} is compiled whole (what "
+                         f"{' and '.join(phases[name])} run is not a selection "
+                         "schemas/flashinfer-jit.yaml models)")
+            continue
+        folder = Path(spec.sources[0]).parent
+        for file_name, text in selection.units:
+            _write_if_different(folder / file_name, text)
+        paths = [folder / file_name for file_name, _ in selection.units] + \
+            [Path(path) for path in spec.sources if Path(path).name in selection.kept_sources]
+        reduced = dataclasses.replace(spec, name=f"{name}_{PREFIX}{selection.tag}",
+                                      sources=paths)
+        modules.append(ReducedModule(name, reduced, selection, tuple(phases[name])))
+    return modules, notes
 
 
 def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call],
@@ -353,89 +500,63 @@ def compile_planned_variants(flashinfer: Any, calls: Mapping[str, Call],
     """Build, for the wrapper calls ``calls`` (by phase), only the kernel instantiations
     they run; returns notes for the report. Call before the wrappers' first ``plan()``.
 
+    A reduced module FlashInfer's AOT folder holds already (a ``flashinfer_jit_cache``
+    package, as ``benchmarks/prebuild_flashinfer.py`` writes one) is loaded as it is, with
+    no compile; the others are built, side by side.
+
     A module is reduced once per process (FlashInfer keeps the loaded module per argument
     tuple: get_batch_prefill_module), so the calls ``later`` may make (a phase this step's
     batch lacks: entry point and its literal plan() arguments) add their variants to every
     module built here: one module may serve both wrappers (fa2 below SM90)."""
-    jit = getattr(flashinfer, "jit", None)
-    if jit is None:
-        return []  # a FlashInfer without a JIT (a test double): nothing is compiled
-    data = load_variant_data()
-    version = str(getattr(flashinfer, "__version__", "?"))
-    if version != data.flashinfer_version:
-        return [f"FlashInfer {version}: its whole JIT modules are compiled (which kernel "
-                f"variants a call runs was read from FlashInfer {data.flashinfer_version}, "
-                "schemas/flashinfer-jit.yaml)"]
-    jit_env = jit.env
-    notes: list[str] = []
     with _LOCK:
-        specs: dict[str, Any] = {}
-        needs: dict[str, set[tuple[str, str]] | None] = {}
-        phases: dict[str, list[str]] = {}
-        for phase, (entry_point, construct, plan) in calls.items():
-            spec = _module_needed(flashinfer, jit, entry_point, construct, plan)
-            if spec is None or Path(spec.jit_library_path).exists():
-                continue  # prebuilt, loaded already, or in FlashInfer's own JIT cache
-            call_needs = needed_variants(data, entry_point, plan)
-            specs[spec.name] = spec
-            phases.setdefault(spec.name, []).append(phase)
-            known = needs.get(spec.name, set())
-            needs[spec.name] = None if known is None or call_needs is None \
-                else known | call_needs
-        for entry_point, plan in (later or {}).values():
-            later_needs = needed_variants(data, entry_point, plan)
-            for name, known in needs.items():
-                needs[name] = None if known is None or later_needs is None \
-                    else known | later_needs
-        builds = []
-        for name, spec in specs.items():
-            wanted = needs[name]
-            selection = None if wanted is None else select_units(
-                {Path(path).name: Path(path).read_text(encoding="utf-8")
-                 for path in spec.sources}, frozenset(wanted))
-            if selection is None:
-                notes.append(f"FlashInfer JIT: {name} is compiled whole (what "
-                             f"{' and '.join(phases[name])} run is not a selection "
-                             "schemas/flashinfer-jit.yaml models)")
+        modules, notes = _reduced_modules(flashinfer, calls, later)
+        if not modules:
+            return notes
+        jit_env = flashinfer.jit.env
+        libraries: dict[str, Path] = {}
+        builds: list[ReducedModule] = []
+        unusable: dict[str, str] = {}
+        for module in modules:
+            prebuilt = module.prebuilt(jit_env)
+            problem = None if prebuilt is None else _load_problem(module.spec, prebuilt)
+            if prebuilt is not None and problem is None:
+                libraries[module.name] = prebuilt
                 continue
-            folder = Path(spec.sources[0]).parent
-            for file_name, text in selection.units:
-                _write_if_different(folder / file_name, text)
-            paths = [folder / file_name for file_name, _ in selection.units] + \
-                [Path(path) for path in spec.sources if Path(path).name in selection.kept_sources]
-            reduced = dataclasses.replace(spec, name=f"{name}_{PREFIX}{selection.tag}",
-                                          sources=paths)
-            builds.append((name, reduced, selection))
+            builds.append(module)
+            if problem is not None:
+                unusable[module.name] = problem
+            elif others := _other_prebuilt(jit_env, module.name):
+                unusable[module.name] = f"it holds {', '.join(others)}, another selection"
         errors: dict[str, BaseException] = {}
 
-        def build(name: str, reduced: Any) -> None:
+        def build(module: ReducedModule) -> None:
             try:
-                reduced.build(verbose=False)
+                module.spec.build(verbose=False)
             except Exception as error:  # FlashInfer's own build of the whole module follows
-                errors[name] = error
+                errors[module.name] = error
 
-        threads = [threading.Thread(target=build, args=(name, reduced), daemon=True,
+        threads = [threading.Thread(target=build, args=(module,), daemon=True,
                                     name=f"attn-select-flashinfer-jit-{index}")
-                   for index, (name, reduced, _) in enumerate(builds)]
+                   for index, module in enumerate(builds)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        for name, reduced, selection in builds:
-            if name in errors:
-                notes.append(f"FlashInfer JIT: building only the planned variants of {name} "
-                             f"failed ({_first_line(errors[name])}); FlashInfer compiles its "
-                             "whole module")
+        for module in modules:
+            if module.name in errors:
+                notes.append(f"FlashInfer JIT: building only the planned variants of "
+                             f"{module.name} failed ({_first_line(errors[module.name])}); "
+                             "FlashInfer compiles its whole module")
                 continue
-            _LINKED[name] = Path(reduced.jit_library_path)
-            modes = ", ".join(sorted({item.mask_mode or "?" for item in selection.kept}))
-            total = len(selection.kept) + len(selection.stubbed)
-            notes.append(f"FlashInfer JIT: {name}: compiled {len(selection.kept)} of {total} "
-                         f"kernel instantiations ({modes}: what "
-                         f"{' and '.join(phases[name])} run), each in its own unit; the "
-                         f"other {len(selection.stubbed)} are stubs returning {STUB_RESULT} "
-                         "(schemas/flashinfer-jit.yaml)")
-        if len(errors) < len(builds):
+            if module.name in libraries:
+                _LINKED[module.name] = libraries[module.name]
+                notes.append(module.note(PREBUILT))
+            else:
+                _LINKED[module.name] = Path(module.spec.jit_library_path)
+                why = unusable.get(module.name)
+                notes.append(module.note("compiled") + (
+                    "" if why is None else f"; not the prebuilt module ({why})"))
+        if len(errors) < len(modules):
             _link_aot(jit_env)
     return notes
 

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 
 from selector.smoke.batch import BatchSpec
 from selector.smoke.contract import Dtype, TensorRef, query_dtype, resolve_calls
-from selector.smoke.flashinfer_jit import compile_planned_variants
+from selector.smoke.flashinfer_jit import Call, compile_planned_variants
 from selector.smoke.metadata import (
     FlashAttentionMetadata,
     FlashInferMetadata,
@@ -194,15 +194,22 @@ class FlashInferWrappers:
         """Compile, before the first plan, only the FlashInfer kernel variants the phases'
         calls run (:mod:`selector.smoke.flashinfer_jit`); notes for the report."""
         if self.variant_notes is None:
-            later = {phase: (call.entry_point, {
-                         name: value for name, value in call.arguments("plan").items()
-                         if not isinstance(value, TensorRef)})
-                     for phase, call in self.calls.items() if phase not in phases}
-            self.variant_notes = compile_planned_variants(self.flashinfer, {
-                phase: (self.calls[phase].entry_point, self.construct[phase],
-                        materialize(self.calls[phase].arguments("plan"), tensors, self.torch))
-                for phase in phases}, later)
+            self.variant_notes = compile_planned_variants(
+                self.flashinfer, *self.variant_calls(tensors, phases))
         return self.variant_notes
+
+    def variant_calls(self, tensors: dict[str, Any], phases: list[str]
+                      ) -> tuple[dict[str, Call], dict[str, tuple[str, dict[str, Any]]]]:
+        """The wrapper calls :meth:`compile_variants` reduces FlashInfer's modules for:
+        the phases' calls (entry point, construct and plan() arguments), and the other
+        phases' entry points with their literal plan() arguments (``later``)."""
+        later = {phase: (call.entry_point, {
+                     name: value for name, value in call.arguments("plan").items()
+                     if not isinstance(value, TensorRef)})
+                 for phase, call in self.calls.items() if phase not in phases}
+        return {phase: (self.calls[phase].entry_point, self.construct[phase],
+                        materialize(self.calls[phase].arguments("plan"), tensors, self.torch))
+                for phase in phases}, later
 
     def plan(self, phase: str, tensors: dict[str, Any]) -> None:
         call = self.calls[phase]
@@ -276,6 +283,12 @@ class FlashInferStep:
                                                    self.prefill_last_page_len)
                 if self.metadata.num_prefills else None}
 
+    def phases(self) -> list[str]:
+        """The phases this step's batch has (decode first)."""
+        return [phase for phase, present in (("decode", self.metadata.num_decodes),
+                                             ("prefill", self.metadata.num_prefills))
+                if present]
+
     def plan_kernels(self) -> None:
         """Plan both wrappers once for this batch (FlashInfer JIT-compiles on first use).
 
@@ -286,9 +299,7 @@ class FlashInferStep:
         then, overlapped); the wrappers are then planned again one after the other, so their
         state is that of a plain serial plan."""
         tensors = self.plan_tensors()
-        phases = [phase for phase, present in (("decode", self.metadata.num_decodes),
-                                               ("prefill", self.metadata.num_prefills))
-                  if present]
+        phases = self.phases()
         self.notes = self.wrappers.compile_variants(tensors, phases)
         if len(phases) == 2:
             self._plan_side_by_side(tensors)

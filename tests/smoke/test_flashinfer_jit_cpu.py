@@ -25,11 +25,13 @@ from typing import Any
 import pytest
 
 from selector.smoke.flashinfer_jit import (
+    PREBUILT,
     STUB_RESULT,
     compile_planned_variants,
     load_variant_data,
     needed_variants,
     parse_unit,
+    reduced_modules,
     release_planned_variants,
     select_units,
 )
@@ -161,6 +163,13 @@ class FakeSpec:
     built: list[Any] = field(default_factory=list)
     """Every spec built (shared by a spec and the ones replaced from it)."""
     fail: bool = False
+    unloadable: bool = False
+    """A prebuilt library FlashInfer's loader rejects (built on another image)."""
+
+    def load(self, path: Path) -> str:
+        if self.unloadable:
+            raise OSError(f"{path}: version `GLIBCXX_3.4.32' not found")
+        return path.read_text()
 
     @property
     def jit_library_path(self) -> Path:
@@ -251,6 +260,51 @@ def test_only_the_planned_variants_are_built_and_flashinfer_finds_them(
     assert flashinfer.whole_builds == []
     # a second step of the same process finds them loaded: nothing more to build
     assert compile_planned_variants(flashinfer, _calls()) == []
+
+
+def test_a_reduced_module_prebuilt_in_flashinfers_aot_folder_is_loaded_with_no_compile(
+        tmp_path: Path) -> None:
+    # flashinfer_jit_cache's folder (benchmarks/prebuild_flashinfer.py) holds the decode
+    # module under its reduced name: it is linked as it is; the prefill module compiles
+    flashinfer = _fake_flashinfer(tmp_path)
+    modules, notes = reduced_modules(flashinfer, _calls())
+    assert notes == [] and len(modules) == 2
+    decode = next(module for module in modules if module.name == "decode_module_fa2")
+    library = tmp_path / "aot" / decode.spec.name / f"{decode.spec.name}.so"
+    library.parent.mkdir(parents=True)
+    library.write_text("prebuilt")
+    assert decode.prebuilt(flashinfer.jit.env) == library.resolve()
+    notes = compile_planned_variants(flashinfer, _calls())
+    assert notes[0].startswith(f"FlashInfer JIT: decode_module_fa2: {PREBUILT} 3 of 24 "
+                               "kernel instantiations (MaskMode::kNone: what decode run)")
+    assert "prefill_module_sm90: compiled 2 of 16" in notes[1]
+    built = {spec.name for spec in flashinfer.specs["decode_module_fa2"].built}
+    assert built == set(), "a prebuilt module was compiled again"
+    aot = Path(flashinfer.jit.env.FLASHINFER_AOT_DIR)
+    assert (aot / "decode_module_fa2" / "decode_module_fa2.so").resolve() == library.resolve()
+    for entry_point, construct, plan in _calls().values():
+        getattr(flashinfer, entry_point)(**construct).plan(**plan)
+    assert flashinfer.whole_builds == []
+
+
+def test_a_prebuilt_module_that_does_not_load_or_is_another_selection_is_compiled(
+        tmp_path: Path) -> None:
+    flashinfer = _fake_flashinfer(tmp_path)
+    modules, _ = reduced_modules(flashinfer, _calls())
+    decode = next(module for module in modules if module.name == "decode_module_fa2")
+    for name in (decode.spec.name, "prefill_module_sm90_attn_select_0123456789"):
+        (tmp_path / "aot" / name).mkdir(parents=True)
+        (tmp_path / "aot" / name / f"{name}.so").write_text("prebuilt")
+    flashinfer.specs["decode_module_fa2"].unloadable = True
+    notes = compile_planned_variants(flashinfer, _calls())
+    assert "decode_module_fa2: compiled 3 of 24" in notes[0]
+    assert notes[0].endswith("not the prebuilt module (it does not load: OSError: "
+                             f"{tmp_path / 'aot' / decode.spec.name / decode.spec.name}.so: "
+                             "version `GLIBCXX_3.4.32' not found)"), notes[0]
+    assert notes[1].endswith("not the prebuilt module (it holds 0123456789, another "
+                             "selection)"), notes[1]
+    assert {spec.name.split("_attn_select_")[0] for family in flashinfer.specs.values()
+            for spec in family.built} == {"decode_module_fa2", "prefill_module_sm90"}
 
 
 def test_another_flashinfer_version_or_a_failed_build_leaves_flashinfers_build(

@@ -50,8 +50,9 @@ def test_gqa_group_16_passes_on_flashinfers_tensor_core_decode() -> None:
 
 
 def test_flashinfer_compiles_only_the_kernels_the_calls_run() -> None:
-    """FlashInfer's modules with the planned instantiations only (or its whole module,
-    when its JIT cache already holds it): either way the calls pass."""
+    """FlashInfer's modules with the planned instantiations only, compiled or prebuilt
+    (``.gpucarry-jit``'s flashinfer_jit_cache, benchmarks/prebuild_flashinfer.py), or its
+    whole module when its JIT cache already holds it: either way the calls pass."""
     report = run(deployment("gqa16-tp2-h200", parity=False))
     notes = [note for group in report.groups for note in group.notes
              if note.startswith("FlashInfer JIT:")]
