@@ -29,7 +29,7 @@ Run with each release's oracle interpreter, then once with any interpreter::
         --out tests/golden/oracle/vllm-0.33.0/config-defaults.json
     python tools/config_defaults_oracle.py --data
 
-``--data`` writes ``schemas/models/config_defaults.json`` (the defaults the parser
+``--data`` writes ``schemas/models/config_defaults.yaml`` (the defaults the parser
 applies) from every recorded answer: a default applies where every release's class
 agrees on it (transformers 5.17.0 / 5.19.0 / 5.24.0 in the oracle venvs differ for a few
 model types, and vLLM's own classes change between releases).
@@ -50,7 +50,7 @@ from typing import Any
 import oracle
 
 GOLDEN_NAME = "config-defaults.json"
-DATA = oracle.REPO / "schemas" / "models" / "config_defaults.json"
+DATA = oracle.REPO / "schemas" / "models" / "config_defaults.yaml"
 MODEL_TYPES = oracle.REPO / "schemas" / "models" / "causal_lm_architectures.yaml"
 
 
@@ -235,7 +235,7 @@ def answer() -> dict[str, Any]:
 
 
 def data_from(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """``schemas/models/config_defaults.json`` from the answers of every recorded release:
+    """``schemas/models/config_defaults.yaml`` from the answers of every recorded release:
     per model type the newest release's class, file, attribute map and, for each default
     every release that has the class agrees on, the value and its declaring line; a
     default the releases' classes disagree on (or one derives) is listed under
@@ -266,19 +266,32 @@ def data_from(answers: list[dict[str, Any]]) -> dict[str, Any]:
             "derived": sorted(row["derived"]), "differs": differs,
         }
     return {
-        "_comment": ("The defaults the config class vLLM reads a model type's config.json "
-                     "through (AutoConfig: vLLM's _CONFIG_REGISTRY class, else transformers') "
-                     "gives a field the config omits. Written by tools/config_defaults_oracle.py "
-                     "--data from the recorded answers (tests/golden/oracle/vllm-*/"
-                     f"{GOLDEN_NAME}); 'file' / 'lines': the declaring file and lines in vLLM "
-                     f"{newest['vllm_version']}'s oracle interpreter (transformers "
-                     f"{newest['transformers_version']}); 'derived': fields __post_init__ sets "
-                     "from others (no single default, not applied); 'differs': defaults the "
-                     "releases' classes disagree on (each release's value; not applied). "
-                     "Checked by tests/unit/test_config_defaults.py."),
         "recorded": {a["vllm_version"]: a["transformers_version"] for a in ordered},
         "model_types": out,
     }
+
+
+HEADER = f"""\
+# The defaults the config class vLLM reads a model type's config.json through
+# (AutoConfig: vLLM's _CONFIG_REGISTRY class, else transformers'; vllm/transformers_utils/
+# config.py:122, :206-219, :395-450 in 0.33.0) gives a field the config omits.
+# Written by tools/config_defaults_oracle.py --data from the recorded answers
+# (tests/golden/oracle/vllm-*/{GOLDEN_NAME}); never edited by hand.
+#   recorded   the vLLM releases asked and their oracle venvs' transformers
+#   file/lines the declaring file and line of each default in the newest release's venv
+#   defaults   applied where the config omits the field (every recorded release agrees)
+#   derived    fields __post_init__ sets from others (no single default: not applied)
+#   differs    defaults the releases' classes disagree on (each release's value; not applied)
+# Checked by tests/unit/test_config_defaults.py.
+"""
+
+
+def write_data(data: dict[str, Any]) -> Path:
+    import yaml
+
+    DATA.write_text(HEADER + yaml.safe_dump(data, sort_keys=True, default_flow_style=None,
+                                            width=100), encoding="utf-8")
+    return DATA
 
 
 def goldens() -> list[Path]:
@@ -294,8 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(any interpreter)")
     args = parser.parse_args(argv)
     if args.data:
-        oracle.write_json(DATA, data_from([json.loads(p.read_text(encoding="utf-8"))
-                                           for p in goldens()]))
+        write_data(data_from([json.loads(p.read_text(encoding="utf-8")) for p in goldens()]))
         print(f"{DATA} from {len(goldens())} answers", file=sys.stderr)
         return 0
     if args.out is None:

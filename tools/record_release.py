@@ -167,7 +167,7 @@ STEPS: tuple[Step, ...] = (
          env=("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"),
          note="the defaults of the config class vLLM reads each text model type through; "
               "then `python tools/config_defaults_oracle.py --data` rewrites "
-              "schemas/models/config_defaults.json (tests/unit/test_config_defaults.py)"),
+              "schemas/models/config_defaults.yaml (tests/unit/test_config_defaults.py)"),
     Step("serve-parse", "serve_flags.py",
          ("--parse", "{root}/tests/data/serve_parse_lines.json", "--oracle", "{oracle}",
           "-o", "{out}"),
