@@ -21,7 +21,7 @@ import yaml
 
 from selector.models.presets import preset_dir
 
-__all__ = ["ClassDefaults", "UsedDefault", "class_defaults"]
+__all__ = ["ClassDefaults", "UsedDefault", "class_defaults", "recorded_model_types"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,8 @@ def class_defaults(model_type: str | None) -> ClassDefaults | None:
     if model_type is None:
         return None
     return _table().get(model_type)
+
+
+def recorded_model_types() -> Mapping[str, ClassDefaults]:
+    """Every recorded model type's class defaults."""
+    return dict(_table())

@@ -144,3 +144,21 @@ def test_the_check_command_reads_the_published_configs(tmp_path: Path) -> None:
         assert report["model"]["num_layers"] == 32
         assert any(line.startswith("text_config.num_hidden_layers = 32 (")
                    for line in report["model"]["config_defaults"])
+
+
+def test_the_families_written_defaults_are_the_recorded_ones() -> None:
+    """A family's ``defaults`` (families.yaml, written before the recorder) equal the
+    recorded default of every model type the family reads, where one is recorded."""
+    from selector.models.config_defaults import recorded_model_types
+    from selector.models.families import causal_lm_architecture, family_for
+
+    checked = 0
+    for model_type, recorded in recorded_model_types().items():
+        architecture = causal_lm_architecture(model_type)
+        family = family_for(architecture) if architecture else None
+        for name, value in (family.defaults if family is not None else {}).items():
+            found = recorded.default(name)
+            if found is not None:
+                assert found[1] == value, (model_type, family.name if family else None, name)
+                checked += 1
+    assert checked >= 15
