@@ -26,7 +26,7 @@ Only scalar defaults (numbers, booleans, strings) are answers; fields the base
 Run with each release's oracle interpreter, then once with any interpreter::
 
     /work/.venvs/oracle-0.33.0/bin/python tools/config_defaults_oracle.py \\
-        --out tests/golden/oracle/vllm-0.33.0/config-defaults.json
+        --out tests/golden/oracle/vllm-0.33.0/config-defaults.json.gz
     python tools/config_defaults_oracle.py --data
 
 ``--data`` writes ``schemas/models/config_defaults.yaml`` (the defaults the parser
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import inspect
 import json
 import re
@@ -49,7 +50,7 @@ from typing import Any
 
 import oracle
 
-GOLDEN_NAME = "config-defaults.json"
+GOLDEN_NAME = "config-defaults.json.gz"
 DATA = oracle.REPO / "schemas" / "models" / "config_defaults.yaml"
 MODEL_TYPES = oracle.REPO / "schemas" / "models" / "causal_lm_architectures.yaml"
 
@@ -299,6 +300,11 @@ def goldens() -> list[Path]:
     return sorted(oracle.REPO.glob(f"tests/golden/oracle/vllm-*/{GOLDEN_NAME}"))
 
 
+def read_answers() -> list[dict[str, Any]]:
+    """Every recorded release's answer."""
+    return [json.loads(gzip.decompress(path.read_bytes())) for path in goldens()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--out", type=Path, help="write this release's answer here")
@@ -307,13 +313,13 @@ def main(argv: list[str] | None = None) -> int:
                              "(any interpreter)")
     args = parser.parse_args(argv)
     if args.data:
-        write_data(data_from([json.loads(p.read_text(encoding="utf-8")) for p in goldens()]))
+        write_data(data_from(read_answers()))
         print(f"{DATA} from {len(goldens())} answers", file=sys.stderr)
         return 0
     if args.out is None:
         parser.error("--out or --data")
     result = answer()
-    oracle.write_json(args.out, result)
+    oracle.write_gz(args.out, json.dumps(json.loads(json.dumps(result)), indent=1, sort_keys=True) + "\n")
     failed = sorted(k for k, row in result["model_types"].items() if "defaults" not in row)
     print(f"{len(result['model_types'])} model types, {len(failed)} without a default instance: "
           f"{failed}", file=sys.stderr)

@@ -163,7 +163,7 @@ STEPS: tuple[Step, ...] = (
               "flag_choices sections "
               "(tests/golden/test_serve_parse_oracle.py)"),
     Step("config-defaults", "config_defaults_oracle.py", ("--out", "{out}"),
-         (f"{ORACLE_GOLDEN}/config-defaults.json",),
+         (f"{ORACLE_GOLDEN}/config-defaults.json.gz",),
          env=("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"),
          note="the defaults of the config class vLLM reads each text model type through; "
               "then `python tools/config_defaults_oracle.py --data` rewrites "

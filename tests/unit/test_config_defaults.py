@@ -38,7 +38,7 @@ def _data() -> dict[str, Any]:
 
 
 def _answers() -> list[dict[str, Any]]:
-    return [json.loads(path.read_text(encoding="utf-8")) for path in recorder.goldens()]
+    return recorder.read_answers()
 
 
 def test_the_data_is_what_the_recorded_answers_give() -> None:
