@@ -24,7 +24,7 @@ import yaml
 
 from selector.errors import InputError
 from selector.models.config_defaults import class_defaults
-from selector.models.hf_config import omitted_defaults, parse_config
+from selector.models.hf_config import omitted_defaults, parse_config, resolve_family
 from selector.models.loader import load_config_file
 from tools import config_defaults_oracle as recorder
 
@@ -162,3 +162,27 @@ def test_the_families_written_defaults_are_the_recorded_ones() -> None:
                 assert found[1] == value, (model_type, family.name if family else None, name)
                 checked += 1
     assert checked >= 15
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen3", "gemma3_text"])
+def test_a_top_level_config_of_only_its_type_reads_as_the_class_builds_it(model_type: str) -> None:
+    """A config.json naming only its architecture and model type: every layer as the
+    class's no-argument instance has it (the recorded defaults, and the derived fields'
+    recorded values: Llama's head_dim = 4096 // 32, num_key_value_heads = 32). Gemma-3's
+    family writes the same defaults itself (families.yaml), so none is reported as the
+    class's."""
+    from selector.models.families import causal_lm_architecture
+
+    row = next(a for a in _answers() if a["vllm_version"] == "0.33.0")["model_types"][model_type]
+    built = {name: value for name, (value, _line) in row["defaults"].items()}
+    built |= {name: d["no_argument_value"] for name, d in row["derived"].items()}
+    raw = {"architectures": [causal_lm_architecture(model_type)], "model_type": model_type}
+    model = parse_config(raw, file="config.json")
+    assert model.num_layers == built["num_hidden_layers"]
+    assert model.hidden_size == built["hidden_size"]
+    attention = [layer for layer in model.layers if layer.is_attention]
+    assert len(attention) == built["num_hidden_layers"]
+    assert {(layer.total_q_heads, layer.total_kv_heads, layer.head_size) for layer in attention} == {
+        (built["num_attention_heads"], built["num_key_value_heads"], built["head_dim"])}
+    written = "num_hidden_layers" in resolve_family(raw["architectures"][0])[0].defaults
+    assert written or any(line.startswith("num_hidden_layers = ") for line in model.config_defaults)
