@@ -162,6 +162,12 @@ STEPS: tuple[Step, ...] = (
          note="its frontend_flags, speculative_methods, config_fields, config_literals and "
               "flag_choices sections "
               "(tests/golden/test_serve_parse_oracle.py)"),
+    Step("config-defaults", "config_defaults_oracle.py", ("--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/config-defaults.json.gz",),
+         env=("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"),
+         note="the defaults of the config class vLLM reads each text model type through; "
+              "then `python tools/config_defaults_oracle.py --data` rewrites "
+              "schemas/models/config_defaults.yaml (tests/unit/test_config_defaults.py)"),
     Step("serve-parse", "serve_flags.py",
          ("--parse", "{root}/tests/data/serve_parse_lines.json", "--oracle", "{oracle}",
           "-o", "{out}"),

@@ -20,7 +20,7 @@ from selector.memory.quant import QuantPlan, part_shares, quant_plan
 from selector.models import ModelFacts, parse_config
 from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, ShortConvDims, SSMDims
 from selector.models.families import GENERIC, Family, FFNSizing, WeightRules, families
-from selector.models.hf_config import language_model_config, resolve_family
+from selector.models.hf_config import language_model_config, omitted_defaults, resolve_family
 
 __all__ = [
     "WeightEstimate",
@@ -341,11 +341,18 @@ def _quantize_parts(parts: list[WeightPart], plan: QuantPlan | None, profile: St
     return out
 
 
-def _family_config(section: Mapping[str, Any], family: Family) -> dict[str, Any]:
-    """The language model's config with the family's defaults (the transformers config
-    class's) and canonical names for its aliases (GPTBigCode's ``n_embd`` ...)."""
-    cfg = {**family.defaults, **section}
+def _family_config(section: Mapping[str, Any], family: Family,
+                   omitted: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The language model's config with the family's defaults, its config class's
+    defaults for the fields it omits (``omitted``: vLLM reads the config through that
+    class, schemas/models/config_defaults.yaml) and canonical names for its aliases
+    (GPTBigCode's ``n_embd`` ...)."""
     generic = families()[GENERIC].aliases
+    given = {*section, *(name for canonical, others in [*family.aliases.items(), *generic.items()]
+                         if canonical in section or any(o in section for o in others)
+                         for name in (canonical, *others))}
+    cfg = {**{k: v for k, v in (omitted or {}).items() if k not in given}, **family.defaults,
+           **section}
     for canonical, others in [*family.aliases.items(), *generic.items()]:
         if canonical not in cfg:
             found = next((cfg[name] for name in others if name in cfg), None)
@@ -386,7 +393,11 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         # a wrapper: the rules and the section of the language model it builds
         section, family = language_model_config(raw)
     rules = family.weights if family is not None else WeightRules()
-    cfg = _family_config(section, family) if family is not None else dict(section)
+    try:
+        omitted = omitted_defaults(raw)
+    except InputError:  # a malformed config: the parse names the problem
+        omitted = {}
+    cfg = _family_config(section, family, omitted) if family is not None else {**omitted, **section}
     hidden = config_int(cfg, "hidden_size")
     vocab = config_int(cfg, *rules.vocab_fields, "vocab_size", default=rules.vocab_default or 32000)
     layers = facts.layers if facts is not None and len(facts.layers) == len(layer_kinds) else None

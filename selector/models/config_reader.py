@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selector.errors import InputError
+
+if TYPE_CHECKING:
+    from selector.models.config_defaults import ClassDefaults, UsedDefault
 
 __all__ = ["ConfigReader"]
 
@@ -27,26 +30,44 @@ class ConfigReader:
         *,
         aliases: Mapping[str, Sequence[str]] | None = None,
         defaults: Mapping[str, Any] | None = None,
+        class_defaults: ClassDefaults | None = None,
+        used: dict[str, UsedDefault] | None = None,
     ) -> None:
         self.data = data
         self.file = file
         self.prefix = prefix
         self.aliases: Mapping[str, Sequence[str]] = aliases or {}
         self.defaults: Mapping[str, Any] = defaults or {}
+        self.class_defaults = class_defaults
+        self.used: dict[str, UsedDefault] = used if used is not None else {}
+        """Every field read from ``class_defaults`` (shared by the readers derived from this
+        one), by its dotted name."""
+
+    def _copy(self, data: Mapping[str, Any], **changes: Any) -> ConfigReader:
+        rules: dict[str, Any] = {"aliases": self.aliases, "defaults": self.defaults,
+                                 "class_defaults": self.class_defaults, "used": self.used,
+                                 **changes}
+        return ConfigReader(data, self.file, self.prefix, **rules)
 
     def with_rules(
         self, aliases: Mapping[str, Sequence[str]], defaults: Mapping[str, Any]
     ) -> ConfigReader:
         """The same section read with a family's field aliases (other names a
         config may use) and its config class's defaults for omitted fields."""
-        return ConfigReader(self.data, self.file, self.prefix, aliases=aliases, defaults=defaults)
+        return self._copy(self.data, aliases=aliases, defaults=defaults)
+
+    def with_class_defaults(self, class_defaults: ClassDefaults | None) -> ConfigReader:
+        """The same section with its config class's defaults (vLLM's ``AutoConfig`` class
+        of the section's model type) for the fields the section leaves out; a field
+        present with the value null stays null, as the class keeps it."""
+        return self._copy(self.data, class_defaults=class_defaults)
 
     def with_fields(self, reads: Mapping[str, str]) -> ConfigReader:
         """The same section with each canonical field read from the field a model class
         reads in its place (``{num_hidden_layers: decoder_layers}``), where present."""
         data = {**self.data, **{canonical: self.data[source] for canonical, source in reads.items()
                                 if self.data.get(source) is not None}}
-        return ConfigReader(data, self.file, self.prefix, aliases=self.aliases, defaults=self.defaults)
+        return self._copy(data)
 
     def _at(self, path: str) -> Any:
         """The value at ``path``: a key, or a dotted path into nested objects (DBRX's
@@ -68,10 +89,36 @@ class ConfigReader:
                     return alias
         return key
 
+    def _present(self, path: str) -> bool:
+        """``path`` is a key of the section (with any value, null included)."""
+        if path in self.data:
+            return True
+        value: Any = self.data
+        for part in path.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                return False
+            value = value[part]
+        return True
+
+    def _class_default(self, key: str) -> Any:
+        """The config class's default of ``key`` when the section has neither it nor any
+        of its other names (recorded in ``used``)."""
+        defaults = self.class_defaults
+        found = defaults.default(key) if defaults is not None else None
+        if defaults is None or found is None:
+            return None
+        name, value = found
+        names = (key, name, *self.aliases.get(key, ()))
+        if any(self._present(n) for n in names):
+            return None
+        self.used.setdefault(self.prefix + key, defaults.used(self.prefix + key, name))
+        return value
+
     def _get(self, key: str) -> Any:
         value = self._at(self.key_of(key))
         if value is None:
-            return self.defaults.get(key)
+            family = self.defaults.get(key)
+            return family if family is not None else self._class_default(key)
         return value
 
     def error(self, key: str, message: str, hint: str | None = None) -> InputError:
@@ -89,7 +136,7 @@ class ConfigReader:
             return None
         if not isinstance(value, Mapping):
             raise self.error(key, f"expected an object, got {_kind(value)}")
-        return ConfigReader(value, self.file, f"{self.prefix}{key}.")
+        return ConfigReader(value, self.file, f"{self.prefix}{key}.", used=self.used)
 
     def int_(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
         value = self._get(key)

@@ -273,6 +273,10 @@ class ModelFacts(_Frozen):
     else 2048 (what mode ``all`` aligns the block to)."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
+    config_defaults: tuple[str, ...] = ()
+    """The fields the config omits that were read from its config class's defaults (vLLM
+    reads the config through that class), each as ``field = value (Class default,
+    file:line)``; ``schemas/models/config_defaults.yaml``."""
     _config: Mapping[str, Any] | None = PrivateAttr(default=None)
 
     @property

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from selector.errors import InputError
+from selector.models.config_defaults import class_defaults
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
 from selector.models.families import (
@@ -26,7 +27,8 @@ from selector.models.families import (
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
 from selector.models.ssm_config import read_ssm, ssm_refusal
 
-__all__ = ["MAX_LAYERS", "language_model_config", "parse_config", "resolve_family"]
+__all__ = ["MAX_LAYERS", "language_model_config", "omitted_defaults", "parse_config",
+           "resolve_family"]
 
 MAX_LAYERS = 4096
 """More layers than this is treated as a malformed config."""
@@ -414,28 +416,36 @@ def _section(reader: ConfigReader, path: str) -> ConfigReader | None:
 
 def _language_model(
     top: ConfigReader, family: Family, mapped: bool
-) -> tuple[ConfigReader, Family, bool]:
+) -> tuple[ConfigReader, Family, bool, str | None]:
     """The section and family whose rules read the layers: for a family that builds its
     language model inside itself (``language_model``), the family of that model's
     architecture (the rule's, else the section's ``architectures``, else transformers'
     causal-LM architecture of its ``model_type``, as ``VllmConfig.with_hf_config``
     resolves it), read from its section; else the config's ``text_config`` (or the top
-    level) and the family itself."""
+    level) and the family itself. Last: the section's model type (its ``model_type``,
+    else the rule's default; the top level's for the top level; None for a nested
+    section that names none), whose config class gives the fields it omits."""
     reader = top
+    model_type = top.str_("model_type")
     for _ in range(_MAX_WRAPPERS):
         rule = family.language_model
         if rule is None:
-            return _text_reader(reader), family, mapped
+            section = _text_reader(reader)
+            if section is not reader:
+                model_type = section.str_("model_type")
+            return section, family, mapped, model_type
         section = next((s for path in rule.sections
                         if (s := _section(reader, path)) is not None), reader)
         inner = section.str_list("architectures")
-        model_type = section.str_("model_type") or rule.model_type
+        section_type = section.str_("model_type") or rule.model_type
         arch = (rule.by_model_type.get(top.str_("model_type") or "") or rule.architecture
                 or (inner[0] if inner else None))
-        if arch is None and model_type is not None:
-            arch = causal_lm_architecture(model_type)
+        if arch is None and section_type is not None:
+            arch = causal_lm_architecture(section_type)
+        if section is not reader:
+            model_type = section_type
         if arch is None or (section is reader and arch in (reader.str_list("architectures") or [])):
-            return section, families()[GENERIC], False
+            return section, families()[GENERIC], False, model_type
         family, mapped = resolve_family(arch)
         reader = section
     raise top.error("text_config", "language models nested too deep")
@@ -450,10 +460,24 @@ def language_model_config(
     top = ConfigReader(raw, file)
     architectures = top.str_list("architectures") or [""]
     family, mapped = resolve_family(architectures[0])
-    section, family, _ = _language_model(top, family, mapped)
+    section, family, _, _ = _language_model(top, family, mapped)
     if section.data is raw:
         return raw, family
     return {**raw, **section.data}, family
+
+
+def omitted_defaults(raw: Mapping[str, Any], *, file: str = "config.json") -> dict[str, Any]:
+    """{field: value} of the language model's config class (vLLM's ``AutoConfig`` class
+    of its section's model type, ``schemas/models/config_defaults.yaml``) for the fields
+    that section leaves out; empty for a model type not recorded."""
+    top = ConfigReader(raw, file)
+    architectures = top.str_list("architectures") or [""]
+    family, mapped = resolve_family(architectures[0])
+    section, _, _, model_type = _language_model(top, family, mapped)
+    defaults = class_defaults(model_type)
+    if defaults is None:
+        return {}
+    return {name: value for name, value in defaults.defaults.items() if name not in section.data}
 
 
 def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFacts:
@@ -471,8 +495,8 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
         raise top.error("model_type", "missing required field", hint='e.g. "llama"')
     family, mapped = resolve_family(architectures[0])
     wrapper = family
-    text, family, mapped = _language_model(top, family, mapped)
-    parser = _ConfigParser(top, text, family)
+    text, family, mapped, text_type = _language_model(top, family, mapped)
+    parser = _ConfigParser(top, text.with_class_defaults(class_defaults(text_type)), family)
     try:
         return ModelFacts(
             name=name or file,
@@ -492,6 +516,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             mamba_chunk_size=_mamba_chunk_size(parser.text),
             refusals=parser.refusals(),
             layers=parser.layers(),
+            config_defaults=tuple(used.describe() for _, used in sorted(top.used.items())),
         ).with_config(raw)
     except ValidationError as exc:  # defensive: the reader validates first
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc

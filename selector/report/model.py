@@ -59,6 +59,13 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
     header.append(f"{model.name} (TP {model.tp_size}, {model.num_layers} layers) "
                   f"on {device}, {result.engine}")
     parts: list[RenderableType] = [Panel(header, title=plain(source or "attn-select check"), expand=False)]
+    if model.config_defaults:
+        omitted = PlainTable(show_header=False,
+                             title="Fields the config omits: its config class's defaults (as vLLM reads it)")
+        omitted.add_column("field")
+        for line in model.config_defaults:
+            omitted.add_row(line)
+        parts.append(omitted)
     layers = PlainTable(title="Attention layers (each selected with its own facts)")
     for column in ("layers", "kind", "heads q/kv", "head size", "window", "backend", "FA", "reasons"):
         layers.add_column(column)
@@ -182,7 +189,9 @@ def model_to_json(result: ModelCheckResult, *, source: str | None = None,
         "engine": result.engine,
         "valid": result.valid,
         "model": {"name": result.model.name, "tp_size": result.model.tp_size,
-                  "num_layers": result.model.num_layers, "architecture": result.model.architecture},
+                  "num_layers": result.model.num_layers, "architecture": result.model.architecture,
+                  **({"config_defaults": list(result.model.config_defaults)}
+                     if result.model.config_defaults else {})},
         "layers": [
             {"layers": list(s.layers), "ranges": _ranges(s.layers), "kind": s.kind,
              **({"draft": True} if s.draft else {}),
