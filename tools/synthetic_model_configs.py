@@ -299,6 +299,20 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
         "audio_config": {"pad_token_id": 0, "codebook_size": 4096, "encoder_layers": 2,
                          "output_dim": 512}}),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
+    # rnj1.py:140-172: a chunked_attention layer passes chunk_lookback=1 and the window
+    "Rnj1ForCausalLM": ("gemma3_text", {
+        **_SMALL, "head_dim": 64, "sliding_window": 512,
+        "layer_types": ["chunked_attention", "chunked_attention", "chunked_attention",
+                        "full_attention"],
+        # rnj1.py:147-151 reads rope_parameters[layer_type] (v5 style, one per layer type)
+        "rope_parameters": {"chunked_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}),
+    # flint/configs.py (vLLM's FlintConfig): sliding per layer_types, sinks on every layer
+    "FlintForCausalLM": ("flint", {
+        **_SMALL, "head_dim": 64, "num_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256,
+        "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                        "full_attention"], "no_rope_layer_indices": [3]}),
 }
 
 
@@ -427,7 +441,6 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8], "num_heads": 32,
             "head_dim": 128, "short_conv_kernel_size": 4}}),
     "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
-    "FlintForCausalLM": ("flint", {"num_hidden_layers": 8}),
     "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
     "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
@@ -441,7 +454,6 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
     "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
-    "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
     "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
                                                                 "num_hidden_layers": 8}}),
     "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
@@ -503,6 +515,14 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
         "window_sizes": [[512, 0], [0, 0], [512, 0], [0, 0]]}),
     "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
                                            "rope_scaling": None, "use_qk_norm": True}),
+    # plamo3.py:164-206: layer_types[i] picks the rope, interleaved_sliding_window[i] the
+    # layer's window (null: full attention)
+    "Plamo3ForCausalLM": ("plamo3", {
+        **_BASE, "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"],
+        "interleaved_sliding_window": [512, 512, 512, None], "sliding_window": 512,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+        "rope_local_theta": 10000.0}),
 }
 
 

@@ -294,6 +294,11 @@ _ANSWERING_PACKAGES = ("vllm", "transformers", "pydantic", "pydantic_core")
 validating vLLM's config classes."""
 
 
+_NOT_SET = "Current vLLM config is not set"
+"""vLLM's ``get_current_vllm_config`` outside a ``set_current_vllm_config`` context: the
+harness calling vLLM where the engine would have set its config, never vLLM refusing."""
+
+
 class HarnessError(Exception):
     """The harness, not vLLM, failed on a config: a bug to fix, never an answer."""
 
@@ -304,6 +309,8 @@ def _refusal(exc: BaseException) -> bool:
     (transformers' strict config validation wraps its ValueError in huggingface_hub's
     ``StrictDataclassClassValidationError``). Anything else (a missing module, a
     device access on the CPU, a stub answering the wrong thing) is the harness failing."""
+    if _NOT_SET in str(exc):  # a vLLM call outside the harness's config context
+        return False
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen:
@@ -394,7 +401,10 @@ def reference(config_path: Path, workdir: Path, *,
             model_cls(vllm_config=vllm_config, prefix="")
         stage = "get_kv_cache_spec"
         layers = get_layers_from_vllm_config(vllm_config, AttentionLayerBase)
-        specs, out["layers"] = _layer_specs(vllm_config, layers)
+        # the runner reads the specs under the worker's config (a backend's builder may ask
+        # for it: FlashInfer's get_cudagraph_support reads get_current_vllm_config())
+        with set_current_vllm_config(vllm_config):
+            specs, out["layers"] = _layer_specs(vllm_config, layers)
         stage = "resolve_kv_cache_layout"
         if resolve_kv_cache_layout is not None:
             backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
