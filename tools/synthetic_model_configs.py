@@ -497,6 +497,11 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
                                                    "score_function": "sigmoid", "n_group": 1,
                                                    "topk_group": 1, "moe_router_enable_expert_bias": True}),
     "PanguEmbeddedForCausalLM": ("pangu_embedded", _BASE),
+    # arctic.py:229-270 (0.25.1-0.28.0): num_key_value_heads of hidden_size // heads; the
+    # release's own ArcticConfig (vllm/transformers_utils/configs/arctic.py) reads it
+    "ArcticForCausalLM": ("arctic", {**_BASE, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                     "moe_layer_frequency": 2, "parallel_attn_mlp_res": False,
+                                     "use_residual": True}),  # arctic.py reads it; the class has no default
     "PanguUltraMoEForCausalLM": ("pangu_ultra_moe", {
         **_BASE, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
         "qk_rope_head_dim": 64, "v_head_dim": 128, "first_k_dense_replace": 1,
@@ -577,6 +582,8 @@ DEFAULTS: dict[str, str] = {
     "NemotronHPuzzleForCausalLM": "nemotron_h",
     "OlmoeForCausalLM": "olmoe",
     "PaliGemmaForConditionalGeneration": "paligemma",
+    "PersimmonForCausalLM": "persimmon",  # written with vLLM 0.25.1's venv (its last release)
+    "Fairseq2LlamaForCausalLM": "llama",
     "PhiMoEForCausalLM": "phimoe",
     "Qwen2Model": "qwen2",
     "Qwen2MoeForCausalLM": "qwen2_moe",
