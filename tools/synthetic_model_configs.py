@@ -583,6 +583,8 @@ DEFAULTS: dict[str, str] = {
     "OlmoeForCausalLM": "olmoe",
     "PaliGemmaForConditionalGeneration": "paligemma",
     "PersimmonForCausalLM": "persimmon",  # written with vLLM 0.25.1's venv (its last release)
+    "MptForCausalLM": "mpt",
+    "MPTForCausalLM": "mpt",
     "Fairseq2LlamaForCausalLM": "llama",
     "PhiMoEForCausalLM": "phimoe",
     "Qwen2Model": "qwen2",

@@ -488,7 +488,8 @@ def _max_len(model_dir: Path) -> int:
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
     # vLLM's derived max_model_len reads when the others are absent
-    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions"):
+    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions",
+                "max_seq_len"):
         value = text.get(key) or raw.get(key)
         if isinstance(value, int | float) and value > 0:
             return min(DEFAULT_MAX_MODEL_LEN, int(value))

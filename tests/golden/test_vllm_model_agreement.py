@@ -97,7 +97,14 @@ def test_the_answers_exist_and_cover_every_preset_and_config() -> None:
     edge = {f"tests/fixtures/hf_configs/edge/{p.name}" for p in (CONFIGS / "edge").glob("*.json")}
     synthetic = {f"tests/fixtures/hf_configs/synthetic/{p.name}"
                  for p in (CONFIGS / "synthetic").glob("*.json")}
-    assert synthetic <= covered, sorted(synthetic - covered)
+    # an architecture only older registries have (Arctic, MPT, Persimmon, Fairseq2-Llama)
+    # is answered by its release's venv in that release's file
+    registry = load_model_registry(load_catalog().engine("vllm==0.33.0").directory)
+    assert registry is not None
+    older = {str(a["config"]) for a in _release_answers()
+             if json.loads((ROOT / str(a["config"])).read_text())["architectures"][0]
+             not in registry.supported}
+    assert synthetic <= covered | older, sorted(synthetic - covered - older)
     assert presets <= covered, sorted(presets - covered)
     assert configs <= covered, sorted(configs - covered)
     assert edge <= covered, sorted(edge - covered)
