@@ -497,6 +497,11 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
                                                    "score_function": "sigmoid", "n_group": 1,
                                                    "topk_group": 1, "moe_router_enable_expert_bias": True}),
     "PanguEmbeddedForCausalLM": ("pangu_embedded", _BASE),
+    # ouro.py:105-195 (0.25.1-0.26.0): the stack runs total_ut_steps times, each step with its
+    # own caches named layers.<step * L + i>
+    "OuroForCausalLM": ("ouro", {**_BASE, "total_ut_steps": 3, "max_window_layers": 4,
+                                 "use_sliding_window": False, "sliding_window": None,
+                                 "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}),
     # arctic.py:229-270 (0.25.1-0.28.0): num_key_value_heads of hidden_size // heads; the
     # release's own ArcticConfig (vllm/transformers_utils/configs/arctic.py) reads it
     "ArcticForCausalLM": ("arctic", {**_BASE, "num_local_experts": 4, "num_experts_per_tok": 2,

@@ -108,12 +108,13 @@ class MixerRules(_Strict):
 class LoopRules(_Strict):
     """The decoder stack runs ``count`` times (config field ``count_field``); every loop
     after the first has its own attention caches, layer ``k * L + i``, with a sliding
-    window of ``window`` tokens (``window_field``): IQuest-LoopCoder."""
+    window of ``window`` tokens (``window_field``: IQuest-LoopCoder), or, without one, the
+    same caches as the first loop's (Ouro)."""
 
     count_field: str
     count: int
-    window_field: str
-    window: int
+    window_field: str | None = None
+    window: int | None = None
 
 
 class PerLayerRules(_Strict):

@@ -263,12 +263,13 @@ class _ConfigParser:
         if loops is None:
             return layers
         count = self.text.int_(loops.count_field, loops.count)
-        window = self.text.int_(loops.window_field, loops.window)
+        window = (self.text.int_(loops.window_field, loops.window)
+                  if loops.window_field is not None and loops.window is not None else None)
         out = list(layers)
         for k in range(1, count):
             for layer in layers:
                 update: dict[str, Any] = {"index": k * self.num_layers + layer.index}
-                if layer.kind == "attention":
+                if layer.kind == "attention" and window is not None:
                     update["sliding_window"] = window
                 out.append(layer.model_copy(update=update))
         return out
