@@ -299,6 +299,10 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
         "audio_config": {"pad_token_id": 0, "codebook_size": 4096, "encoder_layers": 2,
                          "output_dim": 512}}),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
+    # fuyu.py:286-302 (0.25.1): its patch projection reads the top-level hidden_size (which
+    # adept/fuyu-8b's config.json states), the language model is a Persimmon on text_config
+    "FuyuForCausalLM": ("fuyu", {"hidden_size": 4096, "text_config": {
+        "model_type": "persimmon", "num_hidden_layers": 4}}),
     # rnj1.py:140-172: a chunked_attention layer passes chunk_lookback=1 and the window
     "Rnj1ForCausalLM": ("gemma3_text", {
         **_SMALL, "head_dim": 64, "sliding_window": 512,
