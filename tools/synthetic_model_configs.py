@@ -299,6 +299,10 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
         "audio_config": {"pad_token_id": 0, "codebook_size": 4096, "encoder_layers": 2,
                          "output_dim": 512}}),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
+    # chameleon.py:775-785 (0.25.1-0.28.0) reads the image token of vocabulary_map (which
+    # facebook/chameleon-7b's config.json has); written with vLLM 0.28.0's venv
+    "ChameleonForConditionalGeneration": ("chameleon", {"num_hidden_layers": 4, "vocabulary_map": {
+        "<image>": 8711, "IMGIMGBA": 4, "IMGIMGBB": 5}}),
     # fuyu.py:286-302 (0.25.1): its patch projection reads the top-level hidden_size (which
     # adept/fuyu-8b's config.json states), the language model is a Persimmon on text_config
     "FuyuForCausalLM": ("fuyu", {"hidden_size": 4096, "text_config": {
