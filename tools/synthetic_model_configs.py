@@ -505,6 +505,12 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
                                                    "score_function": "sigmoid", "n_group": 1,
                                                    "topk_group": 1, "moe_router_enable_expert_bias": True}),
     "PanguEmbeddedForCausalLM": ("pangu_embedded", _BASE),
+    # molmo.py:403-460, :813-860: a MolmoModel of its own on the top-level config (allenai's
+    # remote MolmoConfig); the vision backbone's sizes are vLLM's VisionBackboneConfig
+    "MolmoForCausalLM": ("molmo", {**_BASE, "attention_layer_norm": False, "embedding_size": 4096,
+                                   "layer_norm_eps": 1e-6, "layer_norm_type": "rms", "norm_after": False,
+                                   "qkv_bias": True, "weight_tying": False,
+                                   "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}),
     # ouro.py:105-195 (0.25.1-0.26.0): the stack runs total_ut_steps times, each step with its
     # own caches named layers.<step * L + i>
     "OuroForCausalLM": ("ouro", {**_BASE, "total_ut_steps": 3, "max_window_layers": 4,
