@@ -139,6 +139,9 @@ class AttentionRules(_Strict):
     """Config fields whose sum is the (K and V) head size."""
     kv_heads_field: str | None = None
     """The config field giving the KV heads (instead of the usual aliases)."""
+    kv_heads_optional: bool = False
+    """``kv_heads_field`` may be absent: then one KV head per query head (MPT reads
+    ``attn_config.kv_n_heads`` only when the attention config has it)."""
     sinks: bool | dict[MixerName, str] = False
     head_size_v: str | None = None
     overrides: dict[MixerName, dict[str, str]] = Field(default_factory=dict)

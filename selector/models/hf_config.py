@@ -169,8 +169,10 @@ class _ConfigParser:
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention
         text = self.text
-        if rules.kv_heads_field:
+        if rules.kv_heads_field and (text.has(rules.kv_heads_field) or not rules.kv_heads_optional):
             return text.int_(rules.kv_heads_field)
+        if rules.kv_heads_field:  # optional and absent: one KV head per query head
+            return num_q
         if rules.multi_query:
             if not text.bool_(rules.multi_query):
                 return num_q
