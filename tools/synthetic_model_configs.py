@@ -603,6 +603,7 @@ DEFAULTS: dict[str, str] = {
     "PaliGemmaForConditionalGeneration": "paligemma",
     "PersimmonForCausalLM": "persimmon",  # written with vLLM 0.25.1's venv (its last release)
     "MptForCausalLM": "mpt",
+    "CheersForConditionalGeneration": "umm",  # vLLM 0.28.0's CheersConfig (written with its venv)
     "MPTForCausalLM": "mpt",
     "Fairseq2LlamaForCausalLM": "llama",
     "PhiMoEForCausalLM": "phimoe",
