@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from selector import expr as expr_lang
 from selector.errors import AttnSelectError, ExitCode, InputError
 from selector.platforms import platform_module
-from selector.schema.backend import PREFILL_CHECKPOINT_NAMES, BackendSpec, WiredFor
+from selector.schema.backend import PREFILL_CHECKPOINT_NAMES, BackendSpec, Features, WiredFor
 from selector.schema.codes import ReasonCode, ReasonCodeRegistry, ToolCode
 from selector.schema.defaults import EngineDefaults
 from selector.schema.device import Device, DeviceCatalog, OtherPlatform
@@ -677,6 +677,11 @@ _CAPABILITY_NAMES = {
 }
 
 
+_LAYER_BUILD_NAMES = {f"cap.{name}" for name in Features.model_fields} | {"backend"}
+"""What a profile's ``layer_build`` check reads beside the request facts: the selected
+backend's feature columns and its name (selector/memory/issues.py:layer_build_issues)."""
+
+
 PROFILE_FILE = "profile.yaml"
 """The engine profile in ``schemas/engines/<engine>/``."""
 MLA_PREFILL_FILE = "mla_prefill.yaml"
@@ -700,7 +705,8 @@ class FileRule:
 
 ENGINE_FILES: dict[str, FileRule] = {
     "profile.yaml": FileRule("merge", ("inputs", "environment", "messages", "hybrid_alignment"),
-                             (("facts", "name"), ("checks", "code"), ("priorities", "id"))),
+                             (("facts", "name"), ("checks", "code"), ("layer_build", "code"),
+                              ("priorities", "id"))),
     "platforms/<platform>.yaml": FileRule("merge", ("environment", "messages"),
                                           (("facts", "name"), ("priorities", "id"))),
     "mla_prefill.yaml": FileRule("merge", ("messages",),
@@ -1096,6 +1102,10 @@ def _cross_check(data: EngineData, codes: dict[str, ReasonCode]) -> None:
         if check.code not in codes:
             raise CatalogError(f"check code {check.code} is not registered")
         _check_names(f"check {check.code}", check.fails_when, known, _CAPABILITY_NAMES)
+    for build in profile.layer_build:
+        if build.code not in codes:
+            raise CatalogError(f"layer_build code {build.code} is not registered")
+        _check_names(f"layer_build {build.code}", build.fails_when, known, _LAYER_BUILD_NAMES)
     for branch in profile.priorities:
         _check_names("priority branch", branch.when, known)
         for entry in branch.order:

@@ -95,6 +95,8 @@ class RequestFacts:
     index_topk: int | None = None
     layer_alibi: bool = False
     layer_softcap: bool = False
+    layer_alibi_sqrt: bool = False
+    layer_chunk_lookback: int = -1
     tp_size: int = 1
     dcp_size: int = 1
     pcp_size: int = 1
@@ -243,6 +245,8 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
         "model_num_kv_heads": layer.num_kv_heads,
         "model_attn_type": model.attn_type,
         "layer_alibi": layer.alibi,
+        "layer_alibi_sqrt": layer.alibi_sqrt,
+        "layer_chunk_lookback": layer.chunk_lookback,
         "layer_softcap": layer.logits_soft_cap is not None,
         "model_softcap": layer.logits_soft_cap is not None,
         "tp_size": model.tp_size,

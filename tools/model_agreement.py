@@ -46,6 +46,7 @@ from selector.models import LayerFacts, ModelFacts, load_model
 __all__ = [
     "ConfigAgreement", "agreements", "agreements_of", "answer_files", "compare_groups", "encoder_only_record",
     "load_answers",
+    "reference_deployment",
     "tool_groups",
 ]
 
@@ -314,6 +315,26 @@ def _vllm_groups(answer: dict[str, Any], num_layers: int) -> list[Group]:
             for g in answer["aligned"]["groups"]]
 
 
+REFERENCE_DEVICES = {"9.0": "H200", "10.0": "B200"}
+"""The GPU of each compute capability the reference emulates (``oracle.set_capability``)."""
+
+
+def reference_deployment(answer: dict[str, Any], max_len: int) -> str:
+    """The deployment file of the reference's run: its release, config, emulated GPU, dtype,
+    ``max_model_len`` and what it pinned (``--attention-backend``, ``--kv-cache-dtype``,
+    ``--enable-prefix-caching``)."""
+    device = REFERENCE_DEVICES[str(answer.get("capability") or "9.0")]
+    text = (f"engine: vllm=={answer['vllm_version']}\nmodel: {REPO / answer['config']}\n"
+            f"device: {device}\ndtype: {answer.get('dtype', 'bfloat16')}\nmax_model_len: {max_len}\n"
+            "max_num_seqs: 1\n")
+    if answer.get("enable_prefix_caching") is not None:
+        text += f"enable_prefix_caching: {str(answer['enable_prefix_caching']).lower()}\n"
+    for key in ("attention_backend", "kv_cache_dtype"):
+        if answer.get(key):
+            text += f"{key}: {answer[key]}\n"
+    return text
+
+
 def tool_groups(answer: dict[str, Any]) -> list[Group]:
     """The tool's groups for the reference's deployment (raises InputError / a plan
     error text as ValueError)."""
@@ -323,12 +344,7 @@ def tool_groups(answer: dict[str, Any]) -> list[Group]:
     # the reference is vLLM's model class and KV-cache specs, built without GPU memory: the
     # deployment runs one sequence, so no memory-dependent refusal (the Mamba blocks for
     # max_num_seqs under FULL graphs) stands in for the structure being compared
-    text = (f"engine: vllm=={answer['vllm_version']}\nmodel: {REPO / answer['config']}\n"
-            f"device: H200\ndtype: {answer.get('dtype', 'bfloat16')}\nmax_model_len: {max_len}\n"
-            "max_num_seqs: 1\n")
-    if answer.get("enable_prefix_caching") is not None:
-        text += f"enable_prefix_caching: {str(answer['enable_prefix_caching']).lower()}\n"
-    loaded = parse_deployment("<reference deployment>", text)
+    loaded = parse_deployment("<reference deployment>", reference_deployment(answer, max_len))
     solved = solve_deployment(loaded, load_catalog(), suggest=False, startup=False,
                               refuse_split=False)
     checked = solved.model
@@ -353,7 +369,8 @@ def _config_max_len(path: Path) -> int:
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
     # vLLM's derived max_model_len reads when the others are absent
-    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions"):
+    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions",
+                "max_seq_len"):
         value = text.get(key) or raw.get(key)
         if isinstance(value, int | float) and value > 0:
             return min(8192, int(value))

@@ -299,6 +299,28 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
         "audio_config": {"pad_token_id": 0, "codebook_size": 4096, "encoder_layers": 2,
                          "output_dim": 512}}),
     "NemotronForCausalLM": ("nemotron", {"num_hidden_layers": 4, "num_key_value_heads": 8}),
+    # chameleon.py:775-785 (0.25.1-0.28.0) reads the image token of vocabulary_map (which
+    # facebook/chameleon-7b's config.json has); written with vLLM 0.28.0's venv
+    "ChameleonForConditionalGeneration": ("chameleon", {"num_hidden_layers": 4, "vocabulary_map": {
+        "<image>": 8711, "IMGIMGBA": 4, "IMGIMGBB": 5}}),
+    # fuyu.py:286-302 (0.25.1): its patch projection reads the top-level hidden_size (which
+    # adept/fuyu-8b's config.json states), the language model is a Persimmon on text_config
+    "FuyuForCausalLM": ("fuyu", {"hidden_size": 4096, "text_config": {
+        "model_type": "persimmon", "num_hidden_layers": 4}}),
+    # rnj1.py:140-172: a chunked_attention layer passes chunk_lookback=1 and the window
+    "Rnj1ForCausalLM": ("gemma3_text", {
+        **_SMALL, "head_dim": 64, "sliding_window": 512,
+        "layer_types": ["chunked_attention", "chunked_attention", "chunked_attention",
+                        "full_attention"],
+        # rnj1.py:147-151 reads rope_parameters[layer_type] (v5 style, one per layer type)
+        "rope_parameters": {"chunked_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}),
+    # flint/configs.py (vLLM's FlintConfig): sliding per layer_types, sinks on every layer
+    "FlintForCausalLM": ("flint", {
+        **_SMALL, "head_dim": 64, "num_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256,
+        "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                        "full_attention"], "no_rope_layer_indices": [3]}),
 }
 
 
@@ -427,7 +449,6 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8], "num_heads": 32,
             "head_dim": 128, "short_conv_kernel_size": 4}}),
     "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
-    "FlintForCausalLM": ("flint", {"num_hidden_layers": 8}),
     "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
     "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
@@ -441,7 +462,6 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
     "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
-    "Rnj1ForCausalLM": ("gemma3_text", {"num_hidden_layers": 8}),
     "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
                                                                 "num_hidden_layers": 8}}),
     "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
@@ -485,6 +505,22 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
                                                    "score_function": "sigmoid", "n_group": 1,
                                                    "topk_group": 1, "moe_router_enable_expert_bias": True}),
     "PanguEmbeddedForCausalLM": ("pangu_embedded", _BASE),
+    # molmo.py:403-460, :813-860: a MolmoModel of its own on the top-level config (allenai's
+    # remote MolmoConfig); the vision backbone's sizes are vLLM's VisionBackboneConfig
+    "MolmoForCausalLM": ("molmo", {**_BASE, "attention_layer_norm": False, "embedding_size": 4096,
+                                   "layer_norm_eps": 1e-6, "layer_norm_type": "rms", "norm_after": False,
+                                   "qkv_bias": True, "weight_tying": False,
+                                   "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}),
+    # ouro.py:105-195 (0.25.1-0.26.0): the stack runs total_ut_steps times, each step with its
+    # own caches named layers.<step * L + i>
+    "OuroForCausalLM": ("ouro", {**_BASE, "total_ut_steps": 3, "max_window_layers": 4,
+                                 "use_sliding_window": False, "sliding_window": None,
+                                 "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}),
+    # arctic.py:229-270 (0.25.1-0.28.0): num_key_value_heads of hidden_size // heads; the
+    # release's own ArcticConfig (vllm/transformers_utils/configs/arctic.py) reads it
+    "ArcticForCausalLM": ("arctic", {**_BASE, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                     "moe_layer_frequency": 2, "parallel_attn_mlp_res": False,
+                                     "use_residual": True}),  # arctic.py reads it; the class has no default
     "PanguUltraMoEForCausalLM": ("pangu_ultra_moe", {
         **_BASE, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
         "qk_rope_head_dim": 64, "v_head_dim": 128, "first_k_dense_replace": 1,
@@ -503,6 +539,14 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
         "window_sizes": [[512, 0], [0, 0], [512, 0], [0, 0]]}),
     "Param2MoEForCausalLM": ("param2moe", {**_BASE, **_MOE, "score_function": "sigmoid",
                                            "rope_scaling": None, "use_qk_norm": True}),
+    # plamo3.py:164-206: layer_types[i] picks the rope, interleaved_sliding_window[i] the
+    # layer's window (null: full attention)
+    "Plamo3ForCausalLM": ("plamo3", {
+        **_BASE, "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"],
+        "interleaved_sliding_window": [512, 512, 512, None], "sliding_window": 512,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+        "rope_local_theta": 10000.0}),
 }
 
 
@@ -557,6 +601,11 @@ DEFAULTS: dict[str, str] = {
     "NemotronHPuzzleForCausalLM": "nemotron_h",
     "OlmoeForCausalLM": "olmoe",
     "PaliGemmaForConditionalGeneration": "paligemma",
+    "PersimmonForCausalLM": "persimmon",  # written with vLLM 0.25.1's venv (its last release)
+    "MptForCausalLM": "mpt",
+    "CheersForConditionalGeneration": "umm",  # vLLM 0.28.0's CheersConfig (written with its venv)
+    "MPTForCausalLM": "mpt",
+    "Fairseq2LlamaForCausalLM": "llama",
     "PhiMoEForCausalLM": "phimoe",
     "Qwen2Model": "qwen2",
     "Qwen2MoeForCausalLM": "qwen2_moe",

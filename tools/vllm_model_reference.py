@@ -85,9 +85,44 @@ ModernBERT names its attention ``<i>.attn`` (vllm/model_executor/models/modernbe
 ``prefix=f"{layer_id}.attn"``)."""
 
 
-def _layer_index(name: str) -> int | None:
+def _layer_index(name: str, hf_config: Any = None) -> int | None:
+    shared = _shared_block_index(name, hf_config)
+    if shared is not None:
+        return shared
     match = _LAYER_INDEX.search("." + name) or _TOP_INDEX.search(name)
     return int(match.group(1)) if match else None
+
+
+_SHARED_ATTN = re.compile(r"^(?:model\.)?attn\.(\d+)$")
+_NUMBERED_MIXER = re.compile(r"^(?:model\.)?(\d+)\.mixer$")
+
+
+def _shared_block_index(name: str, hf_config: Any) -> int | None:
+    """The decoder layer of a cache vLLM names after a shared attention block (Zamba2:
+    zamba2.py:185-205 names the j-th Attention ``attn.<j>``, numbered block by block: the
+    bare block ``b`` of ``num_mem_blocks`` starts at ``b * (H + num_mem_blocks - 1) //
+    num_mem_blocks`` and takes the hybrid layers ``k`` with ``k % num_mem_blocks == b``;
+    :745-750 names layer ``i``'s Mamba mixer ``<H + i>.mixer``; H = len(hybrid_layer_ids))."""
+    hybrid = getattr(hf_config, "hybrid_layer_ids", None)
+    if not isinstance(hybrid, list) or not hybrid:
+        return None
+    count = len(hybrid)
+    match = _SHARED_ATTN.match(name)
+    if match:
+        blocks = max(1, int(getattr(hf_config, "num_mem_blocks", 1) or 1))
+        order: dict[int, int] = {}
+        for bare in range(blocks):
+            j = bare * (count + blocks - 1) // blocks
+            for k in range(count):
+                if k % blocks == bare:
+                    order[j] = k
+                    j += 1
+        k = order.get(int(match.group(1)))
+        return hybrid[k] if k is not None else None
+    match = _NUMBERED_MIXER.match(name)
+    if match and int(match.group(1)) >= count:
+        return int(match.group(1)) - count
+    return None
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -193,7 +228,8 @@ def _groups(vllm_config: Any, specs: dict[str, Any]) -> list[dict[str, Any]]:
                 "spec": type(spec).__name__,
                 "block_size": spec.block_size,
                 "page_size_bytes": spec.page_size_bytes,
-                "layers": [_layer_index(n) for n in group.layer_names],
+                "layers": [_layer_index(n, vllm_config.model_config.hf_config)
+                           for n in group.layer_names],
             }
         )
     return out
@@ -216,12 +252,12 @@ def _layer_specs(vllm_config: Any, layers: dict[str, Any]) -> tuple[dict[str, An
     for name, module in layers.items():
         record: dict[str, Any] = {
             "name": name,
-            "index": _layer_index(name),
+            "index": _layer_index(name, vllm_config.model_config.hf_config),
             "module": type(module).__name__,
         }
         target = getattr(module, "kv_sharing_target_layer_name", None)
         if target:
-            record["kv_sharing_target"] = _layer_index(target)
+            record["kv_sharing_target"] = _layer_index(target, vllm_config.model_config.hf_config)
             records.append(record)
             continue
         spec = module.get_kv_cache_spec(vllm_config)
@@ -294,6 +330,11 @@ _ANSWERING_PACKAGES = ("vllm", "transformers", "pydantic", "pydantic_core")
 validating vLLM's config classes."""
 
 
+_NOT_SET = "Current vLLM config is not set"
+"""vLLM's ``get_current_vllm_config`` outside a ``set_current_vllm_config`` context: the
+harness calling vLLM where the engine would have set its config, never vLLM refusing."""
+
+
 class HarnessError(Exception):
     """The harness, not vLLM, failed on a config: a bug to fix, never an answer."""
 
@@ -304,6 +345,8 @@ def _refusal(exc: BaseException) -> bool:
     (transformers' strict config validation wraps its ValueError in huggingface_hub's
     ``StrictDataclassClassValidationError``). Anything else (a missing module, a
     device access on the CPU, a stub answering the wrong thing) is the harness failing."""
+    if _NOT_SET in str(exc):  # a vLLM call outside the harness's config context
+        return False
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen:
@@ -394,7 +437,10 @@ def reference(config_path: Path, workdir: Path, *,
             model_cls(vllm_config=vllm_config, prefix="")
         stage = "get_kv_cache_spec"
         layers = get_layers_from_vllm_config(vllm_config, AttentionLayerBase)
-        specs, out["layers"] = _layer_specs(vllm_config, layers)
+        # the runner reads the specs under the worker's config (a backend's builder may ask
+        # for it: FlashInfer's get_cudagraph_support reads get_current_vllm_config())
+        with set_current_vllm_config(vllm_config):
+            specs, out["layers"] = _layer_specs(vllm_config, layers)
         stage = "resolve_kv_cache_layout"
         if resolve_kv_cache_layout is not None:
             backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
@@ -442,7 +488,8 @@ def _max_len(model_dir: Path) -> int:
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
     # vLLM's derived max_model_len reads when the others are absent
-    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions"):
+    for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions",
+                "max_seq_len"):
         value = text.get(key) or raw.get(key)
         if isinstance(value, int | float) and value > 0:
             return min(DEFAULT_MAX_MODEL_LEN, int(value))

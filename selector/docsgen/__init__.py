@@ -248,7 +248,7 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         EngineProfile, "EngineProfilePatch",
         "A newer engine's profile (`extends:` an older one) that states only what changed: ",
         mappings={"inputs": "InputSpec", "messages": None},
-        keyed={"facts": "name", "checks": "code"},
+        keyed={"facts": "name", "checks": "code", "layer_build": "code"},
         edit_full=base_profile, edit_patch=profile_patch)
 
     def platform_patch(patch: dict[str, Any]) -> None:

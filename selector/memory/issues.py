@@ -3,8 +3,8 @@ apart from :mod:`selector.memory.startup` so a single-layer check imports little
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any, get_args
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -13,10 +13,17 @@ from selector.catalog import Catalog
 from selector.memory.dcp import DcpCheck, dcp_refusals
 from selector.memory.profile import StartupProfile
 
-__all__ = ["StartupIssue", "dcp_issue", "dtype_issue", "kv_heads_issue", "layer_build_issues",
-           "startup_issue"]
+if TYPE_CHECKING:
+    from selector.models.facts import BuildCheck
+
+__all__ = ["MODEL_BUILD_CODE", "StartupIssue", "dcp_issue", "dtype_issue", "kv_heads_issue",
+           "layer_build_issues", "startup_issue"]
 
 _ALL_DCP_CHECKS: frozenset[DcpCheck] = frozenset(get_args(DcpCheck))
+
+MODEL_BUILD_CODE = "LB003"
+"""The code of a model class's own refusal once its layer is built (a family's
+``build_checks``: the message is the model's, word for word)."""
 
 
 class StartupIssue(BaseModel):
@@ -82,16 +89,31 @@ def kv_heads_issue(catalog: Catalog, profile: StartupProfile, *, num_kv_heads: i
 
 
 def layer_build_issues(catalog: Catalog, engine: str, platform: str | None, backend: str,
-                       scope: Mapping[str, Any]) -> list[StartupIssue]:
-    """The refusals of ``backend``'s ``layer_checks`` (vLLM's ``AttentionImpl.__init__``
-    when it builds a layer the backend was selected for) whose condition holds for the
-    layer's facts ``scope``; each one's message is filled from those facts."""
-    spec = catalog.engine(engine, platform).backends.get(backend)
+                       scope: Mapping[str, Any],
+                       model_checks: Sequence[BuildCheck] = ()) -> list[StartupIssue]:
+    """What stops vLLM building a layer ``backend`` was selected for, in vLLM's order: the
+    attention layer's own refusals of the selected backend (the profile's ``layer_build``,
+    ``Attention.__init__``: ``cap.<feature>`` is the backend's feature column), then the
+    backend's ``layer_checks`` (its ``AttentionImpl.__init__``), then the model class's
+    ``model_checks`` (its asserts once the layer is built). Each condition reads the layer's
+    facts ``scope`` (the profile's input defaults under them) and ``backend``; each message
+    is filled from them."""
+    data = catalog.engine(engine, platform)
+    spec = data.backends.get(backend)
     if spec is None:  # a backend the model's own layers choose (model-driven.yaml)
         return []
-    found = []
-    for rule in spec.layer_checks:
-        if E.evaluate(E.parse(rule.when), scope):
-            found.append(startup_issue(catalog, rule.code, ("model",),
-                                       **{k: v for k, v in scope.items() if isinstance(k, str)}))
+    local: dict[str, Any] = {name: entry.default for name, entry in data.profile.inputs.items()}
+    local.update({k: v for k, v in scope.items() if isinstance(k, str)})
+    local["backend"] = backend
+    features = spec.features.model_dump()
+    caps = {f"cap.{name}": bool(E.evaluate(E.parse(value), local)) if isinstance(value, str)
+            else bool(value) for name, value in features.items()}
+    found = [startup_issue(catalog, rule.code, ("attention_backend",), **local)
+             for rule in data.profile.layer_build
+             if E.evaluate(E.parse(rule.fails_when), {**local, **caps})]
+    found += [startup_issue(catalog, rule.code, ("model",), **local)
+              for rule in spec.layer_checks if E.evaluate(E.parse(rule.when), local)]
+    found += [startup_issue(catalog, MODEL_BUILD_CODE, ("model",), detail=check.message,
+                            fix=check.fix or f"see {check.source}")
+              for check in model_checks if E.evaluate(E.parse(check.when), local)]
     return found

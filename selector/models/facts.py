@@ -12,6 +12,7 @@ from selector.errors import InputError
 __all__ = [
     "ATTENTION_KINDS",
     "SSM_KINDS",
+    "BuildCheck",
     "GDNDims",
     "LayerFacts",
     "LayerKind",
@@ -39,6 +40,19 @@ ModelDType = Literal["float16", "bfloat16", "float32"]
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BuildCheck(_Frozen):
+    """A refusal of the model class once its attention layer is built (an assert after its
+    ``Attention`` is constructed: Flint's FlashInfer requirement): ``when`` reads the layer's
+    facts as the profile's ``layer_build`` checks do (``backend``: the selected backend's
+    name, ``dtype``, ``kv_cache_dtype``); ``message`` is what vLLM raises, word for word
+    (``Type: text``)."""
+
+    when: str
+    message: str
+    fix: str = ""
+    source: str
 
 
 class MLADims(_Frozen):
@@ -161,6 +175,12 @@ class LayerFacts(_Frozen):
     has_sink: bool = False
     logits_soft_cap: float | None = None
     alibi: bool = False
+    alibi_sqrt: bool = False
+    """``Attention(use_alibi_sqrt=True)`` (Step1): only a backend whose
+    ``supports_alibi_sqrt()`` is true builds the layer (the profile's ``layer_build``)."""
+    chunk_lookback: int = -1
+    """``Attention(chunk_lookback=...)``: -1, or the chunks a chunked sliding layer looks back
+    over (Rnj1's ``chunked_attention`` layers: 1; only TRITON_ATTN builds them)."""
     use_rope: bool = True
     mla: MLADims | None = None
     indexer: SparseIndexer | None = None
@@ -257,6 +277,9 @@ class ModelFacts(_Frozen):
     """vLLM's own start-up errors that the config alone decides, each as ``Type: message``
     (e.g. Qwen2's "AssertionError: Sliding window for some but all layers is not
     supported", FalconH1Config's "ValueError: mamba_n_heads must divide ...")."""
+    build_checks: tuple[BuildCheck, ...] = ()
+    """The family's ``build_checks``: the model class's refusals of the backend, dtype or
+    KV-cache dtype its layers were built with (checked once the backends are selected)."""
     family: str | None = None
     """The ``schemas/models/families.yaml`` family that read the layers; None
     when no family maps the architecture (read with the generic rules)."""

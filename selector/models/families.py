@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from selector.models.facts import BuildCheck
 from selector.models.presets import preset_dir
 
 __all__ = [
@@ -107,12 +108,13 @@ class MixerRules(_Strict):
 class LoopRules(_Strict):
     """The decoder stack runs ``count`` times (config field ``count_field``); every loop
     after the first has its own attention caches, layer ``k * L + i``, with a sliding
-    window of ``window`` tokens (``window_field``): IQuest-LoopCoder."""
+    window of ``window`` tokens (``window_field``: IQuest-LoopCoder), or, without one, the
+    same caches as the first loop's (Ouro)."""
 
     count_field: str
     count: int
-    window_field: str
-    window: int
+    window_field: str | None = None
+    window: int | None = None
 
 
 class PerLayerRules(_Strict):
@@ -120,7 +122,7 @@ class PerLayerRules(_Strict):
     index to overrides and the key that holds the layer's head size
     (``per_layer_config.head_dim``: transformers' heterogeneous configs, a layer not
     listed keeps the model's head size); ``window`` a list of windows, one per layer (an
-    entry that is a list gives its first element), 0 meaning full attention and any other
+    entry that is a list gives its first element), 0 or null meaning full attention and any other
     sliding over ``window + window_offset`` tokens."""
 
     head_size: str | None = None
@@ -137,6 +139,9 @@ class AttentionRules(_Strict):
     """Config fields whose sum is the (K and V) head size."""
     kv_heads_field: str | None = None
     """The config field giving the KV heads (instead of the usual aliases)."""
+    kv_heads_optional: bool = False
+    """``kv_heads_field`` may be absent: then one KV head per query head (MPT reads
+    ``attn_config.kv_n_heads`` only when the attention config has it)."""
     sinks: bool | dict[MixerName, str] = False
     head_size_v: str | None = None
     overrides: dict[MixerName, dict[str, str]] = Field(default_factory=dict)
@@ -159,6 +164,10 @@ class AttentionRules(_Strict):
     """A boolean config field (true when absent): false makes every attention layer
     encoder-only (bidirectional, no KV cache), as ``getattr(config, "is_causal", True)``
     decides in vLLM's Llama / Qwen decoder layers."""
+    chunk_lookback: dict[MixerName, int] = Field(default_factory=dict)
+    """{mixer: chunk_lookback}: the mixer's layers pass ``chunk_lookback`` and the model's
+    sliding window (``window_field``) to their Attention (Rnj1's chunked_attention layers:
+    a sliding-window cache, not a chunked-local one)."""
     nope_mixers: list[MixerName] = Field(default_factory=list)
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
     loops: LoopRules | None = None
@@ -332,6 +341,11 @@ class Family(_Strict):
     mm_prefix_lm: bool = False
     encoder_only: bool = False
     alibi: bool = False
+    alibi_sqrt: bool = False
+    """The family's ALiBi layers pass ``use_alibi_sqrt=True`` (Step1)."""
+    build_checks: list[BuildCheck] = Field(default_factory=list)
+    """The model class's own refusals of what its layers were built with (asserts after
+    its Attention is constructed: Flint's FlashInfer requirement)."""
     prefix_caching: bool = True
     """``ModelConfig.is_prefix_caching_supported`` for the family's architectures: false
     for a pooling model whose default sequence pooling is CLS (its ``attn_type`` is then

@@ -147,6 +147,7 @@ class _ConfigParser:
             raise text.error("head_dim", f"derived head size {head} is not positive")
         head_v = text.int_(rules.head_size_v) if rules.head_size_v and text.has(rules.head_size_v) else head
         soft_cap = text.opt_float("attn_logit_softcapping")
+        alibi = _alibi(self.top, text, self.family)
         return {
             "num_q_heads": num_q,
             "total_q_heads": num_q,
@@ -155,7 +156,8 @@ class _ConfigParser:
             "head_size": head,
             "head_size_v": head_v,
             "logits_soft_cap": soft_cap if soft_cap else None,
-            "alibi": _alibi(self.top, text, self.family),
+            "alibi": alibi,
+            "alibi_sqrt": alibi and self.family.alibi_sqrt,
         }
 
     def refusals(self) -> tuple[str, ...]:
@@ -169,8 +171,10 @@ class _ConfigParser:
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention
         text = self.text
-        if rules.kv_heads_field:
+        if rules.kv_heads_field and (text.has(rules.kv_heads_field) or not rules.kv_heads_optional):
             return text.int_(rules.kv_heads_field)
+        if rules.kv_heads_field:  # optional and absent: one KV head per query head
+            return num_q
         if rules.multi_query:
             if not text.bool_(rules.multi_query):
                 return num_q
@@ -188,8 +192,10 @@ class _ConfigParser:
         indexer = _indexer(text) if use_mla else None
         window_key = rules.window_field
         window = text.opt_int(window_key, minimum=0)
-        if window is None and "sliding_attention" in self.mixers:
-            raise text.error(window_key, f"sliding_attention layers need a {window_key}")
+        windowed = {"sliding_attention", *rules.chunk_lookback}
+        if window is None and windowed & set(self.mixers):
+            needing = sorted(windowed & set(self.mixers))[0]
+            raise text.error(window_key, f"{needing} layers need a {window_key}")
         if window is not None:
             window //= rules.window_divisor
         chunk = text.opt_int("attention_chunk_size")
@@ -224,7 +230,7 @@ class _ConfigParser:
                 raise self.text.error(field, f"expected a list of {self.num_layers} entries, one per layer")
             entries = [v[0] if isinstance(v, list) and v else v for v in values[: self.num_layers]]
         for i, value in enumerate(entries):
-            if value is None and key:
+            if value is None:  # no override, or (a list's null) a full-attention layer
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 where = f"{field}.{i}.{key}" if key else f"{field}[{i}]"
@@ -261,12 +267,13 @@ class _ConfigParser:
         if loops is None:
             return layers
         count = self.text.int_(loops.count_field, loops.count)
-        window = self.text.int_(loops.window_field, loops.window)
+        window = (self.text.int_(loops.window_field, loops.window)
+                  if loops.window_field is not None and loops.window is not None else None)
         out = list(layers)
         for k in range(1, count):
             for layer in layers:
                 update: dict[str, Any] = {"index": k * self.num_layers + layer.index}
-                if layer.kind == "attention":
+                if layer.kind == "attention" and window is not None:
                     update["sliding_window"] = window
                 out.append(layer.model_copy(update=update))
         return out
@@ -335,6 +342,10 @@ class _ConfigParser:
         rules = self.family.attention
         offset = rules.window_offset
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
+        lookback = rules.chunk_lookback.get(mixer)
+        if lookback is not None:  # a chunked sliding layer: the model's window, its lookback
+            sliding, chunk = window, None
+            fields["chunk_lookback"] = lookback
         fields["sliding_window"] = sliding
         fields["attention_chunk_size"] = chunk if mixer == "chunked_attention" else None
         fields["use_rope"] = mixer not in self.family.attention.nope_mixers
@@ -515,6 +526,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
                                     and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),
             refusals=parser.refusals(),
+            build_checks=tuple(family.build_checks),
             layers=parser.layers(),
             config_defaults=tuple(used.describe() for _, used in sorted(top.used.items())),
         ).with_config(raw)

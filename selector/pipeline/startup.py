@@ -188,7 +188,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         if selection.result.selected is not None:
             issues.extend(issue for issue in layer_build_issues(
                 catalog, checked.engine, checked.platform, selection.result.selected,
-                {**selection.result.facts, **selection.result.derived})
+                {**selection.result.facts, **selection.result.derived}, model.build_checks)
                 if issue not in issues)
     auto = d.max_model_len == "auto" and modelled
     auto_from = kv.max_model_len if auto else None

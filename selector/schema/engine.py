@@ -19,6 +19,7 @@ __all__ = [
     "FactStep",
     "HybridAlignmentRules",
     "InputSpec",
+    "LayerBuildCheck",
     "PerformanceHint",
     "PriorityBranch",
     "PriorityEntry",
@@ -63,6 +64,19 @@ class CheckSpec(StrictModel):
 
     code: str
     fails_when: Condition
+
+
+class LayerBuildCheck(StrictModel):
+    """One refusal of vLLM's attention layer once its backend is selected (``Attention.__init__``,
+    ``vllm/model_executor/layers/attention/attention.py``): ``fails_when`` reads the layer's
+    request facts, ``backend`` (the selected backend's name) and ``cap.<name>``, the selected
+    backend's capability (``cap.alibi_sqrt``: ``supports_alibi_sqrt()``); when it holds, vLLM's
+    start-up fails with the code's message (a start-up refusal, not a reason of the selection)."""
+
+    code: str
+    fails_when: Condition
+    source: str = ""
+    """The vLLM lines that raise."""
 
 
 class PriorityEntry(StrictModel):
@@ -194,6 +208,9 @@ class EngineProfile(StrictModel):
     """Run-time facts vLLM detects on the machine; explicit inputs with defaults."""
     facts: tuple[FactSpec, ...]
     checks: tuple[CheckSpec, ...]
+    layer_build: tuple[LayerBuildCheck, ...] = ()
+    """The attention layer's own refusals of the selected backend (every backend alike,
+    keyed on its capability columns), in vLLM's order."""
     priorities: tuple[PriorityBranch, ...]
     reported_backends: tuple[str, ...]
     """Backends a sweep line reports (the oracle's default set)."""
@@ -215,6 +232,7 @@ class EngineProfile(StrictModel):
         """Facts, checks and priority branches are inherited by key: keys are unique."""
         for section, keys in (("facts", [f.name for f in self.facts]),
                               ("checks", [c.code for c in self.checks]),
+                              ("layer_build", [c.code for c in self.layer_build]),
                               ("priorities", [b.id for b in self.priorities])):
             duplicates = sorted({k for k in keys if keys.count(k) > 1})
             if duplicates:

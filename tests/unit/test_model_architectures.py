@@ -66,12 +66,12 @@ def test_made_up_architecture_exits_1(tmp_path: Path) -> None:
 
 
 def test_unmapped_supported_architecture_warns_and_fails_under_strict(tmp_path: Path) -> None:
-    path = _deployment(tmp_path, "Zamba2ForCausalLM")
+    path = _deployment(tmp_path, "PanguProMoEV2ForCausalLM")
     code, out, _ = run_cli(["check", str(path), "--format", "json"])
     assert code == 0
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS132")
     # the reason unmapped.yaml gives is part of the warning
-    assert "Zamba2ForCausalLM" in finding["message"] and "hybrid_layer_ids" in finding["message"]
+    assert "PanguProMoEV2ForCausalLM" in finding["message"] and "param_sink_number" in finding["message"]
     code, _, _ = run_cli(["check", str(path), "--strict"])
     assert code == 1
 

@@ -20,6 +20,8 @@ pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with
 * ``sparse_attn_indexer.has_deep_gemm`` answers True (the DeepSeek-V3.2 indexer refuses
   to be built without the DeepGEMM library, which a GPU deployment has; it changes no
   cache shape);
+* FlashInfer's ``get_device_sm_count`` (which 0.33.0's ``FlashInferImpl`` calls while the
+  layer is built, to size a scratch buffer) answers an H200's 132 SMs;
 * ``current_platform.log_warnings`` is silent (it asks NVML about the GPUs);
 * ``registry._run_in_subprocess`` runs in this process (the subprocess would lack these
   patches), and ``registry._try_inspect_model_cls`` lets an error while importing a model
@@ -248,7 +250,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # (tools/synthetic_model_configs.py RAW)
                                   "orion", "solar", "step1", "minicpm", "bailing_moe",
                                   "bailing_moe_v2", "param2moe", "pangu_embedded",
-                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge",
+                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge", "plamo3", "ouro", "molmo",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr"})
@@ -367,6 +369,23 @@ inert (:class:`_AbsentModule`); ``cutlass`` itself stays absent, so that no capa
 probe of vLLM's finds it."""
 
 
+EMULATED_SM_COUNT = 132
+"""The SM count FlashInfer's device query answers (an H200's): 0.33.0's ``FlashInferImpl``
+sizes its multi-CTA KV counter buffer with ``get_device_sm_count(torch.device("cuda"))``
+while the layer is built (flashinfer.py:2092-2101); no KV-cache shape reads it."""
+
+
+def _flashinfer_sm_count() -> None:
+    """``get_device_sm_count`` as vLLM's FlashInfer backend imported it answers
+    :data:`EMULATED_SM_COUNT` (the CPU torch has no CUDA device to ask)."""
+    try:
+        from vllm.v1.attention.backends import flashinfer as backend
+    except ImportError:  # a release or venv without FlashInfer: nothing asks
+        return
+    if hasattr(backend, "get_device_sm_count"):
+        backend.get_device_sm_count = lambda device=None: EMULATED_SM_COUNT
+
+
 def start_models(stand_ins: Iterable[str] = ()) -> None:
     """vLLM started for model builds (idempotent); ``stand_ins``: more remote-code model
     types to give the stand-in config class (``STAND_IN_MODEL_TYPES`` always)."""
@@ -420,6 +439,7 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     from vllm.model_executor.layers import sparse_attn_indexer
 
     sparse_attn_indexer.has_deep_gemm = lambda: True
+    _flashinfer_sm_count()
     torch.cuda.Stream = _NoStream  # type: ignore[misc]
     torch.cuda.Event = _NoStream  # type: ignore[misc]
     from vllm.config import VllmConfig, set_current_vllm_config
