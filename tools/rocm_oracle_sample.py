@@ -43,10 +43,14 @@ modules that import torchvision and compressed-tensors (DeepSeek-V4, MiniMax-M3,
 Step-5), which the oracle venvs lack: ``--extra-path`` (``ORACLE_EXTRA_PATH``, default
 /work/oracle-extra) puts them on ``PYTHONPATH`` after Triton.
 
-An ``ImportError`` vLLM turned into its ``"ImportError"`` reason counts as vLLM's answer
-only when the missing module is vLLM's own (a ``vllm.`` module the release does not
-ship, e.g. 0.33.0's ``NO_ATTENTION`` path); any other import failure is the harness
-lacking a package, and stops the run.
+The oracle models a ROCm install's packages: those of vLLM's CUDA requirements that
+``requirements/rocm.txt`` lacks (flashinfer-python's ``flashinfer`` and ``b12x``,
+nvidia-cutlass-dsl, quack-kernels, tokenspeed-mla, cuda-bindings: the oracle's
+``ROCM_ABSENT``) cannot be imported, so a backend module needing one gives vLLM's
+``["ImportError"]`` as on an AMD GPU. An ``ImportError`` counts as vLLM's answer only when
+its cause is such a package or a ``vllm.`` module the release does not ship (0.33.0's
+``NO_ATTENTION`` path); the oracle reports any other (``harness_import_errors``: the venv
+lacking a package) and the run stops. The causes are recorded (``import_errors``).
 
 Nothing a harness failure produced is written as vLLM's answer: an answer with a
 harness ``error``, an exception outside vLLM's ``ValueError``, an AITER import the
@@ -192,15 +196,9 @@ def harness_failures(answers: list[dict[str, Any]]) -> list[str]:
                or ("EXCEPTION" in (a.get("selection_error") or "") and a["selection_error"]))
         if why:
             bad.append(f"config {i}: {str(why)[:300]}")
-        for name, err in (a.get("import_errors") or {}).items():
-            if not _vllm_own_import_error(err):
-                bad.append(f"config {i}: {name} ImportError is the harness's: {err[:300]}")
+        for name, err in (a.get("harness_import_errors") or {}).items():
+            bad.append(f"config {i}: {name} ImportError is the harness's: {err[:300]}")
     return bad
-
-
-def _vllm_own_import_error(err: str) -> bool:
-    """The release itself lacks the module (a ``vllm.`` path it does not ship)."""
-    return err.startswith("ModuleNotFoundError: No module named 'vllm.")
 
 
 def to_golden_line(cfg: dict[str, Any], answer: dict[str, Any], version: str) -> dict[str, Any]:
@@ -218,6 +216,8 @@ def to_golden_line(cfg: dict[str, Any], answer: dict[str, Any], version: str) ->
         line["not_passed"] = answer["not_passed"]
     if answer.get("unregistered"):  # ORACLE_VERSION 5: vLLM's own ValueError
         line["unregistered"] = answer["unregistered"]
+    if answer.get("import_errors"):  # ORACLE_VERSION 5: the cause of an "ImportError"
+        line["import_errors"] = answer["import_errors"]
     if "mla_prefill" in answer:  # ORACLE_VERSION 4: the config asked for it
         line["mla_prefill"] = answer["mla_prefill"]
     return line
