@@ -46,7 +46,9 @@ Step-5), which the oracle venvs lack: ``--extra-path`` (``ORACLE_EXTRA_PATH``, d
 The oracle models a ROCm install's packages: those of vLLM's CUDA requirements that
 ``requirements/rocm.txt`` lacks (flashinfer-python's ``flashinfer`` and ``b12x``,
 nvidia-cutlass-dsl, quack-kernels, tokenspeed-mla, cuda-bindings: the oracle's
-``ROCM_ABSENT``) cannot be imported, so a backend module needing one gives vLLM's
+``ROCM_ABSENT``), nor the parts of vLLM that its CMakeLists.txt builds for CUDA only
+(``vllm.vllm_flash_attn``, ``vllm._flashmla_C``, ``vllm._flashmla_extension_C``,
+``vllm._qutlass_C``: ``ROCM_ABSENT_VLLM``), cannot be imported, so a backend module needing one gives vLLM's
 ``["ImportError"]`` as on an AMD GPU. An ``ImportError`` counts as vLLM's answer only when
 its cause is such a package or a ``vllm.`` module the release does not ship (0.33.0's
 ``NO_ATTENTION`` path); the oracle reports any other (``harness_import_errors``: the venv
