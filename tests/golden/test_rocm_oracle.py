@@ -124,6 +124,14 @@ def test_every_unmodelled_pinned_backend_is_unmodelled_somewhere() -> None:
     assert set(NOT_MODELLED) <= unknown, f"modelled now: {sorted(set(NOT_MODELLED) - unknown)}"
 
 
+PINNED_NOT_RECORDED: set[str] = set()
+"""Profiled releases whose pinned family is not recorded yet (tools/rocm_oracle_sample.py X
+--standard 0 --mla 0 --pinned 600)."""
+
+
 def test_every_profiled_release_has_pinned_rocm_answers() -> None:
     have = {_engine_name(p) for p in pinned_files()}
-    assert set(load_catalog().engine_names) <= have | NOT_RECORDED
+    missing = set(load_catalog().engine_names) - have
+    assert missing == PINNED_NOT_RECORDED, (
+        f"pinned answers missing for {sorted(missing - PINNED_NOT_RECORDED)}; "
+        f"recorded now: {sorted(PINNED_NOT_RECORDED - missing)}")
