@@ -42,8 +42,14 @@ _Parsed = tuple[Any, FlatRequest]
 
 
 def _oracle_error(error: str | None) -> str | None:
-    """vLLM raising something other than ValueError is marked as the oracle marks it."""
-    if error is not None and not error.startswith(("No valid", "Selected backend")):
+    """vLLM raising something other than ValueError is marked as the oracle marks it; a
+    ValueError's text is the oracle's without the type (``ValueError: Backend CUSTOM must
+    be registered before use. ...``)."""
+    if error is None:
+        return None
+    if error.startswith("ValueError: "):
+        return error.removeprefix("ValueError: ")
+    if not error.startswith(("No valid", "Selected backend")):
         return "EXCEPTION " + error
     return error
 

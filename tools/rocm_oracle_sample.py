@@ -33,7 +33,26 @@ construction apart from the selector's, and can trace an unmodelled aiter import
 ``ORACLE_VERSION`` 4 (the same patch): ``model_attn_type`` (the model config's
 ``attn_type``, which vLLM's ROCm list reads), ``flash_attn_installed`` (the upstream
 flash-attn package) and ``mla_prefill`` (the MLA dimensions: vLLM's ROCm MLA prefill
-choice, ``RocmPlatform.get_mla_prefill_backend_cls``, recorded with the answer).
+choice, ``RocmPlatform.get_mla_prefill_backend_cls``, recorded with the answer). The
+pinned family (``--pinned N``) needs ``ORACLE_VERSION`` 5 (the same patch): any
+``AttentionBackendEnum`` member may be pinned, so the worker imports every member's class
+at start (a GPU workspace a module allocates at import made on ``meta``), and a member
+without a class path is vLLM's own refusal (``unregistered``: "Backend X must be
+registered before use", ``registry.py`` ``get_path``). Those imports reach model
+modules that import torchvision and compressed-tensors (DeepSeek-V4, MiniMax-M3,
+Step-5), which the oracle venvs lack: ``--extra-path`` (``ORACLE_EXTRA_PATH``, default
+/work/oracle-extra) puts them on ``PYTHONPATH`` after Triton.
+
+The oracle models a ROCm install's packages: those of vLLM's CUDA requirements that
+``requirements/rocm.txt`` lacks (flashinfer-python's ``flashinfer`` and ``b12x``,
+nvidia-cutlass-dsl, quack-kernels, tokenspeed-mla, cuda-bindings: the oracle's
+``ROCM_ABSENT``), nor the parts of vLLM that its CMakeLists.txt builds for CUDA only
+(``vllm.vllm_flash_attn``, ``vllm._flashmla_C``, ``vllm._flashmla_extension_C``,
+``vllm._qutlass_C``: ``ROCM_ABSENT_VLLM``), cannot be imported, so a backend module needing one gives vLLM's
+``["ImportError"]`` as on an AMD GPU. An ``ImportError`` counts as vLLM's answer only when
+its cause is such a package or a ``vllm.`` module the release does not ship (0.33.0's
+``NO_ATTENTION`` path); the oracle reports any other (``harness_import_errors``: the venv
+lacking a package) and the run stops. The causes are recorded (``import_errors``).
 
 Nothing a harness failure produced is written as vLLM's answer: an answer with a
 harness ``error``, an exception outside vLLM's ``ValueError``, an AITER import the
@@ -56,7 +75,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAMILIES", "golden_path", "main", "to_golden_line"]
+__all__ = ["FAMILIES", "PINNED_HARNESS_GAPS", "golden_path", "main", "to_golden_line"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -70,7 +89,19 @@ FAMILIES: dict[str, tuple[int, int]] = {"standard": (10000, 271), "mla": (5000, 
 """pinned: every name of the release's AttentionBackendEnum pinned (--attention-backend)
 in turn over standard and MLA configs; recorded with ``--pinned N`` (0: not drawn)."""
 GOLDEN = "tests/golden/oracle/vllm-{version}/rocm-{family}.jsonl.gz"
+_MINIMAX_GAP = ("its class's module imports MiniMax-M3's model code, whose compilation passes "
+                "bind vllm._C's fused ops at import (compilation/passes/fusion/matcher_utils.py:"
+                "32-40: torch.ops._C.rotary_embedding.default, static_scaled_fp8_quant, ...), "
+                "which the oracle's empty vllm._C lacks (an AttributeError, the harness's)")
+PINNED_HARNESS_GAPS: dict[str, dict[str, str]] = {
+    "0.25.1": {"MINIMAX_M3_SPARSE": _MINIMAX_GAP},
+    "0.26.0": {"MINIMAX_M3_SPARSE": _MINIMAX_GAP},
+}
+"""release -> the AttentionBackendEnum members the pinned family does not pin, with why:
+the oracle cannot import their class (a harness failure, never recorded as vLLM's
+answer), so vLLM is not asked about them."""
 MIN_ORACLE_VERSION = 3
+MIN_PINNED_ORACLE_VERSION = 5
 V4_FIELDS = frozenset({"model_attn_type", "flash_attn_installed", "mla_prefill"})
 """Config fields the oracle answers from ORACLE_VERSION 4 (the model config's attn_type,
 the upstream flash-attn package, the ROCm MLA prefill choice)."""
@@ -99,6 +130,13 @@ class HarnessError(Exception):
 
 def golden_path(version: str, family: str, root: Path = ROOT) -> Path:
     return root / GOLDEN.format(version=version, family=family)
+
+
+def _with_extra(env: dict[str, str], extra_path: Path) -> dict[str, str]:
+    """``env`` with ``extra_path`` last on ``PYTHONPATH`` (only the oracle gets it: its
+    torchvision imports only with the oracle's fake-registration stub)."""
+    return dict(env, PYTHONPATH=os.pathsep.join(
+        p for p in (env.get("PYTHONPATH", ""), str(extra_path)) if p))
 
 
 def _env(python: Path, triton_path: Path) -> dict[str, str]:
@@ -171,6 +209,8 @@ def harness_failures(answers: list[dict[str, Any]]) -> list[str]:
                or ("EXCEPTION" in (a.get("selection_error") or "") and a["selection_error"]))
         if why:
             bad.append(f"config {i}: {str(why)[:300]}")
+        for name, err in (a.get("harness_import_errors") or {}).items():
+            bad.append(f"config {i}: {name} ImportError is the harness's: {err[:300]}")
     return bad
 
 
@@ -187,6 +227,10 @@ def to_golden_line(cfg: dict[str, Any], answer: dict[str, Any], version: str) ->
     }
     if answer.get("not_passed"):
         line["not_passed"] = answer["not_passed"]
+    if answer.get("unregistered"):  # ORACLE_VERSION 5: vLLM's own ValueError
+        line["unregistered"] = answer["unregistered"]
+    if answer.get("import_errors"):  # ORACLE_VERSION 5: the cause of an "ImportError"
+        line["import_errors"] = answer["import_errors"]
     if "mla_prefill" in answer:  # ORACLE_VERSION 4: the config asked for it
         line["mla_prefill"] = answer["mla_prefill"]
     return line
@@ -207,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(os.environ.get("ORACLE_DIR", "/work/oracle")))
     ap.add_argument("--triton-path", type=Path, default=Path(
         os.environ.get("ORACLE_ROCM_EXTRA_PATH", "/work/oracle-rocm-extra")))
+    ap.add_argument("--extra-path", type=Path, default=Path(
+        os.environ.get("ORACLE_EXTRA_PATH", "/work/oracle-extra")),
+        help="pure-Python packages the backend modules' imports reach (torchvision, "
+        "compressed-tensors, loguru)")
     ap.add_argument("--data", type=Path, default=Path("/work/oracle-data"))
     ap.add_argument("--standard", type=int, default=FAMILIES["standard"][0])
     ap.add_argument("--mla", type=int, default=FAMILIES["mla"][0])
@@ -226,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
               "(0.33.0 only); update the oracle", file=sys.stderr)
         return 2
     try:
+        if a.pinned and _oracle_version(oracle) < MIN_PINNED_ORACLE_VERSION:
+            raise HarnessError(f"{oracle} is ORACLE_VERSION < {MIN_PINNED_ORACLE_VERSION}, "
+                               "which cannot pin every member (apply tools/rocm_oracle.patch)")
         env = _env(a.python, a.triton_path)
         probed = probe(a.python, env)
         if probed["vllm_version"] != a.version:
@@ -256,8 +307,12 @@ def main(argv: list[str] | None = None) -> int:
         for family, n in families:
             seed = FAMILIES[family][1]
             if family == "pinned":
+                gaps = PINNED_HARNESS_GAPS.get(a.version, {})
                 samples[family] = make_sample.generate_rocm_pinned(
-                    n, seed, probed["kv_cache_dtypes"], backends, probed["backends"])
+                    n, seed, probed["kv_cache_dtypes"], backends,
+                    [b for b in probed["backends"] if b not in gaps])
+                for name, why in gaps.items():
+                    print(f"  {name} not pinned (harness gap): {why}", file=sys.stderr)
             else:
                 samples[family] = make_sample.generate_rocm(
                     family, n, seed, probed["kv_cache_dtypes"], backends)
@@ -266,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         # one oracle run for both families: one vLLM start per (arch, aiter)
         configs = [dict(c, id=i) for i, c in enumerate(
             [c for f, _ in families for c in samples[f]])]
-        answers = ask(a.python, oracle, configs, a.data / "rocm" / f"vllm-{a.version}", env)
+        answers = ask(a.python, oracle, configs, a.data / "rocm" / f"vllm-{a.version}",
+                      _with_extra(env, a.extra_path) if a.pinned else env)
         bad = harness_failures(answers)
         if bad:
             print(f"error: {len(bad)} answers are harness failures, nothing written:",

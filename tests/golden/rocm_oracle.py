@@ -15,8 +15,8 @@ from selector.inputs.flat import facts_from_flat
 from selector.platforms import rocm
 from selector.solver.mla_prefill import select_mla_prefill
 
-__all__ = ["FAMILIES", "PREFILL_ASKED", "ROOT", "golden_files", "prefill_mismatches",
-           "read_cases", "to_flat"]
+__all__ = ["FAMILIES", "PREFILL_ASKED", "ROOT", "golden_files", "pinned_files",
+           "prefill_mismatches", "read_cases", "to_flat"]
 
 ROOT = Path(__file__).parent / "oracle"
 
@@ -33,6 +33,12 @@ FAMILIES = ("standard", "mla")
 
 def golden_files() -> list[Path]:
     return sorted(p for family in FAMILIES for p in ROOT.glob(f"vllm-*/rocm-{family}.jsonl.gz"))
+
+
+def pinned_files() -> list[Path]:
+    """The pinned family (``--pinned N``): every ``AttentionBackendEnum`` member pinned in
+    turn, as ``--attention-backend`` does."""
+    return sorted(ROOT.glob("vllm-*/rocm-pinned.jsonl.gz"))
 
 
 def read_cases(path: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import pytest
 
 from selector.catalog import load_catalog
 from tests.golden.oracle_sweep import sweep_mismatches
-from tests.golden.rocm_oracle import ROOT, golden_files, prefill_mismatches, read_cases
+from tests.golden.rocm_oracle import ROOT, golden_files, pinned_files, prefill_mismatches, read_cases
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import rocm_agreement
@@ -66,3 +66,72 @@ def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
     cases = read_cases(path)
     assert sweep_mismatches(rocm_agreement.flat_cases(cases), engine) == []
     assert prefill_mismatches(cases, engine, catalog) == []
+
+
+_MODEL_DRIVEN = ("a model-driven backend (model-driven.yaml: the model's own layer code "
+                 "builds it); no backend file states its validate_configuration")
+NOT_MODELLED: dict[str, str] = {
+    **dict.fromkeys(("FLASHMLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE_DSV4",
+                     "ROCM_FLASHMLA_SPARSE_DSV4", "FLASHMLA_SPARSE_DSV41",
+                     "FLASHINFER_MLA_SPARSE_DSV41", "ROCM_FLASHMLA_SPARSE_DSV41",
+                     "FLASHMLA_MEGA_ATTN_DSV41", "MINIMAX_M3_SPARSE", "STEP5_DSA"),
+                    _MODEL_DRIVEN),
+    **dict.fromkeys(("CUTLASS_MSA", "TRITON_MSA"),
+                    "an alias: AttentionConfig.__post_init__ makes it MiniMax-M3's MSA decode "
+                    "kernel and the backend None (config/attention.py:172-181), so vLLM "
+                    "auto-selects; the alias is not modelled"),
+    **dict.fromkeys(("CPU_MLA", "AMX_MLA"),
+                    "a CPU platform backend without a backend file (its reasons on an AMD "
+                    "GPU are recorded, not modelled)"),
+    **dict.fromkeys(("CPU_ATTN", "XPU_MLA_SPARSE"),
+                    "0.33.0's profile removes it (remove_backends, for every platform) while "
+                    "vLLM 0.33.0 still has the class, which its ROCm platform validates "
+                    "when pinned"),
+}
+"""``AttentionBackendEnum`` members vLLM's ROCm platform validates when pinned but a
+release's ROCm profile does not model (no backend file for the platform), with the reason;
+their pinned configs are not compared, every other one is (reasons, selection, error:
+100%)."""
+
+
+def _engine_name(path: Path) -> str:
+    return path.parent.name.replace("vllm-", "vllm==", 1)
+
+
+@pytest.mark.parametrize("path", pinned_files(), ids=lambda p: p.parent.name)
+def test_pinned_rocm_backends_agree_with_vllm(path: Path) -> None:
+    """A backend pinned on an AMD GPU: vLLM's ROCm platform validates it alone
+    (``get_attn_backend_cls``, 0.33.0 ``rocm.py:775-840``): its reasons (an
+    ``ImportError`` included), the refusal's words, or vLLM's ValueError for a member
+    without a class; the profile's ROCm answer equals the recorded one."""
+    data = load_catalog().engine(_engine_name(path), "rocm")
+    cases = read_cases(path)
+    pinned = {c["input"]["attention_backend"] for c in cases}
+    unknown = {name for name in pinned if name not in data.backends}
+    assert unknown <= set(NOT_MODELLED), f"not modelled and not listed: {sorted(unknown - set(NOT_MODELLED))}"
+    compared = [c for c in cases if c["input"]["attention_backend"] not in unknown]
+    assert compared
+    mismatches = sweep_mismatches(rocm_agreement.flat_cases(compared), data)
+    assert mismatches == [], (f"{len(mismatches)} differences, first: "
+                              + json.dumps(mismatches[0], default=str)[:1500])
+
+
+def test_every_unmodelled_pinned_backend_is_unmodelled_somewhere() -> None:
+    catalog = load_catalog()
+    unknown = {name for path in pinned_files()
+               for name in {c["input"]["attention_backend"] for c in read_cases(path)}
+               if name not in catalog.engine(_engine_name(path), "rocm").backends}
+    assert set(NOT_MODELLED) <= unknown, f"modelled now: {sorted(set(NOT_MODELLED) - unknown)}"
+
+
+PINNED_NOT_RECORDED: set[str] = set()
+"""Profiled releases whose pinned family is not recorded yet (tools/rocm_oracle_sample.py X
+--standard 0 --mla 0 --pinned 600)."""
+
+
+def test_every_profiled_release_has_pinned_rocm_answers() -> None:
+    have = {_engine_name(p) for p in pinned_files()}
+    missing = set(load_catalog().engine_names) - have
+    assert missing == PINNED_NOT_RECORDED, (
+        f"pinned answers missing for {sorted(missing - PINNED_NOT_RECORDED)}; "
+        f"recorded now: {sorted(PINNED_NOT_RECORDED - missing)}")

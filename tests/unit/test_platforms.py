@@ -117,7 +117,7 @@ def test_a_platform_section_in_profile_yaml_is_refused(schemas: Path, section: s
 def test_a_backend_of_an_unknown_platform_is_refused(schemas: Path) -> None:
     base = _load_catalog_files(schemas)
     path = base.engine_dirs[base.engine_names[0]] / "backends" / "FLASH_ATTN.yaml"
-    path.write_text(path.read_text().replace("platforms: [cuda]", "platforms: [cuda, nope]"))
+    path.write_text(path.read_text().replace("platforms: [cuda, rocm]", "platforms: [cuda, rocm, nope]"))
     with pytest.raises(CatalogError, match=r"FLASH_ATTN\.yaml: platforms names \['nope'\]"):
         _load_catalog_files(schemas).engine(base.engine_names[0])
 
@@ -269,10 +269,17 @@ def test_the_shared_profile_reads_no_platforms_fact() -> None:
     assert not found, "\n".join(found)
 
 
-def test_a_cuda_fact_is_absent_from_another_platforms_engine() -> None:
+def test_a_cuda_fact_has_the_other_platforms_own_answer() -> None:
+    """The FlashAttention / TRT-LLM facts that the CUDA backends read (pinned on an AMD GPU
+    vLLM's ROCm platform validates them too) are each platform's own: CUDA's expression
+    there, vLLM's constant answer on ROCm (get_flash_attn_version returns None there,
+    fa_utils.py; no FlashInfer)."""
     catalog = load_catalog()
+    names = {"fa_version", "fa2_supported", "trtllm_platform_decode"}
     for release in ("vllm==0.25.1", "vllm==0.33.0"):
-        cuda = {f.name for f in catalog.engine(release, "cuda").profile.facts}
-        rocm = {f.name for f in catalog.engine(release, "rocm").profile.facts}
-        assert {"fa_version", "fa2_supported", "trtllm_platform_decode"} <= cuda
-        assert not {"fa_version", "fa2_supported", "trtllm_platform_decode"} & rocm
+        cuda = {f.name: f.value for f in catalog.engine(release, "cuda").profile.facts}
+        rocm = {f.name: f.value for f in catalog.engine(release, "rocm").profile.facts}
+        assert names <= set(cuda) and names <= set(rocm)
+        assert all(isinstance(cuda[n], str) for n in names)
+        assert {n: rocm[n] for n in names} == {"fa_version": None, "fa2_supported": False,
+                                              "trtllm_platform_decode": False}
