@@ -75,8 +75,10 @@ def render_model(result: ModelCheckResult, *, device: str, source: str | None = 
         fa = r.runtime.fact("fa_version") if r.runtime else None
         reasons = ""
         if r.error is not None:
-            codes = dict.fromkeys(d.code for v in r.verdicts if v.priority_index is not None
-                                  for d in v.reasons)
+            # a pinned backend is validated alone: its own reasons; else the priority list's
+            refused = [v for v in r.verdicts if v.backend == r.requested_backend] \
+                if r.requested_backend else [v for v in r.verdicts if v.priority_index is not None]
+            codes = dict.fromkeys(d.code for v in refused for d in v.reasons)
             reasons = f"{r.error.code}: {r.error.name} ({', '.join(codes) or 'see below'})"
         layers.add_row(
             _ranges(selection.layers) + (" (draft)" if selection.draft else ""), selection.kind,

@@ -211,3 +211,18 @@ def test_the_environment_line_names_the_rocm_image_not_cudas_wheels() -> None:
     assert "FlashInfer" not in line and "pinned wheels" not in line, line
     code, out, _ = run_cli(["check", str(example), "--device", "mi300x", "-v", *ENGINE])
     assert "defaults assume vLLM's ROCm image" in " ".join(out.split()), out
+
+
+def test_a_cuda_backend_pinned_on_an_amd_gpu_is_refused_with_its_own_reasons(
+        tmp_path: Path) -> None:
+    """vLLM's ROCm platform validates a pinned backend alone: FlashInfer cannot be imported
+    there (recorded: tests/golden/oracle/vllm-0.33.0/rocm-pinned.jsonl.gz), and the layer
+    row names that reason (IM001), not the priority list's."""
+    path = _write(tmp_path, "pinned.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\n"
+                  "device: MI300X\nattention_backend: FLASHINFER\n")
+    code, out, _ = run_cli(["check", str(path), *ENGINE])
+    assert code == 1, out
+    text = " ".join(out.split())
+    assert "SE002: selected-backend-invalid (IM001)" in text, out
+    assert ("Selected backend AttentionBackendEnum.FLASHINFER is not valid for this "
+            "configuration. Reason: ['ImportError']") in text, out
