@@ -181,6 +181,9 @@ NOT_PER_RELEASE: dict[str, str] = {
         "vLLM's ROCm platform's answers: tools/rocm_oracle_sample.py VERSION --python VENV "
         "(the ROCm oracle, with Triton on its path; not yet a step of this tool)",
     f"{ORACLE_GOLDEN}/rocm-mla.jsonl.gz": "as rocm-standard.jsonl.gz",
+    f"{ORACLE_GOLDEN}/rocm-pinned.jsonl.gz":
+        "as rocm-standard.jsonl.gz, with --standard 0 --mla 0 --pinned 600 "
+        "(tests/golden/test_rocm_oracle.py: every profiled release has them)",
     f"{ORACLE_GOLDEN}/rocm-cases.jsonl.gz":
         "0.33.0's ROCm acceptance cases (tests/unit/test_rocm_cli.py), by tools/rocm_oracle_sample.py",
     f"{ORACLE_GOLDEN}/standard.jsonl.gz":
