@@ -83,10 +83,6 @@ NOT_MODELLED: dict[str, str] = {
     **dict.fromkeys(("CPU_MLA", "AMX_MLA"),
                     "a CPU platform backend without a backend file (its reasons on an AMD "
                     "GPU are recorded, not modelled)"),
-    **dict.fromkeys(("CPU_ATTN", "XPU_MLA_SPARSE"),
-                    "0.33.0's profile removes it (remove_backends, for every platform) while "
-                    "vLLM 0.33.0 still has the class, which its ROCm platform validates "
-                    "when pinned"),
 }
 """``AttentionBackendEnum`` members vLLM's ROCm platform validates when pinned but a
 release's ROCm profile does not model (no backend file for the platform), with the reason;
