@@ -80,9 +80,6 @@ NOT_MODELLED: dict[str, str] = {
                     "an alias: AttentionConfig.__post_init__ makes it MiniMax-M3's MSA decode "
                     "kernel and the backend None (config/attention.py:172-181), so vLLM "
                     "auto-selects; the alias is not modelled"),
-    **dict.fromkeys(("CPU_MLA", "AMX_MLA"),
-                    "a CPU platform backend without a backend file (its reasons on an AMD "
-                    "GPU are recorded, not modelled)"),
 }
 """``AttentionBackendEnum`` members vLLM's ROCm platform validates when pinned but a
 release's ROCm profile does not model (no backend file for the platform), with the reason;
