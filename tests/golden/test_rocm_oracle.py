@@ -71,11 +71,7 @@ def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
 _MODEL_DRIVEN = ("a model-driven backend (model-driven.yaml: the model's own layer code "
                  "builds it); no backend file states its validate_configuration")
 NOT_MODELLED: dict[str, str] = {
-    **dict.fromkeys(("FLASHMLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE_DSV4",
-                     "ROCM_FLASHMLA_SPARSE_DSV4", "FLASHMLA_SPARSE_DSV41",
-                     "FLASHINFER_MLA_SPARSE_DSV41", "ROCM_FLASHMLA_SPARSE_DSV41",
-                     "FLASHMLA_MEGA_ATTN_DSV41", "MINIMAX_M3_SPARSE", "STEP5_DSA"),
-                    _MODEL_DRIVEN),
+    **dict.fromkeys(("MINIMAX_M3_SPARSE", "STEP5_DSA"), _MODEL_DRIVEN),
     **dict.fromkeys(("CUTLASS_MSA", "TRITON_MSA"),
                     "an alias: AttentionConfig.__post_init__ makes it MiniMax-M3's MSA decode "
                     "kernel and the backend None (config/attention.py:172-181), so vLLM "
