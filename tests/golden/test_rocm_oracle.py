@@ -68,10 +68,7 @@ def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
     assert prefill_mismatches(cases, engine, catalog) == []
 
 
-_MODEL_DRIVEN = ("a model-driven backend (model-driven.yaml: the model's own layer code "
-                 "builds it); no backend file states its validate_configuration")
 NOT_MODELLED: dict[str, str] = {
-    **dict.fromkeys(("MINIMAX_M3_SPARSE", "STEP5_DSA"), _MODEL_DRIVEN),
     **dict.fromkeys(("CUTLASS_MSA", "TRITON_MSA"),
                     "an alias: AttentionConfig.__post_init__ makes it MiniMax-M3's MSA decode "
                     "kernel and the backend None (config/attention.py:172-181), so vLLM "
