@@ -159,7 +159,12 @@ def select(compiled: CompiledEngine, facts: Mapping[str, Any],
 def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str],
            derived: dict[str, Any], facts: Mapping[str, Any],
            attention_backend: str | None) -> SelectionOutcome:
-    """vLLM's auto / explicit selection from every backend's reasons and the priority list."""
+    """vLLM's auto / explicit selection from every backend's reasons and the priority list
+    (a pin the engine's config turns into automatic selection, ``pin_selects_auto``, is
+    automatic selection)."""
+    pinned = engine.backends.get(attention_backend) if attention_backend else None
+    if pinned is not None and pinned.pin_selects_auto:
+        attention_backend = None
     asked = (attention_backend,) if attention_backend else order
     for name in asked:
         own = reasons[name]

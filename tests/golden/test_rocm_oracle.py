@@ -68,12 +68,7 @@ def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
     assert prefill_mismatches(cases, engine, catalog) == []
 
 
-NOT_MODELLED: dict[str, str] = {
-    **dict.fromkeys(("CUTLASS_MSA", "TRITON_MSA"),
-                    "an alias: AttentionConfig.__post_init__ makes it MiniMax-M3's MSA decode "
-                    "kernel and the backend None (config/attention.py:172-181), so vLLM "
-                    "auto-selects; the alias is not modelled"),
-}
+NOT_MODELLED: dict[str, str] = {}
 """``AttentionBackendEnum`` members vLLM's ROCm platform validates when pinned but a
 release's ROCm profile does not model (no backend file for the platform), with the reason;
 their pinned configs are not compared, every other one is (reasons, selection, error:
