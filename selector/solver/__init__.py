@@ -366,7 +366,9 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
     if attention_backend:
-        attention_backend = engine_data.backend(attention_backend).name
+        spec_pinned = engine_data.backend(attention_backend)
+        # a pin vLLM's config turns into automatic selection is automatic selection
+        attention_backend = None if spec_pinned.pin_selects_auto else spec_pinned.name
     stated = facts.stated if isinstance(facts, RequestFacts) else facts
     full = {**compiled.defaults, **stated}
     outcome = select(compiled, full, attention_backend)
