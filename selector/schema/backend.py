@@ -296,6 +296,10 @@ class BackendSpec(StrictModel):
     """``explicit``: only reachable with ``--attention-backend`` (never in a priority list)."""
     suggestable: bool = True
     """Whether to propose pinning this backend as a fix (false for model-specific backends)."""
+    pin_selects_auto: bool = False
+    """A pin of this name is vLLM's automatic selection: vLLM's config rewrites it to no
+    backend before the platform selects (e.g. the MiniMax M3 MSA aliases, which set only
+    the model's sparse decode kernel); its validate_configuration still answers for it."""
 
     dtypes: tuple[DType, ...] = ("float16", "bfloat16")
     kv_cache_dtypes: tuple[KVCacheDType, ...] | None = ("auto", "float16", "bfloat16")

@@ -159,7 +159,12 @@ def select(compiled: CompiledEngine, facts: Mapping[str, Any],
 def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str],
            derived: dict[str, Any], facts: Mapping[str, Any],
            attention_backend: str | None) -> SelectionOutcome:
-    """vLLM's auto / explicit selection from every backend's reasons and the priority list."""
+    """vLLM's auto / explicit selection from every backend's reasons and the priority list
+    (a pin the engine's config turns into automatic selection, ``pin_selects_auto``, is
+    automatic selection)."""
+    pinned = engine.backends.get(attention_backend) if attention_backend else None
+    if pinned is not None and pinned.pin_selects_auto:
+        attention_backend = None
     asked = (attention_backend,) if attention_backend else order
     for name in asked:
         own = reasons[name]
@@ -361,7 +366,9 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
     if attention_backend:
-        attention_backend = engine_data.backend(attention_backend).name
+        spec_pinned = engine_data.backend(attention_backend)
+        # a pin vLLM's config turns into automatic selection is automatic selection
+        attention_backend = None if spec_pinned.pin_selects_auto else spec_pinned.name
     stated = facts.stated if isinstance(facts, RequestFacts) else facts
     full = {**compiled.defaults, **stated}
     outcome = select(compiled, full, attention_backend)

@@ -68,26 +68,7 @@ def test_named_rocm_cases_agree_with_vllm(path: Path) -> None:
     assert prefill_mismatches(cases, engine, catalog) == []
 
 
-_MODEL_DRIVEN = ("a model-driven backend (model-driven.yaml: the model's own layer code "
-                 "builds it); no backend file states its validate_configuration")
-NOT_MODELLED: dict[str, str] = {
-    **dict.fromkeys(("FLASHMLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE_DSV4",
-                     "ROCM_FLASHMLA_SPARSE_DSV4", "FLASHMLA_SPARSE_DSV41",
-                     "FLASHINFER_MLA_SPARSE_DSV41", "ROCM_FLASHMLA_SPARSE_DSV41",
-                     "FLASHMLA_MEGA_ATTN_DSV41", "MINIMAX_M3_SPARSE", "STEP5_DSA"),
-                    _MODEL_DRIVEN),
-    **dict.fromkeys(("CUTLASS_MSA", "TRITON_MSA"),
-                    "an alias: AttentionConfig.__post_init__ makes it MiniMax-M3's MSA decode "
-                    "kernel and the backend None (config/attention.py:172-181), so vLLM "
-                    "auto-selects; the alias is not modelled"),
-    **dict.fromkeys(("CPU_MLA", "AMX_MLA"),
-                    "a CPU platform backend without a backend file (its reasons on an AMD "
-                    "GPU are recorded, not modelled)"),
-    **dict.fromkeys(("CPU_ATTN", "XPU_MLA_SPARSE"),
-                    "0.33.0's profile removes it (remove_backends, for every platform) while "
-                    "vLLM 0.33.0 still has the class, which its ROCm platform validates "
-                    "when pinned"),
-}
+NOT_MODELLED: dict[str, str] = {}
 """``AttentionBackendEnum`` members vLLM's ROCm platform validates when pinned but a
 release's ROCm profile does not model (no backend file for the platform), with the reason;
 their pinned configs are not compared, every other one is (reasons, selection, error:
