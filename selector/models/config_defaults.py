@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import yaml
-
-from selector.models.presets import preset_dir
+from selector.models.presets import read_preset_yaml
 
 __all__ = ["ClassDefaults", "UsedDefault", "class_defaults", "recorded_model_types"]
 
@@ -66,11 +64,7 @@ class ClassDefaults:
 
 @cache
 def _table() -> dict[str, ClassDefaults]:
-    path = preset_dir() / "config_defaults.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data
-        raise RuntimeError(f"{path}: {exc}") from exc
+    data = read_preset_yaml("config_defaults.yaml")
     return {
         model_type: ClassDefaults(
             model_type=model_type, config_class=str(row["class"]),

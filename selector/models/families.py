@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.models.facts import BuildCheck
-from selector.models.presets import preset_dir
+from selector.models.presets import preset_dir, read_preset_yaml
 
 __all__ = [
     "GENERIC",
@@ -367,22 +367,13 @@ def _families_path() -> Path:
 
 @cache
 def _causal_lm_architectures() -> dict[str, str]:
-    path = preset_dir() / "causal_lm_architectures.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data
-        raise RuntimeError(f"{path}: {exc}") from exc
-    table = data["causal_lm_architectures"]
+    table = read_preset_yaml("causal_lm_architectures.yaml")["causal_lm_architectures"]
     return {str(k): str(v) for k, v in table.items()}
 
 
 @cache
 def _unmapped() -> tuple[dict[str, str], str]:
-    path = preset_dir() / "unmapped.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data
-        raise RuntimeError(f"{path}: {exc}") from exc
+    data = read_preset_yaml("unmapped.yaml")
     return {str(k): str(v) for k, v in data["unmapped"].items()}, str(data["speculative_draft"])
 
 

@@ -7,6 +7,9 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from selector.errors import InputError
 
@@ -22,6 +25,7 @@ __all__ = [
     "preset_origin",
     "preset_path",
     "preset_precision",
+    "read_preset_yaml",
     "recorded_checkpoint",
 ]
 
@@ -35,6 +39,16 @@ def preset_dir() -> Path:
         if candidate.is_dir():
             return candidate
     return package.parent / "schemas" / "models"
+
+
+def read_preset_yaml(name: str) -> Any:
+    """The parsed YAML file ``name`` of the preset folder (a shipped data file: one that
+    cannot be read is a broken install, RuntimeError naming it)."""
+    path = preset_dir() / name
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:  # pragma: no cover - shipped data
+        raise RuntimeError(f"{path}: {exc}") from exc
 
 
 def list_presets() -> tuple[str, ...]:
