@@ -6,7 +6,8 @@
 #
 #   bash tools/setup_oracle_envs.sh [RELEASE ...]
 #
-#   ORACLE_DIR   the oracle instrument (default: ../shared/oracle next to the repository)
+#   ORACLE_DIR   the oracle instrument (default: ../shared/oracle next to the repository,
+#                as every recorder finds it)
 #   VENVS        where the venvs go, as oracle-RELEASE (default: ../.venvs)
 #   EXTRA        the extra-path folder (default: ../oracle-extra)
 #
@@ -15,13 +16,10 @@
 # recorders as the docs show, with ORACLE_DIR and ORACLE_EXTRA_PATH=$EXTRA set.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-ORACLE_DIR=${ORACLE_DIR:-$REPO/../shared/oracle}
+# the harness's own lookup (tools/oracle/locate.py oracle_dir: $ORACLE_DIR, else the default)
+ORACLE_DIR=$(cd "$REPO/tools" && python3 -c 'import oracle; print(oracle.oracle_dir())') || exit 2
 VENVS=${VENVS:-$REPO/../.venvs}
 EXTRA=${EXTRA:-$REPO/../oracle-extra}
-if [ ! -f "$ORACLE_DIR/setup.sh" ]; then
-  echo "no oracle instrument at $ORACLE_DIR (set ORACLE_DIR)" >&2
-  exit 2
-fi
 releases=("$@")
 if [ ${#releases[@]} -eq 0 ]; then
   releases=(0.33.0)
