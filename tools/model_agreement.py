@@ -205,6 +205,7 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
         return result
     by_index = {layer.index: layer for layer in model.layers}
     seen: set[tuple[int, str]] = set()
+    modules: dict[int, int] = {}  # attention caches per layer index (LongCat-Flash: 2)
     for record in answer["layers"]:
         index = record["index"]
         role = _role(record)
@@ -231,6 +232,8 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
                 result.differences.append(f"layer {index}: vLLM keeps no cache, the tool a {layer.kind}")
             continue
         seen.add((index, role))
+        if role == "attention" and record.get("spec") != "CrossAttentionSpec":
+            modules[index] = modules.get(index, 0) + 1
         diffs = _compare(layer, role, record, answer)
         if diffs:
             result.differences.extend(f"layer {index} {role}: {d}" for d in diffs)
@@ -238,6 +241,11 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
             result.agreeing += 1
     for layer in model.layers:
         role = "state" if layer.is_ssm else "attention"
+        built = modules.get(layer.index, 0)
+        if layer.is_attention and layer.kind != "cross_attention" and built \
+                and built != layer.attentions:
+            result.differences.append(f"layer {layer.index}: vLLM builds {built} attention "
+                                      f"caches, the tool {layer.attentions}")
         if layer.kind != "none" and (layer.index, role) not in seen:
             known = any(r["index"] == layer.index for r in answer["layers"])
             if not known:

@@ -39,7 +39,8 @@ __all__ = ["BackendChooser", "effective_backend", "plan_model"]
 BackendChooser = Callable[[LayerFacts], BackendKVFacts]
 """The core solver's per-layer answer (called for attention and MLA layers only)."""
 
-_Module = tuple[LayerFacts, BackendKVFacts, str]
+_Module = tuple[LayerFacts, BackendKVFacts, str, int]
+"""(layer, backend, role, module): ``module`` numbers a decoder layer's attention modules."""
 
 
 def effective_backend(layer: LayerFacts, chosen: BackendKVFacts) -> BackendKVFacts:
@@ -53,7 +54,7 @@ def effective_backend(layer: LayerFacts, chosen: BackendKVFacts) -> BackendKVFac
 
 
 def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> list[_Module]:
-    """(layer, backend, role) per KV-holding module, in registration order."""
+    """(layer, backend, role, module) per KV-holding module, in registration order."""
     out: list[_Module] = []
     # the state backend per mixer type (MambaBase.get_attn_backend), the indexer's
     wired, _ = options.engine_rules()
@@ -61,18 +62,19 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
         if layer.kind == "none":
             continue
         if layer.is_ssm:
-            out.append((layer, wired[layer.ssm.ssm_type if layer.ssm else "gdn"], "state"))
+            out.append((layer, wired[layer.ssm.ssm_type if layer.ssm else "gdn"], "state", 0))
             continue
         if layer.is_sparse:
-            out.append((layer, wired["sparse_indexer"], "indexer"))
-        out.append((layer, effective_backend(layer, choose(layer)), "attention"))
+            out.append((layer, wired["sparse_indexer"], "indexer", 0))
+        backend = effective_backend(layer, choose(layer))
+        out.extend((layer, backend, "attention", k) for k in range(layer.attentions))
         if layer.cross_attention:
             cross = layer.cross_view()
-            out.append((cross, effective_backend(cross, choose(cross)), "cross"))
+            out.append((cross, effective_backend(cross, choose(cross)), "cross", 0))
         if layer.has_parallel_state:
             state = layer.state_view()
             assert state.ssm is not None
-            out.append((state, wired[state.ssm.ssm_type], "parallel_state"))
+            out.append((state, wired[state.ssm.ssm_type], "parallel_state", 0))
     return out
 
 
@@ -100,7 +102,21 @@ def _spec_context(
     )
 
 
-def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, ctx: SpecContext) -> CacheEntry:
+def _entry_name(layer: LayerFacts, role: str, module: int) -> str:
+    """The cache's layer name: ``layers.I`` (``.self_attn.K`` for each of a decoder layer's
+    several attention modules, ``.mixer`` for a parallel state, ``.cross_attn``)."""
+    base = f"layers.{layer.index}"
+    if role == "parallel_state":
+        return f"{base}.mixer"
+    if role == "cross":
+        return f"{base}.cross_attn"
+    if layer.attentions > 1:
+        return f"{base}.self_attn.{module}"
+    return base
+
+
+def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, module: int,
+           ctx: SpecContext) -> CacheEntry:
     spec: AnySpec
     if role == "indexer":
         spec = customize(indexer_spec(layer, ctx), backend)
@@ -114,8 +130,7 @@ def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, ctx: SpecConte
         )
     spec = build_spec(layer, backend, ctx)
     return CacheEntry(
-        name=(f"layers.{layer.index}.mixer" if role == "parallel_state"
-              else f"layers.{layer.index}.cross_attn" if role == "cross" else f"layers.{layer.index}"),
+        name=_entry_name(layer, role, module),
         layer_index=layer.index,
         role="state" if role in ("state", "parallel_state") else "attention",
         backend=backend,
@@ -276,12 +291,13 @@ def plan_model(
     modules = _modules(model, backend_for_layer, options)
     try:
         part.decision = negotiate_block_size(
-            model, [(layer, backend) for layer, backend, _ in modules], options, max_model_len
+            model, [(layer, backend) for layer, backend, _, _ in modules], options, max_model_len
         )
     except EngineStartupError as exc:
         return part.fail(exc, "block_size")
     ctx = _spec_context(model, part.decision, options, max_model_len)
-    part.entries = tuple(_entry(layer, backend, role, ctx) for layer, backend, role in modules)
+    part.entries = tuple(_entry(layer, backend, role, module, ctx)
+                         for layer, backend, role, module in modules)
     try:
         _layout_and_groups(part)
         assert part.grouping is not None

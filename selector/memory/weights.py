@@ -433,6 +433,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         e_inter = _round_up(expert_inter, row.intermediate_multiple)
         e_hidden = _round_up(hidden, row.hidden_multiple)
 
+    scored = num_experts + (config_int(cfg, rules.router_extra_experts_field)
+                            if rules.router_extra_experts_field else 0)  # router rows
     attn_sharded = attn_replicated = dense = experts = expert_bias = shared = router = ssm = 0
     total_attn = total_mlp = 0
     ffn = _ffn_layers(cfg, rules, num_layers, dense_inter, hidden)
@@ -441,6 +443,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     for index, kind in enumerate(layer_kinds):
         here = 1 if first <= index < last else 0  # this GPU's stage holds the layer
         layer = layers[index] if layers is not None else None
+        modules = layer.attentions if layer is not None else 1  # attention modules
         state = layer.ssm if layer is not None else None
         if kind in ("mamba", "gdn") or (layer is not None and layer.has_parallel_state):
             ssm += here * _ssm_params(cfg, state, tp)
@@ -457,27 +460,28 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             total_attn += whole + rep
         elif kind == "mla" or cfg.get("kv_lora_rank") or layer is None or not layer.total_q_heads:
             sharded, replicated = _attention_params(cfg, tp)
-            attn_sharded += here * sharded
-            attn_replicated += here * replicated
+            attn_sharded += here * modules * sharded
+            attn_replicated += here * modules * replicated
             whole, rep = _attention_params(cfg, 1)
-            total_attn += whole + rep
+            total_attn += modules * (whole + rep)
         else:
             q_gate = bool(rules.q_gate_field
                           and cfg.get(rules.q_gate_field, rules.q_gate_default))
-            attn_sharded += here * _layer_attention(layer, hidden, tp, q_gate)
-            total_attn += _layer_attention(layer, hidden, 1, q_gate)
+            attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate)
+            total_attn += modules * _layer_attention(layer, hidden, 1, q_gate)
         block, width = ffn[index]
         if block == "moe":
             experts += here * num_experts * e_matrices * e_hidden * e_inter // tp
             if cfg.get("model_type") in shapes.expert_bias_types:
                 expert_bias += here * num_experts * (2 * e_inter + e_hidden) // tp
             shared += here * e_matrices * hidden * shared_inter // tp
-            router += here * (hidden * num_experts + (2 * hidden * latent if latent else 0))
+            router += here * (hidden * scored + (2 * hidden * latent if latent else 0))
             total_mlp += num_experts * e_matrices * (latent or hidden) * expert_inter \
-                + e_matrices * hidden * shared_inter + hidden * num_experts + 2 * hidden * latent
+                + e_matrices * hidden * shared_inter + hidden * scored + 2 * hidden * latent
         if block == "dense" or (block == "moe" and rules.moe_keeps_dense):
-            dense += here * mlp_matrices * hidden * width // (1 if rules.replicated_mlp else tp)
-            total_mlp += mlp_matrices * hidden * width
+            dense += here * rules.dense_mlps * mlp_matrices * hidden * width \
+                // (1 if rules.replicated_mlp else tp)
+            total_mlp += rules.dense_mlps * mlp_matrices * hidden * width
         elif block == "linear":
             dense += here * hidden * hidden // tp
             total_mlp += hidden * hidden
@@ -503,7 +507,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         WeightPart(name="routed experts", params=experts, bits=expert_bits),
         WeightPart(name="expert biases", params=expert_bias, bits=base_bits),
         WeightPart(name="shared experts", params=shared, bits=linear_bits),
-        WeightPart(name="router", params=router, bits=base_bits),
+        WeightPart(name="router", params=router, bits=32.0 if rules.router_float32 else base_bits),
         WeightPart(name="vision tower", params=vision if first == 0 else 0, bits=base_bits),
     ]
     total = vocab * hidden * (1 if tied else 2) + positions + total_attn + total_mlp + total_vision

@@ -50,7 +50,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dense MLP", re.compile(r"\.mixer\.(?:up_proj|down_proj)\.")),
     ("attention", re.compile(r"\.(?:self_attn|attn|attention|self_attention|mixer)\.|"
                              r"\.(?:qkv_proj|o_proj)\.weight\|")),
-    ("dense MLP", re.compile(r"\.(?:mlp|feed_forward|ffn|mixer)\.|\.(?:fc1|fc2)\.weight\|")),
+    # LongCat-Flash's two dense MLPs per decoder layer: mlps.0 / mlps.1
+    ("dense MLP", re.compile(r"\.(?:mlps?|feed_forward|ffn|mixer)\.|\.(?:fc1|fc2)\.weight\|")),
 )
 """The estimate's part of a vLLM parameter, first match wins, on ``name|owner class``."""
 

@@ -124,6 +124,10 @@ class ConfigReader:
     def error(self, key: str, message: str, hint: str | None = None) -> InputError:
         return InputError(message, file=self.file, field=self.prefix + self.key_of(key), hint=hint)
 
+    def written(self, key: str) -> bool:
+        """The file itself writes ``key`` (any value; no alias, family or class default)."""
+        return self._present(key)
+
     def has(self, key: str) -> bool:
         return self._get(key) is not None
 

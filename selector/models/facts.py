@@ -187,6 +187,10 @@ class LayerFacts(_Frozen):
     ssm: SSMDims | None = None
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
+    attentions: int = Field(default=1, ge=1)
+    """Attention modules of these facts the decoder layer builds, each with a KV cache of
+    its own (LongCat-Flash's ``self_attn.0`` and ``self_attn.1``: 2; the family's
+    ``attention.per_decoder_layer``)."""
     cross_attention: bool = False
     """The decoder layer also has a cross-attention beside its self-attention (an
     encoder-decoder's decoder layer, Whisper's ``encoder_attn``): one self-attention cache

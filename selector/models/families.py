@@ -117,6 +117,16 @@ class LoopRules(_Strict):
     window: int | None = None
 
 
+class DecoderLayerRules(_Strict):
+    """Each decoder layer builds ``attentions`` attention modules of the same shapes, each
+    with a KV cache of its own, all numbered with the decoder layer's index (LongCat-Flash:
+    ``self_attn.0`` and ``self_attn.1``); ``layers_field`` counts the decoder layers (its
+    ``num_hidden_layers`` is transformers' ``attentions * num_layers``)."""
+
+    attentions: int = Field(ge=2)
+    layers_field: str
+
+
 class PerLayerRules(_Strict):
     """Per-layer attention shapes (DomynEdge): ``head_size`` names a mapping from layer
     index to overrides and the key that holds the layer's head size
@@ -172,6 +182,7 @@ class AttentionRules(_Strict):
     """Mixers whose layers apply no rotary embedding (Llama-4's global NoPE layers)."""
     loops: LoopRules | None = None
     per_layer: PerLayerRules | None = None
+    per_decoder_layer: DecoderLayerRules | None = None
 
 
 class SSMRefusal(_Strict):
@@ -286,6 +297,14 @@ class WeightRules(_Strict):
     """The config class's ``vocab_size`` when config.json omits it."""
     moe_keeps_dense: bool = False
     """An MoE layer keeps its dense MLP (``intermediate_size``) beside the experts."""
+    router_extra_experts_field: str | None = None
+    """A config field of experts the router also scores beyond the routed ones (LongCat-
+    Flash's ``zero_expert_num`` identity experts: router rows, no expert weights)."""
+    router_float32: bool = False
+    """The router's weight is float32 whatever the model's dtype (LongcatRouter)."""
+    dense_mlps: int = Field(default=1, ge=1)
+    """Dense MLPs of that width in a decoder layer that has one (LongCat-Flash's
+    ``mlps.0`` and ``mlps.1``: 2)."""
     q_gate_field: str | None = None
     """A boolean config field: the q projection also yields an output gate (twice the
     query width)."""

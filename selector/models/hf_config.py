@@ -126,13 +126,27 @@ class _ConfigParser:
         text = self.text
         self.model_type = top.str_("model_type") or ""
         self.text_model_type = text.str_("model_type") or self.model_type
-        self.num_layers = text.int_("num_hidden_layers")
+        self.num_layers = self._decoder_layers()
         if self.num_layers > MAX_LAYERS:
             raise text.error("num_hidden_layers", f"{self.num_layers} layers is implausible")
         self.hidden = text.int_("hidden_size")
         self.mixers = resolve_mixers(text, family.mixers, self.num_layers)
         self.num_layers = len(self.mixers)  # a repeat rule's unit makes more layers
         self.cross_layers = _cross_layers(text, self.num_layers)
+
+    def _decoder_layers(self) -> int:
+        """``num_hidden_layers``, or with ``attention.per_decoder_layer`` its
+        ``layers_field``: transformers' LongcatFlashConfig derives ``num_hidden_layers`` as
+        twice ``num_layers``, and a written ``num_hidden_layers`` sets ``num_layers`` to its
+        half, over a written ``num_layers`` too (vLLM 0.33.0 builds one decoder layer for
+        ``num_layers: 3, num_hidden_layers: 3``: the reference's -both config)."""
+        text = self.text
+        per = self.family.attention.per_decoder_layer
+        if per is None:
+            return text.int_("num_hidden_layers")
+        if text.written("num_hidden_layers"):
+            return text.int_("num_hidden_layers") // per.attentions
+        return text.int_(per.layers_field)  # written, or the config class's default
 
     def attention_common(self) -> dict[str, Any]:
         text = self.text
@@ -207,7 +221,17 @@ class _ConfigParser:
             )
             for i, mixer in enumerate(self.mixers)
         ]
-        return tuple(self._loops(self._share_kv(self._per_layer_heads_and_windows(layers))))
+        return tuple(self._modules_per_layer(
+            self._loops(self._share_kv(self._per_layer_heads_and_windows(layers)))))
+
+    def _modules_per_layer(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """The family's ``attention.per_decoder_layer``: every attention layer builds that
+        many attention modules, a cache each."""
+        per = self.family.attention.per_decoder_layer
+        if per is None:
+            return layers
+        return [layer.model_copy(update={"attentions": per.attentions}) if layer.is_attention
+                else layer for layer in layers]
 
     def _per_layer_values(self, spec: str) -> list[int | None]:
         """One value per layer: ``field`` a list (one entry per layer; an entry that is a

@@ -70,10 +70,6 @@ KNOWN_GAPS: dict[str, str] = {
         "n_heads, n_kv_heads), which the prefix_lm_vlm family does not read (the tool cannot "
         "read the config)"),
     "Moondream3ForCausalLM.json": "as HfMoondream",
-    "LongcatFlashForCausalLM.json": (
-        "LongCat-Flash's decoder layers have two MLA attentions each (longcat_flash.py: "
-        "num_layers layers, self_attn.0 / self_attn.1); the tool reads num_hidden_layers "
-        "layers of one attention"),
 }
 
 
