@@ -64,12 +64,7 @@ REFUSED: dict[str, tuple[str, str]] = {
 KNOWN_GAPS: dict[str, str] = {
     # config -> why the tool does not agree yet (DeepSeek-V4-Flash agrees since its layers'
     # own backend choice is data: schemas/engines/*/model-driven.yaml; JambaForSequenceClassification,
-    # ModernBERT, NemotronHPuzzle and BAGEL since their rules are data too)
-    "HfMoondream.json": (
-        "vLLM's Moondream3Config reads the checkpoint's nested config.text (n_layers, dim, "
-        "n_heads, n_kv_heads), which the prefix_lm_vlm family does not read (the tool cannot "
-        "read the config)"),
-    "Moondream3ForCausalLM.json": "as HfMoondream",
+    # ModernBERT, NemotronHPuzzle, BAGEL, LongCat-Flash and Moondream-3 since their rules are data too)
 }
 
 
