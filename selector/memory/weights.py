@@ -18,6 +18,7 @@ from selector.errors import InputError
 from selector.memory.profile import QuantScheme, StartupProfile
 from selector.memory.quant import QuantPlan, part_shares, quant_plan
 from selector.models import ModelFacts, parse_config
+from selector.models.config_defaults import class_defaults
 from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, ShortConvDims, SSMDims
 from selector.models.families import GENERIC, Family, FFNSizing, WeightRules, families
 from selector.models.hf_config import language_model_config, omitted_defaults, resolve_family
@@ -358,6 +359,12 @@ def _family_config(section: Mapping[str, Any], family: Family,
             found = next((cfg[name] for name in others if name in cfg), None)
             if found is not None:
                 cfg[canonical] = found
+    # the config class's attribute_map: vLLM's getattr(config, "intermediate_size") is
+    # LongcatFlashConfig's ffn_hidden_size (schemas/models/config_defaults.yaml)
+    recorded = class_defaults(str(cfg.get("model_type") or "")) if cfg.get("model_type") else None
+    for asked, field in (recorded.attribute_map.items() if recorded else ()):
+        if asked not in cfg and cfg.get(field) is not None:
+            cfg[asked] = cfg[field]
     return cfg
 
 

@@ -64,9 +64,10 @@ class ConfigReader:
 
     def with_fields(self, reads: Mapping[str, str]) -> ConfigReader:
         """The same section with each canonical field read from the field a model class
-        reads in its place (``{num_hidden_layers: decoder_layers}``), where present."""
-        data = {**self.data, **{canonical: self.data[source] for canonical, source in reads.items()
-                                if self.data.get(source) is not None}}
+        reads in its place (``{num_hidden_layers: decoder_layers}``; a dotted path into a
+        nested section, ``config.text.dim``), where present."""
+        data = {**self.data, **{canonical: self._at(source) for canonical, source in reads.items()
+                                if self._at(source) is not None}}
         return self._copy(data)
 
     def _at(self, path: str) -> Any:
