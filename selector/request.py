@@ -251,6 +251,8 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
         "model_softcap": layer.logits_soft_cap is not None,
         "tp_size": model.tp_size,
     })
+    if layer.kv_cache_dtype is not None:
+        stated["kv_cache_dtype"] = layer.kv_cache_dtype
     if mla is not None:
         stated.update({
             "kv_lora_rank": mla.kv_lora_rank,

@@ -118,6 +118,8 @@ def _entry_name(layer: LayerFacts, role: str, module: int) -> str:
 def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, module: int,
            ctx: SpecContext) -> CacheEntry:
     spec: AnySpec
+    if layer.kv_cache_dtype is not None:
+        ctx = ctx.model_copy(update={"kv_cache_dtype": layer.kv_cache_dtype})
     if role == "indexer":
         spec = customize(indexer_spec(layer, ctx), backend)
         return CacheEntry(

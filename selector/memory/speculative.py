@@ -121,7 +121,6 @@ class Codes(_Strict):
     key_refused: str
     draft_note: str
     not_modelled: str
-    draft_kv_dtype: str
 
 
 class SpeculativeData(_Strict):
@@ -256,6 +255,7 @@ def draft_layers(data: SpeculativeData, request: DraftRequest, model: ModelFacts
     if method in data.draft_free_methods:
         return (), None
     start = len(model.layers)
+    own = _own_kv_cache_dtype(data, request)
     if is_mtp(request):
         rule = _mtp_rule(data, model)
         if rule is None:
@@ -265,13 +265,24 @@ def draft_layers(data: SpeculativeData, request: DraftRequest, model: ModelFacts
         template = next((layer for layer in reversed(model.layers) if layer.is_attention), None)
         if template is None or count <= 0:
             return (), rule.draft
-        return tuple(template.model_copy(update={"index": start + i, "draft": True})
+        return tuple(template.model_copy(update={"index": start + i, "draft": True,
+                                                 "kv_cache_dtype": own})
                      for i in range(count)), rule.draft
     if draft is None:
         return (), None
     return tuple(layer.model_copy(update={"index": start + i, "draft": True,
-                                          "kv_sharing_target": None})
+                                          "kv_sharing_target": None, "kv_cache_dtype": own})
                  for i, layer in enumerate(draft.layers)), draft.architecture
+
+
+def _own_kv_cache_dtype(data: SpeculativeData, request: DraftRequest) -> str | None:
+    """The draft's own KV-cache dtype: the release's key when given (vLLM replaces the
+    draft's ``cache_config.cache_dtype`` with it, ``auto`` included: the draft's cache is
+    then the model dtype whatever the target's; ``draft_settings``), else None (the
+    target's)."""
+    key = data.draft_settings.kv_cache_dtype_key
+    value = request.keys.get(key) if key else None
+    return str(value) if value is not None else None
 
 
 def _extras(data: SpeculativeData, request: DraftRequest, model: ModelFacts,
@@ -367,18 +378,15 @@ def draft_report(catalog: Catalog, data: SpeculativeData, request: DraftRequest,
         if groups:
             text += (f"; KV-cache group{'s' * (len(groups) > 1)} "
                      f"{', '.join(map(str, groups))}, {kv_bytes_per_token:,} bytes per token")
+        own_dtype = _own_kv_cache_dtype(data, request)
+        if own_dtype is not None:
+            text += (f"; its own KV-cache dtype {own_dtype} (the target's: "
+                     f"{target_kv_cache_dtype or 'auto'}; {data.draft_settings.source})")
         if weights is not None:
             text += (f"; weights {weights.bytes / 1024**3:.2f} GiB per GPU (in the memory "
                      "table's weights; the target's input embedding shared)")
         text += _settings_text(request, thresholds, capture_sizes, target_tp)
         notes.append((codes.draft_note, text))
-        own_dtype = request.keys.get("kv_cache_dtype")
-        if own_dtype and own_dtype != (target_kv_cache_dtype or "auto"):
-            notes.append((codes.draft_kv_dtype, (
-                f"speculative draft: kv_cache_dtype {own_dtype} (the target's: "
-                f"{target_kv_cache_dtype or 'auto'}): vLLM builds the draft's KV cache in "
-                f"{own_dtype} ({data.draft_settings.source}); attn-select counts the draft's "
-                "pages at the target's dtype")))
     elif method in data.draft_free_methods and capture_sizes:
         notes.append((codes.draft_note, (
             f"{head}, Model Runner {runner.upper()}): no draft model, no draft KV cache"

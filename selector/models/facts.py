@@ -199,6 +199,11 @@ class LayerFacts(_Frozen):
     """A layer of the speculative draft (selector/memory/speculative.py), numbered after
     the target's: vLLM registers it in the same forward context, so its KV cache joins
     the KV-cache groups."""
+    kv_cache_dtype: str | None = None
+    """The layer's own KV-cache dtype where it is not the deployment's (the speculative
+    draft's ``--speculative-config`` ``kv_cache_dtype``: vLLM builds the draft with its own
+    cache config, vllm/v1/spec_decode/llm_base_proposer.py:1292-1299 in 0.33.0); None: the
+    deployment's ``--kv-cache-dtype``."""
 
     @property
     def has_parallel_state(self) -> bool:
