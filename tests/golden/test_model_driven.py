@@ -174,3 +174,27 @@ def _check_classes(data: Any, recorded: dict[str, Any]) -> None:
         assert list(backend.kernel_block_sizes) == fact["kernel_block_sizes"], name
         assert backend.cudagraph_support == fact["cudagraph_support"], name
         assert list(backend.kv_cache_dtypes) == fact["kv_cache_dtypes"], name
+
+
+UNMAPPED = GOLDEN / "unmapped"
+"""vLLM's answers for model-driven architectures whose layer rule is not written yet
+(DeepSeek-V4.1: ``schemas/models/unmapped.yaml`` says what the rule needs), recorded with
+the same reference so that the rule can be checked against them once it is data."""
+
+
+def test_the_unmapped_answers_are_vllms_and_have_no_rule() -> None:
+    from selector.models.families import family_for, unmapped_reason
+
+    paths = sorted(UNMAPPED.glob("vllm-*.jsonl.gz"))
+    assert paths
+    for path in paths:
+        version = path.name.removeprefix("vllm-").split("-", 1)[0]
+        architecture = path.name.removesuffix(".jsonl.gz").split("-", 2)[2]
+        data = md.load_model_driven(f"vllm=={version}", load_catalog())
+        assert data is not None and data.rule_for(architecture) is None, architecture
+        assert family_for(architecture) is None, architecture
+        reason = unmapped_reason(architecture)
+        assert reason is not None and path.name in reason, architecture
+        runs = [a for a in _read(path) if "backends" not in a]
+        assert runs and all(a["status"] in ("ok", "refused") for a in runs), path.name
+        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, path.name
