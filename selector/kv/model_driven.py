@@ -128,7 +128,8 @@ class DrivenCache(_Strict):
     (``cache_config.block_size``)."""
 
     name: str
-    """The module's name under ``model.layers.<i>.`` (vLLM's static forward context)."""
+    """The module's name under ``<layer_prefix>.<i>.`` (vLLM's static forward context;
+    ``model.layers`` unless the rule's ``layer_prefix`` names the architecture's own)."""
     module: str
     backend: str
     """What the module's ``get_attn_backend().get_name()`` says (``selected``: the
