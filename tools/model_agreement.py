@@ -288,7 +288,8 @@ def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgr
         return True
     caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,
                               cache_dtype=dtype, cache_block=answer["block_size"],
-                              layer_class=data.backends[backend].layer_class)
+                              layer_class=data.backends[backend].layer_class,
+                              architecture=model.architecture)
     have = {c.name: c for c in caches}
     for record in answer["layers"]:
         result.layers += 1

@@ -258,6 +258,15 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
     # MiMoV2ForCausalLM subclasses MiMoV2FlashForCausalLM (mimo_v2.py:1125): MiMo-V2-Flash's
     # real config under the subclass's name
     "MiMoV2ForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json"}),
+    # DeepseekV4ForConditionalGeneration (models/deepseek_v4/common/vl_model.py:137-191) wraps
+    # DeepseekV4ForCausalLM on the same config; the vision variant is DeepSeek-V4-Flash's
+    # config with the flat vision_* fields its tower reads (common/vision.py:86-213,
+    # common/mm_preprocess.py:246-248; DeepseekV4Config has no default for them)
+    "DeepseekV4ForConditionalGeneration": ("deepseek_v4", {
+        "_from": "deepseek-ai--DeepSeek-V4-Flash.json", "vision_n_layers": 32,
+        "vision_dim": 1024, "vision_n_heads": 16, "vision_inter_dim": 2816,
+        "vision_patch_size": 14, "vision_rope_theta": 10000.0, "vision_downsample_ratio": 3,
+        "vision_max_n_token": 384, "vision_min_pixels": 295936, "vision_max_wh_ratio": None}),
     # built on the CPU device (vllm_model_reference.BUILT_ON_CPU): a small stack
     "ApertusForCausalLM": ("apertus", dict(_SMALL)),
     "BloomForCausalLM": ("bloom", {"n_layer": 4, "hidden_size": 512, "n_head": 8,

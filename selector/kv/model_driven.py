@@ -128,7 +128,8 @@ class DrivenCache(_Strict):
     (``cache_config.block_size``)."""
 
     name: str
-    """The module's name under ``model.layers.<i>.`` (vLLM's static forward context)."""
+    """The module's name under ``<layer_prefix>.<i>.`` (vLLM's static forward context;
+    ``model.layers`` unless the rule's ``layer_prefix`` names the architecture's own)."""
     module: str
     backend: str
     """What the module's ``get_attn_backend().get_name()`` says (``selected``: the
@@ -181,6 +182,9 @@ class DrivenModel(_Strict):
     """``update_block_size_for_backend``: the block the compressed caches take
     (``kernel_block``: the chosen backend's one kernel block size)."""
     kv_cache_layout: str = "BLHNC"
+    layer_prefix: dict[str, str] = Field(default_factory=dict)
+    """The decoder layers' module prefix by architecture (a wrapper builds the text model
+    under its own prefix, e.g. ``language_model.model.layers``); ``model.layers`` else."""
     kind_prefix: str = "model-driven"
     """How the report names these layers' kind (with each layer's compression ratio)."""
     grouping: Literal["packed", "uniform_groups", "uniform_groups_padded"] = "packed"
@@ -305,9 +309,11 @@ _DTYPE_BYTES = {"uint8": 1, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1}
 
 def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str,
                   element_bytes: int | None, cache_dtype: str, cache_block: int,
-                  layer_class: str = "") -> list[DrivenEntry]:
-    """Every cache module in registration order, with its spec at ``cache_block``."""
+                  layer_class: str = "", architecture: str = "") -> list[DrivenEntry]:
+    """Every cache module in registration order, with its spec at ``cache_block``
+    (named under the architecture's ``layer_prefix``)."""
     text = _text_config(config)
+    prefix = rule.layer_prefix.get(architecture, "model.layers")
     ratios = list(text[rule.compress_ratios_field])
     num_layers = int(text["num_hidden_layers"])
     packed = element_bytes is None
@@ -321,7 +327,7 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
                 continue
             backend = selected if cache_module.backend == "selected" else cache_module.backend
             module = layer_class if cache_module.module == "selected" else cache_module.module
-            name = f"model.layers.{index}.{cache_module.name}".rstrip(".")
+            name = f"{prefix}.{index}.{cache_module.name}".rstrip(".")
             spec = None if cache_module.spec == "none" else _spec(cache_module, env, cache_dtype)
             out.append(DrivenEntry(name=name, layer_index=index, module=module,
                                    backend=backend, spec=spec))
@@ -471,7 +477,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         kernel if rule.aligned_block_size == "kernel_block" else preferred)
     entries = driven_caches(rule, config, selected=backend_name, element_bytes=element_bytes,
                             cache_dtype=cache_dtype, cache_block=block,
-                            layer_class=backend.layer_class)
+                            layer_class=backend.layer_class, architecture=model.architecture)
     specs: dict[str, AnySpec] = {e.name: e.spec for e in entries if e.spec is not None}
     names, padded = packed_groups(specs, rule.grouping)
     for name, page in padded.items():

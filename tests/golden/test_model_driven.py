@@ -28,18 +28,29 @@ RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0"
             "0.32.0", "0.33.0")
 
 
+def _read(path: Path) -> tuple[dict[str, Any], ...]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return tuple(json.loads(line) for line in handle if line.strip())
+
+
+def _parts(version: str) -> list[Path]:
+    """The release's file, then the parts recorded beside it (``vllm-<version>-*.jsonl.gz``:
+    configs added since, each part with its own ``<backend classes>`` record)."""
+    return [GOLDEN / f"vllm-{version}.jsonl.gz",
+            *sorted(GOLDEN.glob(f"vllm-{version}-*.jsonl.gz"))]
+
+
 @cache
 def _answers(version: str) -> tuple[dict[str, Any], ...]:
-    with gzip.open(GOLDEN / f"vllm-{version}.jsonl.gz", "rt", encoding="utf-8") as handle:
-        return tuple(json.loads(line) for line in handle if line.strip())
+    return tuple(a for path in _parts(version) for a in _read(path))
 
 
 def _runs(version: str) -> list[dict[str, Any]]:
     return [a for a in _answers(version) if "backends" not in a]
 
 
-def _classes(version: str) -> dict[str, Any]:
-    return next(a for a in _answers(version) if "backends" in a)
+def _all_classes(version: str) -> list[dict[str, Any]]:
+    return [a for a in _answers(version) if "backends" in a]
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
@@ -58,12 +69,16 @@ CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
 """Two real DeepSeek-V4 configs (Flash: 43 layers led by two sliding-only layers; Pro: 61
 layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
 
+ADDED = {"0.33.0": {"tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"}}
+"""Configs recorded since, per release (the parts beside the release's file): the
+DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields)."""
+
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
     for version in RELEASES:
         runs = _runs(version)
         assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
-        assert {a["config"] for a in runs} == CONFIGS, version
+        assert {a["config"] for a in runs} == CONFIGS | ADDED.get(version, set()), version
         assert all(a["status"] in ("ok", "refused") for a in runs), version
 
 
@@ -98,7 +113,8 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     element_bytes = detail if isinstance(detail, int) else None
     before = md.driven_caches(rule, model.config, selected=selection.backend,
                               element_bytes=element_bytes, cache_dtype=dtype,
-                              cache_block=answer["block_size"], layer_class=backend.layer_class)
+                              cache_block=answer["block_size"], layer_class=backend.layer_class,
+                              architecture=model.architecture)
     have = [(e.name, e.module, e.backend if e.spec else None,
              e.spec.block_size if e.spec else None, e.spec.page_size_bytes if e.spec else None)
             for e in before]
@@ -143,7 +159,11 @@ def test_the_backend_classes_are_vllms(version: str) -> None:
     imported on the CUDA reference host: its facts are the ROCm module's, cited)."""
     data = md.load_model_driven(f"vllm=={version}", load_catalog())
     assert data is not None
-    recorded = {b["backend"]: b for b in _classes(version)["backends"]}
+    for classes in _all_classes(version):  # each part records the release's classes again
+        _check_classes(data, {b["backend"]: b for b in classes["backends"]})
+
+
+def _check_classes(data: Any, recorded: dict[str, Any]) -> None:
     assert set(recorded) == set(data.backends)
     for name, fact in recorded.items():
         backend = data.backends[name]
@@ -154,3 +174,27 @@ def test_the_backend_classes_are_vllms(version: str) -> None:
         assert list(backend.kernel_block_sizes) == fact["kernel_block_sizes"], name
         assert backend.cudagraph_support == fact["cudagraph_support"], name
         assert list(backend.kv_cache_dtypes) == fact["kv_cache_dtypes"], name
+
+
+UNMAPPED = GOLDEN / "unmapped"
+"""vLLM's answers for model-driven architectures whose layer rule is not written yet
+(DeepSeek-V4.1: ``schemas/models/unmapped.yaml`` says what the rule needs), recorded with
+the same reference so that the rule can be checked against them once it is data."""
+
+
+def test_the_unmapped_answers_are_vllms_and_have_no_rule() -> None:
+    from selector.models.families import family_for, unmapped_reason
+
+    paths = sorted(UNMAPPED.glob("vllm-*.jsonl.gz"))
+    assert paths
+    for path in paths:
+        version = path.name.removeprefix("vllm-").split("-", 1)[0]
+        architecture = path.name.removesuffix(".jsonl.gz").split("-", 2)[2]
+        data = md.load_model_driven(f"vllm=={version}", load_catalog())
+        assert data is not None and data.rule_for(architecture) is None, architecture
+        assert family_for(architecture) is None, architecture
+        reason = unmapped_reason(architecture)
+        assert reason is not None and path.name in reason, architecture
+        runs = [a for a in _read(path) if "backends" not in a]
+        assert runs and all(a["status"] in ("ok", "refused") for a in runs), path.name
+        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, path.name

@@ -140,4 +140,5 @@ def test_explain_names_a_model_driven_backend_as_the_models_choice(model_dir: st
     code, _, err = run_cli(["explain", "FLASHMLA_SPARSE_DSV4", str(deployment),
                             "--engine", "vllm==0.33.0"])
     assert code == 2
-    assert "chosen by a model's own layer code (DeepseekV4ForCausalLM)" in err
+    assert ("chosen by a model's own layer code (DeepseekV4ForCausalLM, "
+            "DeepseekV4ForConditionalGeneration)") in err

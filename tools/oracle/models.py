@@ -74,6 +74,8 @@ class _InertOp:
         self._name = name
 
     def __getattr__(self, item: str) -> _InertOp:
+        if item == "__isabstractmethod__":  # an ABC's kernel attribute (mHC's JIT warm-up)
+            raise AttributeError(item)
         return _InertOp(f"{self._name}.{item}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> bool:
@@ -139,6 +141,8 @@ def device_tensors_on_meta() -> Any:
     device_mode._device_constructors()
     saved = {name: getattr(torch, name) for name in _FACTORIES}
     saved_current = torch.cuda.current_device
+    saved_index = torch.accelerator.current_device_index
+    saved_properties = torch.cuda.get_device_properties
     saved_to = torch.nn.Module.to
 
     def wrap(fn: Any) -> Any:
@@ -161,12 +165,20 @@ def device_tensors_on_meta() -> Any:
         for name, fn in saved.items():
             setattr(torch, name, wrap(fn))
         torch.cuda.current_device = lambda: 0
+        # DeepSeek-V4.1's Engram embedding asks the accelerator's index for its SM count
+        torch.accelerator.current_device_index = lambda: 0
+        # ... and the device's properties (its multi_processor_count sizes kernel launches,
+        # never a cache): an H200's 132 SMs
+        torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(
+            multi_processor_count=132, name="NVIDIA H200")
         torch.nn.Module.to = module_to  # type: ignore[method-assign]
         yield
     finally:
         for name, fn in saved.items():
             setattr(torch, name, fn)
         torch.cuda.current_device = saved_current
+        torch.accelerator.current_device_index = saved_index
+        torch.cuda.get_device_properties = saved_properties
         torch.nn.Module.to = saved_to  # type: ignore[method-assign]
 
 
