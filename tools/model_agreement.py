@@ -115,7 +115,9 @@ def encoder_only_record(record: dict[str, Any]) -> bool:
 
 
 def _role(record: dict[str, Any]) -> str:
-    if "indexer" in record["name"]:
+    # DeepSeek-V3.2 names its cache ...indexer.k_cache, MiniMax-M3 ...attn.index_cache
+    # (a MiniMaxM3IndexerCache module)
+    if "indexer" in record["name"] or "Indexer" in str(record.get("module")):
         return "indexer"
     if record.get("spec") == "MambaSpec":
         return "state"

@@ -163,6 +163,12 @@ def attention_spec(layer: LayerFacts, backend: BackendKVFacts, ctx: SpecContext)
 def indexer_spec(layer: LayerFacts, ctx: SpecContext) -> MLAAttentionSpec:
     """``DeepseekV32IndexerCache``: uint8 rows of ``head_dim + head_dim/128*4`` bytes."""
     head_dim = layer.indexer.index_head_dim if layer.indexer else 128
+    if layer.indexer is not None and layer.indexer.row == "bfloat16":
+        # MiniMaxM3IndexerCache.get_kv_cache_spec (vllm/models/minimax_m3/common/
+        # indexer.py:145-153 in 0.33.0): key-only bf16 rows (indexer_kv_dtype "bf16")
+        return MLAAttentionSpec(block_size=ctx.block_size, num_kv_heads=1, head_size=head_dim,
+                                head_size_v=0, kv_cache_dtype="bfloat16", dtype_bytes=2,
+                                cache_role="indexer")
     return MLAAttentionSpec(
         block_size=ctx.block_size,
         num_kv_heads=1,

@@ -57,6 +57,7 @@ __all__ = [
     "driven_rule",
     "load_model_driven",
     "model_driven_names",
+    "own_backend_facts",
     "packed_groups",
     "plan_driven",
     "resolve_cache_dtype",
@@ -200,6 +201,10 @@ class ModelDrivenData(_Strict):
     source: str = ""
     backends: dict[str, DrivenBackend]
     models: dict[str, DrivenModel]
+    layer_backends: dict[str, HelperBackend] = Field(default_factory=dict)
+    """Backends a model's own layers wire that are not enum members, for layers the
+    ordinary planner keeps (a family's ``attention.own_sparse``: MiniMax-M3's index-key
+    cache)."""
 
     def rule_for(self, architecture: str) -> DrivenModel | None:
         for rule in self.models.values():
@@ -552,6 +557,38 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         grouping_path=rule.grouping, groups=tuple(groups),
         reorder_batch_threshold=backend.reorder_batch_threshold, cudagraph=cg, capacity=None,
         entries=tuple(cache_entries))
+
+
+def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog
+                      ) -> dict[str, BackendKVFacts]:
+    """The facts of the backends the model's layers build themselves (a layer's
+    ``own_backend``, its indexer's ``backend``), by name, as the release's
+    ``model-driven.yaml`` states them; a name the release does not state is left out (the
+    planner then refuses the model)."""
+    names = {layer.own_backend for layer in model.layers if layer.own_backend}
+    indexers = {layer.indexer.backend for layer in model.layers
+                if layer.indexer is not None and layer.indexer.backend}
+    data = load_model_driven(engine, catalog)
+    if data is None or not names | indexers:
+        return {}
+    out: dict[str, BackendKVFacts] = {}
+    for name in sorted(names & set(data.backends)):
+        b = data.backends[name]
+        out[name] = BackendKVFacts(name=name, class_name=b.class_path.rsplit(".", 1)[-1],
+                                   kernel_block_sizes=b.kernel_block_sizes,
+                                   cudagraph_support=b.cudagraph_support or "NEVER",
+                                   reorder_batch_threshold=b.reorder_batch_threshold)
+    for name in sorted(indexers & set(data.layer_backends)):
+        helper = data.layer_backends[name]
+        out[name] = BackendKVFacts(name=name, class_name=helper.class_name or name,
+                                   kernel_block_sizes=_sizes(helper.kernel_block_sizes),
+                                   cudagraph_support=helper.cudagraph_support)
+    return out
+
+
+def _sizes(sizes: Sequence[int | str]) -> tuple[int, ...]:
+    """Exact kernel block sizes (a ``multiple_of N`` entry of a helper is not one)."""
+    return tuple(s for s in sizes if isinstance(s, int))
 
 
 def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected: str

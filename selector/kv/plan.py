@@ -65,8 +65,11 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
             out.append((layer, wired[layer.ssm.ssm_type if layer.ssm else "gdn"], "state", 0))
             continue
         if layer.is_sparse:
-            out.append((layer, wired["sparse_indexer"], "indexer", 0))
-        backend = effective_backend(layer, choose(layer))
+            assert layer.indexer is not None
+            out.append((layer, _wired(wired, layer.indexer.backend or "sparse_indexer"),
+                        "indexer", 0))
+        backend = effective_backend(
+            layer, _wired(wired, layer.own_backend) if layer.own_backend else choose(layer))
         out.extend((layer, backend, "attention", k) for k in range(layer.attentions))
         if layer.cross_attention:
             cross = layer.cross_view()
@@ -76,6 +79,15 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
             assert state.ssm is not None
             out.append((state, wired[state.ssm.ssm_type], "parallel_state", 0))
     return out
+
+
+def _wired(wired: dict[str, BackendKVFacts], name: str) -> BackendKVFacts:
+    """The backend a layer's own code wires (the engine's, or a model-driven one the
+    pipeline added: ``selector.kv.model_driven.own_backend_facts``)."""
+    if name not in wired:
+        raise InputError(f"the release states no facts of backend {name}, which the model's "
+                         "layers build (schemas/engines/*/model-driven.yaml)")
+    return wired[name]
 
 
 def _spec_context(

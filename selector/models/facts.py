@@ -71,11 +71,18 @@ class MLADims(_Frozen):
 
 
 class SparseIndexer(_Frozen):
-    """The DeepSeek-V3.2 lightning indexer (top-k sparse MLA)."""
+    """A lightning indexer's K cache beside a sparse layer (DeepSeek-V3.2's top-k sparse
+    MLA; MiniMax-M3's block-sparse attention: the family's ``attention.own_sparse``)."""
 
     index_topk: int
     index_head_dim: int = 128
     index_n_heads: int = 64
+    row: Literal["fp8_scaled", "bfloat16"] = "fp8_scaled"
+    """How a token's index key is stored: fp8 values plus one fp32 scale per 128
+    (``DeepseekV32IndexerCache``), or bfloat16 values (``MiniMaxM3IndexerCache``)."""
+    backend: str | None = None
+    """The backend the indexer cache names, a ``layer_backends`` entry of the release's
+    ``model-driven.yaml``; None: the engine's wired ``sparse_indexer``."""
 
 
 class Mamba1Dims(_Frozen):
@@ -184,6 +191,9 @@ class LayerFacts(_Frozen):
     use_rope: bool = True
     mla: MLADims | None = None
     indexer: SparseIndexer | None = None
+    own_backend: str | None = None
+    """The model-driven backend (``model-driven.yaml``) the layer's own code builds, never
+    the platform's priority list (MiniMax-M3's sparse layers: ``MINIMAX_M3_SPARSE``)."""
     ssm: SSMDims | None = None
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""

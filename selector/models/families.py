@@ -139,6 +139,24 @@ class PerLayerRules(_Strict):
     window: str | None = None
 
 
+class OwnSparseRules(_Strict):
+    """Layers whose own code builds a block-sparse attention with a lightning indexer
+    (MiniMax-M3's ``MiniMaxM3SparseAttention``): the layer names a model-driven backend
+    (``model-driven.yaml``), not the platform's choice, and registers an index-key cache
+    beside its K/V cache."""
+
+    flags_field: str
+    """A per-layer list (dotted path): a nonzero entry makes the layer sparse."""
+    backend: str
+    """The model-driven backend the sparse layers name (``model-driven.yaml`` ``backends``)."""
+    index_head_dim_field: str
+    index_heads_field: str
+    index_topk_field: str
+    index_backend: str
+    """The backend the index-key cache names (``model-driven.yaml`` ``layer_backends``)."""
+    index_row: Literal["fp8_scaled", "bfloat16"] = "bfloat16"
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -183,6 +201,8 @@ class AttentionRules(_Strict):
     loops: LoopRules | None = None
     per_layer: PerLayerRules | None = None
     per_decoder_layer: DecoderLayerRules | None = None
+    own_sparse: OwnSparseRules | None = None
+    """Layers that build their own block-sparse attention and indexer cache."""
 
 
 class SSMRefusal(_Strict):

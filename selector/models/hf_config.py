@@ -386,6 +386,7 @@ class _ConfigParser:
             )
         if self.family.ssm is not None and self.family.ssm.parallel:
             fields["ssm"] = read_ssm(self.text, self.family, self.hidden)
+        fields.update(self._own_sparse(index))
         causal = rules.causal_field
         if self.family.encoder_only or (causal is not None and not self.text.bool_(causal, True)):
             kind = "encoder_only"
@@ -394,6 +395,22 @@ class _ConfigParser:
         elif rules.cross_attention and kind == "attention":
             fields["cross_attention"] = True
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _own_sparse(self, index: int) -> dict[str, Any]:
+        """The family's ``attention.own_sparse``: a layer flagged sparse names the rule's
+        backend and keeps an index-key cache of the rule's geometry beside its K/V."""
+        rule = self.family.attention.own_sparse
+        if rule is None:
+            return {}
+        flags = self.text.int_list(rule.flags_field) or []
+        if index >= len(flags) or not flags[index]:
+            return {}
+        text = self.text
+        indexer = SparseIndexer(index_topk=text.int_(rule.index_topk_field),
+                                index_head_dim=text.int_(rule.index_head_dim_field),
+                                index_n_heads=text.int_(rule.index_heads_field),
+                                row=rule.index_row, backend=rule.index_backend)
+        return {"own_backend": rule.backend, "indexer": indexer}
 
     def _per_layer(self, index: int) -> dict[str, Any]:
         """The layer's own heads and head size from the family's ``per_layer_field``

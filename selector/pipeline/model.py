@@ -78,11 +78,19 @@ def check_model(
     if driven is not None:
         return _check_driven(model, base, driven, engine_data.engine, attention_backend,
                              options, catalog)
+    own = model_driven.own_backend_facts(model, engine_data.engine, catalog)
+    if own:  # the backends the layers' own code wires join the engine's wired ones
+        options = options.model_copy(
+            update={"wired_backends": {**options.engine_rules()[0], **own}})
+    own_layers: dict[str, list[int]] = {}
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
     facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
     kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
     view_of: dict[tuple[tuple[str, Any], ...], str] = {}
     for layer in _attention_views(model):
+        if layer.own_backend:  # never the priority list: the layer's code names it
+            own_layers.setdefault(layer.own_backend, []).append(layer.index)
+            continue
         facts = layer_request(base, layer, model)
         backend = per_kind.get(layer.spec_kind, draft_backend if layer.draft else attention_backend)
         key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
@@ -101,6 +109,8 @@ def check_model(
                                          result=result, draft=bool(dict(key).get("__draft__"))))
         for index in layers:
             by_layer[(index, view_of[key])] = result
+    selections.extend(_own_selection(model, base, name, layers, engine_data.engine)
+                      for name, layers in own_layers.items())
     plan = None
     if all(s.result.valid for s in selections):
         kv_cache: dict[tuple[int, str], BackendKVFacts] = {}
@@ -120,6 +130,18 @@ def check_model(
                             plan=plan, platform=engine_data.platform,
                             architecture=architecture_notes(model, engine_data, catalog))
 
+
+
+def _own_selection(model: ModelFacts, base: RequestFacts, backend: str, layers: list[int],
+                   engine: str) -> LayerSelection:
+    """The layers whose own code names ``backend`` (a family's ``attention.own_sparse``):
+    selected without the solver."""
+    facts = layer_request(base, model.layers[layers[0]], model)
+    result = SolveResult(engine=engine, mode="auto", requested_backend=None,
+                         facts=dict(facts.stated), derived={}, priority=(), verdicts=(),
+                         selected=backend, error=None, warnings=())
+    return LayerSelection(layers=tuple(layers), kind=f"{backend} (the layers' own)",
+                          facts=facts, result=result)
 
 
 def _check_driven(model: ModelFacts, base: RequestFacts,

@@ -5,8 +5,10 @@ plus the CPU-only necessities of building a model class under ``torch.device("me
 every model-building recorder (tools/vllm_model_reference.py, weights_oracle.py,
 pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with it:
 
-* ``torch.ops._C`` (and the other extension namespaces) answer capability queries whose
-  names contain ``support`` with ``False`` during import, and, after import, any missing
+* ``torch.ops._C`` (and the other extension namespaces, ``_flashkda_C`` among them: Kimi-K3's
+  KDA layer sizes its FlashKDA workspace with ``get_workspace_size`` while built) answer
+  capability queries whose names contain ``support`` with ``False`` during import, and,
+  after import, any missing
   op with an inert stub (model constructors keep references to kernels such as
   ``silu_and_mul`` but never call them here);
 * ``triton.Config`` (when vLLM's Triton placeholder is in use) keeps its arguments,
@@ -427,7 +429,8 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     if importlib.util.find_spec("cutlass") is None:
         sys.meta_path.insert(0, _AbsentFinder((), _CUTE_DSL_KERNELS))
 
-    for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C"):
+    for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C",
+                 "_flashkda_C"):
         setattr(torch.ops, name, _OpNamespace(getattr(torch.ops, name)))
     import vllm._custom_ops  # noqa: F401  (import-time capability queries)
     from vllm.triton_utils import importing, triton
