@@ -192,11 +192,13 @@ _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 """The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
-_SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config")
+_SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config", "encoder",
+                    "decoder")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
-``vision_config`` / ``projector_config``)."""
+``vision_config`` / ``projector_config``; Nemotron-Parse's ``decoder``, an MBart config, and its
+RADIO ``encoder``, whose keys stay attributes)."""
 
 
 def _sub_config(value: dict[str, Any]) -> Any:
@@ -253,7 +255,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   "pangu_ultra_moe", "k2_horizon", "domyn_edge", "plamo3", "ouro", "molmo",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
-                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr"})
+                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -268,7 +270,8 @@ config classes only hold the keys (vLLM's ``internlm2.py`` / ``telechat2.py`` /
 Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Vision
 (``phi3_v``): a Phi-3 text config with its ``img_processor`` / ``embd_layer`` dicts.
 dots.ocr (``dots_ocr``): a Qwen2 text config whose ``vision_config`` dict vLLM's
-``dots_ocr.py`` turns into its own ``DotsVisionConfig``."""
+``dots_ocr.py`` turns into its own ``DotsVisionConfig``. Nemotron-Parse (``nemotron_parse``,
+v1.1 and 3.5): an MBart ``decoder`` config and the RADIO ``encoder``'s keys."""
 
 
 class _InertModule(types.ModuleType):
