@@ -45,4 +45,9 @@ newest="$VENVS/oracle-${releases[0]}"
 "$newest/bin/pip" install -q --no-deps --target "$EXTRA" --upgrade \
   torchvision==0.29.0 compressed-tensors loguru mistral_common tiktoken jsonschema \
   referencing rpds-py jsonschema-specifications pydantic_extra_types pycountry timm
+# torchaudio (Cohere-ASR's processor imports torchaudio.functional): no build for the venvs'
+# torch, so the newest one's Python code without its compiled extension, which torchaudio
+# then does not load (torchaudio/_extension/utils.py _load_lib: no library file, no load)
+"$newest/bin/pip" install -q --no-deps --target "$EXTRA" --upgrade torchaudio==2.11.1
+rm -f "$EXTRA"/torchaudio/lib/*.so
 echo "export ORACLE_DIR=$ORACLE_DIR ORACLE_EXTRA_PATH=$EXTRA"

@@ -484,6 +484,9 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "kda_allow_negative_eigenvalues": False, "router_score_function": "sigmoid",
         "router_bias_correction": True, "block_attn_res_block_size": 2,
         "layer_types": ["linear_attention"] * 3 + ["full_attention"]}),
+    # vLLM's own FireRedLIDConfig (vllm/transformers_utils/configs/fireredlid.py, vLLM
+    # 0.25.1-0.28.0; written with 0.28.0's venv): a 4-layer decoder and encoder
+    "FireRedLIDForConditionalGeneration": ("fireredlid", {"n_layers_lid_dec": 4, "n_layers_enc": 4}),
 }
 SPECS.update(TEXT_SPECS)
 
@@ -494,6 +497,56 @@ _BASE = {**_SMALL, "head_dim": 64, "rms_norm_eps": 1e-6, "hidden_act": "silu", "
 _MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256,
         "moe_shared_expert_intermediate_size": 256, "num_shared_experts": 1,
         "first_k_dense_replace": 1, "norm_topk_prob": True}
+
+
+_RADIO = {"patch_size": 16, "max_resolution": 2048,
+          "args": {"model": "vit_huge_patch16_224", "register_multiple": 8,
+                   "cls_token_per_teacher": True,
+                   "teachers": [{"name": "clip", "use_summary": True},
+                                {"name": "siglip", "use_summary": True},
+                                {"name": "dino_v2", "use_summary": True}]}}
+"""The RADIO vision encoder nemotron_parse.py builds from ``config.encoder.args``
+(RadioConfig(model_name=args.model, ...): a ViT-H/16)."""
+
+_MBART = {"model_type": "mbart", "d_model": 1024, "decoder_layers": 4, "decoder_attention_heads": 16,
+          "decoder_ffn_dim": 4096, "encoder_ffn_dim": 4096, "activation_function": "gelu",
+          "scale_embedding": True, "vocab_size": 4096, "max_position_embeddings": 4096}
+"""The MBart decoder (``config.decoder``; vLLM's type hint is BartConfig): 4 layers of 16
+heads of 64 (vLLM derives the maximum length from it: transformers' get_text_config)."""
+
+_PARSE = {"image_size": [2048, 1664], "tie_word_embeddings": False,
+          "encoder": _RADIO, "decoder": _MBART}
+"""Nemotron-Parse: a RADIO encoder and an MBart decoder with cross-attention
+(nemotron_parse.py:626-670)."""
+
+_PARSE_3_5 = {**_PARSE, "navit_packing": True,
+              "decoder": {**_MBART, "causal_vision_prefix": True, "add_cross_attention": False,
+                          "self_attention_kv_heads": 4}}
+"""Parse 3.5: the visual prefix in the decoder's own causal attention, no cross-attention
+(nemotron_parse3_5.py:657-700 refuses a config without ``causal_vision_prefix``, with
+``add_cross_attention`` (default true) or without ``navit_packing``); grouped K/V heads
+from ``self_attention_kv_heads`` (:209-216)."""
+
+_COHERE_ASR = {
+    # the NeMo-style config vLLM's cohere_asr.py reads (transformers' CohereAsrConfig keeps
+    # the extra keys): a FastConformer encoder (the config class's parakeet defaults:
+    # d_model 1280, 8 heads, ff x4, kernel 9, subsampling 8 over 256 channels, 128 mels),
+    # 4 layers here, and the transformer decoder in transf_decoder.config_dict
+    "encoder": {"feat_in": 128, "n_layers": 4, "d_model": 1280, "feat_out": -1,
+                "causal_downsampling": False, "subsampling": "dw_striding",
+                "subsampling_factor": 8, "subsampling_conv_chunking_factor": 1,
+                "subsampling_conv_channels": 256, "ff_expansion_factor": 4,
+                "self_attention_model": "rel_pos", "n_heads": 8, "att_context_size": [-1, -1],
+                "xscaling": True, "untie_biases": True, "pos_emb_max_len": 5000,
+                "conv_kernel_size": 9, "conv_norm_type": "batch_norm", "conv_context_size": None},
+    "transf_decoder": {"config_dict": {"hidden_size": 1024, "inner_size": 4096,
+                                       "num_attention_heads": 8, "num_layers": 4,
+                                       "max_sequence_length": 1024, "hidden_act": "relu"}},
+    "head": {"num_classes": 16384, "hidden_size": 1024},
+    "preprocessor": {"sample_rate": 16000, "features": 128, "window_size": 0.025,
+                     "window_stride": 0.01, "n_fft": 512},
+    "max_audio_clip_s": 35, "overlap_chunk_second": 5, "sample_rate": 16000,
+    "vocab_size": 16384, "max_position_embeddings": 1024}
 
 RAW: dict[str, tuple[str, dict[str, Any]]] = {
     # architectures whose config class is remote code (no class in transformers or vLLM):
@@ -556,6 +609,11 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
         "interleaved_sliding_window": [512, 512, 512, None], "sliding_window": 512,
         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
         "rope_local_theta": 10000.0}),
+    # encoder-decoders whose decoder is a sub-config (vLLM reads config.decoder /
+    # transf_decoder.config_dict); no public config.json the search found
+    "NemotronParseForConditionalGeneration": ("nemotron_parse", _PARSE),
+    "RadioMBartPrefixForCausalLM": ("nemotron_parse", _PARSE_3_5),
+    "CohereAsrForConditionalGeneration": ("cohere_asr", _COHERE_ASR),
 }
 
 

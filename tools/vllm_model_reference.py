@@ -75,8 +75,9 @@ MODEL_DTYPE = "bfloat16"
 """``--dtype``: fixed, so that every answer is for the same activation dtype
 (float32 configs would otherwise be refused by every MLA backend)."""
 
-_LAYER_INDEX = re.compile(r"\.(?:layers|layer|h|blocks|decoder\.layers)\.(\d+)\.")
-"""A layer's index in its module name (``encoder.layer.<i>.`` is BERT's naming)."""
+_LAYER_INDEX = re.compile(r"\.(?:layers|layer|h|blocks|decoder\.layers|layer_stack)\.(\d+)\.")
+"""A layer's index in its module name (``encoder.layer.<i>.`` is BERT's naming,
+``decoder.layer_stack.<i>.`` FireRedLID's, fireredlid.py:317-326 in 0.28.0)."""
 
 
 _TOP_INDEX = re.compile(r"^(?:model\.)?(\d+)\.")
@@ -313,12 +314,14 @@ def _aligned(vllm_config: Any, layers: dict[str, Any]) -> dict[str, Any]:
 
 
 BUILT_ON_CPU = frozenset({"ApertusForCausalLM", "BloomForCausalLM",
-                          "InternS1ProForConditionalGeneration"})
+                          "InternS1ProForConditionalGeneration",
+                          "CohereAsrForConditionalGeneration", "FireRedLIDForConditionalGeneration"})
 """Architectures whose constructors read tensor values (XIELU's ``beta.item()``,
 activation.py:713; the ALiBi slopes' ``tolist()``, bloom.py:124; FoPE's ``nonzero``,
-interns1_pro.py), which a meta tensor does not have: they are built on the CPU device
-(the same shapes; their configs are small synthetic ones, so the weights take little
-memory)."""
+interns1_pro.py; Cohere-ASR's subsampling length ``int(out_length)``, cohere_asr.py:656;
+FireRedLID's Conformer encoder's ``torch.log(...).item()``, conformer_encoder.py:63 in
+0.28.0), which a meta tensor does not have: they are built on the CPU device (the same
+shapes; their configs are small synthetic ones, so the weights take little memory)."""
 
 REFUSAL_TYPES = (ValueError, AssertionError, NotImplementedError)
 """What vLLM (or transformers, reading the config for it) raises when it refuses a
@@ -485,7 +488,10 @@ def _max_len(model_dir: Path) -> int:
     """``DEFAULT_MAX_MODEL_LEN``, or the config's own maximum when smaller
     (vLLM refuses a longer ``max_model_len``)."""
     raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    # the text config vLLM derives the length from: transformers' get_text_config, the
+    # first of its decoder-side names present (Nemotron-Parse's ``decoder``)
+    text = next((raw[key] for key in ("decoder", "generator", "text_config")
+                 if isinstance(raw.get(key), dict)), raw)
     # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
     # vLLM's derived max_model_len reads when the others are absent
     for key in ("max_position_embeddings", "seq_length", "n_positions", "max_target_positions",

@@ -354,6 +354,10 @@ def _family_config(section: Mapping[str, Any], family: Family,
                          for name in (canonical, *others))}
     cfg = {**{k: v for k, v in (omitted or {}).items() if k not in given}, **family.defaults,
            **section}
+    # the fields the family's model class reads in place of the canonical ones (an
+    # encoder-decoder's decoder: config.decoder.d_model, transf_decoder.config_dict...)
+    cfg.update({canonical: value for canonical, source in family.reads.items()
+                if (value := _at(section, source)) is not None})
     for canonical, others in [*family.aliases.items(), *generic.items()]:
         if canonical not in cfg:
             found = next((cfg[name] for name in others if name in cfg), None)
@@ -366,6 +370,18 @@ def _family_config(section: Mapping[str, Any], family: Family,
         if asked not in cfg and cfg.get(field) is not None:
             cfg[asked] = cfg[field]
     return cfg
+
+
+def _at(section: Mapping[str, Any], path: str) -> Any:
+    """The value at ``path``: a key, or a dotted path into nested objects."""
+    if path in section:
+        return section[path]
+    value: Any = section
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
 
 
 def _facts(raw: Mapping[str, Any], model: ModelFacts | None) -> ModelFacts | None:

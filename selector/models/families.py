@@ -18,6 +18,7 @@ from selector.models.presets import preset_dir, read_preset_yaml
 __all__ = [
     "GENERIC",
     "AttentionRules",
+    "ConfigRefusal",
     "FFNSizing",
     "Family",
     "LanguageModelRule",
@@ -214,6 +215,19 @@ class SSMRefusal(_Strict):
     message: str
 
 
+class ConfigRefusal(_Strict):
+    """A config the family's model class (or vLLM's config convertor for it) refuses while
+    vLLM builds it: ``when`` is a condition over config fields (canonical names, read through
+    the family's ``reads`` and aliases, or dotted paths into the config), ``error`` the
+    exception's type and ``message`` vLLM's text, word for word, ``{field}`` filled in with
+    the config's value."""
+
+    when: str
+    error: Literal["ValueError", "AssertionError", "NotImplementedError"]
+    message: str
+    source: str
+
+
 class SSMRules(_Strict):
     type: Literal["mamba1", "mamba2", "gdn", "short_conv"]
     fields: dict[str, list[Any]]
@@ -393,6 +407,10 @@ class Family(_Strict):
     language_model: LanguageModelRule | None = None
     """The architecture builds a language model of another architecture inside itself:
     its layers are that architecture's family's, read from the named sub-config."""
+    config_refusals: list[ConfigRefusal] = Field(default_factory=list)
+    """Configs vLLM refuses while building the model, in the order vLLM checks them (the
+    first that holds is the refusal): Parse 3.5's required decoder flags, an embedding
+    width the heads do not divide."""
 
 
 class _File(_Strict):

@@ -7,11 +7,13 @@ defaults; no network, no weights.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
+from selector import expr as expr_lang
 from selector.errors import InputError
 from selector.models.config_defaults import class_defaults
 from selector.models.config_reader import ConfigReader
@@ -180,7 +182,7 @@ class _ConfigParser:
         mixed = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
         state = ssm_refusal(self.text, self.family, self.hidden)
         return ((f"AssertionError: {mixed}",) if mixed else ()) + (
-            (f"ValueError: {state}",) if state else ())
+            (f"ValueError: {state}",) if state else ()) + config_refusal(self.text, self.family)
 
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention
@@ -433,6 +435,30 @@ class _ConfigParser:
             return sinks
         field = sinks.get(mixer)
         return field is not None and self.text.bool_(field)
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+"""A ``{field}`` of a refusal's message (a canonical name or a dotted path)."""
+
+
+def _scalar(value: Any) -> expr_lang.Value:
+    return value if isinstance(value, int | float | str | bool) else None
+
+
+def config_refusal(text: ConfigReader, family: Family) -> tuple[str, ...]:
+    """The first of the family's ``config_refusals`` whose condition holds over the
+    config's fields, as ``Type: message`` with the fields' values filled in."""
+    for refusal in family.config_refusals:
+        condition = expr_lang.parse(refusal.when)
+        names = expr_lang.names_in(condition) | set(_PLACEHOLDER.findall(refusal.message))
+        scope = {name: _scalar(text.raw(name)) for name in sorted(names)}
+        if expr_lang.evaluate(condition, scope):
+            return (f"{refusal.error}: {_fill(refusal.message, scope)}",)
+    return ()
+
+
+def _fill(message: str, scope: Mapping[str, expr_lang.Value]) -> str:
+    return _PLACEHOLDER.sub(lambda m: str(scope[m.group(1)]), message)
 
 
 def _text_reader(top: ConfigReader) -> ConfigReader:

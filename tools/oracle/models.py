@@ -206,22 +206,51 @@ _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 """The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
-_SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config")
+_SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config", "encoder",
+                    "decoder")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
-``vision_config`` / ``projector_config``)."""
+``vision_config`` / ``projector_config``; Nemotron-Parse's ``decoder``, a NemotronParseTextConfig
+(``_REMOTE_SUB_CONFIGS``) or the synthetic configs' MBart config, and its RADIO ``encoder``,
+whose keys stay attributes)."""
+
+
+_REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
+    # NVIDIA-Nemotron-Parse-v1.1's hf_nemotron_parse_config.py, NemotronParseTextConfig.__init__
+    # (the mBART decoder): self.hidden_size = self.d_model, self.num_attention_heads =
+    # self.encoder_attention_heads
+    "nemotron_parse_text": {"hidden_size": "d_model", "num_attention_heads": "encoder_attention_heads"},
+}
+"""Remote sub-config classes (no class in transformers) by model type: a config object of
+the section's keys plus the attributes the remote ``__init__`` derives from others
+({attribute: the key it copies})."""
+
+_PARENT_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    # NemotronParseConfig.__init__: decoder["max_sequence_length"] = max_sequence_length
+    "nemotron_parse": {"decoder": ("max_sequence_length",)},
+}
+"""{model type: {sub-config: the parent's keys its remote ``__init__`` copies into it}}."""
 
 
 def _sub_config(value: dict[str, Any]) -> Any:
     """A sub-config as the remote class builds it: transformers' class of its
-    ``model_type``, else its keys as attributes."""
+    ``model_type``, a remote sub-config class's keys and derived attributes
+    (``_REMOTE_SUB_CONFIGS``), else its keys as attributes."""
+    from transformers import PretrainedConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     model_type = value.get("model_type")
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         fields = {k: v for k, v in value.items() if k != "model_type"}
         return CONFIG_MAPPING[model_type](**fields)
+    if isinstance(model_type, str) and model_type in _REMOTE_SUB_CONFIGS:
+        config = PretrainedConfig()
+        derived = {name: value[key] for name, key in _REMOTE_SUB_CONFIGS[model_type].items()
+                   if key in value}
+        for key, item in {**value, **derived}.items():
+            config.__dict__[key] = item
+        return config
     return _attr(value)
 
 
@@ -247,10 +276,12 @@ def register_remote_configs() -> None:
                 for key, value in kwargs.items():  # before the base class reads them
                     self.__dict__[key] = value
                 super().__init__(**kwargs)
+                copied = _PARENT_KEYS.get(self.model_type, {})
                 for key, value in kwargs.items():
                     self.__dict__.setdefault(key, value)
                     if key in _SUB_CONFIG_KEYS and isinstance(value, dict):
-                        self.__dict__[key] = _sub_config(value)
+                        parent = {k: kwargs[k] for k in copied.get(key, ()) if k in kwargs}
+                        self.__dict__[key] = _sub_config({**value, **parent})
                 if block_configs is not None:
                     self.block_configs = _attr(block_configs)
 
@@ -267,7 +298,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   "pangu_ultra_moe", "k2_horizon", "domyn_edge", "plamo3", "ouro", "molmo",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
-                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr"})
+                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -282,7 +313,9 @@ config classes only hold the keys (vLLM's ``internlm2.py`` / ``telechat2.py`` /
 Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Vision
 (``phi3_v``): a Phi-3 text config with its ``img_processor`` / ``embd_layer`` dicts.
 dots.ocr (``dots_ocr``): a Qwen2 text config whose ``vision_config`` dict vLLM's
-``dots_ocr.py`` turns into its own ``DotsVisionConfig``."""
+``dots_ocr.py`` turns into its own ``DotsVisionConfig``. Nemotron-Parse (``nemotron_parse``,
+v1.1 and 3.5): the ``decoder`` as a config object (the remote NemotronParseTextConfig's keys and
+derived attributes, or an MBart config) and the RADIO ``encoder``'s keys."""
 
 
 class _InertModule(types.ModuleType):
