@@ -56,6 +56,10 @@ REFUSED: dict[str, tuple[str, str]] = {
         "on SM90 vLLM's selector picks FLASH_ATTN and Flint's layer asserts FlashInfer "
         "(flint/model.py:312-313): the tool's LB003 (the family's build_checks) in the same "
         "words; FLASHINFER builds it (tests/golden/test_layer_build_refusals.py)"),
+    "MiniCPMV-4_6.json": (
+        "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0, 4.5. Got version: (4, 6)",
+        "MiniCPMV.__new__ dispatches on the version (minicpmv.py:2464-2477): the minicpmv_lm "
+        "family's by_version refusal, AS133 with the same text"),
     "falcon-h1-0.5b-shape.json": (
         "mamba_n_heads must divide mamba_expand * hidden_size",
         "transformers' FalconH1Config refuses it as vLLM loads it: AS133 with the same text"),
