@@ -327,6 +327,13 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     **_MAPPED,
     # architecture: (model_type, overrides of the config class's defaults)
+    # vLLM 0.28.0's HCXVisionConfig (written with its venv; hyperclovax_vision.py, 0.25.1-0.28.0):
+    # a small Llama text_config, a SigLIP tower, a linear projector, no anyres grids
+    "HCXVisionForCausalLM": ("hyperclovax_vlm", {
+        "text_config": _text("llama"), "mm_projector_type": "linear", "anyres": False,
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152,
+                          "intermediate_size": 4304, "num_hidden_layers": 2,
+                          "num_attention_heads": 16, "image_size": 384, "patch_size": 14}}),
     "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
     "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
     "LlavaNextVideoForConditionalGeneration": ("llava_next_video", {"text_config": _text("llama")}),
