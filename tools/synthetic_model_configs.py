@@ -584,6 +584,8 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "MiniCPMV-4_5": ("MiniCPMV", "minicpmv", {**_QWEN3, **_MINICPMV, "version": 4.5}),
     # a version vLLM's dispatch does not build: its ValueError
     "MiniCPMV-4_6": ("MiniCPMV", "minicpmv", {**_QWEN3, **_MINICPMV, "version": 4.6}),
+    # a version part that is no integer: int()'s ValueError (minicpmv.py:2463)
+    "MiniCPMV-2_x": ("MiniCPMV", "minicpmv", {**_QWEN2, **_MINICPMV, "version": "2.x"}),
     # no version field: (2, 5) unless hidden_size 2304 and query_num 64 (minicpmv.py:2457-2461)
     "MiniCPMV-noversion": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV}),
     "MiniCPMO-2_6": ("MiniCPMO", "minicpmo", {
@@ -598,6 +600,10 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
                          "encoder_attention_heads": 8, "encoder_ffn_dim": 1024,
                          "num_mel_bins": 80, "max_source_positions": 1500},
         "audio_pool_step": 5, "init_audio": True, "init_tts": False}),
+    # minicpmo.py:1016-1041: a version of one part, (4,), is refused; so is one that is no
+    # dotted integers
+    "MiniCPMO-4": ("MiniCPMO", "minicpmo", {**_QWEN3, **_MINICPMV, "version": 4}),
+    "MiniCPMO-v4_5": ("MiniCPMO", "minicpmo", {**_QWEN3, **_MINICPMV, "version": "v4.5"}),
     # ernie45_vl.py:1395-1424, ernie45_vl_moe.py: the remote Ernie4_5_VLMoEConfig's flat
     # fields (baidu/ERNIE-4.5-VL-28B-A3B-PT's names), a small MoE stack of text and vision
     # experts from layer 1 on and a two-block DFNRope vision tower

@@ -341,14 +341,19 @@ class VersionRule(_Strict):
     only two are supported), looked up in ``values``; ``absent`` gives the version of a
     config without the field (the first that holds); a version missing from ``values`` is
     refused with ``refusal`` (``{supported}``: the supported versions, ``{got}``: the
-    parsed version as a Python tuple); ``broken``: {version: the error vLLM's dispatch
-    raises for it instead of building it}."""
+    parsed version as a Python tuple), one whose parts are not all integers with
+    ``invalid``; ``broken``: {version: the error vLLM's dispatch raises for it instead of
+    building it}."""
 
     field: str = "version"
     parts: int | None = None
     values: dict[str, str]
     absent: list[VersionWhen] = Field(default_factory=list)
     refusal: str
+    invalid: str
+    """vLLM's refusal of a version whose parts are not all integers (``{got}``: the field's
+    value, ``{part}``: the first part that is not, as Python's ``repr``); every part is
+    checked, before ``parts`` drops any."""
     broken: dict[str, str] = Field(default_factory=dict)
 
 

@@ -450,10 +450,11 @@ def _section(reader: ConfigReader, path: str) -> ConfigReader | None:
     return section
 
 
-def _version(reader: ConfigReader, rule: VersionRule) -> tuple[int, ...] | None:
+def _version(reader: ConfigReader, rule: VersionRule) -> tuple[int, ...] | str:
     """The config's version as the wrapper's dispatch parses it: the field's text split at
     the dots into integers (the first ``parts``), else the first ``absent`` entry that
-    holds; None when neither gives one, or a part is not an integer."""
+    holds; else vLLM's refusal (no version, or a part that is not an integer: every part
+    is parsed first, as vLLM's processing info does while the model config is built)."""
     value = reader.raw(rule.field)
     if value is None:
         for entry in rule.absent:
@@ -461,14 +462,16 @@ def _version(reader: ConfigReader, rule: VersionRule) -> tuple[int, ...] | None:
                 value = entry.version
                 break
         else:
-            return None
+            return rule.refusal.format(supported=_supported(rule), got=None)
     pieces = str(value).split(".")
+    for piece in pieces:  # every part, before any is dropped
+        try:
+            int(piece)
+        except ValueError:
+            return rule.invalid.format(got=value, part=repr(piece))
     if rule.parts is not None:
         pieces = pieces[:rule.parts]
-    try:
-        return tuple(int(piece) for piece in pieces)
-    except ValueError:
-        return None
+    return tuple(int(piece) for piece in pieces)
 
 
 def _dotted(version: tuple[int, ...]) -> str:
@@ -479,9 +482,8 @@ def _by_version(reader: ConfigReader, rule: VersionRule) -> tuple[str | None, st
     """(the architecture vLLM's version dispatch builds, else None; vLLM's refusal, else
     None)."""
     version = _version(reader, rule)
-    if version is None:
-        got = reader.raw(rule.field)
-        return None, f"ValueError: {rule.refusal.format(supported=_supported(rule), got=got)}"
+    if isinstance(version, str):
+        return None, f"ValueError: {version}"
     key = _dotted(version)
     if key in rule.broken:
         return None, rule.broken[key]
