@@ -517,7 +517,7 @@ def _language_model(
     family of that model's architecture (the one the config's version picks, else the
     rule's, else the section's ``architectures``, else transformers' causal-LM
     architecture of its ``model_type``, as ``VllmConfig.with_hf_config`` resolves it),
-    read from its section (the generic rules for a version vLLM refuses); else the
+    read from its section (the wrapper's own rules for a version vLLM refuses); else the
     config's ``text_config`` (or the top level) and the family itself. Last: the
     section's model type (its ``model_type``, else the rule's default; the top level's
     for the top level; None for a nested section that names none), whose config class
@@ -542,8 +542,8 @@ def _language_model(
             continue
         if rule.by_version is not None:
             arch = _by_version(reader, rule.by_version)[0]
-            if arch is None:  # refused (language_model_refusals): the generic rules
-                return section, families()[GENERIC], False, model_type
+            if arch is None:  # refused (language_model_refusals): the wrapper's own rules
+                return section, family, mapped, model_type
         else:
             arch = (rule.by_model_type.get(top.str_("model_type") or "") or rule.architecture
                     or (inner[0] if inner else None))
