@@ -336,6 +336,13 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     **_MAPPED,
     # architecture: (model_type, overrides of the config class's defaults)
+    # vLLM 0.28.0's HCXVisionConfig (written with its venv; hyperclovax_vision.py, 0.25.1-0.28.0):
+    # a small Llama text_config, a SigLIP tower, a linear projector, no anyres grids
+    "HCXVisionForCausalLM": ("hyperclovax_vlm", {
+        "text_config": _text("llama"), "mm_projector_type": "linear", "anyres": False,
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152,
+                          "intermediate_size": 4304, "num_hidden_layers": 2,
+                          "num_attention_heads": 16, "image_size": 384, "patch_size": 14}}),
     "LlavaForConditionalGeneration": ("llava", {"text_config": _text("llama")}),
     "LlavaNextForConditionalGeneration": ("llava_next", {"text_config": _text("mistral")}),
     "LlavaNextVideoForConditionalGeneration": ("llava_next_video", {"text_config": _text("llama")}),
@@ -617,6 +624,72 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_SIGLIP = {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304,
+           "num_hidden_layers": 2, "num_attention_heads": 16, "num_channels": 3, "image_size": 980,
+           "patch_size": 14, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6}
+"""MiniCPM-V's SigLIP tower (the published configs' vision_config), two layers deep."""
+
+_MINICPMV = {"query_num": 64, "image_size": 448, "patch_size": 14, "drop_vision_last_layer": False,
+             "batch_vision_input": True, "use_image_id": True, "slice_mode": True,
+             "slice_config": {"max_slice_nums": 9, "patch_size": 14, "scale_resolution": 448},
+             "vision_config": _SIGLIP}
+"""The wrapper fields of the remote MiniCPMVConfig that minicpmv.py reads (query_num, the
+vision tower, the slicing)."""
+
+_QWEN2 = {**_BASE, "max_window_layers": 4, "use_sliding_window": False, "sliding_window": None,
+          "rope_theta": 1000000.0}
+_QWEN3 = {**_BASE, "head_dim": 128, "attention_bias": False, "max_window_layers": 4,
+          "use_sliding_window": False, "sliding_window": None, "rope_theta": 1000000.0}
+
+VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    # file name: (architecture, model_type, fields): remote-code configs (the harness's
+    # stand-in class) of one architecture whose language model a version field picks
+    # (minicpmv.py:2434-2489, minicpmo.py:993-1046): each version's decoder, a small stack
+    "MiniCPMV-2_5": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 2.5}),
+    "MiniCPMV-2_6": ("MiniCPMV", "minicpmv", {**_QWEN2, **_MINICPMV, "version": 2.6}),
+    "MiniCPMV-4_0": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 4.0}),
+    "MiniCPMV-4_5": ("MiniCPMV", "minicpmv", {**_QWEN3, **_MINICPMV, "version": 4.5}),
+    # a version vLLM's dispatch does not build: its ValueError
+    "MiniCPMV-4_6": ("MiniCPMV", "minicpmv", {**_QWEN3, **_MINICPMV, "version": 4.6}),
+    # a version part that is no integer: int()'s ValueError (minicpmv.py:2463)
+    "MiniCPMV-2_x": ("MiniCPMV", "minicpmv", {**_QWEN2, **_MINICPMV, "version": "2.x"}),
+    # no version field: (2, 5) unless hidden_size 2304 and query_num 64 (minicpmv.py:2457-2461)
+    "MiniCPMV-noversion": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV}),
+    "MiniCPMO-2_6": ("MiniCPMO", "minicpmo", {
+        **_QWEN2, **_MINICPMV, "version": "2.6",
+        "audio_config": {"model_type": "whisper", "d_model": 512, "encoder_layers": 2,
+                         "encoder_attention_heads": 8, "encoder_ffn_dim": 1024,
+                         "num_mel_bins": 80, "max_source_positions": 1500},
+        "audio_pool_step": 2, "init_audio": True, "init_tts": False}),
+    "MiniCPMO-4_5": ("MiniCPMO", "minicpmo", {
+        **_QWEN3, **_MINICPMV, "version": "4.5",
+        "audio_config": {"model_type": "whisper", "d_model": 512, "encoder_layers": 2,
+                         "encoder_attention_heads": 8, "encoder_ffn_dim": 1024,
+                         "num_mel_bins": 80, "max_source_positions": 1500},
+        "audio_pool_step": 5, "init_audio": True, "init_tts": False}),
+    # minicpmo.py:1016-1041: a version of one part, (4,), is refused; so is one that is no
+    # dotted integers
+    "MiniCPMO-4": ("MiniCPMO", "minicpmo", {**_QWEN3, **_MINICPMV, "version": 4}),
+    "MiniCPMO-v4_5": ("MiniCPMO", "minicpmo", {**_QWEN3, **_MINICPMV, "version": "v4.5"}),
+    # ernie45_vl.py:1395-1424, ernie45_vl_moe.py: the remote Ernie4_5_VLMoEConfig's flat
+    # fields (baidu/ERNIE-4.5-VL-28B-A3B-PT's names), a small MoE stack of text and vision
+    # experts from layer 1 on and a two-block DFNRope vision tower
+    "Ernie4_5_VLMoeForConditionalGeneration": ("Ernie4_5_VLMoeForConditionalGeneration", "ernie4_5_moe_vl", {
+        **_BASE, "vocab_size": 103424, "rope_theta": 500000.0, "freq_allocation": 20, "rope_3d": True,
+        "use_bias": False, "tie_word_embeddings": True, "im_patch_id": 100295,
+        "image_start_token_id": 101304, "image_end_token_id": 101305,
+        "video_start_token_id": 101306, "video_end_token_id": 101307,
+        "moe_num_experts": [4, 4], "moe_layer_start_index": [1, 1], "moe_layer_end_index": [3, 3],
+        "moe_intermediate_size": [256, 128], "moe_k": 2, "moe_num_shared_experts": 1,
+        "moe_layer_interval": 1, "moe_use_aux_free": True,
+        "pixel_hidden_size": 1280, "spatial_conv_size": 2, "temporal_conv_size": 2,
+        "use_temporal_conv": True,
+        "vision_config": {"depth": 2, "embed_dim": 1280, "hidden_size": 1280, "hidden_act": "quick_gelu",
+                          "mlp_ratio": 4, "num_heads": 16, "in_channels": 3, "patch_size": 14,
+                          "spatial_merge_size": 2}}),
+}
+
+
 _MAPPED_DEFAULTS: dict[str, str] = {
     # as _MAPPED: architectures whose config class's defaults (a 4-layer stack) suffice
     "ColPaliForRetrieval": "colpali",
@@ -711,16 +784,19 @@ def _config_class(model_type: str) -> Any:
 
 
 def _write_raw(arch: str) -> Path:
-    model_type, fields = RAW[arch]
+    if arch in VARIANTS:
+        name, (arch, model_type, fields) = arch, VARIANTS[arch]
+    else:
+        name, (model_type, fields) = arch, RAW[arch]
     raw = {**fields, "architectures": [arch], "model_type": model_type}
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{arch}.json"
+    path = OUT / f"{name}.json"
     path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 
 def write(arch: str) -> Path:
-    if arch in RAW:
+    if arch in RAW or arch in VARIANTS:
         return _write_raw(arch)
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
@@ -750,7 +826,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS, *RAW})
+    names = (argv if argv is not None else sys.argv[1:]) or sorted({*SPECS, *DEFAULTS, *RAW, *VARIANTS})
     failed = 0
     for arch in names:
         try:

@@ -64,7 +64,7 @@ WIDE_TP = frozenset({"meta-llama--Llama-3.1-8B", "Qwen--Qwen3-30B-A3B",
 """Configs also built at TP 4 and 8: one dense, one MoE, one MLA, one hybrid (and two
 presets)."""
 
-_WEIGHT_STAND_INS = frozenset({"mimo", "minimax_m3"})
+_WEIGHT_STAND_INS = frozenset({"mimo", "minimax_m3", "minicpmv", "minicpmo"})
 
 _LAYER = re.compile(r"(?<=\.)(\d+)(?=\.)")
 

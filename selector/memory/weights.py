@@ -412,6 +412,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     facts = _facts(raw, model)
     family = resolve_family(facts.architecture)[0] if facts is not None else None
     section = text_config(raw)
+    wrapper = family.weights.unknown_when if family is not None else {}
     if family is not None and family.language_model is not None:
         # a wrapper: the rules and the section of the language model it builds
         section, family = language_model_config(raw)
@@ -536,7 +537,9 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     total = vocab * hidden * (1 if tied else 2) + positions + total_attn + total_mlp + total_vision
     parts = _quantize_parts(parts, plan, profile, model_type=str(cfg.get("model_type", "")),
                             num_layers=num_layers)
-    unknown = tuple(part for field, part in rules.unknown_when.items()
+    # the wrapper's parts beside its language model's (a vision tower, a resampler)
+    unknown_when = {**wrapper, **rules.unknown_when}
+    unknown = tuple(part for field, part in unknown_when.items()
                     if cfg.get(field) or raw.get(field))
     if not (hidden and num_layers):
         unknown += ("the language model's shapes",)

@@ -24,6 +24,8 @@ __all__ = [
     "LanguageModelRule",
     "MixerRules",
     "SSMRules",
+    "VersionRule",
+    "VersionWhen",
     "VisionRules",
     "WeightRules",
     "causal_lm_architecture",
@@ -358,6 +360,37 @@ class WeightRules(_Strict):
     generic formula (weights.py ``_vision_params``)."""
 
 
+class VersionWhen(_Strict):
+    """The version a config without the version field gets: ``version`` when every
+    ``{field: value}`` of ``when`` holds (none: always)."""
+
+    when: dict[str, Any] = Field(default_factory=dict)
+    version: str
+
+
+class VersionRule(_Strict):
+    """The language model's architecture chosen by the config's version field, as a
+    wrapper's class dispatch does (MiniCPM-V's ``_SUPPORT_VERSION``): the field's text split
+    at the dots into integers (``parts``: only the first so many; None: all of them, and
+    only two are supported), looked up in ``values``; ``absent`` gives the version of a
+    config without the field (the first that holds); a version missing from ``values`` is
+    refused with ``refusal`` (``{supported}``: the supported versions, ``{got}``: the
+    parsed version as a Python tuple), one whose parts are not all integers with
+    ``invalid``; ``broken``: {version: the error vLLM's dispatch raises for it instead of
+    building it}."""
+
+    field: str = "version"
+    parts: int | None = None
+    values: dict[str, str]
+    absent: list[VersionWhen] = Field(default_factory=list)
+    refusal: str
+    invalid: str
+    """vLLM's refusal of a version whose parts are not all integers (``{got}``: the field's
+    value, ``{part}``: the first part that is not, as Python's ``repr``); every part is
+    checked, before ``parts`` drops any."""
+    broken: dict[str, str] = Field(default_factory=dict)
+
+
 class LanguageModelRule(_Strict):
     """How a wrapper (a multimodal or pooling model) builds its language model:
     ``init_vllm_registered_model(hf_config=<section>, architectures=<architecture>)``."""
@@ -374,6 +407,12 @@ class LanguageModelRule(_Strict):
     by_model_type: dict[str, str] = Field(default_factory=dict)
     """{the config's top-level model_type: the architecture vLLM builds} (before
     ``architecture``)."""
+    by_version: VersionRule | None = None
+    """The architecture by the config's version field (before ``by_model_type``)."""
+    family: str | None = None
+    """The family whose rules read the language model, for a model class no registry
+    architecture names (ernie45_vl_moe.py's ``Ernie4_5_VLMoeForCausalLM``), before any
+    architecture."""
 
 
 class Family(_Strict):

@@ -21,6 +21,7 @@ from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, S
 from selector.models.families import (
     GENERIC,
     Family,
+    VersionRule,
     causal_lm_architecture,
     families,
     family_for,
@@ -492,17 +493,78 @@ def _section(reader: ConfigReader, path: str) -> ConfigReader | None:
     return section
 
 
+def _version(reader: ConfigReader, rule: VersionRule) -> tuple[int, ...] | str:
+    """The config's version as the wrapper's dispatch parses it: the field's text split at
+    the dots into integers (the first ``parts``), else the first ``absent`` entry that
+    holds; else vLLM's refusal (no version, or a part that is not an integer: every part
+    is parsed first, as vLLM's processing info does while the model config is built)."""
+    value = reader.raw(rule.field)
+    if value is None:
+        for entry in rule.absent:
+            if all(reader.raw(key) == want for key, want in entry.when.items()):
+                value = entry.version
+                break
+        else:
+            return rule.refusal.format(supported=_supported(rule), got=None)
+    pieces = str(value).split(".")
+    for piece in pieces:  # every part, before any is dropped
+        try:
+            int(piece)
+        except ValueError:
+            return rule.invalid.format(got=value, part=repr(piece))
+    if rule.parts is not None:
+        pieces = pieces[:rule.parts]
+    return tuple(int(piece) for piece in pieces)
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def _by_version(reader: ConfigReader, rule: VersionRule) -> tuple[str | None, str | None]:
+    """(the architecture vLLM's version dispatch builds, else None; vLLM's refusal, else
+    None)."""
+    version = _version(reader, rule)
+    if isinstance(version, str):
+        return None, f"ValueError: {version}"
+    key = _dotted(version)
+    if key in rule.broken:
+        return None, rule.broken[key]
+    arch = rule.values.get(key) if len(version) == 2 else None
+    if arch is None:
+        return None, f"ValueError: {rule.refusal.format(supported=_supported(rule), got=version)}"
+    return arch, None
+
+
+def _supported(rule: VersionRule) -> str:
+    """The supported versions as vLLM's refusal lists them (sorted)."""
+    keys = sorted(tuple(int(p) for p in key.split(".")) for key in rule.values)
+    return ", ".join(_dotted(key) for key in keys)
+
+
+def language_model_refusals(top: ConfigReader, family: Family) -> tuple[str, ...]:
+    """vLLM's refusal of the wrapper's language model (a version its dispatch does not
+    build), as ``Type: message``; empty when it builds one."""
+    rule = family.language_model
+    if rule is None or rule.by_version is None:
+        return ()
+    _, refusal = _by_version(top, rule.by_version)
+    return (refusal,) if refusal else ()
+
+
 def _language_model(
     top: ConfigReader, family: Family, mapped: bool
 ) -> tuple[ConfigReader, Family, bool, str | None]:
     """The section and family whose rules read the layers: for a family that builds its
-    language model inside itself (``language_model``), the family of that model's
-    architecture (the rule's, else the section's ``architectures``, else transformers'
-    causal-LM architecture of its ``model_type``, as ``VllmConfig.with_hf_config``
-    resolves it), read from its section; else the config's ``text_config`` (or the top
-    level) and the family itself. Last: the section's model type (its ``model_type``,
-    else the rule's default; the top level's for the top level; None for a nested
-    section that names none), whose config class gives the fields it omits."""
+    language model inside itself (``language_model``), the rule's family, else the
+    family of that model's architecture (the one the config's version picks, else the
+    rule's, else the section's ``architectures``, else transformers' causal-LM
+    architecture of its ``model_type``, as ``VllmConfig.with_hf_config`` resolves it),
+    read from its section (the wrapper's own rules for a version vLLM refuses); else the
+    config's ``text_config`` (or the top level) and the family itself. Last: the
+    section's model type (its ``model_type``, else the rule's default; the top level's
+    for the top level; None for a nested section that names none), whose config class
+    gives the fields it omits."""
     reader = top
     model_type = top.str_("model_type")
     for _ in range(_MAX_WRAPPERS):
@@ -516,12 +578,20 @@ def _language_model(
                         if (s := _section(reader, path)) is not None), reader)
         inner = section.str_list("architectures")
         section_type = section.str_("model_type") or rule.model_type
-        arch = (rule.by_model_type.get(top.str_("model_type") or "") or rule.architecture
-                or (inner[0] if inner else None))
-        if arch is None and section_type is not None:
-            arch = causal_lm_architecture(section_type)
         if section is not reader:
             model_type = section_type
+        if rule.family is not None:  # a language model class no architecture names
+            family, mapped, reader = families()[rule.family], True, section
+            continue
+        if rule.by_version is not None:
+            arch = _by_version(reader, rule.by_version)[0]
+            if arch is None:  # refused (language_model_refusals): the wrapper's own rules
+                return section, family, mapped, model_type
+        else:
+            arch = (rule.by_model_type.get(top.str_("model_type") or "") or rule.architecture
+                    or (inner[0] if inner else None))
+        if arch is None and section_type is not None:
+            arch = causal_lm_architecture(section_type)
         if arch is None or (section is reader and arch in (reader.str_list("architectures") or [])):
             return section, families()[GENERIC], False, model_type
         family, mapped = resolve_family(arch)
@@ -592,7 +662,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             prefix_caching_default=(wrapper.prefix_caching and family.prefix_caching
                                     and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),
-            refusals=parser.refusals(),
+            refusals=language_model_refusals(top, wrapper) + parser.refusals(),
             build_checks=tuple(family.build_checks),
             layers=parser.layers(),
             config_defaults=tuple(used.describe() for _, used in sorted(top.used.items())),

@@ -56,6 +56,22 @@ REFUSED: dict[str, tuple[str, str]] = {
         "on SM90 vLLM's selector picks FLASH_ATTN and Flint's layer asserts FlashInfer "
         "(flint/model.py:312-313): the tool's LB003 (the family's build_checks) in the same "
         "words; FLASHINFER builds it (tests/golden/test_layer_build_refusals.py)"),
+    "MiniCPMV-4_6.json": (
+        "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0, 4.5. Got version: (4, 6)",
+        "MiniCPMV.__new__ dispatches on the version (minicpmv.py:2464-2477): the minicpmv_lm "
+        "family's by_version refusal, AS133 with the same text"),
+    "MiniCPMV-2_x.json": (
+        "invalid literal for int() with base 10: 'x'",
+        "ModelConfig parses the version with minicpmv.py's get_version_by_config (:471-481): "
+        "the minicpmv_lm family's by_version invalid refusal, AS133 with the same text"),
+    "MiniCPMO-4.json": (
+        "Currently, MiniCPMO only supports versions 2.6, 4.5. Got version: (4,)",
+        "MiniCPMO.__new__ dispatches on the version (minicpmo.py:1014-1041): the minicpmo_lm "
+        "family's by_version refusal, AS133 with the same text"),
+    "MiniCPMO-v4_5.json": (
+        "invalid literal for int() with base 10: 'v4'",
+        "MiniCPMOProcessingInfo parses the version as MiniCPM-V's does (minicpmv.py:471-481) "
+        "while the model config is built: the minicpmo_lm family's invalid refusal, AS133"),
     "falcon-h1-0.5b-shape.json": (
         "mamba_n_heads must divide mamba_expand * hidden_size",
         "transformers' FalconH1Config refuses it as vLLM loads it: AS133 with the same text"),

@@ -207,13 +207,22 @@ _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
 _SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config", "encoder",
-                    "decoder")
+                    "decoder", "audio_config")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
 ``vision_config`` / ``projector_config``; Nemotron-Parse's ``decoder``, a NemotronParseTextConfig
 (``_REMOTE_SUB_CONFIGS``) or the synthetic configs' MBart config, and its RADIO ``encoder``,
-whose keys stay attributes)."""
+whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig)."""
+
+
+_SUB_CONFIG_TYPES = {("minicpmv", "vision_config"): "siglip_vision_model",
+                     ("minicpmo", "vision_config"): "siglip_vision_model",
+                     ("minicpmo", "audio_config"): "whisper"}
+"""(model type, sub-config): the class the remote config builds whatever the sub-config's own
+``model_type`` says (openbmb's MiniCPMVConfig / MiniCPMOConfig: ``SiglipVisionConfig(**
+vision_config)``, ``WhisperConfig(**audio_config)``; MiniCPM-V 2.6's config.json names its
+vision_config ``siglip``)."""
 
 
 _REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
@@ -233,14 +242,14 @@ _PARENT_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
 """{model type: {sub-config: the parent's keys its remote ``__init__`` copies into it}}."""
 
 
-def _sub_config(value: dict[str, Any]) -> Any:
-    """A sub-config as the remote class builds it: transformers' class of its
-    ``model_type``, a remote sub-config class's keys and derived attributes
-    (``_REMOTE_SUB_CONFIGS``), else its keys as attributes."""
+def _sub_config(value: dict[str, Any], model_type: str | None = None) -> Any:
+    """A sub-config as the remote class builds it: transformers' class of ``model_type``
+    (default: its own ``model_type``), a remote sub-config class's keys and derived
+    attributes (``_REMOTE_SUB_CONFIGS``), else its keys as attributes."""
     from transformers import PretrainedConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    model_type = value.get("model_type")
+    model_type = model_type or value.get("model_type")
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         fields = {k: v for k, v in value.items() if k != "model_type"}
         return CONFIG_MAPPING[model_type](**fields)
@@ -252,6 +261,33 @@ def _sub_config(value: dict[str, Any]) -> Any:
             config.__dict__[key] = item
         return config
     return _attr(value)
+
+
+_VERSIONED_BASES: dict[str, dict[str, str]] = {
+    "minicpmv": {"2.5": "llama", "2.6": "qwen2", "4.0": "llama", "4.5": "qwen3"},
+    "minicpmo": {"2.6": "qwen2", "4.5": "qwen3"},
+}
+"""Remote config classes whose base is the language model's config class, one per release of
+the checkpoint: openbmb's MiniCPMVConfig / MiniCPMOConfig subclass LlamaConfig (MiniCPM-Llama3-
+V-2.5, MiniCPM-V-4), Qwen2Config (MiniCPM-V-2.6, MiniCPM-o-2.6) or Qwen3Config (MiniCPM-V-4.5,
+MiniCPM-o-4.5: ``class MiniCPMOConfig(Qwen3Config)``), as the keys their config.json files
+hold show (``max_window_layers`` / ``use_sliding_window``: Qwen2Config's; ``mlp_bias`` /
+``pretraining_tp``: LlamaConfig's). The base's ``__init__`` derives fields the model reads
+(Qwen2Config drops ``sliding_window`` unless ``use_sliding_window``), so the stand-in is that
+class; the version key is read as vLLM's dispatch reads it (``str(version)``, the first two
+parts; absent: MiniCPM-V 2.5 unless the 2.0 shape, MiniCPM-o 2.6). A version not listed (2.0,
+whose base is the remote MiniCPMConfig; one vLLM refuses) keeps the plain stand-in."""
+
+
+def _versioned_base(model_type: str, kwargs: dict[str, Any]) -> str | None:
+    version = kwargs.get("version")
+    if version is None:
+        if model_type == "minicpmo":
+            return _VERSIONED_BASES[model_type]["2.6"]
+        if kwargs.get("hidden_size") == 2304 and kwargs.get("query_num") == 64:
+            return None  # MiniCPM-V 2.0
+        return _VERSIONED_BASES[model_type]["2.5"]
+    return _VERSIONED_BASES[model_type].get(".".join(str(version).split(".")[:2]))
 
 
 def register_remote_configs() -> None:
@@ -281,13 +317,54 @@ def register_remote_configs() -> None:
                     self.__dict__.setdefault(key, value)
                     if key in _SUB_CONFIG_KEYS and isinstance(value, dict):
                         parent = {k: kwargs[k] for k in copied.get(key, ()) if k in kwargs}
-                        self.__dict__[key] = _sub_config({**value, **parent})
+                        forced = _SUB_CONFIG_TYPES.get((self.model_type, key))
+                        self.__dict__[key] = _sub_config({**value, **parent}, forced)
                 if block_configs is not None:
                     self.block_configs = _attr(block_configs)
 
         StandInConfig.model_type = model_type
         StandInConfig.__name__ = _STAND_IN_CLASS_NAMES.get(model_type, f"StandInConfig_{model_type}")
+        if model_type in _VERSIONED_BASES:
+            _register_versioned(model_type, StandInConfig)
+            continue
         AutoConfig.register(model_type, StandInConfig)
+
+
+def _register_versioned(model_type: str, plain: Any) -> None:
+    """The stand-in of a remote class whose base is the version's language-model config class
+    (``_VERSIONED_BASES``): ``cls(**config)`` builds a subclass of that base holding every key
+    (sub-configs as their classes), or the plain stand-in for a version not listed."""
+    from transformers import AutoConfig, PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    made: dict[str, Any] = {}
+
+    def subclass(base_type: str) -> Any:
+        if base_type not in made:
+            base = CONFIG_MAPPING[base_type]
+
+            def __init__(self: Any, **kwargs: Any) -> None:
+                base.__init__(self, **kwargs)
+                for key, value in kwargs.items():
+                    if key in _SUB_CONFIG_KEYS and isinstance(value, dict):
+                        forced = _SUB_CONFIG_TYPES.get((model_type, key))
+                        self.__dict__[key] = _sub_config(value, forced)
+
+            made[base_type] = type(f"StandInConfig_{model_type}_{base_type}", (base,),
+                                   {"model_type": model_type, "__init__": __init__})
+        return made[base_type]
+
+    class VersionedStandIn(PretrainedConfig):  # type: ignore[misc]
+        """Builds the version's stand-in (see ``_VERSIONED_BASES``)."""
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            base_type = _versioned_base(model_type, kwargs)
+            target = subclass(base_type) if base_type is not None else plain
+            return target(*args, **kwargs)
+
+    VersionedStandIn.model_type = model_type
+    VersionedStandIn.__name__ = f"StandInConfig_{model_type}"
+    AutoConfig.register(model_type, VersionedStandIn)
 
 
 STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
@@ -298,7 +375,8 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   "pangu_ultra_moe", "k2_horizon", "domyn_edge", "plamo3", "ouro", "molmo",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
-                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse"})
+                                  "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
