@@ -84,7 +84,10 @@ def check_model(
     view_of: dict[tuple[tuple[str, Any], ...], str] = {}
     for layer in _attention_views(model):
         facts = layer_request(base, layer, model)
-        backend = per_kind.get(layer.spec_kind, draft_backend if layer.draft else attention_backend)
+        # a layer whose module passes its own backend is never selected (the family's
+        # attention.backend): that backend, whatever was asked
+        backend = layer.model_backend or per_kind.get(
+            layer.spec_kind, draft_backend if layer.draft else attention_backend)
         key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
                ("__draft__", layer.draft), ("__view__", layer.kind))
         groups.setdefault(key, []).append(layer.index)
