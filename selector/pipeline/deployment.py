@@ -204,6 +204,8 @@ def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = Non
     model, base, _ = deployment_model(loaded, catalog, target, model_facts)
     index, chosen = _model_layer(model, layer)
     per_kind = d.attention_config.backend_per_kind
+    # a layer whose module passes its own backend: that backend, whatever was asked
     return LayerRequest(facts=layer_request(base, chosen, model),
-                        attention_backend=per_kind.get(chosen.spec_kind, d.attention_backend),
+                        attention_backend=chosen.model_backend or per_kind.get(
+                            chosen.spec_kind, d.attention_backend),
                         layer=index, kind=chosen.spec_kind)
