@@ -463,8 +463,9 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
     # longcat_flash_ngram.py:38-40, :58-70: the n-gram embedding when ngram_vocab_size_ratio
     # is set (LongcatFlashConfig has no such fields): emb_split_num * (emb_neighbor_num - 1)
-    # tables of ratio * vocab_size + 2i + 1 rows; the values of LongCat-Flash-Lite's config
-    # as its n-gram hashing tests pin them (ratio 78, 4 neighbours, 4 splits)
+    # tables of ratio * vocab_size + 2i + 1 rows; no public LongCat-Flash-Lite config.json was
+    # found: ratio 78, 4 neighbours, 4 splits are the n-gram fields a public LongCat-Next
+    # hashing fixture pins for its config (LongCat-Next's backbone is this FlashNgramModel)
     "LongcatFlashNgramForCausalLM": ("longcat_flash", {
         "num_layers": 2, "mla_scale_q_lora": True, "mla_scale_kv_lora": True,
         "zero_expert_num": 2, "zero_expert_type": "identity", "vocab_size": 4096,
