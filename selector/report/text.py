@@ -215,6 +215,9 @@ def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any
         title.append(f" (priority #{verdict.priority_index + 1} of {len(result.priority)})")
     else:
         title.append(" (not in this configuration's priority list: reachable only with --attention-backend)")
+    if result.mode == "model":
+        title.append(f"\nthis layer's module passes {result.selected} itself: no backend is "
+                     "selected for it, and none of these checks runs in vLLM")
     table = PlainTable(show_lines=False)
     table.add_column("check")
     table.add_column("result")
