@@ -143,6 +143,8 @@ def _tool_kind(layer: LayerFacts) -> str:
 def _context(answer: dict[str, Any], block_size: int) -> SpecContext:
     return SpecContext(
         model_dtype=answer.get("dtype", "bfloat16"),
+        # a layer-build answer's --kv-cache-dtype (tools/model_driven_reference.py)
+        kv_cache_dtype=answer.get("kv_cache_dtype") or "auto",
         block_size=block_size,
         mamba_block_size=block_size,
     )
@@ -174,6 +176,8 @@ def _compare(layer: LayerFacts, role: str, record: dict[str, Any], answer: dict[
             "head_size_v": layer.head_size_v if layer.kind != "mla" else 0,
             "sliding_window": layer.sliding_window,
             "attention_chunk_size": layer.attention_chunk_size,
+            # a StaticSinkAttention's sink tokens (SinkFullAttentionSpec.sink_len)
+            "sink_len": layer.sink_tokens or None,
         }
         for key, have in checks.items():
             want = record.get(key)
@@ -181,6 +185,9 @@ def _compare(layer: LayerFacts, role: str, record: dict[str, Any], answer: dict[
                 want = record.get("head_size")
             if have != want:
                 out.append(f"{key} {have} != vLLM {want}")
+        if layer.model_backend is not None and layer.model_backend != record.get("backend"):
+            out.append(f"the module's own backend {layer.model_backend} != vLLM "
+                       f"{record.get('backend')}")
     backend = _MLA if layer.kind == "mla" else _DENSE
     spec = build_spec(layer, backend, ctx)
     if spec.page_size_bytes != record["page_size_bytes"]:

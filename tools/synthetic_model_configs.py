@@ -477,7 +477,15 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "num_hidden_layers": 4, "embedding_dropout": 0.0, "use_bias": False, "num_experts": 8,
         "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),
     "IQuestLoopCoderForCausalLM": ("iquestcoder", {"num_hidden_layers": 4}),
-    "LongcatFlashNgramForCausalLM": ("longcat_flash", {"num_layers": 2}),
+    # longcat_flash_ngram.py:38-40, :58-70: the n-gram embedding when ngram_vocab_size_ratio
+    # is set (LongcatFlashConfig has no such fields): emb_split_num * (emb_neighbor_num - 1)
+    # tables of ratio * vocab_size + 2i + 1 rows; no public LongCat-Flash-Lite config.json was
+    # found: ratio 78, 4 neighbours, 4 splits are the n-gram fields a public LongCat-Next
+    # hashing fixture pins for its config (LongCat-Next's backbone is this FlashNgramModel)
+    "LongcatFlashNgramForCausalLM": ("longcat_flash", {
+        "num_layers": 2, "mla_scale_q_lora": True, "mla_scale_kv_lora": True,
+        "zero_expert_num": 2, "zero_expert_type": "identity", "vocab_size": 4096,
+        "ngram_vocab_size_ratio": 78, "emb_neighbor_num": 4, "emb_split_num": 4}),
     "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
                                                                 "num_hidden_layers": 8}}),
     "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
@@ -593,6 +601,16 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
     "PanguUltraMoEForCausalLM": ("pangu_ultra_moe", {
         **_BASE, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
         "qk_rope_head_dim": 64, "v_head_dim": 128, "first_k_dense_replace": 1,
+        "moe_intermediate_size": 256, "n_routed_experts": 4, "n_shared_experts": 1,
+        "norm_topk_prob": True, "num_experts_per_tok": 2, "routed_scaling_factor": 2.5,
+        "router_enable_expert_bias": True, "torch_dtype": "bfloat16"}),
+    # openpangu.py:522-700 (OpenPanguSinkAttention when param_sink_number > 0: head size
+    # qk_nope_dim + qk_rope_dim, V head size v_channels, param_sink_number sink tokens; the
+    # KV-cache manager asserts sink_len % block_size == 0, single_type_kv_cache_manager.py:2220)
+    # and :150-200 (OpenPanguMoE after first_k_dense_replace)
+    "PanguProMoEV2ForCausalLM": ("pangu_pro_moe_v2", {
+        **_BASE, "qk_nope_dim": 128, "qk_rope_dim": 64, "v_channels": 128,
+        "param_sink_number": 128, "param_sink_with_value": True, "first_k_dense_replace": 1,
         "moe_intermediate_size": 256, "n_routed_experts": 4, "n_shared_experts": 1,
         "norm_topk_prob": True, "num_experts_per_tok": 2, "routed_scaling_factor": 2.5,
         "router_enable_expert_bias": True, "torch_dtype": "bfloat16"}),

@@ -62,6 +62,7 @@ import oracle
 from oracle.models import MODEL_CAPABILITY as CAPABILITY
 from oracle.models import STAND_IN_MODEL_TYPES as _STAND_IN_MODEL_TYPES
 from oracle.models import device_tensors_on_meta as _device_tensors_on_meta
+from oracle.models import gpu_model_runner
 from oracle.models import on_gpu as _on_gpu  # noqa: F401  (the name recorders imported from here)
 from oracle.models import start_models as _bootstrap  # noqa: F401  (the name recorders called here)
 
@@ -517,8 +518,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the answers already in --out for configs not given")
     parser.add_argument("--enable-prefix-caching", action="store_true",
                         help="--enable-prefix-caching (else vLLM's default for the model)")
+    parser.add_argument("--gpu-runner", action="store_true",
+                        help="choose the model runner as on the emulated GPU, which has Triton "
+                             "(VllmConfig.use_v2_model_runner reads HAS_TRITON, vllm/config/"
+                             "vllm.py:752 in 0.33.0; the CPU build has none and falls back to "
+                             "Model Runner V1): an architecture that only builds on Model Runner "
+                             "V2 (LongcatFlashNgramForCausalLM) is then vLLM's build")
     args = parser.parse_args(argv)
     oracle.start_models()
+    if args.gpu_runner:
+        gpu_model_runner()
     results = []
     failures: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import oracle
-from oracle.models import device_tensors_on_meta, on_gpu
+from oracle.models import device_tensors_on_meta, gpu_model_runner, on_gpu
 from startup_fact_grid import new_answer, record_answers, weight_configs
 
 REPO = oracle.REPO
@@ -294,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     # key; the layers are still vLLM's (sliding_window, which MiMo's remote class
     # rewrites, changes no weight)
     oracle.start_models(_WEIGHT_STAND_INS)
+    # the model runner as on a GPU: an architecture that builds on Model Runner V2 only
+    # (LongcatFlashNgramForCausalLM) gets its parameters, not the CPU's V1 refusal; the
+    # runner changes no parameter shape
+    gpu_model_runner()
     if args.real:
         rows = real_weight_configs()
         if args.only is None or not args.out.is_file():

@@ -20,7 +20,14 @@ from selector.memory.quant import QuantPlan, part_shares, quant_plan
 from selector.models import ModelFacts, parse_config
 from selector.models.config_defaults import class_defaults
 from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, ShortConvDims, SSMDims
-from selector.models.families import GENERIC, Family, FFNSizing, WeightRules, families
+from selector.models.families import (
+    GENERIC,
+    Family,
+    FFNSizing,
+    NgramEmbeddingRules,
+    WeightRules,
+    families,
+)
 from selector.models.hf_config import language_model_config, omitted_defaults, resolve_family
 
 __all__ = [
@@ -154,15 +161,34 @@ def _ffn_layers(cfg: Mapping[str, Any], rules: WeightRules, num_layers: int,
     return [("moe" if is_moe else "dense", dense_inter) for is_moe in moe]
 
 
-def _layer_attention(layer: LayerFacts, hidden: int, tp: int, q_gate: bool = False) -> int:
+def _layer_attention(layer: LayerFacts, hidden: int, tp: int, q_gate: bool = False,
+                     sink_values: bool = False) -> int:
     """Parameters of one (non-MLA) attention layer on one rank: the fused QKV projection
     (QKVParallelLinear: KV heads split, or replicated when fewer than ``tp``) and the
-    output projection (RowParallelLinear), from the KV plan's layer facts."""
+    output projection (RowParallelLinear), from the KV plan's layer facts; with static sink
+    tokens, their key (and, ``sink_values``, value) parameters of the rank's KV heads
+    (openpangu.py:645-690: ``param_sink_key`` / ``param_sink_value``)."""
     q = layer.total_q_heads
     kv_per_rank = max(1, layer.total_kv_heads // tp)
     head, head_v = layer.head_size, layer.head_size_v or layer.head_size
     q_width = q * head * (2 if q_gate else 1) // tp
-    return hidden * (q_width + kv_per_rank * (head + head_v)) + q * head_v * hidden // tp
+    sinks = layer.sink_tokens * kv_per_rank * (head + (head_v if sink_values else 0))
+    return hidden * (q_width + kv_per_rank * (head + head_v)) + q * head_v * hidden // tp + sinks
+
+
+def _ngram_params(cfg: Mapping[str, Any], rules: NgramEmbeddingRules | None, vocab: int,
+                  hidden: int, tp: int) -> tuple[int, int]:
+    """(the rank's share of the n-gram tables, the replicated projections) of the family's
+    ``ngram_embedding``; (0, 0) when the config does not set its ratio."""
+    if rules is None or not cfg.get(rules.ratio_field):
+        return 0, 0
+    tables = config_int(cfg, rules.splits_field) * (config_int(cfg, rules.neighbors_field) - 1)
+    if tables < 1:
+        return 0, 0
+    base = config_int(cfg, rules.ratio_field) * vocab
+    rows = sum(base + 2 * i + 1 for i in range(tables))
+    width = hidden // tables
+    return _round_up(rows, 64) // tp * width, tables * width * hidden
 
 
 def _attention_params(cfg: Mapping[str, Any], tp: int) -> tuple[int, int]:
@@ -491,8 +517,9 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         else:
             q_gate = bool(rules.q_gate_field
                           and cfg.get(rules.q_gate_field, rules.q_gate_default))
-            attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate)
-            total_attn += modules * _layer_attention(layer, hidden, 1, q_gate)
+            sink_values = bool(rules.sink_value_field and cfg.get(rules.sink_value_field))
+            attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate, sink_values)
+            total_attn += modules * _layer_attention(layer, hidden, 1, q_gate, sink_values)
         block, width = ffn[index]
         if block == "moe":
             experts += here * num_experts * e_matrices * e_hidden * e_inter // tp
@@ -519,9 +546,12 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         positions = (config_int(cfg, "max_position_embeddings")
                      + rules.position_embedding_offset) * hidden
     vision, total_vision = _vision_params(raw, rules, hidden, tp)
+    # the n-gram tables sit on the first pipeline stage only (longcat_flash_ngram.py:176-178)
+    ngram_tables, ngram_projections = _ngram_params(cfg, rules.ngram_embedding, vocab, hidden, tp)
+    ngram = ngram_tables + ngram_projections if first == 0 else 0
     parts = [
         WeightPart(name="embedding",
-                   params=padded_vocab * hidden + positions if holds_embedding else 0,
+                   params=(padded_vocab * hidden + positions if holds_embedding else 0) + ngram,
                    bits=base_bits),
         WeightPart(name="lm_head", params=padded_vocab * hidden if holds_lm_head else 0,
                    bits=base_bits),
@@ -534,7 +564,9 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
         WeightPart(name="router", params=router, bits=32.0 if rules.router_float32 else base_bits),
         WeightPart(name="vision tower", params=vision if first == 0 else 0, bits=base_bits),
     ]
-    total = vocab * hidden * (1 if tied else 2) + positions + total_attn + total_mlp + total_vision
+    whole_tables, _ = _ngram_params(cfg, rules.ngram_embedding, vocab, hidden, 1)
+    total = vocab * hidden * (1 if tied else 2) + positions + total_attn + total_mlp + total_vision \
+        + whole_tables + ngram_projections
     parts = _quantize_parts(parts, plan, profile, model_type=str(cfg.get("model_type", "")),
                             num_layers=num_layers)
     # the wrapper's parts beside its language model's (a vision tower, a resampler)

@@ -39,7 +39,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"patch_embed|merger)\.")),
     ("expert biases", re.compile(r"\|FusedMoE$|\|\w*FusedMoE$")),
     ("lm_head", re.compile(r"\|ParallelLMHead$")),
-    ("embedding", re.compile(r"\|VocabParallelEmbedding$|\.(?:wpe|embed_positions)\.weight\|")),
+    # LongCat-Flash-Lite's n-gram tables (a VocabParallelEmbedding) and their projections
+    ("embedding", re.compile(r"\|VocabParallelEmbedding$|\.(?:wpe|embed_positions)\.weight\||"
+                             r"\.ngram_embeddings\.oe_projection\|")),
     ("shared experts", re.compile(r"\.shared_experts?\.|\.shared_mlp\.")),
     ("router", re.compile(r"\.(?:gate|router)\.(?:weight|e_score_correction_bias)\||"
                           r"\.mlp\.gate\.weight\||\|GateLinear$|\.fc[12]_latent_proj\.")),

@@ -195,6 +195,13 @@ class LayerFacts(_Frozen):
     """The model-driven backend (``model-driven.yaml``) the layer's own code builds, never
     the platform's priority list (MiniMax-M3's sparse layers: ``MINIMAX_M3_SPARSE``)."""
     ssm: SSMDims | None = None
+    model_backend: str | None = None
+    """The backend the model's attention module passes itself (the family's
+    ``attention.backend``): the layer is never selected, whatever ``--attention-backend``
+    says; None: vLLM's selector picks it."""
+    sink_tokens: int = Field(default=0, ge=0)
+    """Static sink tokens of a ``StaticSinkAttention`` (``sink_len``; the family's
+    ``attention.static_sinks``): 0 for a layer without them."""
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
     attentions: int = Field(default=1, ge=1)

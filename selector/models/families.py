@@ -206,6 +206,15 @@ class AttentionRules(_Strict):
     per_decoder_layer: DecoderLayerRules | None = None
     own_sparse: OwnSparseRules | None = None
     """Layers that build their own block-sparse attention and indexer cache."""
+    backend: str | None = None
+    """The attention backend the family's attention module passes to its ``Attention``
+    (``attn_backend=``): vLLM's selector is not asked for these layers, so neither the
+    platform's priority list nor ``--attention-backend`` applies (openPangu's sink attention:
+    ``FLASH_ATTN_DIFFKV``)."""
+    static_sinks: str | None = None
+    """The config field giving the number of static sink tokens of a ``StaticSinkAttention``
+    (its ``sink_len``): the layer's cache is a ``SinkFullAttentionSpec``, a full-attention
+    page, and vLLM's KV-cache manager asserts ``sink_len % block_size == 0``."""
 
 
 class SSMRefusal(_Strict):
@@ -293,6 +302,19 @@ class FFNSizing(_Strict):
     multiple_of_field: str
 
 
+class NgramEmbeddingRules(_Strict):
+    """Hashed n-gram embedding tables beside the token embedding, present when the config
+    sets ``ratio_field`` (vLLM's ``NgramEmbedding``, longcat_flash_ngram.py:58-96):
+    ``splits * (neighbors - 1)`` tables, table i of ``ratio * vocab_size + 2i + 1`` rows of
+    ``hidden_size // tables``, concatenated into one ``VocabParallelEmbedding`` (its rows
+    padded to 64 and split over the ranks), and a replicated projection of each table's
+    width back to ``hidden_size``."""
+
+    ratio_field: str
+    neighbors_field: str
+    splits_field: str
+
+
 class WeightRules(_Strict):
     """How the family's model class lays out its weights beyond the token mixers (the
     ``weights`` column of families.yaml; read by selector/memory/weights.py)."""
@@ -350,6 +372,13 @@ class WeightRules(_Strict):
     """A config field whose presence makes every layer DeepSeek-V4 attention (a shared
     q / kv down projection, ``wq_b``, a grouped ``wo_a`` / ``wo_b`` output, a KV compressor
     where ``compress_ratios[i] > 1`` and an indexer where it is 4), not MLA."""
+    sink_value_field: str | None = None
+    """A boolean config field: a layer's static sink tokens (``LayerFacts.sink_tokens``)
+    have a learned value parameter beside their key (openPangu's ``param_sink_with_value``;
+    else the values are a zero buffer, no parameter). The key parameter, ``sink_tokens x
+    KV heads x head size`` per rank, is counted whenever the layer has sink tokens."""
+    ngram_embedding: NgramEmbeddingRules | None = None
+    """Hashed n-gram embedding tables beside the token embedding (LongCat-Flash-Lite)."""
     unknown_when: dict[str, str] = Field(default_factory=dict)
     """{config field: the part}: when the config sets the field, vLLM builds a part the
     estimate cannot count, and the weights are unknown."""

@@ -367,6 +367,9 @@ class _ConfigParser:
         fields.update(self._per_layer(index))
         fields["has_sink"] = self._sink(mixer)
         rules = self.family.attention
+        fields["model_backend"] = rules.backend
+        if rules.static_sinks is not None and self.text.has(rules.static_sinks):
+            fields["sink_tokens"] = self.text.int_(rules.static_sinks, minimum=0)
         offset = rules.window_offset
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
         lookback = rules.chunk_lookback.get(mixer)

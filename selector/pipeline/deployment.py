@@ -169,6 +169,9 @@ class LayerRequest:
     """The model layer's index (None: a single-layer deployment)."""
     kind: str | None = None
     """The model layer's spec kind (None: a single-layer deployment)."""
+    model_backend: str | None = None
+    """The backend the layer's own module passes (``LayerFacts.model_backend``): the
+    layer's, unchecked, whatever ``attention_backend`` says."""
 
 
 def _model_layer(model: ModelFacts, layer: int | None) -> tuple[int, LayerFacts]:
@@ -206,4 +209,4 @@ def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = Non
     per_kind = d.attention_config.backend_per_kind
     return LayerRequest(facts=layer_request(base, chosen, model),
                         attention_backend=per_kind.get(chosen.spec_kind, d.attention_backend),
-                        layer=index, kind=chosen.spec_kind)
+                        layer=index, kind=chosen.spec_kind, model_backend=chosen.model_backend)

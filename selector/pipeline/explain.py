@@ -55,6 +55,6 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
     request = layer_of(loaded, catalog, layer, target=target, model_facts=model_facts)
     result = solve(request.facts, engine=engine_data,
                    attention_backend=request.attention_backend, suggest=False,
-                   catalog=catalog)
+                   catalog=catalog, model_backend=request.model_backend)
     return Explained(backend=name, request=request, result=result,
                      checks=explain_backend(result, name, catalog))

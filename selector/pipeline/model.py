@@ -92,9 +92,13 @@ def check_model(
             own_layers.setdefault(layer.own_backend, []).append(layer.index)
             continue
         facts = layer_request(base, layer, model)
-        backend = per_kind.get(layer.spec_kind, draft_backend if layer.draft else attention_backend)
+        # a layer whose module passes its own backend is never selected (the family's
+        # attention.backend): that backend, unchecked, whatever was asked
+        backend = None if layer.model_backend else per_kind.get(
+            layer.spec_kind, draft_backend if layer.draft else attention_backend)
         key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
-               ("__draft__", layer.draft), ("__view__", layer.kind))
+               ("__draft__", layer.draft), ("__view__", layer.kind),
+               ("__model_backend__", layer.model_backend))
         groups.setdefault(key, []).append(layer.index)
         facts_of[key] = facts
         kind_of[key] = layer.layer_kind
@@ -104,7 +108,8 @@ def check_model(
     for key, layers in groups.items():
         backend = dict(key).get("__backend__")
         result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
-                       cudagraph_mode=cudagraph_mode, catalog=catalog)
+                       cudagraph_mode=cudagraph_mode, catalog=catalog,
+                       model_backend=dict(key).get("__model_backend__"))
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
                                          result=result, draft=bool(dict(key).get("__draft__"))))
         for index in layers:

@@ -36,7 +36,7 @@ def _verdict_line(result: SolveResult, device: str, refused: bool = False) -> Te
                     "but vLLM refuses to start")
     elif result.valid:
         text.append("VALID  ", style="bold green")
-        how = "pinned" if result.mode == "explicit" else "auto-selected"
+        how = {"explicit": "pinned", "model": "the model's own"}.get(result.mode, "auto-selected")
         text.append(f"{result.selected}", style="bold")
         text.append(f" ({how}) on {device}, {result.engine}")
     else:
@@ -51,6 +51,10 @@ def _why(result: SolveResult) -> list[str]:
         return lines
     if result.mode == "explicit":
         lines.append(f"--attention-backend {result.selected} was requested and passes every check.")
+        return lines
+    if result.mode == "model":
+        lines.append(f"The model's attention module passes {result.selected} itself: vLLM's "
+                     "selector is not asked, and no backend check applies.")
         return lines
     position = result.priority.index(result.selected)
     skipped = [v for v in result.verdicts
@@ -211,6 +215,9 @@ def render_explain(result: SolveResult, backend: str, checks: list[dict[str, Any
         title.append(f" (priority #{verdict.priority_index + 1} of {len(result.priority)})")
     else:
         title.append(" (not in this configuration's priority list: reachable only with --attention-backend)")
+    if result.mode == "model":
+        title.append(f"\nthis layer's module passes {result.selected} itself: no backend is "
+                     "selected for it, and none of these checks runs in vLLM")
     table = PlainTable(show_lines=False)
     table.add_column("check")
     table.add_column("result")

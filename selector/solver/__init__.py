@@ -357,11 +357,16 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
           attention_backend: str | None = None,
           cudagraph_mode: str | None = None,
           suggest: bool = True, catalog: Catalog,
-          platform: str | None = None) -> SolveResult:
+          platform: str | None = None,
+          model_backend: str | None = None) -> SolveResult:
     """Validate every backend, select one and explain the decision (``cudagraph_mode``
     None: the engine's default, ``defaults.yaml``; ``engine``: the loaded engine of the
     target's platform, or a release name loaded for ``platform``, None: the catalog's
-    default platform; ``catalog``: the loaded catalog, passed down from the command)."""
+    default platform; ``catalog``: the loaded catalog, passed down from the command).
+    ``model_backend``: the backend the layer's own module passes to its attention
+    (``LayerFacts.model_backend``): it is the layer's backend whatever its checks say and
+    whatever ``attention_backend`` asks, since vLLM asks no selector for it (mode
+    ``model``); every backend's verdict is still evaluated, for the record."""
     engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
@@ -371,7 +376,13 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         attention_backend = None if spec_pinned.pin_selects_auto else spec_pinned.name
     stated = facts.stated if isinstance(facts, RequestFacts) else facts
     full = {**compiled.defaults, **stated}
-    outcome = select(compiled, full, attention_backend)
+    if model_backend is not None:
+        attention_backend = None
+        reasons, order, derived = compiled.evaluate(full)
+        outcome = SelectionOutcome(reasons, order, derived, engine_data.backend(model_backend).name,
+                                   None)
+    else:
+        outcome = select(compiled, full, attention_backend)
     order = outcome.order
     verdicts = []
     for name, spec in engine_data.backends.items():
@@ -399,7 +410,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         if spec.runtime.report_facts:
             runtime = _with(runtime, explained_facts=tuple(
                 trace_fact(engine_data, full, name) for name in spec.runtime.report_facts))
-        if not attention_backend and full.get("block_size") is not None:
+        if not attention_backend and model_backend is None and full.get("block_size") is not None:
             precluded = [n for n in order[: order.index(spec.name)]
                          if [c for c, _ in outcome.reasons[n]] == ["BS001"]]
             if precluded:
@@ -408,7 +419,8 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
                     block_size=full["block_size"], precluded=", ".join(precluded), winner=spec.name)
                 warnings.append(Diagnostic(code="SE003", name=entry.name, severity="warning",
                                            message=text, hint=entry.hint))
-        warnings.extend(_performance_hints(engine_data, catalog, scope, outcome))
+        if model_backend is None:  # no faster backend to pick where the module picked its own
+            warnings.extend(_performance_hints(engine_data, catalog, scope, outcome))
     suggestions = _suggest(compiled, full, attention_backend) if (suggest and error) else ()
     # MLA layers: vLLM's second selector, for the prefill kernel (selector.solver.mla_prefill).
     mla_prefill = _mla_prefill(engine_data, scope, outcome.selected, catalog)
@@ -421,7 +433,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
     platform_spec = catalog.platform(engine_data.platform)
     return SolveResult(
         engine=engine_data.engine,
-        mode="explicit" if attention_backend else "auto",
+        mode="model" if model_backend is not None else ("explicit" if attention_backend else "auto"),
         requested_backend=attention_backend,
         facts=dict(full),
         derived=dict(outcome.derived),

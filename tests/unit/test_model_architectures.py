@@ -66,12 +66,12 @@ def test_made_up_architecture_exits_1(tmp_path: Path) -> None:
 
 
 def test_unmapped_supported_architecture_warns_and_fails_under_strict(tmp_path: Path) -> None:
-    path = _deployment(tmp_path, "PanguProMoEV2ForCausalLM")
+    path = _deployment(tmp_path, "Step5ForCausalLM")
     code, out, _ = run_cli(["check", str(path), "--format", "json"])
     assert code == 0
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS132")
     # the reason unmapped.yaml gives is part of the warning
-    assert "PanguProMoEV2ForCausalLM" in finding["message"] and "param_sink_number" in finding["message"]
+    assert "Step5ForCausalLM" in finding["message"] and "CSA tail ring cache" in finding["message"]
     code, _, _ = run_cli(["check", str(path), "--strict"])
     assert code == 1
 
@@ -97,6 +97,29 @@ def test_every_family_module_is_a_vllm_module() -> None:
     for family in families().values():
         assert set(family.modules) <= modules, (family.name, set(family.modules) - modules)
         assert set(family.architectures) <= architectures, family.name
+
+
+def test_a_family_backend_is_a_backend_of_every_release_serving_it() -> None:
+    """A family's ``attention.backend`` (the backend its attention module passes itself,
+    openPangu's sink attention) names a backend of every profiled release whose registry
+    has one of the family's architectures or modules."""
+    catalog = load_catalog()
+    for family in families().values():
+        backend = family.attention.backend
+        if backend is None:
+            continue
+        served = 0
+        for name in catalog.engine_names:
+            engine = catalog.engine(name)
+            registry = load_model_registry(engine.directory)
+            if registry is None:
+                continue
+            rows = {arch: module for table in registry.tables.values()
+                    for arch, (module, _cls) in table.items()}
+            if set(family.architectures) & set(rows) or set(family.modules) & set(rows.values()):
+                served += 1
+                assert backend in engine.backends, (family.name, name, backend)
+        assert served, family.name
 
 
 def _registry_architectures() -> dict[str, tuple[str, set[str]]]:

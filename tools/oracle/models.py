@@ -61,7 +61,7 @@ from .locate import extra_paths
 from .start import start
 
 __all__ = ["INERT_MODULES", "MODEL_CAPABILITY", "STAND_IN_MODEL_TYPES", "device_tensors_on_meta",
-           "on_gpu", "register_remote_configs", "start_models"]
+           "gpu_model_runner", "on_gpu", "register_remote_configs", "start_models"]
 
 MODEL_CAPABILITY = (9, 0)
 """The capability models are built at (the layer layout does not depend on it)."""
@@ -372,7 +372,8 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # (tools/synthetic_model_configs.py RAW)
                                   "orion", "solar", "step1", "minicpm", "bailing_moe",
                                   "bailing_moe_v2", "param2moe", "pangu_embedded",
-                                  "pangu_ultra_moe", "k2_horizon", "domyn_edge", "plamo3", "ouro", "molmo",
+                                  "pangu_ultra_moe", "pangu_pro_moe_v2", "k2_horizon", "domyn_edge",
+                                  "plamo3", "ouro", "molmo",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
@@ -584,3 +585,12 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     _STATE["started"] = True
 
 
+def gpu_model_runner() -> None:
+    """Let vLLM choose the model runner as on the emulated GPU, which has Triton:
+    ``HAS_TRITON`` true where ``VllmConfig.use_v2_model_runner`` reads it
+    (vllm/config/vllm.py:748-767 in 0.33.0; the CPU build has no Triton and falls back to
+    Model Runner V1). The rest of that decision (the environment variable, the features
+    Model Runner V2 does not support) stays vLLM's. Call after :func:`start_models`."""
+    import vllm.config.vllm as vllm_config_module
+
+    vllm_config_module.HAS_TRITON = True  # type: ignore[attr-defined]

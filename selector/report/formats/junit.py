@@ -29,7 +29,8 @@ def _summary(record: CheckRecord) -> str:
     if record.status == "valid":
         text = f"VALID {record.selected}"
         if record.result is not None:
-            text += f" ({'pinned' if record.result.mode == 'explicit' else 'auto'})"
+            how = {"explicit": "pinned", "model": "the model's own"}.get(record.result.mode, "auto")
+            text += f" ({how})"
         text += f" on {record.device}, {record.engine}"
         if record.block_size is not None:
             text += f"; block size {record.block_size}; CUDA graphs {record.cudagraph_mode}"

@@ -40,7 +40,8 @@ def _backend(record: CheckRecord) -> str:
     result = record.result
     if result is None:
         return record.selected
-    return f"{record.selected} ({'pinned' if result.mode == 'explicit' else 'auto'})"
+    how = {"explicit": "pinned", "model": "the model's own"}.get(result.mode, "auto")
+    return f"{record.selected} ({how})"
 
 
 def _model_lines(record: CheckRecord) -> list[str]:
@@ -80,7 +81,7 @@ def _section(record: CheckRecord) -> list[str]:
         lines += _model_lines(record)
     if result is not None:
         if result.valid:
-            how = "pinned" if result.mode == "explicit" else "auto-selected"
+            how = {"explicit": "pinned", "model": "the model's own"}.get(result.mode, "auto-selected")
             lines.append(f"**VALID**: `{result.selected}` ({how}), {result.engine}.")
         else:
             lines.append(f"**INVALID** on {record.device}, {result.engine}.")
