@@ -114,13 +114,17 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
      {}, "OpenGVLab--InternVL3-8B-hf"),
     ("aria", "tests/fixtures/hf_configs/synthetic/AriaForConditionalGeneration.json", {},
      "rhymes-ai--Aria"),
+    ("internvl3-1b", "tests/fixtures/processors/OpenGVLab--InternVL3-1B/config.json", {},
+     "OpenGVLab--InternVL3-1B"),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
 ``cached_get_image_processor(..., trust_remote_code)``, vllm/model_executor/models/kimi_k25.py),
-which is not available offline. LLaVA-OneVision, PaliGemma, InternVL (transformers format)
-and Aria: the config classes' defaults (no public config.json of the checkpoints was found),
-which carry the reference checkpoints' vision values (tests/fixtures/processors/SOURCES.md).
+which is not available offline. InternVL's original format: OpenGVLab/InternVL3-1B's
+config (vLLM's own processor reads only the config). LLaVA-OneVision, PaliGemma, InternVL
+(transformers format) and Aria: the config classes' defaults (no public config.json of the
+checkpoints was found), which carry the reference checkpoints' vision values
+(tests/fixtures/processors/SOURCES.md).
 GLM-4.1V / GLM-4.5V are not asked: their video placeholder is rebuilt by decoding the
 processor's token ids (``Glm4vMultiModalProcessor._apply_hf_processor_main``), which the
 word-level tokenizer stand-in cannot reproduce, and the venvs' transformers 5.24 refuses
@@ -149,6 +153,9 @@ STAND_IN_TOKENS["paligemma"] = (("<image>", "image_token_index"), ("<bos>", None
                                 ("<eos>", None), ("\n", None))
 STAND_IN_TOKENS["internvl"] = (("<IMG_CONTEXT>", "image_token_id"), ("<img>", None),
                                ("</img>", None), ("<video>", None))
+STAND_IN_TOKENS["internvl_chat"] = (("<image>", None), ("<video>", None), ("<img>", None),
+                                    ("</img>", None), ("<IMG_CONTEXT>", None),
+                                    ("<|video_pad|>", None))
 STAND_IN_TOKENS["aria"] = (("<|img|>", "image_token_index"), ("<pad>", None))
 STAND_IN_TOKENS["llava_next"] = STAND_IN_TOKENS["llava"]
 for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl"):
