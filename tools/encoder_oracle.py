@@ -3,9 +3,10 @@
 backend and the encoder budget check.
 
 Run with an oracle interpreter (vLLM installed, CPU only), once per release (the extra
-path holds torchvision and compressed-tensors, which the multimodal model modules import)::
+path holds torchvision and compressed-tensors, which the multimodal model modules import,
+and num2words, which transformers' SmolVLMProcessor requires)::
 
-    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/work/oracle-extra \\
+    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/work/oracle-extra:<num2words> \\
         /work/.venvs/oracle-0.33.0/bin/python tools/encoder_oracle.py \\
         --out tests/golden/oracle/vllm-0.33.0/encoder.json.gz
 
@@ -116,6 +117,9 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
      "rhymes-ai--Aria"),
     ("internvl3-1b", "tests/fixtures/processors/OpenGVLab--InternVL3-1B/config.json", {},
      "OpenGVLab--InternVL3-1B"),
+    ("smolvlm2-500m-video",
+     "tests/fixtures/processors/HuggingFaceTB--SmolVLM2-500M-Video-Instruct/config.json", {},
+     "HuggingFaceTB--SmolVLM2-500M-Video-Instruct"),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
@@ -156,6 +160,10 @@ STAND_IN_TOKENS["internvl"] = (("<IMG_CONTEXT>", "image_token_id"), ("<img>", No
 STAND_IN_TOKENS["internvl_chat"] = (("<image>", None), ("<video>", None), ("<img>", None),
                                     ("</img>", None), ("<IMG_CONTEXT>", None),
                                     ("<|video_pad|>", None))
+STAND_IN_TOKENS["smolvlm"] = (
+    ("<image>", "image_token_id"), ("<fake_token_around_image>", None), ("<global-img>", None),
+    ("<end_of_utterance>", None), ("\n", None),
+    *((f"<row_{row}_col_{col}>", None) for row in range(1, 7) for col in range(1, 7)))
 STAND_IN_TOKENS["aria"] = (("<|img|>", "image_token_index"), ("<pad>", None))
 STAND_IN_TOKENS["llava_next"] = STAND_IN_TOKENS["llava"]
 for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl"):
@@ -166,6 +174,9 @@ STAND_IN_ATTRIBUTES: dict[str, dict[str, str]] = {
     "internvl": {"start_image_token": "<img>", "end_image_token": "</img>",
                  "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"},
     "aria": {"image_token": "<|img|>"},
+    "smolvlm": {"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
+                "global_image_token": "<global-img>",
+                "end_of_utterance_token": "<end_of_utterance>"},
 }
 """Named special tokens the family's processor reads from its tokenizer (Gemma3Processor:
 ``tokenizer.boi_token`` / ``image_token`` / ``eoi_token``), as the checkpoint's

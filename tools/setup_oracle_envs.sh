@@ -40,9 +40,10 @@ for release in "${releases[@]}"; do
   echo "built $venv"
 done
 # Model modules' imports (tools/oracle/models.py; docs/models.md lists the multimodal ones):
-# torchvision's compiled ops need not load (the harness stubs its fake-op registrations).
+# torchvision's compiled ops need not load (the harness stubs its fake-op registrations);
+# num2words: transformers' SmolVLMProcessor (tools/encoder_oracle.py).
 newest="$VENVS/oracle-${releases[0]}"
 "$newest/bin/pip" install -q --no-deps --target "$EXTRA" --upgrade \
   torchvision==0.29.0 compressed-tensors loguru mistral_common tiktoken jsonschema \
-  referencing rpds-py jsonschema-specifications pydantic_extra_types pycountry timm
+  referencing rpds-py jsonschema-specifications pydantic_extra_types pycountry timm num2words
 echo "export ORACLE_DIR=$ORACLE_DIR ORACLE_EXTRA_PATH=$EXTRA"
