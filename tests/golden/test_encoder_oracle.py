@@ -267,3 +267,18 @@ def test_a_family_not_recorded_in_a_release_is_not_modelled_there() -> None:
     assert data is not None and data.budget.tokens_per_item["paligemma"] is None
     raw = _raw({"config": "tests/fixtures/hf_configs/synthetic/PaliGemmaForConditionalGeneration.json"})
     assert max_tokens_per_item(data, raw, limit_mm_per_prompt={}, mm_processor_kwargs={}) == (None, [])
+
+
+def test_a_recorded_count_holds_for_the_recorded_architecture_only() -> None:
+    """InternVL's config (internvl_chat) is read by other model classes with processing
+    infos of their own: the recorded count is stated for InternVLChatModel alone."""
+    data = encoder_data(load_catalog(), "vllm==0.33.0")
+    assert data is not None
+    raw = _raw({"config": "tests/fixtures/processors/OpenGVLab--InternVL3-1B/config.json"})
+    tokens, gaps = max_tokens_per_item(data, raw, limit_mm_per_prompt={}, mm_processor_kwargs={},
+                                       max_model_len=65536)
+    assert tokens == {"image": 3328, "video": 62208} and not gaps
+    other = {**raw, "architectures": ["SkyworkR1VChatModel"]}
+    tokens, gaps = max_tokens_per_item(data, other, limit_mm_per_prompt={}, mm_processor_kwargs={},
+                                       max_model_len=65536)
+    assert tokens == {} and len(gaps) == 2 and all("architectures" in gap for gap in gaps)
