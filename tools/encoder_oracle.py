@@ -3,9 +3,10 @@
 backend and the encoder budget check.
 
 Run with an oracle interpreter (vLLM installed, CPU only), once per release (the extra
-path holds torchvision and compressed-tensors, which the multimodal model modules import)::
+path holds torchvision and compressed-tensors, which the multimodal model modules import,
+and num2words, which transformers' SmolVLMProcessor requires)::
 
-    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/work/oracle-extra \\
+    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/work/oracle-extra:<num2words> \\
         /work/.venvs/oracle-0.33.0/bin/python tools/encoder_oracle.py \\
         --out tests/golden/oracle/vllm-0.33.0/encoder.json.gz
 
@@ -104,11 +105,34 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
     ("mistral-small-3.1-24b",
      "tests/fixtures/processors/mistralai--Mistral-Small-3.1-24B-Instruct-2503/config.json", {},
      "mistralai--Mistral-Small-3.1-24B-Instruct-2503"),
+    ("llava-onevision-qwen2-7b-ov",
+     "tests/fixtures/hf_configs/synthetic/LlavaOnevisionForConditionalGeneration.json", {},
+     "llava-hf--llava-onevision-qwen2-7b-ov-hf"),
+    ("paligemma-3b-pt-224",
+     "tests/fixtures/hf_configs/synthetic/PaliGemmaForConditionalGeneration.json", {},
+     "google--paligemma-3b-pt-224"),
+    ("internvl3-8b-hf", "tests/fixtures/hf_configs/synthetic/InternVLForConditionalGeneration.json",
+     {}, "OpenGVLab--InternVL3-8B-hf"),
+    ("aria", "tests/fixtures/hf_configs/synthetic/AriaForConditionalGeneration.json", {},
+     "rhymes-ai--Aria"),
+    ("internvl3-1b", "tests/fixtures/processors/OpenGVLab--InternVL3-1B/config.json", {},
+     "OpenGVLab--InternVL3-1B"),
+    ("smolvlm2-500m-video",
+     "tests/fixtures/processors/HuggingFaceTB--SmolVLM2-500M-Video-Instruct/config.json", {},
+     "HuggingFaceTB--SmolVLM2-500M-Video-Instruct"),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
 ``cached_get_image_processor(..., trust_remote_code)``, vllm/model_executor/models/kimi_k25.py),
-which is not available offline."""
+which is not available offline. InternVL's original format: OpenGVLab/InternVL3-1B's
+config (vLLM's own processor reads only the config). LLaVA-OneVision, PaliGemma, InternVL
+(transformers format) and Aria: the config classes' defaults (no public config.json of the
+checkpoints was found), which carry the reference checkpoints' vision values
+(tests/fixtures/processors/SOURCES.md).
+GLM-4.1V / GLM-4.5V are not asked: their video placeholder is rebuilt by decoding the
+processor's token ids (``Glm4vMultiModalProcessor._apply_hf_processor_main``), which the
+word-level tokenizer stand-in cannot reproduce, and the venvs' transformers 5.24 refuses
+the combined call that follows (vLLM 0.33.0 pins transformers < 5.21)."""
 
 # The tokenizer stand-in's special tokens per model type: the placeholder tokens the
 # family's HF processor writes into the prompt and vLLM finds in the token ids, each one
@@ -127,16 +151,42 @@ STAND_IN_TOKENS: dict[str, tuple[tuple[str, str | None], ...]] = {
                ("<|image_start|>", None), ("<|image_end|>", None),
                ("<|tile_x_separator|>", None), ("<|tile_y_separator|>", None)),
 }
+STAND_IN_TOKENS["llava_onevision"] = (("<image>", "image_token_index"),
+                                      ("<video>", "video_token_index"))
+STAND_IN_TOKENS["paligemma"] = (("<image>", "image_token_index"), ("<bos>", None),
+                                ("<eos>", None), ("\n", None))
+STAND_IN_TOKENS["internvl"] = (("<IMG_CONTEXT>", "image_token_id"), ("<img>", None),
+                               ("</img>", None), ("<video>", None))
+STAND_IN_TOKENS["internvl_chat"] = (("<image>", None), ("<video>", None), ("<img>", None),
+                                    ("</img>", None), ("<IMG_CONTEXT>", None),
+                                    ("<|video_pad|>", None))
+STAND_IN_TOKENS["smolvlm"] = (
+    ("<image>", "image_token_id"), ("<fake_token_around_image>", None), ("<global-img>", None),
+    ("<end_of_utterance>", None), ("\n", None),
+    *((f"<row_{row}_col_{col}>", None) for row in range(1, 7) for col in range(1, 7)))
+STAND_IN_TOKENS["aria"] = (("<|img|>", "image_token_index"), ("<pad>", None))
 STAND_IN_TOKENS["llava_next"] = STAND_IN_TOKENS["llava"]
 for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl"):
     STAND_IN_TOKENS[_qwen] = STAND_IN_TOKENS["qwen3_vl"]
 STAND_IN_ATTRIBUTES: dict[str, dict[str, str]] = {
     "gemma3": {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
                "image_token": "<image_soft_token>"},
+    "internvl": {"start_image_token": "<img>", "end_image_token": "</img>",
+                 "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"},
+    "aria": {"image_token": "<|img|>"},
+    "smolvlm": {"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
+                "global_image_token": "<global-img>",
+                "end_of_utterance_token": "<end_of_utterance>"},
 }
 """Named special tokens the family's processor reads from its tokenizer (Gemma3Processor:
 ``tokenizer.boi_token`` / ``image_token`` / ``eoi_token``), as the checkpoint's
 tokenizer_config.json ``extra_special_tokens`` names them."""
+STAND_IN_NAMED: dict[str, dict[str, str]] = {
+    "paligemma": {"bos_token": "<bos>", "eos_token": "<eos>"},
+}
+"""The tokenizer's own named tokens the family's processor writes (PaliGemmaProcessor:
+``tokenizer.bos_token`` after the image tokens), as the checkpoint's tokenizer_config.json
+names them."""
 
 
 def _error(exc: BaseException) -> str:
@@ -226,6 +276,7 @@ def _write_tokenizer_stand_in(target: Path, hf_config: Any) -> None:
     tokenizer.save(str(target / "tokenizer.json"))
     config: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast",
                               "unk_token": "<unk>", "model_max_length": 1 << 30}
+    config.update(STAND_IN_NAMED.get(model_type, {}))
     if model_type in STAND_IN_ATTRIBUTES:
         config["extra_special_tokens"] = STAND_IN_ATTRIBUTES[model_type]
     (target / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")

@@ -40,11 +40,12 @@ for release in "${releases[@]}"; do
   echo "built $venv"
 done
 # Model modules' imports (tools/oracle/models.py; docs/models.md lists the multimodal ones):
-# torchvision's compiled ops need not load (the harness stubs its fake-op registrations).
+# torchvision's compiled ops need not load (the harness stubs its fake-op registrations);
+# num2words: transformers' SmolVLMProcessor (tools/encoder_oracle.py).
 newest="$VENVS/oracle-${releases[0]}"
 "$newest/bin/pip" install -q --no-deps --target "$EXTRA" --upgrade \
   torchvision==0.29.0 compressed-tensors loguru mistral_common tiktoken jsonschema \
-  referencing rpds-py jsonschema-specifications pydantic_extra_types pycountry timm
+  referencing rpds-py jsonschema-specifications pydantic_extra_types pycountry timm num2words
 # torchaudio (Cohere-ASR's processor imports torchaudio.functional): no build for the venvs'
 # torch, so the newest one's Python code without its compiled extension, which torchaudio
 # then does not load (torchaudio/_extension/utils.py _load_lib: no library file, no load)

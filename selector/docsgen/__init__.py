@@ -626,6 +626,8 @@ def _encoder_section(engine: EngineData, catalog: Catalog) -> list[str]:
               "| model type | tokens per item | counted by | modelled kwargs | source |",
               "|---|---|---|---|---|"]
     for model_type, family in budget.tokens_per_item.items():
+        if family is None:  # not recorded for this release
+            continue
         lines.append(f"| `{model_type}` | {_family_tokens(family)} | "
                      + ("the processing info" if family.from_info else "the processor's dummy inputs")
                      + (f" with {_cell(family.processor)}" if family.processor else "")

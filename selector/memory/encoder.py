@@ -204,7 +204,10 @@ class Budget(_Strict):
     ``--limit-mm-per-prompt`` does not name."""
     default_limit_source: str
     profile_run: ProfileRunData
-    tokens_per_item: dict[str, FamilyTokens] = Field(default_factory=dict)
+    tokens_per_item: dict[str, FamilyTokens | None] = Field(default_factory=dict)
+    """Each model type's tokens per item; ``null`` (a newer release's patch over an older
+    one's row): vLLM's answer was not recorded for this release, so the family's tokens
+    are not modelled here (a notice), whatever an older release recorded."""
 
 
 class EncoderData(_Strict):
