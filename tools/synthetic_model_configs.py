@@ -486,6 +486,18 @@ _MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256
         "moe_shared_expert_intermediate_size": 256, "num_shared_experts": 1,
         "first_k_dense_replace": 1, "norm_topk_prob": True}
 
+_PLAMO2_1B = {
+    "hidden_size": 2048, "num_hidden_layers": 16, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True, "num_attention_heads": 16, "num_key_value_heads": 1,
+    "hidden_size_per_head": 128, "max_position_embeddings": 10485760,
+    "attention_window_size": 2048, "mamba_d_state": 64, "mamba_d_conv": 4,
+    "mamba_num_heads": 32, "mamba_step": 2, "mamba_chunk_size": 256, "mamba_enabled": True,
+    "intermediate_size": 8192, "vocab_size": 100000,
+    # plamo2.py:589-599 reads config.rope_parameters (transformers 5's standardised rope),
+    # which the quoted values leave out: the default rope
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+"""pfnet/plamo-2-1b's config values as two public copies quote them (SOURCES.md)."""
+
 RAW: dict[str, tuple[str, dict[str, Any]]] = {
     # architectures whose config class is remote code (no class in transformers or vLLM):
     # written as they are and read by the harness's stand-in config class
@@ -547,6 +559,17 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
         "interleaved_sliding_window": [512, 512, 512, None], "sliding_window": 512,
         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
         "rope_local_theta": 10000.0}),
+    # plamo2.py (vLLM 0.25.1):101-107 is_mamba (attention where i % mamba_step ==
+    # mamba_step // 2; a stack of at most mamba_step // 2 layers: its last layer),
+    # :546-626 Plamo2AttentionMixer (num_key_value_heads of hidden_size_per_head), :115-135
+    # and :470-479 Plamo2MambaMixer (mamba2_state_shape of mamba_num_heads *
+    # hidden_size_per_head, n_groups 0, mamba_d_state, mamba_d_conv); the values are
+    # pfnet/plamo-2-1b's (SOURCES.md)
+    "Plamo2ForCausalLM": ("plamo2", _PLAMO2_1B),
+    # the rule's other branches: mamba_step 4 over 8 layers (attention at 2 and 6), and a
+    # stack of mamba_step // 2 layers (attention in the last only)
+    "Plamo2ForCausalLM-step4": ("plamo2", {**_PLAMO2_1B, "num_hidden_layers": 8, "mamba_step": 4}),
+    "Plamo2ForCausalLM-short": ("plamo2", {**_PLAMO2_1B, "num_hidden_layers": 2, "mamba_step": 4}),
 }
 
 
@@ -645,7 +668,8 @@ def _config_class(model_type: str) -> Any:
 
 def _write_raw(arch: str) -> Path:
     model_type, fields = RAW[arch]
-    raw = {**fields, "architectures": [arch], "model_type": model_type}
+    # "<architecture>-<variant>": another config of the same architecture
+    raw = {**fields, "architectures": [arch.partition("-")[0]], "model_type": model_type}
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{arch}.json"
     path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")

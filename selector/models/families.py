@@ -53,6 +53,7 @@ RuleName = Literal[
     "qwen_window",
     "interval",
     "period_offset",
+    "period_middle",
     "char_pattern",
     "list_pattern",
     "llama4",

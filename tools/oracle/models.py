@@ -260,6 +260,8 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   "orion", "solar", "step1", "minicpm", "bailing_moe",
                                   "bailing_moe_v2", "param2moe", "pangu_embedded",
                                   "pangu_ultra_moe", "k2_horizon", "domyn_edge", "plamo3", "ouro", "molmo",
+                                  # vLLM 0.25.1-0.26.0 (PLaMo-2)
+                                  "plamo2",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr"})
