@@ -563,6 +563,18 @@ _COHERE_ASR = {
     "max_audio_clip_s": 35, "overlap_chunk_second": 5, "sample_rate": 16000,
     "vocab_size": 16384, "max_position_embeddings": 1024}
 
+_PLAMO2_1B = {
+    "hidden_size": 2048, "num_hidden_layers": 16, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True, "num_attention_heads": 16, "num_key_value_heads": 1,
+    "hidden_size_per_head": 128, "max_position_embeddings": 10485760,
+    "attention_window_size": 2048, "mamba_d_state": 64, "mamba_d_conv": 4,
+    "mamba_num_heads": 32, "mamba_step": 2, "mamba_chunk_size": 256, "mamba_enabled": True,
+    "intermediate_size": 8192, "vocab_size": 100000,
+    # plamo2.py:589-599 reads config.rope_parameters (transformers 5's standardised rope),
+    # which the quoted values leave out: the default rope
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+"""pfnet/plamo-2-1b's config values as two public copies quote them (SOURCES.md)."""
+
 RAW: dict[str, tuple[str, dict[str, Any]]] = {
     # architectures whose config class is remote code (no class in transformers or vLLM):
     # written as they are and read by the harness's stand-in config class
@@ -639,6 +651,15 @@ RAW: dict[str, tuple[str, dict[str, Any]]] = {
     "NemotronParseForConditionalGeneration": ("nemotron_parse", _PARSE),
     "RadioMBartPrefixForCausalLM": ("nemotron_parse", _PARSE_3_5),
     "CohereAsrForConditionalGeneration": ("cohere_asr", _COHERE_ASR),
+    # plamo2.py (vLLM 0.25.1):101-107 is_mamba (attention where i % mamba_step ==
+    # mamba_step // 2; a stack of at most mamba_step // 2 layers: its last layer),
+    # :546-626 Plamo2AttentionMixer (num_key_value_heads of hidden_size_per_head), :115-135
+    # and :470-479 Plamo2MambaMixer (mamba2_state_shape of mamba_num_heads *
+    # hidden_size_per_head, n_groups 0, mamba_d_state, mamba_d_conv); the values are
+    # pfnet/plamo-2-1b's (SOURCES.md)
+    "Plamo2ForCausalLM": ("plamo2", _PLAMO2_1B),
+    # the rule's other branches: mamba_step 4 over 8 layers (attention at 2 and 6), and a
+    # stack of mamba_step // 2 layers (attention in the last only)
 }
 
 
@@ -663,6 +684,13 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     # file name: (architecture, model_type, fields): remote-code configs (the harness's
     # stand-in class) of one architecture whose language model a version field picks
     # (minicpmv.py:2434-2489, minicpmo.py:993-1046): each version's decoder, a small stack
+    # PLaMo-2's is_mamba branches (plamo2.py, vLLM 0.25.1:101-107): mamba_step 4 over 8
+    # layers (attention at 2 and 6), and a stack of mamba_step // 2 layers (attention in the
+    # last only)
+    "Plamo2ForCausalLM-step4": ("Plamo2ForCausalLM", "plamo2",
+                                {**_PLAMO2_1B, "num_hidden_layers": 8, "mamba_step": 4}),
+    "Plamo2ForCausalLM-short": ("Plamo2ForCausalLM", "plamo2",
+                                {**_PLAMO2_1B, "num_hidden_layers": 2, "mamba_step": 4}),
     "MiniCPMV-2_5": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 2.5}),
     "MiniCPMV-2_6": ("MiniCPMV", "minicpmv", {**_QWEN2, **_MINICPMV, "version": 2.6}),
     "MiniCPMV-4_0": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 4.0}),

@@ -65,6 +65,7 @@ from oracle.models import device_tensors_on_meta as _device_tensors_on_meta
 from oracle.models import gpu_model_runner
 from oracle.models import on_gpu as _on_gpu  # noqa: F401  (the name recorders imported from here)
 from oracle.models import start_models as _bootstrap  # noqa: F401  (the name recorders called here)
+from oracle.models import without_weight_downloads as _without_weight_downloads
 
 REPO = oracle.REPO
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -201,6 +202,7 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
         if isinstance(sub, dict) and "quantization_config" in sub:
             del sub["quantization_config"]
             notes.append(f"{section}.quantization_config removed")
+    notes += _without_weight_downloads(raw)
     if raw.get("model_type") in _STAND_IN_MODEL_TYPES:
         for section in (None, "llm_config", "vision_config"):
             holder = raw if section is None else raw.get(section)
@@ -235,6 +237,29 @@ def _groups(vllm_config: Any, specs: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _no_kv_cache_config(vllm_config: Any) -> dict[str, Any]:
+    """What the engine sizes for a model none of whose layers has a KV-cache spec:
+    ``EngineCore._initialize_kv_caches`` profiles no memory for it (``has_kv_cache`` is
+    false: "Attention free models don't need memory for kv cache", available memory 0 per
+    worker) and asks ``get_kv_cache_configs`` for its config, as recorded here."""
+    import inspect
+
+    from vllm.config import set_current_vllm_config
+    try:
+        from vllm.v1.core import kv_cache_planning as planning
+    except ImportError:  # before 0.29.0 the planning lived in kv_cache_utils
+        from vllm.v1.core import kv_cache_utils as planning
+
+    specs: list[dict[str, Any]] = [{}]
+    args: list[Any] = [vllm_config, specs, [0]]
+    if "global_kv_cache_groups" in inspect.signature(planning.get_kv_cache_configs).parameters:
+        args.append(planning.get_global_kv_cache_groups(vllm_config, specs))
+    with set_current_vllm_config(vllm_config):
+        (config,) = planning.get_kv_cache_configs(*args)
+    return {"num_blocks": config.num_blocks, "kv_cache_tensors": len(config.kv_cache_tensors),
+            "kv_cache_groups": len(config.kv_cache_groups)}
 
 
 def _layer_specs(vllm_config: Any, layers: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -462,6 +487,9 @@ def reference(config_path: Path, workdir: Path, *,
             out["groups_error"] = f"{type(exc).__name__}: {exc}"[:500]
         stage = "update_block_size_for_backend"
         out["aligned"] = _aligned(vllm_config, layers)
+        if not specs:
+            stage = "get_kv_cache_configs"
+            out["kv_cache_config"] = _no_kv_cache_config(vllm_config)
         out["status"] = "ok"
     except Exception as exc:
         tail = traceback.format_exc().splitlines()[-12:]

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import oracle
-from oracle.models import device_tensors_on_meta, gpu_model_runner, on_gpu
+from oracle.models import device_tensors_on_meta, gpu_model_runner, on_gpu, without_weight_downloads
 from startup_fact_grid import new_answer, record_answers, weight_configs
 
 REPO = oracle.REPO
@@ -88,6 +88,7 @@ def real_weight_configs() -> list[dict[str, Any]]:
                 sub.pop("quantization_config", None)
         if raw.get("model_type") in ("nemotron-nas", "minicpm3", "qwen", *_WEIGHT_STAND_INS):
             raw.pop("auto_map", None)  # the harness's stand-in config class (remote code)
+        without_weight_downloads(raw)  # offline: a Terratorch backbone's checkpoint
         rows.append({"id": path.stem, "source": str(path.relative_to(REPO)), "config": raw})
     return rows
 

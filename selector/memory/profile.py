@@ -264,12 +264,22 @@ class AutoFit(_Strict):
     source: str
 
 
+class NoKVCache(_Strict):
+    """What vLLM sizes for a model with no KV-cache spec: no memory profile, no KV memory,
+    a pool of ``num_blocks`` (the null block)."""
+
+    num_blocks: int
+    source: str
+
+
 class MemorySpec(_Strict):
     source: str
     cudagraph_estimate_applied: bool
     log: dict[str, str]
     reserve_null_block: bool
     """The fit check plans against available memory less one pool block (the null block)."""
+    no_kv_cache: NoKVCache | None = None
+    """A model without a KV-cache spec (None: not recorded for the release)."""
     no_memory_code: str
     oom_code: str
     too_long_code: str
@@ -317,6 +327,9 @@ class MaxLenCheck(CheckSpec):
     """Rope types whose model vLLM runs, without ``--max-model-len``, at the config's
     top-level ``original_max_position_embeddings`` (the derived length when it has none)."""
     allow_env: str
+    default_length: int | None = None
+    """The length vLLM assumes when the config has none of ``keys`` and no
+    ``--max-model-len`` is given (its ``default_max_len``)."""
     unscaled_model_types: tuple[str, ...]
     """Model types (a substring of ``model_type``) whose derived length rope scaling
     leaves alone."""

@@ -71,6 +71,8 @@ class MemoryReport(BaseModel):
     first, else the one with the fewest KV blocks, which sizes every stage's pool)."""
     not_checked: str | None = None
     """Why vLLM's fit check was not made (weights the estimate cannot count)."""
+    no_kv_cache: str | None = None
+    """Why the model has no KV cache at all (vLLM sizes none: no profile, the null block)."""
 
 
 def raw_config(model: ModelFacts) -> Mapping[str, Any]:
@@ -233,6 +235,25 @@ def auto_fit_log(profile: StartupProfile, *, original: int, fitted: int,
     return words.format(original=original, fitted=fitted, gib=format_gib(check_bytes))
 
 
+def _without_kv_cache(budget: MemoryBudget, plan: ModelPlan | None,
+                      profile: StartupProfile) -> MemoryReport | None:
+    """vLLM's start-up for a plan none of whose layers has a KV-cache spec (its cache-less
+    and encoder-only layers only): no memory profile, no KV memory, a pool of the null
+    block (``no_kv_cache`` of the release's start-up data); None for any other plan."""
+    rule = profile.memory.no_kv_cache
+    if rule is None or plan is None or not plan.ok or plan.capacity is None:
+        return None
+    if any(entry.spec.kind != "encoder_only_attention" for entry in plan.entries):
+        return None
+    cap = plan.capacity.model_copy(update={
+        "available_bytes": 0, "num_blocks": rule.num_blocks, "max_concurrency": None,
+        "kv_cache_tokens": None})
+    return MemoryReport(budget=budget.model_copy(update={"available_kv_bytes": 0}),
+                        capacity=cap, no_kv_cache=(
+        "no layer has a KV-cache spec: vLLM profiles no memory for the KV cache and its "
+        f"block pool holds {rule.num_blocks} block ({rule.source})"))
+
+
 def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile,
                   catalog: Catalog, *, in_flight_tokens: int,
                   auto_fit_from: int | None = None, platform: str | None = None) -> MemoryReport:
@@ -243,7 +264,8 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
     uses (``schemas/platforms.yaml``: ``out_of_memory``)."""
     weights = budget.weights.bytes_per_gpu - offloaded_weight_bytes(
         budget.weights, budget.inputs.cpu_offload_bytes)
-    if budget.weights.unknown:
+    cacheless = _without_kv_cache(budget, plan, profile)
+    if budget.weights.unknown and cacheless is None:
         return MemoryReport(budget=budget, not_checked=(
             f"the weights of {', '.join(budget.weights.unknown)} are not counted, so the "
             "memory left for the KV cache is unknown"))
@@ -254,6 +276,8 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
                        out_of_memory=catalog.platform(
                            platform or catalog.default_platform).out_of_memory)
         return MemoryReport(budget=budget, issue=issue)
+    if cacheless is not None:
+        return cacheless
     log = [profile.memory.log["available"].format(gib=format_gib(budget.available_kv_bytes))]
     if plan is not None and plan.capacity is None and plan.entries and plan.ok:
         # a model whose layers choose their own backend (kv/model_driven.py): vLLM's pool of
@@ -364,11 +388,11 @@ def derived_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> tu
 
 def default_max_model_len(raw: Mapping[str, Any], profile: StartupProfile) -> int | None:
     """The max_model_len vLLM runs with when ``--max-model-len`` is not given (None: the
-    config states no length)."""
+    config states no length and the release assumes none)."""
     found = derived_max_model_len(raw, profile)
-    if found is None:
-        return None
     spec = profile.checks.max_model_len
+    if found is None:
+        return spec.default_length
     cfg = text_config(raw)
     original = cfg.get("original_max_position_embeddings")
     if any(rope.get("rope_type", rope.get("type")) in spec.default_original_length_rope_types

@@ -573,7 +573,7 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     unknown_when = {**wrapper, **rules.unknown_when}
     unknown = tuple(part for field, part in unknown_when.items()
                     if cfg.get(field) or raw.get(field))
-    if not (hidden and num_layers):
+    if not (hidden and num_layers) and not unknown:  # (a part named already says why)
         unknown += ("the language model's shapes",)
     return WeightEstimate(parts=tuple(p for p in parts if p.params), total_params=total,
                           quantization=scheme.name if scheme else None, moe_backend=chosen_backend,

@@ -5,6 +5,7 @@ from the engines' extracted model registries."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -55,6 +56,7 @@ RuleName = Literal[
     "qwen_window",
     "interval",
     "period_offset",
+    "period_middle",
     "char_pattern",
     "list_pattern",
     "llama4",
@@ -461,6 +463,10 @@ class Family(_Strict):
     defaults: dict[str, Any] = Field(default_factory=dict)
     mm_prefix_lm: bool = False
     encoder_only: bool = False
+    cacheless: bool = False
+    """The model class builds no layer vLLM's KV-cache manager sees: no
+    ``AttentionLayerBase`` module at all (Terratorch, ``IsAttentionFree`` without a state
+    mixer); the facts have no layers and the plan no KV cache."""
     alibi: bool = False
     alibi_sqrt: bool = False
     """The family's ALiBi layers pass ``use_alibi_sqrt=True`` (Step1)."""
@@ -483,6 +489,9 @@ class Family(_Strict):
 
 class _File(_Strict):
     kv_heads_fields: list[str]
+    implied_model_types: dict[str, str] = Field(default_factory=dict)
+    """{top-level key: the model type transformers gives a config without ``model_type``
+    that has that key}."""
     families: dict[str, Family]
 
 
@@ -525,6 +534,13 @@ def _file() -> _File:
         return _File.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError) as exc:  # pragma: no cover - shipped data
         raise RuntimeError(f"{path}: {exc}") from exc
+
+
+def implied_model_type(raw: Mapping[str, Any]) -> str | None:
+    """The model type transformers reads a config without ``model_type`` as
+    (``implied_model_types`` of ``families.yaml``); None when no key implies one."""
+    return next((model_type for key, model_type in _file().implied_model_types.items()
+                 if key in raw), None)
 
 
 def kv_heads_fields() -> tuple[str, ...]:

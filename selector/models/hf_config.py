@@ -25,6 +25,7 @@ from selector.models.families import (
     causal_lm_architecture,
     families,
     family_for,
+    implied_model_type,
     kv_heads_fields,
 )
 from selector.models.layer_patterns import MixerType, mixed_window_refusal, resolve_mixers
@@ -129,6 +130,10 @@ class _ConfigParser:
         text = self.text
         self.model_type = top.str_("model_type") or ""
         self.text_model_type = text.str_("model_type") or self.model_type
+        if family.cacheless:  # no layer the KV-cache manager sees (Family.cacheless)
+            self.num_layers, self.hidden, self.mixers = 0, text.opt_int("hidden_size") or 0, []
+            self.cross_layers: frozenset[int] = frozenset()
+            return
         self.num_layers = self._decoder_layers()
         if self.num_layers > MAX_LAYERS:
             raise text.error("num_hidden_layers", f"{self.num_layers} layers is implausible")
@@ -642,6 +647,9 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
     architectures = top.str_list("architectures")
     if not architectures:
         raise top.error("architectures", "missing required field", hint='e.g. ["LlamaForCausalLM"]')
+    if top.str_("model_type") is None and (implied := implied_model_type(raw)) is not None:
+        raw = {**raw, "model_type": implied}  # transformers' model type for such a config
+        top = ConfigReader(raw, file)
     if top.str_("model_type") is None:
         raise top.error("model_type", "missing required field", hint='e.g. "llama"')
     family, mapped = resolve_family(architectures[0])

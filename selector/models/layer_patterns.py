@@ -108,6 +108,18 @@ def _period_offset(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerT
     return ["full_attention" if i % period == offset else rules.other for i in range(n)]
 
 
+def _period_middle(text: ConfigReader, rules: MixerRules, n: int) -> list[MixerType]:
+    """Full attention where ``i % period == period // 2``, ``other`` elsewhere; a stack of
+    at most ``period // 2`` layers has full attention in its last layer only (PLaMo-2's
+    ``is_mamba``)."""
+    period = text.int_(rules.period_field, rules.period) if rules.period_field else rules.period
+    if period < 2:
+        raise text.error(rules.period_field or "period", f"must be at least 2, got {period}")
+    if n <= period // 2:
+        return [rules.other] * (n - 1) + ["full_attention"] if n else []
+    return ["full_attention" if i % period == period // 2 else rules.other for i in range(n)]
+
+
 def _mapped(
     text: ConfigReader, key: str, entries: list[Any], table: dict[str, MixerType], n: int
 ) -> list[MixerType]:
@@ -201,6 +213,7 @@ _RULES: dict[str, Callable[[ConfigReader, MixerRules, int], list[MixerType]]] = 
     "qwen_window": _qwen_window,
     "interval": _interval,
     "period_offset": _period_offset,
+    "period_middle": _period_middle,
     "char_pattern": _char_pattern,
     "list_pattern": _list_pattern,
     "llama4": _llama4,

@@ -16,6 +16,8 @@ __all__ = ["read_ssm", "ssm_refusal"]
 def _field(text: ConfigReader, family: Family, name: str) -> int:
     assert family.ssm is not None
     spec: list[Any] = family.ssm.fields[name]
+    if spec[0] is None:  # a constant the model class passes (PLaMo-2's n_groups=0)
+        return int(spec[1])
     key = str(spec[0])
     if len(spec) > 1:
         return text.int_(key, spec[1])

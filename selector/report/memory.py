@@ -52,7 +52,10 @@ def memory_table(report: MemoryReport) -> PlainTable:
     for line in budget.lines:
         table.add_row(Text(f"- {line.name}"), _gib(line.bytes),
                       Text(f"{_basis(line.basis)}: {line.detail}" if line.detail else _basis(line.basis)))
-    if inputs.kv_cache_memory_bytes is not None:
+    if report.no_kv_cache:
+        table.add_row(Text("= available for the KV cache", style="bold"), _gib(0),
+                      Text(f"vLLM: {report.no_kv_cache}"))
+    elif inputs.kv_cache_memory_bytes is not None:
         table.add_row("KV cache (--kv-cache-memory-bytes)",
                       _gib(inputs.kv_cache_memory_bytes), "given; skips profiling")
     else:
@@ -111,7 +114,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
                       for p in weights.parts],
         },
         "available_kv_bytes": budget.available_kv_bytes,
-        "kv_cache": None if fit is None else {
+        "kv_cache": _no_kv_cache_json(report) if fit is None else {
             "max_model_len": fit.max_model_len,
             "needed_bytes": fit.needed_bytes,
             "check_bytes": fit.check_bytes,
@@ -125,8 +128,21 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
         },
         "log": list(report.log),
         "not_checked": report.not_checked,
+        "no_kv_cache": report.no_kv_cache,
         "error": issue_json(report.issue) if report.issue is not None else None,
     }
+
+
+def _no_kv_cache_json(report: MemoryReport) -> dict[str, Any] | None:
+    """The ``kv_cache`` of a model without a KV-cache spec (its pool of the null block);
+    None for a report that planned nothing."""
+    cap = report.capacity
+    if report.no_kv_cache is None or cap is None:
+        return None
+    return {"max_model_len": cap.max_model_len, "needed_bytes": 0, "check_bytes": 0,
+            "fits": True, "outcome": "ok", "estimated_max_model_len": None,
+            "num_blocks": cap.num_blocks, "bytes_per_block": cap.bytes_per_block,
+            "tokens": None, "max_concurrency": None}
 
 
 def memory_markdown(report: MemoryReport) -> list[str]:
@@ -143,8 +159,10 @@ def memory_markdown(report: MemoryReport) -> list[str]:
     for line in budget.lines:
         how = _basis(line.basis) + (f": {line.detail}" if line.detail else "")
         lines.append(f"| - {line.name} | {_gib(line.bytes)} | {how.replace('|', '/')} |")
+    how = (f"vLLM: {report.no_kv_cache}" if report.no_kv_cache
+           else "estimate" if budget.estimated else "given")
     lines.append(f"| **available for the KV cache** | {_gib(budget.available_kv_bytes)} | "
-                 f"{'estimate' if budget.estimated else 'given'} |")
+                 f"{how.replace('|', '/')} |")
     if report.not_checked:
         lines.append(f"| **fit check** | | not checked: {report.not_checked} |")
     lines.append("")

@@ -97,8 +97,9 @@ KNOWN_GAPS: dict[str, str] = {
 
 
 def _encoder_only(answer: dict[str, Any]) -> bool:
-    """Every layer an EncoderOnlyAttention (BERT-like): vLLM's model gives no spec and
-    the engine's groups are empty (the runner appends the encoder-only group later)."""
+    """Every layer an EncoderOnlyAttention (BERT-like), or no layer at all (Terratorch:
+    no AttentionLayerBase module): vLLM's model gives no spec and the engine's groups are
+    empty (the runner appends an encoder-only group later)."""
     return all(encoder_only_record(r) for r in answer["layers"])
 
 
@@ -177,7 +178,8 @@ def test_vllm_and_the_tool_agree(answer: dict[str, Any]) -> None:
         return
     assert result.tool_error is None, result.tool_error
     assert result.differences == [], "\n".join(result.differences[:20])
-    assert result.agreeing == result.layers > 0
+    assert result.agreeing == result.layers
+    assert result.layers > 0 or not answer["layers"]  # none only where vLLM built none
     assert result.group_differences == [], "\n".join(result.group_differences[:20])
     assert result.groups_agreeing == result.groups
     assert result.groups > 0 or _encoder_only(answer)
@@ -310,3 +312,32 @@ def test_the_kda_hybrids_align_as_vllm() -> None:
         want = sorted((g["block_size"], g["page_size_bytes"], tuple(sorted(g["layers"])))
                       for g in answer["aligned"]["groups"])
         assert sorted(tool_groups(answer)) == want, name
+
+
+def _without_kv_cache() -> list[dict[str, Any]]:
+    return [a for path in sorted(GOLDEN.glob("vllm-*.jsonl.gz")) for a in oracle.read_jsonl(path)
+            if a["status"] == "ok" and "kv_cache_config" in a]
+
+
+@pytest.mark.parametrize("answer", _without_kv_cache(),
+                         ids=lambda a: f"{a['vllm_version']}-{Path(str(a['config'])).stem}")
+def test_a_model_without_a_kv_cache_spec_starts_as_vllm(answer: dict[str, Any], tmp_path: Path) -> None:
+    """A model none of whose layers has a KV-cache spec (Terratorch's attention-free
+    tower, BERT's encoder-only layers): vLLM profiles no KV memory and its KV-cache config
+    holds the null block alone (the reference's ``kv_cache_config``: what
+    ``get_kv_cache_configs`` returned for the engine's zero memory); the tool's start-up
+    report states the same: 0 KV bytes, that many blocks, no "Available KV cache memory"."""
+    from tests.fuzz.test_config_fuzz import run_cli
+
+    recorded = answer["kv_cache_config"]
+    assert recorded["kv_cache_tensors"] == 0 and recorded["kv_cache_groups"] == 0
+    deployment = tmp_path / "deploy.yaml"
+    deployment.write_text(f"device: H200\nmodel: {ROOT / str(answer['config'])}\n"
+                          f"engine: vllm=={answer['vllm_version']}\n")
+    code, out, err = run_cli(["check", str(deployment), "--format", "json"])
+    assert code == 0, err or out
+    memory = json.loads(out)["memory"]
+    assert memory["no_kv_cache"] and memory["available_kv_bytes"] == 0
+    assert memory["kv_cache"]["num_blocks"] == recorded["num_blocks"]
+    assert memory["kv_cache"]["bytes_per_block"] == 0
+    assert not any("Available KV cache memory" in line for line in memory["log"])

@@ -60,9 +60,17 @@ def test_vllm_refuses_only_the_listed_configs_with_its_words() -> None:
     assert set(refused) == set(EXCEPTIONS["refused"])
     for name, words in EXCEPTIONS["refused"].items():
         assert words in refused[name], (name, refused[name][:300])
+    failed = {}
     for answer in _answers():
         if answer["status"] == "ok":
-            assert all(built["status"] == "ok" for built in answer["tp"].values()), answer["id"]
+            for tp, built in answer["tp"].items():
+                if built["status"] != "ok":
+                    failed[(answer["id"], int(tp))] = built["error"]
+    listed = {(name, tp): entry["error"] for name, entry in EXCEPTIONS["tp_errors"].items()
+              for tp in entry["tp"]}
+    assert set(failed) == set(listed)
+    for key, words in listed.items():
+        assert words in failed[key], (key, failed[key][:300])
 
 
 def test_every_config_is_answered_at_tp_1_and_2_and_four_at_4_and_8() -> None:

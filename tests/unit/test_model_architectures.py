@@ -265,3 +265,23 @@ def test_an_attention_free_model_gets_its_state_only_plan(tmp_path: Path) -> Non
     assert code == 0, out
     document = json.loads(out)
     assert not [f for f in document["findings"] if f["code"].startswith("AS13")]
+
+
+def test_a_cache_less_model_is_read_without_layers_and_checks_from_a_serve_line(
+        tmp_path: Path) -> None:
+    """Terratorch (terratorch family, cacheless): a config without model_type read as
+    transformers' timm_wrapper, no layer, and a `vllm serve` line of it is checked (the
+    KV plan has no group, the start-up report no KV cache), as a deployment file is."""
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / \
+        "ibm-nasa-geospatial--Prithvi-EO-2.0-300M-TL-Sen1Floods11.json"
+    model = load_model(config)
+    assert (model.family, model.model_type, model.layers) == ("terratorch", "timm_wrapper", ())
+    folder = tmp_path / "prithvi"
+    folder.mkdir()
+    (folder / "config.json").write_text(config.read_text())
+    code, out, err = run_cli(["check", "--device", "H200", "--format", "json", "--",
+                              "vllm", "serve", str(folder)])
+    assert code == 0, err or out
+    document = json.loads(out)
+    assert document["plan"]["groups"] == []
+    assert document["memory"]["no_kv_cache"] and document["memory"]["kv_cache"]["num_blocks"] == 1

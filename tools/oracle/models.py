@@ -41,6 +41,14 @@ pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with
   way to the KV-cache planning touches (``_OPTIONAL_MODULES``: llguidance and xgrammar for
   0.25.1's structured-output classes) and the CuTe DSL kernel modules of vLLM's model
   packages when the CUTLASS DSL is absent (``_CUTE_DSL_KERNELS``: 0.30.0's DeepSeek-V4);
+* vLLM's general plugins are not loaded (``VLLM_PLUGINS`` empty unless set, which names the
+  plugins vLLM loads: vllm/plugins/__init__.py): an installed package's
+  ``vllm.general_plugins`` entry point may re-register an architecture with its own class
+  (terratorch's ``TerratorchFix`` over vLLM's ``Terratorch``), and the answers are vLLM's
+  classes;
+* config switches that make a constructor download pretrained weights from the Hub
+  (``WEIGHT_DOWNLOADS``: a Terratorch model's ``backbone_pretrained``) are turned off by
+  ``without_weight_downloads`` (offline; weights decide no cache spec and no shape);
 * remote config classes (``STAND_IN_MODEL_TYPES``) are replaced by a stand-in that keeps
   every key (``register_remote_configs``);
 * a one-process gloo "distributed" group of world size 1 (port 29533, or
@@ -60,8 +68,9 @@ from typing import Any
 from .locate import extra_paths
 from .start import start
 
-__all__ = ["INERT_MODULES", "MODEL_CAPABILITY", "STAND_IN_MODEL_TYPES", "device_tensors_on_meta",
-           "gpu_model_runner", "on_gpu", "register_remote_configs", "start_models"]
+__all__ = ["INERT_MODULES", "MODEL_CAPABILITY", "STAND_IN_MODEL_TYPES", "WEIGHT_DOWNLOADS",
+           "device_tensors_on_meta", "gpu_model_runner", "on_gpu", "register_remote_configs",
+           "start_models", "without_weight_downloads"]
 
 MODEL_CAPABILITY = (9, 0)
 """The capability models are built at (the layer layout does not depend on it)."""
@@ -374,6 +383,8 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   "bailing_moe_v2", "param2moe", "pangu_embedded",
                                   "pangu_ultra_moe", "pangu_pro_moe_v2", "k2_horizon", "domyn_edge",
                                   "plamo3", "ouro", "molmo",
+                                  # vLLM 0.25.1-0.26.0 (PLaMo-2)
+                                  "plamo2",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
@@ -512,12 +523,33 @@ def _flashinfer_sm_count() -> None:
         backend.get_device_sm_count = lambda device=None: EMULATED_SM_COUNT
 
 
+WEIGHT_DOWNLOADS = (("pretrained_cfg", "model", "init_args", "model_args", "backbone_pretrained"),)
+"""Config switches (key paths) that make a model's constructor download pretrained weights
+from the Hub: a Terratorch model's backbone (terratorch's ``EncoderDecoderFactory`` loads
+the backbone's checkpoint while it builds)."""
+
+
+def without_weight_downloads(raw: dict[str, Any]) -> list[str]:
+    """Turn off every ``WEIGHT_DOWNLOADS`` switch set in ``raw`` (in place); a note per
+    switch turned off."""
+    notes = []
+    for path in WEIGHT_DOWNLOADS:
+        holder: Any = raw
+        for key in path[:-1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and holder.get(path[-1]) is True:
+            holder[path[-1]] = False
+            notes.append(f"{'.'.join(path)} set to false (no weight download)")
+    return notes
+
+
 def start_models(stand_ins: Iterable[str] = ()) -> None:
     """vLLM started for model builds (idempotent); ``stand_ins``: more remote-code model
     types to give the stand-in config class (``STAND_IN_MODEL_TYPES`` always)."""
     if _STATE["started"]:
         return
     _STATE["stand_ins"] = frozenset(stand_ins)
+    os.environ.setdefault("VLLM_PLUGINS", "")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     for extra in extra_paths():  # after the oracle folder, which start() puts first

@@ -195,8 +195,6 @@ def parse_serve_command(argv: Sequence[str], *, device: str | DeviceRef, catalog
                                "applied to the model's config: "
                                + ", ".join(sorted(settings.hf_overrides))))
     facts = parse_config(data, file=file, name=name)
-    if not any(layer.is_attention for layer in facts.layers):
-        raise InputError("the model has no attention layers to check", file=file, field="model")
     if settings.disable_sliding_window:
         if any(layer.sliding_window for layer in facts.layers):
             notes.append(ServeNote("info", "AS107", "--disable-sliding-window",
