@@ -415,7 +415,7 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     if importlib.util.find_spec("cutlass") is None:
         sys.meta_path.insert(0, _AbsentFinder((), _CUTE_DSL_KERNELS))
 
-    for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C"):
+    for name in ("_C", "_moe_C", "_C_cache_ops", "_rocm_C", "_vllm_fa2_C", "_vllm_fa3_C", "_flashkda_C"):
         setattr(torch.ops, name, _OpNamespace(getattr(torch.ops, name)))
     import vllm._custom_ops  # noqa: F401  (import-time capability queries)
     from vllm.triton_utils import importing, triton
@@ -439,6 +439,11 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     from vllm.model_executor.layers import sparse_attn_indexer
 
     sparse_attn_indexer.has_deep_gemm = lambda: True
+    if importlib.util.find_spec("vllm.models.glm5next") is not None:  # 0.30.0 on
+        # GLM-5.3's kpool indexer op asks the same in its constructor
+        from vllm.models.glm5next.nvidia import sparse_indexer as glm5next_indexer
+
+        glm5next_indexer.has_deep_gemm = lambda: True
     _flashinfer_sm_count()
     torch.cuda.Stream = _NoStream  # type: ignore[misc]
     torch.cuda.Event = _NoStream  # type: ignore[misc]
