@@ -476,6 +476,19 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "Glm5NextForConditionalGeneration": ("glm5_next", {
         "text_config": {"model_type": "glm5_next_text", "num_hidden_layers": 8, **_GLM5_NEXT_READS},
         "vision_config": {"depth": 2}}),
+    # Ring-2.5 / Ling-2.5 (model type bailing_hybrid, vllm/transformers_utils/
+    # model_arch_config_convertor.py:317): transformers' BailingHybridConfig with the values of
+    # inclusionAI/Ring-V2.5 models/configuration_bailing_moe_v2_5.py's defaults where they
+    # differ, and its fields the class lacks (8 layers; layer_group_size 5: lightning layers
+    # 0-3 and 5-7, MLA layer 4)
+    "BailingMoeV2_5ForCausalLM": ("bailing_hybrid", {
+        "num_hidden_layers": 8, "hidden_size": 2048, "intermediate_size": 5120,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128,
+        "layer_group_size": 5, "group_norm_size": 4, "linear_silu": False, "use_bias": False,
+        "use_qkv_bias": False, "partial_rotary_factor": 0.5, "num_experts": 256,
+        "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "moe_intermediate_size": 512,
+        "moe_shared_expert_intermediate_size": 512, "first_k_dense_replace": 1,
+        "max_position_embeddings": 32768}),
     "SarvamMLAForCausalLM": ("sarvam_mla", {"num_hidden_layers": 4}),
     "SarvamMoEForCausalLM": ("sarvam_moe", {
         "num_hidden_layers": 4, "embedding_dropout": 0.0, "use_bias": False, "num_experts": 8,

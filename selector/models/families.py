@@ -195,7 +195,7 @@ class SSMRefusal(_Strict):
 
 
 class SSMRules(_Strict):
-    type: Literal["mamba1", "mamba2", "gdn", "short_conv"]
+    type: Literal["mamba1", "mamba2", "gdn", "short_conv", "linear"]
     fields: dict[str, list[Any]]
     """dimension -> [config field] or [config field, default]."""
     parallel: bool = False
