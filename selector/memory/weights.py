@@ -427,6 +427,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     expert_inter = config_int(cfg, "moe_intermediate_size", default=config_int(cfg, "intermediate_size"))
     shared_inter = config_int(cfg, *(f for f in (rules.shared_expert_field,) if f),
                               "shared_expert_intermediate_size")
+    if rules.shared_expert_count_field:
+        shared_inter *= config_int(cfg, rules.shared_expert_count_field, default=1)
     if not shared_inter and config_int(cfg, "n_shared_experts"):
         shared_inter = config_int(cfg, "n_shared_experts") * expert_inter
     shapes = profile.memory.weights
