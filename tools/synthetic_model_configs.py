@@ -446,6 +446,11 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_GLM5_NEXT_READS: dict[str, Any] = {"mhc": True, "mla_use_nope": True, "indexer_rope_interleave": False,
+                                    "topk_method": "noaux_tc", "scoring_func": "sigmoid"}
+"""The fields vLLM's GLM-5.3 (glm5next) model reads that Glm5NextTextConfig leaves unset."""
+
+
 TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     # text-generation architectures of vLLM 0.33.0 whose config class is transformers' or
     # vLLM's own: its defaults with a small stack (8 layers where the defaults interleave
@@ -472,6 +477,34 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "BailingMoeV3ForCausalLM": ("bailing_hybrid", {
         "num_hidden_layers": 8, "no_kda_lora": True, "use_bias": False, "n_group": 1,
         "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),
+    # vLLM's BailingMoeV3VLConfig: its text_config a BailingMoeV3TextConfig (bailing_hybrid)
+    # of 8 layers (layer_group_size 5: KDA layers 0-3, MLA layers 4-7), the vision tower 2 deep
+    "BailingMoeV3VLForConditionalGeneration": ("bailing_moe_v3_vl", {
+        "text_config": {"num_hidden_layers": 8, "no_kda_lora": True, "use_bias": False,
+                        "n_group": 1, "num_experts_per_tok": 2,
+                        "moe_shared_expert_intermediate_size": 1024},
+        "vision_config": {"depth": 2}}),
+    # transformers' Glm5NextTextConfig (8 layers: KDA where i % 4 != 3, DSA-indexed MLA at
+    # 3 and 7) plus the fields vLLM's glm5next model reads that the class does not define
+    # (mhc, mla_use_nope: vllm/models/glm5next/common/model.py:380, :411; topk_method,
+    # scoring_func: :256, :312; indexer_rope_interleave: attention.py:510-514)
+    "Glm5NextForCausalLM": ("glm5_next_text", {"num_hidden_layers": 8, **_GLM5_NEXT_READS}),
+    "Glm5NextForConditionalGeneration": ("glm5_next", {
+        "text_config": {"model_type": "glm5_next_text", "num_hidden_layers": 8, **_GLM5_NEXT_READS},
+        "vision_config": {"depth": 2}}),
+    # Ring-2.5 / Ling-2.5 (model type bailing_hybrid, vllm/transformers_utils/
+    # model_arch_config_convertor.py:317): transformers' BailingHybridConfig with the values of
+    # inclusionAI/Ring-V2.5 models/configuration_bailing_moe_v2_5.py's defaults where they
+    # differ, and its fields the class lacks (8 layers; layer_group_size 5: lightning layers
+    # 0-3 and 5-7, MLA layer 4)
+    "BailingMoeV2_5ForCausalLM": ("bailing_hybrid", {
+        "num_hidden_layers": 8, "hidden_size": 2048, "intermediate_size": 5120,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128,
+        "layer_group_size": 5, "group_norm_size": 4, "linear_silu": False, "use_bias": False,
+        "use_qkv_bias": False, "partial_rotary_factor": 0.5, "num_experts": 256,
+        "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "moe_intermediate_size": 512,
+        "moe_shared_expert_intermediate_size": 512, "first_k_dense_replace": 1,
+        "max_position_embeddings": 32768}),
     "SarvamMLAForCausalLM": ("sarvam_mla", {"num_hidden_layers": 4}),
     "SarvamMoEForCausalLM": ("sarvam_moe", {
         "num_hidden_layers": 4, "embedding_dropout": 0.0, "use_bias": False, "num_experts": 8,

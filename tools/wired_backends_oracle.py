@@ -2,8 +2,10 @@
 """Ask vLLM itself for the facts of the backends it wires without selection.
 
 A Mamba-1, Mamba-2, Gated DeltaNet or short-convolution mixer gets its state backend from
-``MambaAttentionBackendEnum`` by the layer's mamba type, and DeepSeek-V3.2's sparse
-indexer gets ``DeepseekV32IndexerBackend``; the attention selector never sees them.
+``MambaAttentionBackendEnum`` by the layer's mamba type, a linear (lightning) attention
+mixer the backend its own class returns (Bailing-MoE-V2.5's ``BailingMoELinearAttention``),
+and DeepSeek-V3.2's sparse indexer gets ``DeepseekV32IndexerBackend``; the attention
+selector never sees them.
 The backend files with ``wired_for`` state their facts; this tool asks the classes (the
 oracle's bootstrap: vLLM's ``NvmlCudaPlatform`` at an emulated compute capability,
 compiled extensions stubbed; no GPU) for the same questions as
@@ -40,6 +42,33 @@ asks (the indexer's CUDA-graph support on SM100): asked on Hopper."""
 MAMBA_MEMBERS = {"mamba1": "MAMBA1", "mamba2": "MAMBA2", "gdn": "GDN_ATTN", "short_conv": "SHORT_CONV"}
 """``wired_for`` -> the ``MambaAttentionBackendEnum`` member the layer's mamba type picks."""
 INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"
+MIXER_BACKENDS = {
+    "linear": ("model_executor/layers/mamba/linear/bailing_linear_attn.py", "BailingMoELinearAttention"),
+}
+"""``wired_for`` -> (the vLLM file, the mixer class) whose own ``get_attn_backend`` gives the
+layer its backend (``LinearAttention``'s mamba type is LINEAR, but the one linear-attention
+mixer of the profiled registries, Bailing's, returns its own subclass:
+bailing_linear_attn.py:494-499)."""
+
+
+def _mixer_backend(path: str, class_name: str) -> str:
+    """The backend class ``class_name.get_attn_backend`` imports and returns, as a qualified
+    name, read from vLLM's source (the mixer's module needs the model stand-ins to import)."""
+    import vllm
+
+    tree = ast.parse((Path(vllm.__file__).parent / path).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "get_attn_backend":
+                    imported = {alias.asname or alias.name: f"{stmt.module}.{alias.name}"
+                                for stmt in ast.walk(item) if isinstance(stmt, ast.ImportFrom)
+                                for alias in stmt.names}
+                    returned = [stmt.value.id for stmt in ast.walk(item)
+                                if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name)]
+                    if len(returned) == 1 and returned[0] in imported:
+                        return imported[returned[0]]
+    raise LookupError(f"{path}: {class_name}.get_attn_backend returns no imported class")
 
 
 def _assigned_threshold(builder: Any) -> dict[str, Any] | None:
@@ -87,6 +116,9 @@ def ask(oracle_dir: str | None = None) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     for wired_for, member in MAMBA_MEMBERS.items():
         backend = MambaAttentionBackendEnum[member].get_class()
+        answers[wired_for] = _backend_facts(backend, AttentionMetadataBuilder, vllm_config)
+    for wired_for, (path, class_name) in MIXER_BACKENDS.items():
+        backend = resolve_obj_by_qualname(_mixer_backend(path, class_name))
         answers[wired_for] = _backend_facts(backend, AttentionMetadataBuilder, vllm_config)
     answers["sparse_indexer"] = _backend_facts(resolve_obj_by_qualname(INDEXER),
                                                AttentionMetadataBuilder, vllm_config)

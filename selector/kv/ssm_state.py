@@ -1,20 +1,26 @@
-"""Mamba-1, Mamba-2, Gated DeltaNet and short-convolution state shapes per rank
+"""Mamba-1, Mamba-2, Gated DeltaNet, short-convolution and linear-attention state shapes per rank
 (vLLM's ``MambaStateShapeCalculator`` / ``MambaStateDtypeCalculator``)."""
 
 from __future__ import annotations
 
 from selector.kv.dtypes import dtype_bytes
-from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims, ShortConvDims
+from selector.models.facts import GDNDims, LinearAttnDims, Mamba1Dims, Mamba2Dims, ShortConvDims
 
 __all__ = ["ssm_state_dtypes", "ssm_state_shapes"]
 
 
 def ssm_state_shapes(
-    dims: Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims, tp: int, num_spec: int = 0
+    dims: Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims | LinearAttnDims, tp: int,
+    num_spec: int = 0
 ) -> tuple[tuple[int, ...], ...]:
     """(conv state, temporal/recurrent state) shapes on one rank, conv state in
     the default ``SD`` orientation ``(state_len, dim)``; a short convolution has the
-    conv state only (``short_conv_state_shape``, mamba_utils.py:249-258)."""
+    conv state only (``short_conv_state_shape``, mamba_utils.py:249-258), a linear
+    attention its one ``(heads, head_dim, head_dim)`` state
+    (``linear_attention_state_shape``, mamba_utils.py:153-161), in the conv state's dtype
+    (``linear_attention_state_dtype``: ``--mamba-cache-dtype``, :54-61)."""
+    if isinstance(dims, LinearAttnDims):
+        return ((dims.num_heads // tp, dims.head_dim, dims.head_dim),)
     if isinstance(dims, ShortConvDims):
         return ((dims.conv_kernel - 1 + num_spec, dims.conv_dim // tp),)
     if isinstance(dims, Mamba1Dims):

@@ -19,7 +19,14 @@ from selector.memory.profile import QuantScheme, StartupProfile
 from selector.memory.quant import QuantPlan, part_shares, quant_plan
 from selector.models import ModelFacts, parse_config
 from selector.models.config_defaults import class_defaults
-from selector.models.facts import GDNDims, LayerFacts, Mamba2Dims, ShortConvDims, SSMDims
+from selector.models.facts import (
+    GDNDims,
+    LayerFacts,
+    LinearAttnDims,
+    Mamba2Dims,
+    ShortConvDims,
+    SSMDims,
+)
 from selector.models.families import (
     GENERIC,
     Family,
@@ -261,9 +268,15 @@ def _llama_ffn_width(cfg: Mapping[str, Any], sizing: FFNSizing, width: int) -> i
 
 
 def _ssm_params(cfg: Mapping[str, Any], ssm: SSMDims | None, tp: int) -> int:
-    """Parameters of one Mamba-1, Mamba-2, Gated DeltaNet or short-convolution mixer on
-    one rank."""
+    """Parameters of one Mamba-1, Mamba-2, Gated DeltaNet, short-convolution or linear
+    (lightning) attention mixer on one rank."""
     hidden = config_int(cfg, "hidden_size")
+    if isinstance(ssm, LinearAttnDims):
+        # vllm/model_executor/layers/mamba/linear/bailing_linear_attn.py:416-465
+        # BailingMoELinearAttention: query_key_value (QKV of heads x head_dim each, MHA),
+        # g_proj (column) and dense (row) of heads x head_dim; norms left out as everywhere
+        inner = ssm.num_heads * ssm.head_dim
+        return (hidden * 3 * inner + hidden * inner + inner * hidden) // tp
     if isinstance(ssm, ShortConvDims):
         # vllm/model_executor/layers/mamba/short_conv.py:57-82 ShortConv: conv (a
         # ColumnParallelLinear of L_cache -> dim), in_proj (dim -> 3 x dim, merged column),
@@ -464,6 +477,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     expert_inter = config_int(cfg, "moe_intermediate_size", default=config_int(cfg, "intermediate_size"))
     shared_inter = config_int(cfg, *(f for f in (rules.shared_expert_field,) if f),
                               "shared_expert_intermediate_size")
+    if rules.shared_expert_count_field:
+        shared_inter *= config_int(cfg, rules.shared_expert_count_field, default=1)
     if not shared_inter and config_int(cfg, "n_shared_experts"):
         shared_inter = config_int(cfg, "n_shared_experts") * expert_inter
     shapes = profile.memory.weights

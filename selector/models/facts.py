@@ -16,6 +16,7 @@ __all__ = [
     "GDNDims",
     "LayerFacts",
     "LayerKind",
+    "LinearAttnDims",
     "MLADims",
     "Mamba1Dims",
     "Mamba2Dims",
@@ -159,7 +160,26 @@ class ShortConvDims(_Frozen):
     prefill-checkpoint rules name; None: not stated (no rule applies)."""
 
 
-SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims, Field(discriminator="ssm_type")]
+class LinearAttnDims(_Frozen):
+    """A linear (lightning) attention mixer (vLLM's ``LinearAttention``: Bailing-MoE-V2.5's
+    ``BailingMoELinearAttention``): one ``(heads, head_dim, head_dim)`` state per layer
+    (``MambaStateShapeCalculator.linear_attention_state_shape``)."""
+
+    ssm_type: Literal["linear"] = "linear"
+    num_heads: int
+    head_dim: int
+    group_norm_size: int = 1
+    """The gate norm's groups, which the tensor-parallel size may not exceed nor fail to
+    divide (``BailingMoELinearAttention``'s asserts)."""
+    state_dtype: str | None = None
+    """Unused: the state follows ``--mamba-cache-dtype`` (``linear_attention_state_dtype``)."""
+    mixer_class: str | None = None
+    """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
+    prefill-checkpoint rules name; None: not stated (no rule applies)."""
+
+
+SSMDims = Annotated[Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims | LinearAttnDims,
+                    Field(discriminator="ssm_type")]
 
 
 class LayerFacts(_Frozen):

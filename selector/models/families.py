@@ -242,7 +242,7 @@ class ConfigRefusal(_Strict):
 
 
 class SSMRules(_Strict):
-    type: Literal["mamba1", "mamba2", "gdn", "short_conv"]
+    type: Literal["mamba1", "mamba2", "gdn", "short_conv", "linear"]
     fields: dict[str, list[Any]]
     """dimension -> [config field] or [config field, default]."""
     parallel: bool = False
@@ -349,6 +349,9 @@ class WeightRules(_Strict):
     hidden size beside them (Nemotron-3 Super's ``moe_latent_size``)."""
     shared_expert_field: str | None = None
     """The config field giving the shared expert's width."""
+    shared_expert_count_field: str | None = None
+    """The config field counting the shared experts, whose widths add into one shared MLP
+    (Bailing's ``num_shared_experts``; 0: none); None: one."""
     position_embedding_offset: int | None = None
     """Learned absolute position embeddings of ``max_position_embeddings`` plus this many
     rows (GPT-2 / GPTBigCode ``wpe``: 0; OPT's ``embed_positions``: 2), replicated on

@@ -7,7 +7,7 @@ from typing import Any
 
 from selector import expr as expr_lang
 from selector.models.config_reader import ConfigReader
-from selector.models.facts import GDNDims, Mamba1Dims, Mamba2Dims, ShortConvDims
+from selector.models.facts import GDNDims, LinearAttnDims, Mamba1Dims, Mamba2Dims, ShortConvDims
 from selector.models.families import Family
 
 __all__ = ["read_ssm", "ssm_refusal"]
@@ -26,11 +26,12 @@ def _field(text: ConfigReader, family: Family, name: str) -> int:
 
 def read_ssm(
     text: ConfigReader, family: Family, hidden_size: int
-) -> Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims:
+) -> Mamba1Dims | Mamba2Dims | GDNDims | ShortConvDims | LinearAttnDims:
     """The family's state mixer: Mamba-1 (Jamba: ``intermediate = expand *
     hidden_size``), Mamba-2 (``MambaStateShapeCalculator.mamba2_state_shape``
-    inputs), Gated DeltaNet (the ``linear_*`` keys) or a short convolution
-    (``short_conv_state_shape``: LFM2's ``conv_dim`` and ``conv_L_cache``)."""
+    inputs), Gated DeltaNet (the ``linear_*`` keys), a short convolution
+    (``short_conv_state_shape``: LFM2's ``conv_dim`` and ``conv_L_cache``) or a linear
+    (lightning) attention (``linear_attention_state_shape``: heads and head size)."""
     if family.ssm is None:
         raise text.error(
             "architectures",
@@ -66,6 +67,14 @@ def read_ssm(
         return ShortConvDims(
             conv_dim=_field(text, family, "conv_dim"),
             conv_kernel=_field(text, family, "conv_kernel"),
+            mixer_class=mixer_class,
+        )
+    if kind == "linear":
+        return LinearAttnDims(
+            num_heads=_field(text, family, "num_heads"),
+            head_dim=_field(text, family, "head_dim"),
+            group_norm_size=(_field(text, family, "group_norm_size")
+                             if "group_norm_size" in family.ssm.fields else 1),
             mixer_class=mixer_class,
         )
     return GDNDims(

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from selector.errors import InputError
-from selector.models.facts import GDNDims, LayerFacts, Mamba1Dims, Mamba2Dims, ModelFacts, ShortConvDims
+from selector.models.facts import (
+    GDNDims,
+    LayerFacts,
+    LinearAttnDims,
+    Mamba1Dims,
+    Mamba2Dims,
+    ModelFacts,
+    ShortConvDims,
+)
 
 __all__ = ["shard_layer", "shard_model"]
 
@@ -33,6 +41,19 @@ def _check_ssm(model: ModelFacts, layer: LayerFacts, tp: int) -> None:
             "conv_dim",
             f"short-conv dim {ssm.conv_dim} is not divisible by tensor parallel size {tp}",
         )
+    if isinstance(ssm, LinearAttnDims) and ssm.num_heads % tp:
+        # vllm/model_executor/layers/mamba/linear/base.py:49 (LinearAttention asserts it)
+        raise _fail(
+            model,
+            "num_attention_heads",
+            f"{ssm.num_heads} linear-attention heads are not divisible by tensor parallel "
+            f"size {tp}",
+        )
+    if isinstance(ssm, LinearAttnDims) and tp > ssm.group_norm_size:
+        # vllm/model_executor/layers/mamba/linear/bailing_linear_attn.py:446-453, in its words
+        raise _fail(model, "group_norm_size", "tp_size must be <= group_norm_size for local rms norm")
+    if isinstance(ssm, LinearAttnDims) and ssm.group_norm_size % tp:
+        raise _fail(model, "group_norm_size", "group_norm_size must be divisible by tp_size")
     if isinstance(ssm, GDNDims):
         if ssm.num_v_heads % tp:
             raise _fail(

@@ -41,7 +41,7 @@ __all__ = [
 
 KernelBlockSize = Union[int, MultipleOf]
 
-WiredFor = Literal["mamba1", "mamba2", "gdn", "short_conv", "sparse_indexer"]
+WiredFor = Literal["mamba1", "mamba2", "gdn", "short_conv", "linear", "sparse_indexer"]
 """The layers a backend serves without selection (``BackendSpec.wired_for``)."""
 
 

@@ -79,6 +79,9 @@ _WIRED_IN_CODE: dict[str, dict[str, Any]] = {
     "short_conv": {"name": "SHORT_CONV_ATTN", "class_name": "ShortConvAttentionBackend",
                    "cudagraph_support": "UNIFORM_BATCH", "reorder_batch_threshold": 1,
                    "is_ssm": True},
+    # added with Bailing-MoE-V2.5's lightning layers (vLLM's answers: the same files)
+    "linear": {"name": "BAILING_LINEAR_ATTN", "class_name": "BailingLinearAttentionBackend",
+               "cudagraph_support": "UNIFORM_BATCH", "reorder_batch_threshold": 1, "is_ssm": True},
     "sparse_indexer": {"name": "DEEPSEEK_V32_INDEXER", "class_name": "DeepseekV32IndexerBackend",
                        "kernel_block_sizes": (64,), "cudagraph_support": "UNIFORM_BATCH",
                        "reorder_batch_threshold": None},
@@ -151,7 +154,7 @@ def test_wired_backends_are_inherited_and_kept_apart_from_the_selectable_ones(sc
     child = _child(schemas, {"GDN_ATTN": {"inherit": True, "runtime": {
         "cudagraph_support": [{"level": "ALWAYS"}]}}})
     data = _load_catalog_files(schemas).engine(child)
-    assert set(data.wired) == {"mamba1", "mamba2", "gdn", "short_conv", "sparse_indexer"}
+    assert set(data.wired) == {"mamba1", "mamba2", "gdn", "short_conv", "linear", "sparse_indexer"}
     assert not set(data.backends) & {spec.name for spec in data.wired.values()}
     assert wired_backends(data)["gdn"].cudagraph_support == "ALWAYS"
     assert wired_backends(data)["mamba2"].cudagraph_support == "UNIFORM_BATCH"

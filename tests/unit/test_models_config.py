@@ -150,6 +150,17 @@ def test_tensor_parallel_errors() -> None:
         shard_model(load_model("qwen3-next-80b-a3b"), 64)
 
 
+def test_linear_attention_state_shards_and_refuses_as_vllm() -> None:
+    """Bailing-MoE-V2.5's lightning layers: heads split over the ranks; a TP size above the
+    gate norm's group_norm_size is vLLM's AssertionError in its words (bailing_linear_attn.py:
+    446-453; vLLM 0.33.0 raises it building the synthetic config at TP 8)."""
+    model = load_model(str(FIXTURES / "synthetic" / "BailingMoeV2_5ForCausalLM.json"))
+    state = shard_model(model, 4).layers[0]
+    assert state.ssm is not None and state.ssm.ssm_type == "linear"
+    with pytest.raises(InputError, match="tp_size must be <= group_norm_size for local rms norm"):
+        shard_model(model, 8)
+
+
 @pytest.mark.parametrize(
     ("config", "field", "fragment"),
     [

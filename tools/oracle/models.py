@@ -598,6 +598,11 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     from vllm.model_executor.layers import sparse_attn_indexer
 
     sparse_attn_indexer.has_deep_gemm = lambda: True
+    if importlib.util.find_spec("vllm.models.glm5next") is not None:  # 0.30.0 on
+        # GLM-5.3's kpool indexer op asks the same in its constructor
+        from vllm.models.glm5next.nvidia import sparse_indexer as glm5next_indexer
+
+        glm5next_indexer.has_deep_gemm = lambda: True
     _flashinfer_sm_count()
     torch.cuda.Stream = _NoStream  # type: ignore[misc]
     torch.cuda.Event = _NoStream  # type: ignore[misc]
