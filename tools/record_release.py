@@ -122,6 +122,10 @@ STEPS: tuple[Step, ...] = (
     Step("encoder", "encoder_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/encoder.json.gz",),
          note="the ViT attention backend per capability and the encoder budget check "
               "(tests/golden/test_encoder_oracle.py)"),
+    Step("cudagraph-mode", "cudagraph_mode_oracle.py", ("--out", "{out}"),
+         (f"{ORACLE_GOLDEN}/cudagraph-mode.jsonl.gz",),
+         note="the runner type and CUDA-graph mode after VllmConfig.__post_init__ of every "
+              "config the model reference built (tests/golden/test_cudagraph_mode_oracle.py)"),
     Step("draft", "draft_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/draft.jsonl.gz",),
          note="the speculative draft vLLM builds on the meta device: its layers, backend, "
               "KV specs in the groups, parameters, refusals (tests/golden/test_draft_oracle.py)"),

@@ -597,12 +597,17 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target 
         # shortens it to the memory at start-up: selector/memory/startup.py)
         max_model_len = default_max_model_len(raw_config(model),
                                               startup_profile(catalog, engine.engine))
+    # VllmConfig.__post_init__ changes the mode for the kind of model (defaults.yaml)
+    kinds = frozenset({"encoder_decoder"} if model.is_encoder_decoder else ())
+    mode, override = catalog.engine_defaults(engine.engine).cudagraph_model_overrides.apply(
+        target.cudagraph_mode, kinds)
     options = kv.KVOptions(
         kv_cache_dtype=d.kv_cache_dtype,
         block_size=d.block_size,
         enable_prefix_caching=d.enable_prefix_caching,
         num_speculative_tokens=d.speculative.num_speculative_tokens,
-        cudagraph_mode=target.cudagraph_mode,
+        cudagraph_mode=mode,
+        cudagraph_override=override,
         connector_layout=d.kv_connector.preferred_layout if d.kv_connector else None,
         max_model_len=max_model_len,
         gpu_memory_utilization=serve.gpu_memory_utilization,

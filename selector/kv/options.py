@@ -46,6 +46,10 @@ class KVOptions(BaseModel):
     num_speculative_tokens: int = Field(default=0, ge=0)
     cudagraph_mode: CudaGraphMode | None
     """None or ``NONE``: no CUDA graphs."""
+    cudagraph_override: str | None = None
+    """vLLM's log line where the kind of model changed the requested mode before any
+    backend was read (an encoder-decoder's FULL_DECODE_ONLY: ``defaults.yaml``
+    ``cudagraph_model_overrides``); None: the mode is the deployment's or the default."""
     vllm_compile: bool = True
     """Compilation mode is ``VLLM_COMPILE`` (the default)."""
     attention_in_splitting_ops: bool = True

@@ -254,7 +254,7 @@ def _cudagraph(part: _Partial) -> CudaGraphResolution:
             for a in g.attention_groups
         ]
     )
-    return resolve_cudagraph_mode(
+    resolution = resolve_cudagraph_mode(
         options.cudagraph_mode,
         support,
         backend,
@@ -264,6 +264,10 @@ def _cudagraph(part: _Partial) -> CudaGraphResolution:
         inductor_graph_partition=options.inductor_graph_partition,
         piecewise_capture_available=options.piecewise_capture_available,
     )
+    if options.cudagraph_override is None:
+        return resolution
+    return resolution.model_copy(
+        update={"warnings": (options.cudagraph_override, *resolution.warnings)})
 
 
 def _mamba_blocks_error(part: _Partial, cg: CudaGraphResolution, cap: Capacity) -> None:

@@ -333,6 +333,9 @@ class ModelFacts(_Frozen):
     """vLLM's model class implements ``SupportsMambaPrefixCaching`` (the family's
     ``ssm.mamba_prefix_caching``): with prefix caching, releases before 0.28.0 give it
     Mamba cache mode ``all``."""
+    encoder_decoder_default: bool = False
+    """The config class's ``is_encoder_decoder`` where the config omits it (the family's
+    ``encoder_decoder``)."""
     prefix_caching_default: bool = True
     """vLLM's default for ``--enable-prefix-caching`` is on for the architecture
     (``ModelConfig.is_prefix_caching_supported``; the family's ``prefix_caching``, off
@@ -364,12 +367,20 @@ class ModelFacts(_Frozen):
         ``decoder`` (a pooling model's, from its pooler, is not derived here)."""
         if any(layer.is_ssm for layer in self.layers):
             return "hybrid"
+        return "encoder_decoder" if self.is_encoder_decoder else "decoder"
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        """vLLM's ``model_config.is_encoder_decoder``: ``is_encoder_decoder`` of the config
+        or of its text config (vllm/transformers_utils/config.py, 0.33.0 :774-780; the text
+        config as transformers' ``get_text_config`` finds it: ``decoder``, ``generator`` or
+        ``text_config``), else the config class's default (:attr:`encoder_decoder_default`)."""
         config = self.config or {}
-        text = config.get("text_config")
-        if config.get("is_encoder_decoder") or (
-                isinstance(text, Mapping) and text.get("is_encoder_decoder")):
-            return "encoder_decoder"
-        return "decoder"
+        sections = [config, *(config[key] for key in ("decoder", "generator", "text_config")
+                              if isinstance(config.get(key), Mapping))][:2]
+        written = [section["is_encoder_decoder"] for section in sections
+                   if section.get("is_encoder_decoder") is not None]
+        return any(written) or (not written and self.encoder_decoder_default)
 
     def with_config(self, config: Mapping[str, Any]) -> ModelFacts:
         """These facts with the config mapping they were read from."""

@@ -476,6 +476,11 @@ class Family(_Strict):
     build_checks: list[BuildCheck] = Field(default_factory=list)
     """The model class's own refusals of what its layers were built with (asserts after
     its Attention is constructed: Flint's FlashInfer requirement)."""
+    encoder_decoder: bool = False
+    """The config class vLLM reads the family's config with is an encoder-decoder by default
+    (its ``is_encoder_decoder``, or its text config's: transformers' CohereAsrConfig, the
+    MBartConfig of Nemotron-Parse's ``decoder``): vLLM's ``is_encoder_decoder`` holds for a
+    config that omits the key."""
     prefix_caching: bool = True
     """``ModelConfig.is_prefix_caching_supported`` for the family's architectures: false
     for a pooling model whose default sequence pooling is CLS (its ``attn_type`` is then

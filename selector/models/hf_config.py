@@ -670,6 +670,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             is_mm_prefix_lm=_is_mm_prefix_lm(top, wrapper) or _is_mm_prefix_lm(top, family),
             family=family.name if mapped else None,
             mamba_prefix_caching=bool(family.ssm and family.ssm.mamba_prefix_caching),
+            encoder_decoder_default=family.encoder_decoder or wrapper.encoder_decoder,
             prefix_caching_default=(wrapper.prefix_caching and family.prefix_caching
                                     and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),

@@ -138,7 +138,7 @@ def solve_deployment(loaded: LoadedDeployment, catalog: Catalog, *, engine: str 
         checked = stages.check_model(facts_model, base, engine=target.engine,
                               attention_backend=d.attention_backend,
                               backend_per_kind=d.attention_config.backend_per_kind,
-                              cudagraph_mode=target.cudagraph_mode, options=kv, catalog=catalog,
+                              cudagraph_mode=kv.cudagraph_mode, options=kv, catalog=catalog,
                               draft_backend=draft.backend if draft is not None else None,
                               platform=target.platform)
     return Solved(loaded=loaded, engine=checked.engine, device=device, model=checked)

@@ -161,7 +161,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
     def solve(facts: ModelFacts, *, options: KVOptions) -> ModelCheckResult:
         return check_model(facts, base, engine=target.engine, attention_backend=d.attention_backend,
                            backend_per_kind=d.attention_config.backend_per_kind,
-                           cudagraph_mode=target.cudagraph_mode, options=options, catalog=catalog,
+                           cudagraph_mode=options.cudagraph_mode, options=options, catalog=catalog,
                            draft_backend=draft.backend if draft is not None else None,
                            platform=target.platform)
 

@@ -10,6 +10,8 @@ against vLLM's own code on emulated GPUs (``tools/defaults_oracle.py``,
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from selector.schema.types import CudaGraphMode
@@ -66,6 +68,31 @@ class UtilizationDefault(_Strict):
 class ModeDefault(_Strict):
     value: CudaGraphMode
     source: str
+
+
+class ModelModeOverride(_Strict):
+    """One step of ``VllmConfig.__post_init__`` that changes the CUDA-graph mode for the
+    kind of model, before any attention backend's support is read: a ``model`` kind
+    (``encoder_decoder``: ``model_config.is_encoder_decoder``) whose mode is one of
+    ``modes`` gets ``to``, and vLLM logs ``message`` (``{mode}``: the mode it replaced)."""
+
+    model: Literal["encoder_decoder"]
+    modes: tuple[CudaGraphMode, ...]
+    to: CudaGraphMode
+    message: str
+
+
+class ModelModeOverrides(_Strict):
+    source: str
+    rules: tuple[ModelModeOverride, ...]
+    """In vLLM's order: the first rule whose kind and mode match applies (an ``elif`` chain)."""
+
+    def apply(self, mode: CudaGraphMode, kinds: frozenset[str]) -> tuple[CudaGraphMode, str | None]:
+        """The mode after the overrides, and vLLM's log line (None: unchanged)."""
+        for rule in self.rules:
+            if rule.model in kinds and mode in rule.modes:
+                return rule.to, rule.message.format(mode=mode)
+        return mode, None
 
 
 class CaptureSizes(_Strict):
@@ -125,6 +152,8 @@ class EngineDefaults(_Strict):
     engine: str
     gpu_memory_utilization: UtilizationDefault
     cudagraph_mode: ModeDefault
+    cudagraph_model_overrides: ModelModeOverrides
+    """The mode an encoder-decoder gets instead (vllm/config/vllm.py)."""
     batch: BatchDefaults
     cudagraph_capture: CaptureSizes
     profile_run_seqs_source: str
