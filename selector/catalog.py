@@ -723,6 +723,7 @@ ENGINE_FILES: dict[str, FileRule] = {
     "speculative.yaml": FileRule("patch"),
     "model-runner.yaml": FileRule("patch"),
     "model_registry.json": FileRule("own"),
+    "runner_types.json": FileRule("own"),
 }
 """Every data file of an engine profile folder and its inheritance rule: the one table
 every loader follows (``backends/<NAME>.yaml`` patch the parent's backend with

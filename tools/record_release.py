@@ -126,6 +126,10 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/cudagraph-mode.jsonl.gz",),
          note="the runner type and CUDA-graph mode after VllmConfig.__post_init__ of every "
               "config the model reference built (tests/golden/test_cudagraph_mode_oracle.py)"),
+    Step("runner-types", "runner_type_oracle.py", ("--out", "{out}"),
+         (f"{PROFILE}/runner_types.json",),
+         note="the architectures --runner auto resolves to the pooling runner (the CUDA-graph "
+              "mode a pooling model starts with: tests/golden/test_cudagraph_mode_oracle.py)"),
     Step("draft", "draft_oracle.py", ("--out", "{out}"), (f"{ORACLE_GOLDEN}/draft.jsonl.gz",),
          note="the speculative draft vLLM builds on the meta device: its layers, backend, "
               "KV specs in the groups, parameters, refusals (tests/golden/test_draft_oracle.py)"),

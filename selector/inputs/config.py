@@ -575,6 +575,25 @@ def deployment_whole_model(loaded: LoadedDeployment) -> ModelFacts:
                          line=exc.line if in_config else loaded.line_of(("model",))) from None
 
 
+def model_kinds(model: ModelFacts, engine: EngineData) -> frozenset[str]:
+    """What vLLM's config knows of the model before any layer is built: ``pooling`` (the
+    pooling runner ``--runner auto`` resolves for its first architecture the registry
+    has, ``ModelConfig._get_default_runner_type``: the profile's ``runner_types.json``)
+    and ``encoder_decoder`` (``model_config.is_encoder_decoder``)."""
+    from selector.models.arch_registry import load_model_registry, pooling_architectures
+
+    kinds = {"encoder_decoder"} if model.is_encoder_decoder else set()
+    registry = load_model_registry(engine.directory)
+    pooling = pooling_architectures(engine.directory)
+    if registry is not None and pooling is not None:
+        supported = set(registry.supported)
+        first = next((a for a in model.architectures or (model.architecture,) if a in supported),
+                     None)
+        if first in pooling:
+            kinds.add("pooling")
+    return frozenset(kinds)
+
+
 def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target | None = None,
                      model: ModelFacts | None = None
                      ) -> tuple[ModelFacts, RequestFacts, KVOptions]:
@@ -598,7 +617,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target 
         max_model_len = default_max_model_len(raw_config(model),
                                               startup_profile(catalog, engine.engine))
     # VllmConfig.__post_init__ changes the mode for the kind of model (defaults.yaml)
-    kinds = frozenset({"encoder_decoder"} if model.is_encoder_decoder else ())
+    kinds = model_kinds(model, engine)
     mode, override = catalog.engine_defaults(engine.engine).cudagraph_model_overrides.apply(
         target.cudagraph_mode, kinds)
     options = kv.KVOptions(

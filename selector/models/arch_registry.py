@@ -24,9 +24,13 @@ __all__ = [
     "architecture_status",
     "load_model_registry",
     "model_rows",
+    "pooling_architectures",
 ]
 
 REGISTRY_FILE = "model_registry.json"
+RUNNER_TYPES_FILE = "runner_types.json"
+"""``{pooling: [...]}``: the architectures vLLM's ``--runner auto`` resolves to the
+pooling runner (tools/runner_type_oracle.py)."""
 
 StatusName = Literal["supported", "removed", "out_of_tree", "unknown"]
 
@@ -72,6 +76,18 @@ def load_model_registry(engine_dir: Path) -> ModelRegistry | None:
     when the profile has none)."""
     path = engine_dir / REGISTRY_FILE
     return _load(path) if path.is_file() else None
+
+
+def pooling_architectures(engine_dir: Path) -> frozenset[str] | None:
+    """The architectures whose default runner is ``pooling`` in the engine profile in
+    ``engine_dir`` (None when the profile has no recorded answer)."""
+    path = engine_dir / RUNNER_TYPES_FILE
+    return _pooling(path) if path.is_file() else None
+
+
+@cache
+def _pooling(path: Path) -> frozenset[str]:
+    return frozenset(json.loads(path.read_text(encoding="utf-8"))["pooling"])
 
 
 @dataclass(frozen=True)

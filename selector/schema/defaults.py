@@ -73,10 +73,11 @@ class ModeDefault(_Strict):
 class ModelModeOverride(_Strict):
     """One step of ``VllmConfig.__post_init__`` that changes the CUDA-graph mode for the
     kind of model, before any attention backend's support is read: a ``model`` kind
-    (``encoder_decoder``: ``model_config.is_encoder_decoder``) whose mode is one of
+    (``pooling``: vLLM's runner type, ``model_config.pooler_config`` set;
+    ``encoder_decoder``: ``model_config.is_encoder_decoder``) whose mode is one of
     ``modes`` gets ``to``, and vLLM logs ``message`` (``{mode}``: the mode it replaced)."""
 
-    model: Literal["encoder_decoder"]
+    model: Literal["pooling", "encoder_decoder"]
     modes: tuple[CudaGraphMode, ...]
     to: CudaGraphMode
     message: str
@@ -153,7 +154,7 @@ class EngineDefaults(_Strict):
     gpu_memory_utilization: UtilizationDefault
     cudagraph_mode: ModeDefault
     cudagraph_model_overrides: ModelModeOverrides
-    """The mode an encoder-decoder gets instead (vllm/config/vllm.py)."""
+    """The mode a pooling model or an encoder-decoder gets instead (vllm/config/vllm.py)."""
     batch: BatchDefaults
     cudagraph_capture: CaptureSizes
     profile_run_seqs_source: str

@@ -2,7 +2,8 @@
 vLLM's: ``compilation_config.cudagraph_mode`` after ``VllmConfig.__post_init__`` for every
 config the model reference builds (tests/golden/oracle/vllm-0.33.0/cudagraph-mode.jsonl.gz,
 recorded by tools/cudagraph_mode_oracle.py), against the KV options the tool derives for
-the deployment (``defaults.yaml`` ``cudagraph_model_overrides``: an encoder-decoder's
+the deployment (``defaults.yaml`` ``cudagraph_model_overrides``: a pooling model's PIECEWISE,
+by the runner type of the profile's ``runner_types.json``; an encoder-decoder's
 FULL_DECODE_ONLY)."""
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "oracle" / "vllm-0.33.0" / "cudagraph-mode.jsonl.gz"
 
 NOT_MODELLED = {
-    "pooling": "a pooling model's full graphs become PIECEWISE (vllm/config/vllm.py:1950-1962): "
-               "the tool does not resolve vLLM's runner type (the model class's is_pooling_model)",
     "LongcatFlashNgramForCausalLM": "LongcatFlashNgramForCausalLMConfig.verify_and_update_config "
                                     "(vllm/model_executor/models/config.py:1194-1208) defaults "
                                     "the model to FULL graphs and no compilation",
@@ -40,7 +39,7 @@ def _rows() -> list[dict[str, Any]]:
 
 
 def _gap(row: dict[str, Any]) -> str | None:
-    return NOT_MODELLED.get(row["runner_type"]) or NOT_MODELLED.get(row["architecture"])
+    return NOT_MODELLED.get(row["architecture"])
 
 
 _OK = [row for row in _rows() if row["status"] == "ok"]
@@ -49,7 +48,7 @@ _MODELLED = [row for row in _OK if _gap(row) is None]
 
 def test_every_kind_of_model_is_recorded() -> None:
     assert {row["is_encoder_decoder"] for row in _MODELLED} == {True, False}
-    assert {row["runner_type"] for row in _OK} == {"generate", "pooling"}
+    assert {row["runner_type"] for row in _MODELLED} == {"generate", "pooling"}
 
 
 @pytest.mark.parametrize("row", _MODELLED, ids=[row["config"] for row in _MODELLED])
@@ -61,7 +60,10 @@ def test_the_mode_before_the_backends_is_vllms(row: dict[str, Any]) -> None:
     assert options.cudagraph_mode == row["cudagraph_mode"]
     changed = row["cudagraph_mode"] != "FULL_AND_PIECEWISE"
     assert (options.cudagraph_override is not None) == changed
-    if changed:
+    if row["runner_type"] == "pooling":
+        assert options.cudagraph_override == ("Pooling models do not support full cudagraphs. "
+                                              "Overriding cudagraph_mode to PIECEWISE.")
+    elif changed:
         assert options.cudagraph_override == (
             "Encoder-decoder models do not support FULL_AND_PIECEWISE. Overriding "
             "cudagraph_mode to FULL_DECODE_ONLY.")
