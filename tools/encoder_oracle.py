@@ -4,9 +4,13 @@ backend and the encoder budget check.
 
 Run with an oracle interpreter (vLLM installed, CPU only), once per release (the extra
 path holds torchvision and compressed-tensors, which the multimodal model modules import,
-and num2words, which transformers' SmolVLMProcessor requires)::
+num2words (and docopt), which transformers' SmolVLMProcessor requires, and for the venvs
+without it fastapi 0.136.3 with starlette, anyio, sniffio and annotated-doc: 0.29.0's
+``pixtral.py``, which LLaVA, LLaVA-NeXT and Mistral-3 import, reaches
+``vllm/entrypoints/serve/__init__.py`` through ``vllm/tokenizers/mistral.py``; each
+``pip install --no-deps --target <dir>``)::
 
-    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/work/oracle-extra:<num2words> \\
+    ORACLE_DIR=/work/oracle ORACLE_EXTRA_PATH=/work/oracle-extra:<dir> \\
         /work/.venvs/oracle-0.33.0/bin/python tools/encoder_oracle.py \\
         --out tests/golden/oracle/vllm-0.33.0/encoder.json.gz
 

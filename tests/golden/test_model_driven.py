@@ -69,9 +69,11 @@ CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
 """Two real DeepSeek-V4 configs (Flash: 43 layers led by two sliding-only layers; Pro: 61
 layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
 
-ADDED = {"0.33.0": {"tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"}}
+_DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
+ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 """Configs recorded since, per release (the parts beside the release's file): the
-DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields)."""
+DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
+vLLM has it from 0.30.0 on)."""
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:

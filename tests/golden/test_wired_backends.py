@@ -22,15 +22,6 @@ from selector.kv.layout import ENUM_ORDER
 GOLDEN = Path(__file__).parent / "oracle"
 FILES = sorted(GOLDEN.glob("vllm-*/wired_backends.json"))
 
-UNASKED: dict[str, frozenset[str]] = {
-    # wired kinds whose answer a release's file does not hold yet: Bailing-MoE-V2.5's linear
-    # (lightning) attention, asked with the oracle venvs at hand (0.25.1, 0.26.0, 0.28.0,
-    # 0.33.0, the same facts in each); `python tools/wired_backends_oracle.py all` asks the
-    # others, and this entry goes (the test fails once a listed release answers)
-    "linear": frozenset({"0.27.0", "0.27.1", "0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
-}
-
-
 def _threshold(answer: Any) -> Any:
     """vLLM's reorder threshold without speculative decoding."""
     if not isinstance(answer, dict):
@@ -54,9 +45,7 @@ def test_wired_backends_state_what_vllm_answers(path: Path) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
     engine = load_catalog().engine(f"vllm=={document['vllm_version']}")
     stated = wired_backends(engine)
-    unasked = {kind for kind, releases in UNASKED.items() if document["vllm_version"] in releases}
-    assert not unasked & set(document["wired_for"]), f"answered now: drop from UNASKED: {unasked}"
-    assert set(stated) - unasked == set(document["wired_for"])
+    assert set(stated) == set(document["wired_for"])
     for wired_for, answer in document["wired_for"].items():
         facts = stated[wired_for]
         sizes = [{"multiple_of": s.multiple_of} if isinstance(s, MultipleOf) else s

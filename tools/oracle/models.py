@@ -598,8 +598,10 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
     from vllm.model_executor.layers import sparse_attn_indexer
 
     sparse_attn_indexer.has_deep_gemm = lambda: True
-    if importlib.util.find_spec("vllm.models.glm5next") is not None:  # 0.30.0 on
-        # GLM-5.3's kpool indexer op asks the same in its constructor
+    if (importlib.util.find_spec("vllm.models.glm5next") is not None  # 0.30.0 on
+            and importlib.util.find_spec("vllm.models.glm5next.nvidia.sparse_indexer")):
+        # GLM-5.3's kpool indexer op asks the same in its constructor (0.31.0 on; 0.30.0's
+        # glm5next has no such module)
         from vllm.models.glm5next.nvidia import sparse_indexer as glm5next_indexer
 
         glm5next_indexer.has_deep_gemm = lambda: True
