@@ -521,6 +521,9 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "ngram_vocab_size_ratio": 78, "emb_neighbor_num": 4, "emb_split_num": 4}),
     "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
                                                                 "num_hidden_layers": 8}}),
+    # the multimodal registry's name for the same class (registry.py:555): the same config
+    "MuseGlimmerForConditionalGeneration": ("muse_glimmer", {"text_config": {
+        "model_type": "muse_glimmer_text", "num_hidden_layers": 8}}),
     "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
         "mamba", "hybrid", "mamba", "mamba", "hybrid", "mamba", "mamba", "hybrid"]}),
     # AliceAI has no config class of its own: Qwen3NextConfig with KDA's equal K / V heads
