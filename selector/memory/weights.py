@@ -147,8 +147,8 @@ def _ffn_layers(cfg: Mapping[str, Any], rules: WeightRules, num_layers: int,
     moe = _moe_layers(cfg, num_layers)
     if rules.ffn == "char_pattern" and rules.ffn_field:
         pattern = cfg.get(rules.ffn_field)
-        if isinstance(pattern, str) and len(pattern) == num_layers:
-            return [(rules.ffn_chars.get(char, "none"), dense_inter) for char in pattern]
+        if isinstance(pattern, (str, list)) and len(pattern) == num_layers:
+            return [(rules.ffn_chars.get(str(entry), "none"), dense_inter) for entry in pattern]
     if rules.ffn == "block_configs":
         blocks = cfg.get("block_configs")
         if isinstance(blocks, list) and len(blocks) == num_layers:
@@ -530,8 +530,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             whole, rep = _attention_params(cfg, 1)
             total_attn += modules * (whole + rep)
         else:
-            q_gate = bool(rules.q_gate_field
-                          and cfg.get(rules.q_gate_field, rules.q_gate_default))
+            q_gate = bool(cfg.get(rules.q_gate_field, rules.q_gate_default)
+                          if rules.q_gate_field else rules.q_gate_default)
             sink_values = bool(rules.sink_value_field and cfg.get(rules.sink_value_field))
             attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate, sink_values)
             total_attn += modules * _layer_attention(layer, hidden, 1, q_gate, sink_values)
