@@ -289,6 +289,12 @@ class VisionRules(_Strict):
     """A projection from the width to the text hidden size."""
     replicated: bool = False
     """Every rank holds the whole tower (ReplicatedLinear)."""
+    replicated_mlp: bool = False
+    """The blocks' attention is split over ranks, their MLP is not (``nn.Linear``)."""
+    projector_widths: list[str] = Field(default_factory=list)
+    """Top-level config fields giving a projector's successive widths: an ``nn.Linear``
+    (on every rank) from each to the next and from the last to the text hidden size
+    (Muse Glimmer's adapter and projection); with ``projection``, instead of the width."""
 
 
 

@@ -19,8 +19,8 @@ from selector.memory.weights_reference import WeightComparison, comparisons, loa
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = ROOT / "tests" / "golden" / "oracle" / "vllm-0.33.0" / "weights-dotsmuse.jsonl.gz"
-CHECKED = {"MuseSparkForConditionalGeneration"}
-"""The configs whose estimate is checked; the other answers are recorded, not yet met."""
+CHECKED = {"MuseSparkForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+           "MuseGlimmerForCausalLM"}
 
 
 @cache
