@@ -521,6 +521,23 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "ngram_vocab_size_ratio": 78, "emb_neighbor_num": 4, "emb_split_num": 4}),
     "MuseGlimmerForCausalLM": ("muse_glimmer", {"text_config": {"model_type": "muse_glimmer_text",
                                                                 "num_hidden_layers": 8}}),
+    # Muse Spark: vLLM's MuseSparkConfig (vllm/transformers_utils/configs/muse_spark.py:381-430)
+    # has no defaults at init; transformers' MuseSparkConfig's defaults (its 62-layer text
+    # stack's first 8 layers: sliding, full, sliding x 3, full, sliding x 2) and the
+    # num_shared_experts vLLM's MuseSparkTextConfig reads (:333, shared experts refused)
+    "MuseSparkForConditionalGeneration": ("muse_spark", {
+        "_defaults_of": "transformers.models.muse_spark.configuration_muse_spark.MuseSparkConfig",
+        "text_config": {
+            "num_hidden_layers": 8, "num_shared_experts": 0,
+            "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                            "sliding_attention", "sliding_attention", "full_attention",
+                            "sliding_attention", "sliding_attention"],
+            "layer_rope_theta": [500000.0, 0, 500000.0, 500000.0, 500000.0, 0, 500000.0,
+                                 500000.0],
+            "mlp_layer_types": ["sparse"] * 8}}),
+    # the multimodal registry's name for the same class (registry.py:555): the same config
+    "MuseGlimmerForConditionalGeneration": ("muse_glimmer", {"text_config": {
+        "model_type": "muse_glimmer_text", "num_hidden_layers": 8}}),
     "Zamba2ForCausalLM": ("zamba2", {"num_hidden_layers": 8, "layers_block_type": [
         "mamba", "hybrid", "mamba", "mamba", "hybrid", "mamba", "mamba", "hybrid"]}),
     # AliceAI has no config class of its own: Qwen3NextConfig with KDA's equal K / V heads
@@ -874,6 +891,24 @@ def _write_raw(arch: str) -> Path:
     return path
 
 
+def _class_at(dotted: str) -> Any:
+    import importlib
+
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` written over it, sub-config by sub-config."""
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def write(arch: str) -> Path:
     if arch in RAW or arch in VARIANTS:
         return _write_raw(arch)
@@ -885,6 +920,8 @@ def write(arch: str) -> Path:
         raw.update(overrides)
     elif overrides.pop("_raw", False):  # the config.json as written (the class reads it)
         raw = json.loads(json.dumps(overrides))
+    elif "_defaults_of" in overrides:  # vLLM's class has no defaults: another class's
+        raw = _merged(_class_at(overrides.pop("_defaults_of"))().to_dict(), overrides)
     else:
         raw = _config_class(model_type)(**overrides).to_dict()
     for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)

@@ -214,7 +214,14 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    # files the model class reads from the checkpoint beside config.json (Dots3Note's
+    # added_tokens.json, vllm/models/dots3_note/nvidia/multimodal.py:98-105): the config's
+    # ``_checkpoint_files`` {name: JSON content}, written there and left out of config.json
+    files = raw.pop("_checkpoint_files", None) or {}
     (target / "config.json").write_text(json.dumps(raw), encoding="utf-8")
+    for name, content in files.items():
+        (target / Path(name).name).write_text(json.dumps(content), encoding="utf-8")
+        notes.append(f"{Path(name).name} written beside config.json")
     return target, notes
 
 

@@ -290,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the real configs at TP 1, 2 (4, 8): weights-configs.jsonl.gz")
     parser.add_argument("--only", nargs="*", default=None,
                         help="ids to record again; the other answers in --out are kept (--real)")
+    parser.add_argument("--configs", nargs="*", type=Path, default=None,
+                        help="config.json files answered as --real answers are (TP 1 and 2), "
+                             "the synthetic configs the real grid leaves out")
     args = parser.parse_args(argv)
     # transformers has no config class for these (remote code): the stand-in keeps every
     # key; the layers are still vLLM's (sliding_window, which MiMo's remote class
@@ -299,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     # (LongcatFlashNgramForCausalLM) gets its parameters, not the CPU's V1 refusal; the
     # runner changes no parameter shape
     gpu_model_runner()
+    if args.configs:
+        record_answers(args.out, [
+            {"id": path.stem, "source": str(path.resolve().relative_to(REPO)),
+             "config": json.loads(path.read_text(encoding="utf-8"))} for path in args.configs],
+            real_answer, _summary)
+        return 0
     if args.real:
         rows = real_weight_configs()
         if args.only is None or not args.out.is_file():

@@ -10,6 +10,7 @@ An estimate: norms, biases other than the experts' and small buffers are left ou
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -147,8 +148,8 @@ def _ffn_layers(cfg: Mapping[str, Any], rules: WeightRules, num_layers: int,
     moe = _moe_layers(cfg, num_layers)
     if rules.ffn == "char_pattern" and rules.ffn_field:
         pattern = cfg.get(rules.ffn_field)
-        if isinstance(pattern, str) and len(pattern) == num_layers:
-            return [(rules.ffn_chars.get(char, "none"), dense_inter) for char in pattern]
+        if isinstance(pattern, (str, list)) and len(pattern) == num_layers:
+            return [(rules.ffn_chars.get(str(entry), "none"), dense_inter) for entry in pattern]
     if rules.ffn == "block_configs":
         blocks = cfg.get("block_configs")
         if isinstance(blocks, list) and len(blocks) == num_layers:
@@ -328,7 +329,9 @@ def _vision_params(raw: Mapping[str, Any], rules: WeightRules, text_hidden: int,
     inter = config_int(vision, *(f for f in (tower.intermediate_field,) if f),
                        default=int(width * ratio) if isinstance(ratio, int | float) else 4 * width)
     layers = config_int(vision, *tower.layers_fields)
-    blocks = layers * (4 * width * width + tower.mlp_matrices * width * inter)
+    mlp = layers * tower.mlp_matrices * width * inter
+    blocks = layers * 4 * width * width + (0 if tower.replicated_mlp else mlp)
+    on_every_rank = mlp if tower.replicated_mlp else 0
     patch = config_int(vision, "in_channels", "in_chans", default=3) \
         * config_int(vision, "temporal_patch_size", default=1) \
         * config_int(vision, "patch_size", default=14) ** 2 * width
@@ -345,11 +348,14 @@ def _vision_params(raw: Mapping[str, Any], rules: WeightRules, text_hidden: int,
         side = config_int(vision, "image_size") // max(1, config_int(vision, "patch_size", default=14))
         positions += side * side * width
     projection = width * text_hidden if tower.projection else 0
+    if tower.projection and tower.projector_widths:
+        widths = [config_int(raw, field) for field in tower.projector_widths] + [text_hidden]
+        projection = sum(a * b for a, b in pairwise(widths))
     split = blocks + merger
-    whole = split + patch + positions + projection
+    whole = split + on_every_rank + patch + positions + projection
     if tower.replicated:
         return whole, whole
-    return split // tp + patch + positions + projection, whole
+    return split // tp + on_every_rank + patch + positions + projection, whole
 
 
 def quant_scheme_of(raw: Mapping[str, Any], profile: StartupProfile,
@@ -530,8 +536,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             whole, rep = _attention_params(cfg, 1)
             total_attn += modules * (whole + rep)
         else:
-            q_gate = bool(rules.q_gate_field
-                          and cfg.get(rules.q_gate_field, rules.q_gate_default))
+            q_gate = bool(cfg.get(rules.q_gate_field, rules.q_gate_default)
+                          if rules.q_gate_field else rules.q_gate_default)
             sink_values = bool(rules.sink_value_field and cfg.get(rules.sink_value_field))
             attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate, sink_values)
             total_attn += modules * _layer_attention(layer, hidden, 1, q_gate, sink_values)

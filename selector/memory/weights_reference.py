@@ -36,7 +36,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vision tower", re.compile(
         r"^(?:model\.)?(?:visual|vision_tower|vision_model|vision|multi_modal_projector|"
         r"mm_projector|embed_vision|audio_tower|embed_audio|audio_model|vision_embed|"
-        r"patch_embed|merger)\.")),
+        r"patch_embed|merger|vision_encoder|vision_adapter|vision_projection|"
+        r"audio_encoder)\.")),
     ("expert biases", re.compile(r"\|FusedMoE$|\|\w*FusedMoE$")),
     ("lm_head", re.compile(r"\|ParallelLMHead$")),
     # LongCat-Flash-Lite's n-gram tables (a VocabParallelEmbedding) and their projections

@@ -289,6 +289,12 @@ class VisionRules(_Strict):
     """A projection from the width to the text hidden size."""
     replicated: bool = False
     """Every rank holds the whole tower (ReplicatedLinear)."""
+    replicated_mlp: bool = False
+    """The blocks' attention is split over ranks, their MLP is not (``nn.Linear``)."""
+    projector_widths: list[str] = Field(default_factory=list)
+    """Top-level config fields giving a projector's successive widths: an ``nn.Linear``
+    (on every rank) from each to the next and from the last to the text hidden size
+    (Muse Glimmer's adapter and projection); with ``projection``, instead of the width."""
 
 
 
@@ -330,6 +336,8 @@ class WeightRules(_Strict):
     MoE), one character per layer of ``ffn_field`` mapped by ``ffn_chars``, or DeciLM's
     ``block_configs[i].ffn`` (``no_op``, ``ffn_mult``)."""
     ffn_field: str | None = None
+    """The per-layer field of ``char_pattern``: a string of one character per layer, or a
+    list of one string per layer (Muse Spark's ``mlp_layer_types``)."""
     ffn_chars: dict[str, FFNKind] = Field(default_factory=dict)
     intermediate_fields: list[str] = Field(default_factory=list)
     """Config fields giving the dense MLP width, first present wins (before the usual
@@ -372,7 +380,8 @@ class WeightRules(_Strict):
     """A boolean config field: the q projection also yields an output gate (twice the
     query width)."""
     q_gate_default: bool = False
-    """``q_gate_field``'s value when the config omits it (the model class's default)."""
+    """``q_gate_field``'s value when the config omits it (the model class's default);
+    without a ``q_gate_field``, whether the q projection always yields the gate."""
     compressed_attention_field: str | None = None
     """A config field whose presence makes every layer DeepSeek-V4 attention (a shared
     q / kv down projection, ``wq_b``, a grouped ``wo_a`` / ``wo_b`` output, a KV compressor

@@ -417,12 +417,16 @@ class _InertModule(types.ModuleType):
         return _InertOp(item)
 
 
-INERT_MODULES = ("vllm.model_executor.kernels.mhc.tilelang_kernels", "flashinfer.comm")
+INERT_MODULES = ("vllm.model_executor.kernels.mhc.tilelang_kernels", "flashinfer.comm",
+                 "vllm.third_party.deep_gemm")
 """Kernel modules that model construction imports but never calls here, and that cannot
 load on a CPU: DeepSeek-V4's mHC TileLang kernels (only the JIT warm-up imports them,
-``kernel_config.enable_jit_warmup``; TileLang has no CPU build) and FlashInfer's
+``kernel_config.enable_jit_warmup``; TileLang has no CPU build), FlashInfer's
 communication kernels (the all-reduce fusion pass imports them; they need libcudart:
-the oracle venvs of releases that install FlashInfer). Neither decides a cache shape."""
+the oracle venvs of releases that install FlashInfer) and vLLM's vendored DeepGEMM (its
+compiled extension needs CUDA; Dots3Note's vision module imports ``per_block_cast_to_fp8``
+from it, vllm/models/dots3_note/nvidia/vision.py:15, which a bf16 build never calls).
+None decides a cache shape."""
 
 
 class _AbsentValue:
