@@ -64,7 +64,8 @@ START_UP_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # registry, and its report never loads the model view; a check of a layer that is not
     # MLA (and pins no MLA prefill backend) loads no MLA prefill selector.
     "selector.check.model": ("selector.models.arch_registry", "selector.models.families"),
-    "selector.inputs.config": ("selector.memory", "selector.solver.mla_prefill", "selector.models"),
+    "selector.inputs.config": ("selector.memory", "selector.solver.mla_prefill", "selector.models",
+                               "selector.models.arch_registry"),
     # the shard code only for a deployment that splits attention over ranks
     "selector.pipeline.smoke": ("selector.parallel.from_deployment",),
     "selector.report.formats.json": ("selector.report.model",),
