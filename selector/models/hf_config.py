@@ -229,8 +229,36 @@ class _ConfigParser:
             )
             for i, mixer in enumerate(self.mixers)
         ]
-        return tuple(self._modules_per_layer(
-            self._loops(self._share_kv(self._per_layer_heads_and_windows(layers)))))
+        return tuple(self._modules_per_layer(self._loops(self._share_kv(
+            self._per_layer_heads_and_windows(self._sparse_layers(layers))))))
+
+    def _sparse_layers(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """The family's ``attention.sparse_layers``: sparse MLA only on the layers its types
+        field names sparse, each with an indexer cache of its own unless it shares an
+        earlier layer's top-k."""
+        rule = self.family.attention.sparse_layers
+        if rule is None:
+            return layers
+        text = self.text
+        types = text.raw(rule.types_field) if text.has(rule.requires) else None
+        types = types if isinstance(types, list) else []
+        shared = text.raw(rule.shared_field)
+        out = []
+        for layer in layers:
+            i = layer.index
+            if layer.indexer is None:
+                out.append(layer)
+                continue
+            if not (i < len(types) and types[i] in rule.sparse_types):
+                out.append(layer.model_copy(update={"indexer": None}))
+                continue
+            if isinstance(shared, list):
+                own = not (i < len(shared) and shared[i] == rule.shared_value)
+            else:
+                own = i == 0 or (i - rule.full_offset) % rule.full_every == 0
+            indexer = layer.indexer if own else layer.indexer.model_copy(update={"own_cache": False})
+            out.append(layer.model_copy(update={"indexer": indexer}))
+        return out
 
     def _modules_per_layer(self, layers: list[LayerFacts]) -> list[LayerFacts]:
         """The family's ``attention.per_decoder_layer``: every attention layer builds that
@@ -373,6 +401,9 @@ class _ConfigParser:
         fields["has_sink"] = self._sink(mixer)
         rules = self.family.attention
         fields["model_backend"] = rules.backend
+        sink = rules.sink_backend
+        if sink is not None and self.text.bool_(sink.field, sink.default):
+            fields["sink_backend"] = sink.backend
         if rules.static_sinks is not None and self.text.has(rules.static_sinks):
             fields["sink_tokens"] = self.text.int_(rules.static_sinks, minimum=0)
         offset = rules.window_offset
