@@ -737,6 +737,13 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "HYV4ForCausalLM-shared": ("HYV4ForCausalLM", "hy_v4", {
         "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
         "indexer_types": ["full", "shared", "full", "shared"], "learnable_sink": False}),
+    # indexer_types that a sparse layer's compute_skip_topk_layers refuses (attention.py:84-94)
+    "HYV4ForCausalLM-indexer-types-length": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
+        "indexer_types": ["full", "shared", "full"], "learnable_sink": False}),
+    "HYV4ForCausalLM-indexer-types-value": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
+        "indexer_types": ["full", "shared", "skip", "shared"], "learnable_sink": False}),
     "MiniCPMV-2_5": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 2.5}),
     "MiniCPMV-2_6": ("MiniCPMV", "minicpmv", {**_QWEN2, **_MINICPMV, "version": 2.6}),
     "MiniCPMV-4_0": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 4.0}),

@@ -176,8 +176,16 @@ class SparseLayerRules(_Strict):
     requires: str
     shared_field: str
     shared_value: str = "shared"
+    shared_values: list[str] = Field(default_factory=list)
+    """The entries ``shared_field`` may hold; another is refused (``values_refusal``)."""
     full_every: int = Field(ge=1)
     full_offset: int = 0
+    length_refusal: str | None = None
+    """vLLM's ValueError when ``shared_field`` has not one entry per layer and a layer is
+    sparse (``{expected}``: the layers, ``{got}``: the entries)."""
+    values_refusal: str | None = None
+    """vLLM's ValueError for entries outside ``shared_values`` (``{invalid}``: them, sorted,
+    as a Python list)."""
 
 
 class SinkBackendRules(_Strict):

@@ -187,8 +187,29 @@ class _ConfigParser:
         rule; a config class raises ValueError)."""
         mixed = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
         state = ssm_refusal(self.text, self.family, self.hidden)
+        sparse = self._sparse_refusal()
         return ((f"AssertionError: {mixed}",) if mixed else ()) + (
-            (f"ValueError: {state}",) if state else ()) + config_refusal(self.text, self.family)
+            (f"ValueError: {state}",) if state else ()) + (
+            (f"ValueError: {sparse}",) if sparse else ()) + config_refusal(self.text, self.family)
+
+    def _sparse_refusal(self) -> str | None:
+        """vLLM's refusal of the family's ``attention.sparse_layers`` shared field
+        (``compute_skip_topk_layers``, which a sparse layer alone asks)."""
+        rule = self.family.attention.sparse_layers
+        if rule is None or self.family.attention.mla is None or not self.text.has(rule.requires):
+            return None
+        types = self.text.raw(rule.types_field)
+        shared = self.text.raw(rule.shared_field)
+        if not isinstance(types, list) or not isinstance(shared, list):
+            return None
+        if not any(t in rule.sparse_types for t in types[: self.num_layers]):
+            return None
+        if rule.length_refusal and len(shared) != self.num_layers:
+            return rule.length_refusal.format(expected=self.num_layers, got=len(shared))
+        invalid = sorted({str(v) for v in shared} - set(rule.shared_values))
+        if rule.values_refusal and rule.shared_values and invalid:
+            return rule.values_refusal.format(invalid=invalid)
+        return None
 
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention

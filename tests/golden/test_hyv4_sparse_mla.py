@@ -21,7 +21,19 @@ ANSWERS = REPO / "tests" / "golden" / "vllm_models" / "vllm-0.33.0-hyv4.jsonl.gz
 
 def _answers() -> list[dict[str, Any]]:
     with gzip.open(ANSWERS, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+        return [a for a in map(json.loads, f) if a["status"] == "ok"]
+
+
+def test_vllms_refusals_of_indexer_types_are_the_tools() -> None:
+    """A sparse layer's compute_skip_topk_layers refuses indexer_types of the wrong length
+    or with an unknown entry (attention.py:84-94); the tool's refusal is vLLM's."""
+    from selector.models.loader import load_model
+
+    with gzip.open(ANSWERS, "rt", encoding="utf-8") as f:
+        refused = [a for a in map(json.loads, f) if a["status"] != "ok"]
+    assert len(refused) == 2
+    for answer in refused:
+        assert load_model(REPO / answer["config"]).refusals == (answer["error"],)
 
 
 @pytest.mark.parametrize("answer", _answers(), ids=lambda a: Path(a["config"]).stem)
