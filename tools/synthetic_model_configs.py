@@ -472,6 +472,7 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
     "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
     "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
+    # HY-V4's defaults: no layer_types, so every layer is dense MLA (with a learnable sink)
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
     "Step5ForCausalLM": ("step5", {"num_hidden_layers": 8}),
     "BailingMoeV3ForCausalLM": ("bailing_hybrid", {
@@ -741,6 +742,25 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
                                 {**_PLAMO2_1B, "num_hidden_layers": 8, "mamba_step": 4}),
     "Plamo2ForCausalLM-short": ("Plamo2ForCausalLM", "plamo2",
                                 {**_PLAMO2_1B, "num_hidden_layers": 2, "mamba_step": 4}),
+    # HY-V4's sparse layers (vllm/models/hy_v4/nvidia/attention.py:318-341 in 0.33.0): the
+    # layer_types entries that are sparse, each with an indexer unless indexer_types makes it
+    # "shared" (HYV4Config's default: "full" at layer 0 and every 4th from 1); a dense layer
+    # whose indexer_types entry is "shared" stays dense
+    "HYV4ForCausalLM-sparse": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 6, "layer_types": [
+            "full_attention", "sparse_attention", "sparse", "deepseek_sparse_attention",
+            "full_attention", "deepseek_sparse_attention"]}),
+    # every layer sparse, indexer_types stated, no sink
+    "HYV4ForCausalLM-shared": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
+        "indexer_types": ["full", "shared", "full", "shared"], "learnable_sink": False}),
+    # indexer_types that a sparse layer's compute_skip_topk_layers refuses (attention.py:84-94)
+    "HYV4ForCausalLM-indexer-types-length": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
+        "indexer_types": ["full", "shared", "full"], "learnable_sink": False}),
+    "HYV4ForCausalLM-indexer-types-value": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
+        "indexer_types": ["full", "shared", "skip", "shared"], "learnable_sink": False}),
     "MiniCPMV-2_5": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 2.5}),
     "MiniCPMV-2_6": ("MiniCPMV", "minicpmv", {**_QWEN2, **_MINICPMV, "version": 2.6}),
     "MiniCPMV-4_0": ("MiniCPMV", "minicpmv", {**_BASE, **_MINICPMV, "version": 4.0}),

@@ -464,6 +464,7 @@ def reference(config_path: Path, workdir: Path, *,
             out["mamba_page_size_padded"] = padded
         stage = "model construction"
         _slopes_on_cpu(model_cls)
+        _workspace_on_meta()
         with (
             set_current_vllm_config(vllm_config),
             set_default_torch_dtype(model_config.dtype),
@@ -518,6 +519,35 @@ def _capability() -> tuple[int, int]:
 
     capability = oracle.STATE.capability
     return (capability.major, capability.minor) if capability is not None else CAPABILITY
+
+
+def _workspace_on_meta() -> None:
+    """The worker sets up vLLM's scratch workspace before it builds the model runner and
+    the model (``init_workspace_manager``, vllm/v1/worker/gpu_worker.py:554-564 in 0.33.0);
+    an attention impl may reserve its scratch while it is built (FlashMLASparseImpl,
+    vllm/v1/attention/backends/mla/flashmla_sparse.py:832): a workspace on the meta device
+    holds no memory, and growing it empties no allocator cache (the manager calls
+    ``torch.accelerator.empty_cache()`` before it grows, which on a machine without an
+    accelerator raises; for a meta workspace it is a no-op)."""
+    import torch
+
+    try:
+        from vllm.v1.worker import workspace
+    except ImportError:  # a release without the workspace manager
+        return
+    workspace.init_workspace_manager(torch.device("meta"))
+    manager = workspace.current_workspace_manager()
+    grow = manager._ensure_workspace_size
+
+    def grow_on_meta(*args: Any, **kwargs: Any) -> Any:
+        empty_cache = torch.accelerator.empty_cache
+        torch.accelerator.empty_cache = lambda: None
+        try:
+            return grow(*args, **kwargs)
+        finally:
+            torch.accelerator.empty_cache = empty_cache
+
+    manager._ensure_workspace_size = grow_on_meta  # type: ignore[method-assign]
 
 
 def _max_len(model_dir: Path) -> int:

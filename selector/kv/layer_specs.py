@@ -127,7 +127,7 @@ def _mla_spec(layer: LayerFacts, backend: BackendKVFacts, ctx: SpecContext) -> M
         state_content_bytes=DS_MLA_CONTENT_BYTES.get(cache_dtype_str),
         cache_dtype_str=cache_dtype_str,
         topk_buffer_width=layer.indexer.index_topk if layer.indexer else None,
-        is_index_group_leader=layer.indexer is not None,
+        is_index_group_leader=layer.is_sparse,
     )
 
 

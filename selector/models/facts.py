@@ -84,6 +84,10 @@ class SparseIndexer(_Frozen):
     backend: str | None = None
     """The backend the indexer cache names, a ``layer_backends`` entry of the release's
     ``model-driven.yaml``; None: the engine's wired ``sparse_indexer``."""
+    own_cache: bool = True
+    """The layer's own indexer keeps the index-key cache; False: the layer is sparse over
+    the top-k an earlier layer's indexer selected and builds no indexer (HY-V4's
+    ``indexer_types`` entry ``shared``: the family's ``attention.sparse_layers``)."""
 
 
 class Mamba1Dims(_Frozen):
@@ -215,6 +219,12 @@ class LayerFacts(_Frozen):
     """The model-driven backend (``model-driven.yaml``) the layer's own code builds, never
     the platform's priority list (MiniMax-M3's sparse layers: ``MINIMAX_M3_SPARSE``)."""
     ssm: SSMDims | None = None
+    sink_backend: str | None = None
+    """The backend the layer's module binds to apply its learnable sink where the selector's
+    choice cannot (the family's ``attention.sink_backend``; HY-V4: ``FLASHMLA_SPARSE``'s
+    sink-capable subclass): the layer is selected without a sink, then takes this backend
+    where the choice does not support sinks and this backend's checks pass; else it keeps
+    the choice, its sink disabled. None: no such binding."""
     model_backend: str | None = None
     """The backend the model's attention module passes itself (the family's
     ``attention.backend``): the layer is never selected, whatever ``--attention-backend``
@@ -250,8 +260,9 @@ class LayerFacts(_Frozen):
 
     @property
     def is_sparse(self) -> bool:
-        """A sparse-MLA layer: its indexer keeps a K cache of its own beside the latent."""
-        return self.indexer is not None
+        """A sparse-MLA layer whose indexer keeps a K cache of its own beside the latent
+        (not one that reads another layer's top-k: ``SparseIndexer.own_cache``)."""
+        return self.indexer is not None and self.indexer.own_cache
 
     def cross_view(self) -> LayerFacts:
         """The layer's cross-attention as a layer of its own (``kind`` ``cross_attention``)."""

@@ -162,6 +162,42 @@ class OwnSparseRules(_Strict):
     index_row: Literal["fp8_scaled", "bfloat16"] = "bfloat16"
 
 
+class SparseLayerRules(_Strict):
+    """Sparse MLA on some layers only (HY-V4, vllm/models/hy_v4/nvidia/attention.py:318-341
+    in 0.33.0): a layer is sparse when the config has ``requires`` (the indexer's
+    ``index_topk``) and its ``types_field`` entry is one of ``sparse_types``; other layers
+    are dense MLA. A sparse layer builds its own indexer (and index-key cache) unless its
+    ``shared_field`` entry is ``shared_value``: then it reads an earlier layer's top-k.
+    Without ``shared_field`` the config class's default holds: an own indexer at layer 0
+    and where ``(i - full_offset) % full_every == 0``."""
+
+    types_field: str
+    sparse_types: list[str]
+    requires: str
+    shared_field: str
+    shared_value: str = "shared"
+    shared_values: list[str] = Field(default_factory=list)
+    """The entries ``shared_field`` may hold; another is refused (``values_refusal``)."""
+    full_every: int = Field(ge=1)
+    full_offset: int = 0
+    length_refusal: str | None = None
+    """vLLM's ValueError when ``shared_field`` has not one entry per layer and a layer is
+    sparse (``{expected}``: the layers, ``{got}``: the entries)."""
+    values_refusal: str | None = None
+    """vLLM's ValueError for entries outside ``shared_values`` (``{invalid}``: them, sorted,
+    as a Python list)."""
+
+
+class SinkBackendRules(_Strict):
+    """A learnable sink the module applies through a backend it binds itself
+    (``LayerFacts.sink_backend``), when the boolean config field ``field`` is true
+    (``default`` when the config omits it)."""
+
+    field: str
+    default: bool = False
+    backend: str
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -208,6 +244,10 @@ class AttentionRules(_Strict):
     per_decoder_layer: DecoderLayerRules | None = None
     own_sparse: OwnSparseRules | None = None
     """Layers that build their own block-sparse attention and indexer cache."""
+    sparse_layers: SparseLayerRules | None = None
+    """Sparse MLA (and an indexer of its own, or another layer's top-k) on some layers."""
+    sink_backend: SinkBackendRules | None = None
+    """The backend a layer binds to apply its learnable sink (HY-V4)."""
     backend: str | None = None
     """The attention backend the family's attention module passes to its ``Attention``
     (``attn_backend=``): vLLM's selector is not asked for these layers, so neither the

@@ -187,8 +187,29 @@ class _ConfigParser:
         rule; a config class raises ValueError)."""
         mixed = mixed_window_refusal(self.text, self.family.mixers, self.num_layers)
         state = ssm_refusal(self.text, self.family, self.hidden)
+        sparse = self._sparse_refusal()
         return ((f"AssertionError: {mixed}",) if mixed else ()) + (
-            (f"ValueError: {state}",) if state else ()) + config_refusal(self.text, self.family)
+            (f"ValueError: {state}",) if state else ()) + (
+            (f"ValueError: {sparse}",) if sparse else ()) + config_refusal(self.text, self.family)
+
+    def _sparse_refusal(self) -> str | None:
+        """vLLM's refusal of the family's ``attention.sparse_layers`` shared field
+        (``compute_skip_topk_layers``, which a sparse layer alone asks)."""
+        rule = self.family.attention.sparse_layers
+        if rule is None or self.family.attention.mla is None or not self.text.has(rule.requires):
+            return None
+        types = self.text.raw(rule.types_field)
+        shared = self.text.raw(rule.shared_field)
+        if not isinstance(types, list) or not isinstance(shared, list):
+            return None
+        if not any(t in rule.sparse_types for t in types[: self.num_layers]):
+            return None
+        if rule.length_refusal and len(shared) != self.num_layers:
+            return rule.length_refusal.format(expected=self.num_layers, got=len(shared))
+        invalid = sorted({str(v) for v in shared} - set(rule.shared_values))
+        if rule.values_refusal and rule.shared_values and invalid:
+            return rule.values_refusal.format(invalid=invalid)
+        return None
 
     def _kv_heads(self, num_q: int) -> int:
         rules = self.family.attention
@@ -229,8 +250,36 @@ class _ConfigParser:
             )
             for i, mixer in enumerate(self.mixers)
         ]
-        return tuple(self._modules_per_layer(
-            self._loops(self._share_kv(self._per_layer_heads_and_windows(layers)))))
+        return tuple(self._modules_per_layer(self._loops(self._share_kv(
+            self._per_layer_heads_and_windows(self._sparse_layers(layers))))))
+
+    def _sparse_layers(self, layers: list[LayerFacts]) -> list[LayerFacts]:
+        """The family's ``attention.sparse_layers``: sparse MLA only on the layers its types
+        field names sparse, each with an indexer cache of its own unless it shares an
+        earlier layer's top-k."""
+        rule = self.family.attention.sparse_layers
+        if rule is None:
+            return layers
+        text = self.text
+        types = text.raw(rule.types_field) if text.has(rule.requires) else None
+        types = types if isinstance(types, list) else []
+        shared = text.raw(rule.shared_field)
+        out = []
+        for layer in layers:
+            i = layer.index
+            if layer.indexer is None:
+                out.append(layer)
+                continue
+            if not (i < len(types) and types[i] in rule.sparse_types):
+                out.append(layer.model_copy(update={"indexer": None}))
+                continue
+            if isinstance(shared, list):
+                own = not (i < len(shared) and shared[i] == rule.shared_value)
+            else:
+                own = i == 0 or (i - rule.full_offset) % rule.full_every == 0
+            indexer = layer.indexer if own else layer.indexer.model_copy(update={"own_cache": False})
+            out.append(layer.model_copy(update={"indexer": indexer}))
+        return out
 
     def _modules_per_layer(self, layers: list[LayerFacts]) -> list[LayerFacts]:
         """The family's ``attention.per_decoder_layer``: every attention layer builds that
@@ -373,6 +422,9 @@ class _ConfigParser:
         fields["has_sink"] = self._sink(mixer)
         rules = self.family.attention
         fields["model_backend"] = rules.backend
+        sink = rules.sink_backend
+        if sink is not None and self.text.bool_(sink.field, sink.default):
+            fields["sink_backend"] = sink.backend
         if rules.static_sinks is not None and self.text.has(rules.static_sinks):
             fields["sink_tokens"] = self.text.int_(rules.static_sinks, minimum=0)
         offset = rules.window_offset

@@ -172,6 +172,9 @@ class LayerRequest:
     model_backend: str | None = None
     """The backend the layer's own module passes (``LayerFacts.model_backend``): the
     layer's, unchecked, whatever ``attention_backend`` says."""
+    sink_backend: str | None = None
+    """The backend the layer's module binds for its learnable sink where the choice cannot
+    apply sinks (``LayerFacts.sink_backend``)."""
 
 
 def _model_layer(model: ModelFacts, layer: int | None) -> tuple[int, LayerFacts]:
@@ -209,4 +212,5 @@ def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = Non
     per_kind = d.attention_config.backend_per_kind
     return LayerRequest(facts=layer_request(base, chosen, model),
                         attention_backend=per_kind.get(chosen.spec_kind, d.attention_backend),
-                        layer=index, kind=chosen.spec_kind, model_backend=chosen.model_backend)
+                        layer=index, kind=chosen.spec_kind, model_backend=chosen.model_backend,
+                        sink_backend=chosen.sink_backend)

@@ -55,6 +55,7 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
     request = layer_of(loaded, catalog, layer, target=target, model_facts=model_facts)
     result = solve(request.facts, engine=engine_data,
                    attention_backend=request.attention_backend, suggest=False,
-                   catalog=catalog, model_backend=request.model_backend)
+                   catalog=catalog, model_backend=request.model_backend,
+                   sink_backend=request.sink_backend)
     return Explained(backend=name, request=request, result=result,
                      checks=explain_backend(result, name, catalog))

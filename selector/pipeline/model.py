@@ -98,7 +98,8 @@ def check_model(
             layer.spec_kind, draft_backend if layer.draft else attention_backend)
         key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
                ("__draft__", layer.draft), ("__view__", layer.kind),
-               ("__model_backend__", layer.model_backend))
+               ("__model_backend__", layer.model_backend),
+               ("__sink_backend__", layer.sink_backend))
         groups.setdefault(key, []).append(layer.index)
         facts_of[key] = facts
         kind_of[key] = layer.layer_kind
@@ -109,7 +110,8 @@ def check_model(
         backend = dict(key).get("__backend__")
         result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
                        cudagraph_mode=cudagraph_mode, catalog=catalog,
-                       model_backend=dict(key).get("__model_backend__"))
+                       model_backend=dict(key).get("__model_backend__"),
+                       sink_backend=dict(key).get("__sink_backend__"))
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
                                          result=result, draft=bool(dict(key).get("__draft__"))))
         for index in layers:

@@ -353,12 +353,27 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
     return tuple(found[:limit])
 
 
+def _sink_binding(compiled: CompiledEngine, full: dict[str, Any], outcome: SelectionOutcome,
+                  sink_backend: str) -> str | None:
+    """The backend a module binds for its learnable sink (HY-V4's ``_resolve_sink_backend``,
+    vllm/models/hy_v4/nvidia/attention.py:544-641 in 0.33.0): None where the selected
+    backend applies sinks itself (it keeps it) or ``sink_backend`` fails its checks (the
+    sink is disabled); ``sink_backend``'s subclass declares sink support, so its checks
+    are the layer's own without a sink."""
+    assert outcome.selected is not None
+    with_sink, _, _ = compiled.evaluate({**full, "has_sink": True})
+    if not with_sink[outcome.selected] or outcome.reasons[sink_backend]:
+        return None
+    return sink_backend
+
+
 def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData | None = None,
           attention_backend: str | None = None,
           cudagraph_mode: str | None = None,
           suggest: bool = True, catalog: Catalog,
           platform: str | None = None,
-          model_backend: str | None = None) -> SolveResult:
+          model_backend: str | None = None,
+          sink_backend: str | None = None) -> SolveResult:
     """Validate every backend, select one and explain the decision (``cudagraph_mode``
     None: the engine's default, ``defaults.yaml``; ``engine``: the loaded engine of the
     target's platform, or a release name loaded for ``platform``, None: the catalog's
@@ -366,7 +381,11 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
     ``model_backend``: the backend the layer's own module passes to its attention
     (``LayerFacts.model_backend``): it is the layer's backend whatever its checks say and
     whatever ``attention_backend`` asks, since vLLM asks no selector for it (mode
-    ``model``); every backend's verdict is still evaluated, for the record."""
+    ``model``); every backend's verdict is still evaluated, for the record.
+    ``sink_backend``: the backend the layer's module binds to apply its learnable sink
+    (``LayerFacts.sink_backend``): where the selected backend (asked without a sink) cannot
+    apply sinks and ``sink_backend`` passes its checks, it is the layer's backend (mode
+    ``model``)."""
     engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
@@ -383,6 +402,12 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
                                    None)
     else:
         outcome = select(compiled, full, attention_backend)
+        if sink_backend is not None and outcome.selected is not None:
+            bound = _sink_binding(compiled, full, outcome, engine_data.backend(sink_backend).name)
+            if bound is not None:
+                model_backend, attention_backend = bound, None
+                outcome = SelectionOutcome(outcome.reasons, outcome.order, outcome.derived,
+                                           bound, None)
     order = outcome.order
     verdicts = []
     for name, spec in engine_data.backends.items():

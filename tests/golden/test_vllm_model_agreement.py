@@ -39,6 +39,14 @@ REFUSED: dict[str, tuple[str, str]] = {
         "not available offline; MiMoForCausalLM is read with the llama family"),
     "Qwen--Qwen-7B-Chat.json": (
         "was supported in vLLM until v0.23.0", "QWenLMHeadModel was removed from vLLM in 0.23.0"),
+    "HYV4ForCausalLM-indexer-types-length.json": (
+        "indexer_types must contain one entry per hidden layer: expected 4, got 3.",
+        "HY-V4's compute_skip_topk_layers (attention.py:84-89): the family's "
+        "sparse_layers.length_refusal in the same words"),
+    "HYV4ForCausalLM-indexer-types-value.json": (
+        "indexer_types only supports 'full' and 'shared', got ['skip'].",
+        "HY-V4's compute_skip_topk_layers (attention.py:90-94): the family's "
+        "sparse_layers.values_refusal in the same words"),
     "qwen2-window-mixed-shape.json": (
         "Sliding window for some but all layers is not supported", "AS133 with the same text"),
     "Step1ForCausalLM.json": (
