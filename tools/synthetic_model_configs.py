@@ -470,7 +470,14 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8], "num_heads": 32,
             "head_dim": 128, "short_conv_kernel_size": 4}}),
     "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
-    "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
+    # vLLM's own InklingModelConfig (inkling_model): local (sliding) layers as the published
+    # Inkling-Small's pattern (every sixth global), one dense layer, the MoE's shared sink
+    # experts it asserts (moe.py:421), smaller sliding-layer heads than the global ones
+    "InklingForCausalLM": ("inkling_model", {
+        "num_hidden_layers": 8, "local_layer_ids": [0, 1, 2, 4, 5, 6], "dense_mlp_idx": 1,
+        "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
+        "shared_expert_sink": True, "use_sconv": True, "swa_num_key_value_heads": 2,
+        "swa_head_dim": 64}),
     "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
     "Step5ForCausalLM": ("step5", {"num_hidden_layers": 8}),
