@@ -154,6 +154,8 @@ def _compare(layer: LayerFacts, role: str, record: dict[str, Any], answer: dict[
     out: list[str] = []
     want_kind = _SPEC_KIND.get(record["spec"], record["spec"])
     ctx = _context(answer, record["block_size"])
+    if layer.kv_cache_dtype is not None:  # the layer's own dtype (a conv cache: the model's)
+        ctx = ctx.model_copy(update={"kv_cache_dtype": layer.kv_cache_dtype})
     if role == "indexer":
         if layer.indexer is None:
             return ["vLLM has a sparse indexer cache, the tool none"]
