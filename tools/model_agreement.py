@@ -154,6 +154,8 @@ def _compare(layer: LayerFacts, role: str, record: dict[str, Any], answer: dict[
     out: list[str] = []
     want_kind = _SPEC_KIND.get(record["spec"], record["spec"])
     ctx = _context(answer, record["block_size"])
+    if layer.kv_cache_dtype is not None:  # the layer's own dtype (a conv cache: the model's)
+        ctx = ctx.model_copy(update={"kv_cache_dtype": layer.kv_cache_dtype})
     if role == "indexer":
         if layer.indexer is None:
             return ["vLLM has a sparse indexer cache, the tool none"]
@@ -229,6 +231,11 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
         if layer is None:
             result.differences.append(f"layer {index}: vLLM has it, the tool does not")
             continue
+        conv = layer.conv_cache
+        if conv is not None and record["name"].rsplit(".", 1)[-1] == conv.name:
+            # the decoder layer's short-convolution state (Inkling's conv_state)
+            _record_conv(layer, record, answer, result)
+            continue
         if record.get("kv_sharing_target") is not None or record.get("spec") is None:
             # an EncoderOnlyAttention module gives no spec (get_kv_cache_spec returns None);
             # the runner then appends its layers as one zero-memory EncoderOnlyAttentionSpec
@@ -263,6 +270,17 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
                     f"layer {layer.index}: the tool has a {layer.kind} cache, vLLM none"
                 )
     return result
+
+
+def _record_conv(layer: LayerFacts, record: dict[str, Any], answer: dict[str, Any],
+                 result: ConfigAgreement) -> bool:
+    """A decoder layer's conv-state cache against the tool's conv view of the layer."""
+    diffs = _compare(layer.conv_view(), "attention", record, answer)
+    if diffs:
+        result.differences.extend(f"layer {layer.index} conv: {d}" for d in diffs)
+    else:
+        result.agreeing += 1
+    return not diffs
 
 
 def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:

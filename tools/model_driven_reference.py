@@ -160,11 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true",
                         help="keep the answers already in --out for (config, capability, "
                              "backend) not run now")
+    parser.add_argument("--gpu-runner", action="store_true",
+                        help="choose the model runner as on the emulated GPU (Model Runner V2: "
+                             "tools/vllm_model_reference.py --gpu-runner); Step5 builds on it only")
     args = parser.parse_args(argv)
     capabilities: list[tuple[int, int]] = (
         [(int(c.split(".")[0]), int(c.split(".")[1])) for c in args.capability]
         if args.capability else list(DEFAULT_CAPABILITIES))
     ref._bootstrap()
+    if args.gpu_runner:
+        ref.gpu_model_runner()
     _capture_backends()
     import oracle  # type: ignore[import-not-found]  # the shared oracle (ORACLE_DIR)
 

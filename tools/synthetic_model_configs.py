@@ -470,11 +470,29 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8], "num_heads": 32,
             "head_dim": 128, "short_conv_kernel_size": 4}}),
     "BeamForCausalLM": ("beam", {"num_hidden_layers": 8}),
-    "InklingForCausalLM": ("inkling_text", {"num_hidden_layers": 8, "padded_vocab_size": 201088}),
+    # vLLM's own InklingModelConfig (inkling_model): local (sliding) layers as the published
+    # Inkling-Small's pattern (every sixth global), one dense layer, the MoE's shared sink
+    # experts it asserts (moe.py:421), smaller sliding-layer heads than the global ones
+    "InklingForCausalLM": ("inkling_model", {
+        "num_hidden_layers": 8, "local_layer_ids": [0, 1, 2, 4, 5, 6], "dense_mlp_idx": 1,
+        "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
+        "shared_expert_sink": True, "use_sconv": True, "swa_num_key_value_heads": 2,
+        "swa_head_dim": 64}),
     "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
     # HY-V4's defaults: no layer_types, so every layer is dense MLA (with a learnable sink)
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
-    "Step5ForCausalLM": ("step5", {"num_hidden_layers": 8}),
+    # Step5Config's defaults carry no sparse_config section, which vLLM refuses
+    # (step5/nvidia/model.py:1853-1857): Step5SparseConfig's defaults (sparse on
+    # full_attention layers) with index_tp_size = the KV groups (:397-400), 8 query heads
+    # per KV group (:426-427), three sliding layers before each full one, the head-wise gate
+    # its DSA layers require (:1051-1054), the MoE's router bias and fp32 gate
+    # (kept as tests/fixtures/hf_configs/model_driven/synthetic--Step5ForCausalLM.json while unmapped)
+    "Step5ForCausalLM": ("step5", {
+        "num_hidden_layers": 8, "sparse_config": {"index_tp_size": 8}, "sliding_window": 512,
+        "num_attention_heads": 64, "head_dim": 192, "use_head_wise_attn_gate": True,
+        "use_moe_router_bias": True, "need_fp32_gate": True,
+        "layer_types": ["sliding_attention"] * 3 + ["full_attention"]
+        + ["sliding_attention"] * 3 + ["full_attention"]}),
     "BailingMoeV3ForCausalLM": ("bailing_hybrid", {
         "num_hidden_layers": 8, "no_kda_lora": True, "use_bias": False, "n_group": 1,
         "num_experts_per_tok": 2, "moe_shared_expert_intermediate_size": 1024}),

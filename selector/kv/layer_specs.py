@@ -138,7 +138,8 @@ def _sliding_spec(
     probe = SlidingWindowSpec(**_dense_fields(layer, kv_dtype, 1), sliding_window=window)
     per_token = customize(probe, backend).unpadded_page_size_bytes
     budget = per_token * ctx.block_size
-    block = largest_kernel_block_within(backend, per_token, budget, ctx.block_size)
+    block = layer.own_block_size or largest_kernel_block_within(
+        backend, per_token, budget, ctx.block_size)
     return SlidingWindowSpec(**_dense_fields(layer, kv_dtype, block), sliding_window=window)
 
 

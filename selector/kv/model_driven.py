@@ -562,12 +562,13 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
 def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog
                       ) -> dict[str, BackendKVFacts]:
     """The facts of the backends the model's layers build themselves (a layer's
-    ``own_backend``, its indexer's ``backend``), by name, as the release's
+    ``own_backend``, its indexer's ``backend``, its conv cache's ``backend``), by name, as the release's
     ``model-driven.yaml`` states them; a name the release does not state is left out (the
     planner then refuses the model)."""
     names = {layer.own_backend for layer in model.layers if layer.own_backend}
     indexers = {layer.indexer.backend for layer in model.layers
                 if layer.indexer is not None and layer.indexer.backend}
+    indexers |= {layer.conv_cache.backend for layer in model.layers if layer.conv_cache}
     data = load_model_driven(engine, catalog)
     if data is None or not names | indexers:
         return {}
@@ -580,9 +581,11 @@ def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog
                                    reorder_batch_threshold=b.reorder_batch_threshold)
     for name in sorted(indexers & set(data.layer_backends)):
         helper = data.layer_backends[name]
+        sizes = _sizes(helper.kernel_block_sizes)
         out[name] = BackendKVFacts(name=name, class_name=helper.class_name or name,
-                                   kernel_block_sizes=_sizes(helper.kernel_block_sizes),
-                                   cudagraph_support=helper.cudagraph_support)
+                                   cudagraph_support=helper.cudagraph_support,
+                                   # none stated: AttentionBackend's default, [MultipleOf(1)]
+                                   **({"kernel_block_sizes": sizes} if sizes else {}))
     return out
 
 

@@ -68,6 +68,8 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
             assert layer.indexer is not None
             out.append((layer, _wired(wired, layer.indexer.backend or "sparse_indexer"),
                         "indexer", 0))
+        if layer.conv_cache is not None:  # registered before the layer's attention
+            out.append((layer.conv_view(), _wired(wired, layer.conv_cache.backend), "conv", 0))
         backend = effective_backend(
             layer, _wired(wired, layer.own_backend) if layer.own_backend else choose(layer))
         out.extend((layer, backend, "attention", k) for k in range(layer.attentions))
@@ -118,6 +120,8 @@ def _entry_name(layer: LayerFacts, role: str, module: int) -> str:
     """The cache's layer name: ``layers.I`` (``.self_attn.K`` for each of a decoder layer's
     several attention modules, ``.mixer`` for a parallel state, ``.cross_attn``)."""
     base = f"layers.{layer.index}"
+    if role == "conv":
+        return f"{base}.conv"
     if role == "parallel_state":
         return f"{base}.mixer"
     if role == "cross":
@@ -132,6 +136,8 @@ def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, module: int,
     spec: AnySpec
     if layer.kv_cache_dtype is not None:
         ctx = ctx.model_copy(update={"kv_cache_dtype": layer.kv_cache_dtype})
+    if layer.own_block_size is not None:
+        ctx = ctx.model_copy(update={"block_size": layer.own_block_size})
     if role == "indexer":
         spec = customize(indexer_spec(layer, ctx), backend)
         return CacheEntry(

@@ -110,7 +110,8 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple if multiple > 1 else value
 
 
-def _moe_layers(cfg: Mapping[str, Any], num_layers: int) -> list[bool]:
+def _moe_layers(cfg: Mapping[str, Any], num_layers: int,
+                first_dense_field: str | None = None) -> list[bool]:
     """Which decoder layers have routed experts (``moe_layer_freq`` may be a per-layer
     list of 0/1, MiMo-V2's spelling)."""
     if not config_int(cfg, *_EXPERT_KEYS):
@@ -118,7 +119,8 @@ def _moe_layers(cfg: Mapping[str, Any], num_layers: int) -> list[bool]:
     listed_freq = cfg.get("moe_layer_freq")
     if isinstance(listed_freq, list) and len(listed_freq) == num_layers:
         return [bool(flag) for flag in listed_freq]
-    first_dense = config_int(cfg, "first_k_dense_replace")
+    first_dense = config_int(cfg, *(f for f in (first_dense_field,) if f),
+                             "first_k_dense_replace")
     freq = max(1, config_int(cfg, "moe_layer_freq", "decoder_sparse_step",
                        "interleave_moe_layer_step", default=1))
     period = config_int(cfg, "expert_layer_period")
@@ -145,7 +147,7 @@ def _ffn_layers(cfg: Mapping[str, Any], rules: WeightRules, num_layers: int,
                 dense_inter: int, hidden: int) -> list[tuple[str, int]]:
     """Each layer's feed-forward block: (``dense`` | ``moe`` | ``none`` | ``linear``, the
     dense width)."""
-    moe = _moe_layers(cfg, num_layers)
+    moe = _moe_layers(cfg, num_layers, rules.first_dense_field)
     if rules.ffn == "char_pattern" and rules.ffn_field:
         pattern = cfg.get(rules.ffn_field)
         if isinstance(pattern, (str, list)) and len(pattern) == num_layers:
@@ -170,16 +172,17 @@ def _ffn_layers(cfg: Mapping[str, Any], rules: WeightRules, num_layers: int,
 
 
 def _layer_attention(layer: LayerFacts, hidden: int, tp: int, q_gate: bool = False,
-                     sink_values: bool = False) -> int:
+                     sink_values: bool = False, q_extra: int = 0) -> int:
     """Parameters of one (non-MLA) attention layer on one rank: the fused QKV projection
     (QKVParallelLinear: KV heads split, or replicated when fewer than ``tp``) and the
     output projection (RowParallelLinear), from the KV plan's layer facts; with static sink
     tokens, their key (and, ``sink_values``, value) parameters of the rank's KV heads
-    (openpangu.py:645-690: ``param_sink_key`` / ``param_sink_value``)."""
+    (openpangu.py:645-690: ``param_sink_key`` / ``param_sink_value``); ``q_extra``
+    columns per query head beside q (the family's ``q_extra_per_head_field``)."""
     q = layer.total_q_heads
     kv_per_rank = max(1, layer.total_kv_heads // tp)
     head, head_v = layer.head_size, layer.head_size_v or layer.head_size
-    q_width = q * head * (2 if q_gate else 1) // tp
+    q_width = q * (head * (2 if q_gate else 1) + q_extra) // tp
     sinks = layer.sink_tokens * kv_per_rank * (head + (head_v if sink_values else 0))
     return hidden * (q_width + kv_per_rank * (head + head_v)) + q * head_v * hidden // tp + sinks
 
@@ -539,8 +542,12 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
             q_gate = bool(cfg.get(rules.q_gate_field, rules.q_gate_default)
                           if rules.q_gate_field else rules.q_gate_default)
             sink_values = bool(rules.sink_value_field and cfg.get(rules.sink_value_field))
-            attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate, sink_values)
-            total_attn += modules * _layer_attention(layer, hidden, 1, q_gate, sink_values)
+            q_extra = config_int(cfg, rules.q_extra_per_head_field) \
+                if rules.q_extra_per_head_field else 0
+            attn_sharded += here * modules * _layer_attention(layer, hidden, tp, q_gate,
+                                                              sink_values, q_extra)
+            total_attn += modules * _layer_attention(layer, hidden, 1, q_gate, sink_values,
+                                                     q_extra)
         block, width = ffn[index]
         if block == "moe":
             experts += here * num_experts * e_matrices * e_hidden * e_inter // tp
@@ -572,7 +579,8 @@ def estimate_weights(raw: Mapping[str, Any], *, layer_kinds: tuple[str, ...], tp
     ngram = ngram_tables + ngram_projections if first == 0 else 0
     parts = [
         WeightPart(name="embedding",
-                   params=(padded_vocab * hidden + positions if holds_embedding else 0) + ngram,
+                   params=((padded_vocab * (tp if rules.replicated_embedding else 1) * hidden
+                            + positions) if holds_embedding else 0) + ngram,
                    bits=base_bits),
         WeightPart(name="lm_head", params=padded_vocab * hidden if holds_lm_head else 0,
                    bits=base_bits),

@@ -41,7 +41,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("expert biases", re.compile(r"\|FusedMoE$|\|\w*FusedMoE$")),
     ("lm_head", re.compile(r"\|ParallelLMHead$")),
     # LongCat-Flash-Lite's n-gram tables (a VocabParallelEmbedding) and their projections
-    ("embedding", re.compile(r"\|VocabParallelEmbedding$|\.(?:wpe|embed_positions)\.weight\||"
+    # Inkling's InklingReplicatedEmbedding: a full table per rank
+    ("embedding", re.compile(r"\|VocabParallelEmbedding$|\|\w*ReplicatedEmbedding$|"
+                             r"\.(?:wpe|embed_positions)\.weight\||"
                              r"\.ngram_embeddings\.oe_projection\|")),
     ("shared experts", re.compile(r"\.shared_experts?\.|\.shared_mlp\.")),
     ("router", re.compile(r"\.(?:gate|router)\.(?:weight|e_score_correction_bias)\||"

@@ -90,6 +90,20 @@ class SparseIndexer(_Frozen):
     ``indexer_types`` entry ``shared``: the family's ``attention.sparse_layers``)."""
 
 
+class ConvCache(_Frozen):
+    """A short-convolution state kept as a sliding-window KV cache (Inkling's
+    ``InklingConvState``, ``vllm/models/inkling/nvidia/sconv_swa_attn.py:121-193``)."""
+
+    width: int = Field(ge=1)
+    """The convolution width: the cache's block size and sliding window."""
+    num_kv_heads: int = Field(ge=1)
+    total_kv_heads: int = Field(ge=1)
+    head_size: int = Field(ge=1)
+    """The packed per-head width of the streams it holds."""
+    backend: str
+    name: str
+
+
 class Mamba1Dims(_Frozen):
     """Mamba-1 mixer dimensions (whole model, before tensor parallelism)."""
 
@@ -229,6 +243,12 @@ class LayerFacts(_Frozen):
     """The backend the model's attention module passes itself (the family's
     ``attention.backend``): the layer is never selected, whatever ``--attention-backend``
     says; None: vLLM's selector picks it."""
+    conv_cache: ConvCache | None = None
+    """A short-convolution state the decoder layer registers as a sliding-window cache
+    beside its attention (the family's ``attention.conv_cache``: Inkling)."""
+    own_block_size: int | None = Field(default=None, ge=1)
+    """The block size the layer's module fixes in its spec whatever the engine's (a conv
+    cache's: the convolution width); None: the engine's block size."""
     sink_tokens: int = Field(default=0, ge=0)
     """Static sink tokens of a ``StaticSinkAttention`` (``sink_len``; the family's
     ``attention.static_sinks``): 0 for a layer without them."""
@@ -268,6 +288,19 @@ class LayerFacts(_Frozen):
         """The layer's cross-attention as a layer of its own (``kind`` ``cross_attention``)."""
         return self.model_copy(update={"kind": "cross_attention", "cross_attention": False,
                                        "sliding_window": None, "attention_chunk_size": None})
+
+    def conv_view(self) -> LayerFacts:
+        """The layer's short-convolution state cache as a layer of its own: a sliding-window
+        cache over ``width`` tokens in blocks of ``width``, V head size 0, the model's dtype
+        (``auto``), on the backend its module returns."""
+        conv = self.conv_cache
+        assert conv is not None
+        return self.model_copy(update={
+            "kind": "attention", "conv_cache": None, "num_kv_heads": conv.num_kv_heads,
+            "total_kv_heads": conv.total_kv_heads, "head_size": conv.head_size, "head_size_v": 0,
+            "sliding_window": conv.width, "attention_chunk_size": None,
+            "own_block_size": conv.width, "kv_cache_dtype": "auto",
+            "model_backend": conv.backend, "attentions": 1, "has_sink": False})
 
     def state_view(self) -> LayerFacts:
         """The layer's state mixer as a layer of its own (``kind`` ``mamba`` or ``gdn``)."""

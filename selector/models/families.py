@@ -198,6 +198,23 @@ class SinkBackendRules(_Strict):
     backend: str
 
 
+class ConvCacheRules(_Strict):
+    """Each attention layer's decoder layer also owns a short-convolution state registered
+    as a sliding-window cache of its own (Inkling's ``InklingConvState``): ``kernel_field``
+    gives the convolution width, which is the cache's block size and window; the layer's
+    KV heads (after the mixer's overrides) are its heads; ``head_size`` is an expression
+    over the layer's ``head_size``, ``total_kv_heads`` and the model's ``hidden_size``,
+    rounded up to a power of two when ``round_pow2``; V head size 0; the model's dtype,
+    whatever the KV-cache dtype; ``backend`` the backend its module returns itself."""
+
+    kernel_field: str
+    head_size: str
+    round_pow2: bool = False
+    backend: str
+    name: str
+    """The module's name under the decoder layer (``conv_state``)."""
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -253,6 +270,8 @@ class AttentionRules(_Strict):
     (``attn_backend=``): vLLM's selector is not asked for these layers, so neither the
     platform's priority list nor ``--attention-backend`` applies (openPangu's sink attention:
     ``FLASH_ATTN_DIFFKV``)."""
+    conv_cache: ConvCacheRules | None = None
+    """A short-convolution state cache beside every attention layer (Inkling)."""
     static_sinks: str | None = None
     """The config field giving the number of static sink tokens of a ``StaticSinkAttention``
     (its ``sink_len``): the layer's cache is a ``SinkFullAttentionSpec``, a full-attention
@@ -438,6 +457,15 @@ class WeightRules(_Strict):
     estimate cannot count, and the weights are unknown."""
     replicated_mlp: bool = False
     """The dense MLP is not split over ranks (ReplicatedLinear)."""
+    first_dense_field: str | None = None
+    """A config field: the first N decoder layers have a dense MLP, the others the MoE (in
+    place of ``first_k_dense_replace``: Inkling's ``dense_mlp_idx``)."""
+    replicated_embedding: bool = False
+    """The token embedding is a full table on every rank (not a VocabParallelEmbedding:
+    Inkling's ``InklingReplicatedEmbedding``)."""
+    q_extra_per_head_field: str | None = None
+    """A config field: the fused q projection also yields this many columns per query head
+    (Inkling's relative-position branch, ``d_rel``), split over ranks with the heads."""
     vision_towers: dict[str, VisionRules] = Field(default_factory=dict)
     """{top-level model_type: its vision tower}; another type's tower is counted by the
     generic formula (weights.py ``_vision_params``)."""

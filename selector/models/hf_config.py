@@ -17,7 +17,14 @@ from selector import expr as expr_lang
 from selector.errors import InputError
 from selector.models.config_defaults import class_defaults
 from selector.models.config_reader import ConfigReader
-from selector.models.facts import LayerFacts, MLADims, ModelDType, ModelFacts, SparseIndexer
+from selector.models.facts import (
+    ConvCache,
+    LayerFacts,
+    MLADims,
+    ModelDType,
+    ModelFacts,
+    SparseIndexer,
+)
 from selector.models.families import (
     GENERIC,
     Family,
@@ -450,6 +457,7 @@ class _ConfigParser:
         if self.family.ssm is not None and self.family.ssm.parallel:
             fields["ssm"] = read_ssm(self.text, self.family, self.hidden)
         fields.update(self._own_sparse(index))
+        fields.update(self._conv_cache(fields))
         causal = rules.causal_field
         if self.family.encoder_only or (causal is not None and not self.text.bool_(causal, True)):
             kind = "encoder_only"
@@ -458,6 +466,22 @@ class _ConfigParser:
         elif rules.cross_attention and kind == "attention":
             fields["cross_attention"] = True
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _conv_cache(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The family's ``attention.conv_cache``: the short-convolution state the decoder
+        layer registers beside its attention, of the layer's KV heads."""
+        rule = self.family.attention.conv_cache
+        if rule is None:
+            return {}
+        env = {"head_size": fields["head_size"], "total_kv_heads": fields["total_kv_heads"],
+               "hidden_size": self.hidden}
+        value = expr_lang.evaluate(expr_lang.parse(rule.head_size), env)
+        assert isinstance(value, int) and not isinstance(value, bool) and value > 0
+        head = 1 << (value - 1).bit_length() if rule.round_pow2 else value
+        width = self.text.int_(rule.kernel_field, minimum=1)
+        return {"conv_cache": ConvCache(width=width, num_kv_heads=fields["total_kv_heads"],
+                                        total_kv_heads=fields["total_kv_heads"], head_size=head,
+                                        backend=rule.backend, name=rule.name)}
 
     def _own_sparse(self, index: int) -> dict[str, Any]:
         """The family's ``attention.own_sparse``: a layer flagged sparse names the rule's

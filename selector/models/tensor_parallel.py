@@ -80,6 +80,16 @@ def shard_layer(model: ModelFacts, layer: LayerFacts, tp: int) -> LayerFacts:
         return layer
     if layer.has_parallel_state:
         _check_ssm(model, layer, tp)
+    conv = layer.conv_cache
+    if conv is not None:
+        # InklingConvState, built before the layer's attention, asserts whole KV heads per
+        # rank (vllm/models/inkling/nvidia/sconv_swa_attn.py:142-145 in 0.33.0)
+        if tp > conv.total_kv_heads:
+            raise _fail(model, "num_key_value_heads",
+                        f"sconv SWA cache supports tp_size <= num_kv_heads "
+                        f"({conv.total_kv_heads}), got {tp}")
+        conv = conv.model_copy(update={"num_kv_heads": conv.total_kv_heads // tp})
+        layer = layer.model_copy(update={"conv_cache": conv})
     total_q, total_kv = layer.total_q_heads, layer.total_kv_heads
     if total_q % tp:
         raise _fail(

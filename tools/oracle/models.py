@@ -12,8 +12,13 @@ pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with
   op with an inert stub (model constructors keep references to kernels such as
   ``silu_and_mul`` but never call them here);
 * ``triton.Config`` (when vLLM's Triton placeholder is in use) keeps its arguments,
-  because kernel modules filter their autotune configs on import, and
-  ``triton.set_allocator`` is inert (OLMo-Hybrid's GDN layer calls it while built);
+  because kernel modules filter their autotune configs on import,
+  ``triton.set_allocator`` is inert (OLMo-Hybrid's GDN layer calls it while built) and
+  ``triton.language.extra`` is an inert namespace (Step5's kernel modules bind
+  ``tl.extra.cuda.libdevice`` at import);
+* under the meta-device build a factory's ``pin_memory=True`` is dropped (no pinned
+  allocator without a GPU) and ``torch.cuda.get_device_properties`` answers the emulated
+  capability as ``major`` / ``minor`` (Step5's sparse adapter asks for it while built);
 * ``torchvision._meta_registrations`` is an empty module (torchvision's compiled ops
   cannot load against a CPU torch; multimodal model modules only need its transforms);
 * ``ORACLE_EXTRA_PATH`` adds folders of pure-Python packages some model modules import
@@ -117,6 +122,19 @@ class _NoStream:
         return lambda *args, **kwargs: None
 
 
+class _InertNamespace:
+    """Any attribute is another inert namespace (a stand-in for a Triton module whose
+    members kernel modules bind at import and call only inside kernels)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> _InertNamespace:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _InertNamespace(f"{self._name}.{attr}")
+
+
 class _TritonConfig:
     """Stands in for ``triton.Config`` when Triton cannot load (no GPU): kernel
     modules inspect their autotune configs at import time."""
@@ -160,6 +178,8 @@ def device_tensors_on_meta() -> Any:
         def inner(*args: Any, **kwargs: Any) -> Any:
             if on_gpu(kwargs.get("device")):
                 kwargs["device"] = "meta"
+            if kwargs.get("pin_memory"):  # a host staging buffer (Step5's sparse adapter):
+                kwargs["pin_memory"] = False  # no pinned allocator without a GPU
             return fn(*args, **kwargs)
 
         return inner
@@ -179,9 +199,14 @@ def device_tensors_on_meta() -> Any:
         # DeepSeek-V4.1's Engram embedding asks the accelerator's index for its SM count
         torch.accelerator.current_device_index = lambda: 0
         # ... and the device's properties (its multi_processor_count sizes kernel launches,
-        # never a cache): an H200's 132 SMs
+        # never a cache): an H200's 132 SMs; major / minor the emulated capability (Step5's
+        # FlashInfer sparse adapter reads torch.cuda.get_device_capability while built)
+        from vllm.platforms import current_platform
+
+        cap = current_platform.get_device_capability()
+        major, minor = (cap.major, cap.minor) if cap is not None else (9, 0)
         torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(
-            multi_processor_count=132, name="NVIDIA H200")
+            multi_processor_count=132, name="NVIDIA H200", major=major, minor=minor)
         torch.nn.Module.to = module_to  # type: ignore[method-assign]
         yield
     finally:
@@ -581,12 +606,16 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
                  "_flashkda_C"):
         setattr(torch.ops, name, _OpNamespace(getattr(torch.ops, name)))
     import vllm._custom_ops  # noqa: F401  (import-time capability queries)
-    from vllm.triton_utils import importing, triton
+    from vllm.triton_utils import importing, tl, triton
 
     if isinstance(triton, importing.TritonPlaceholder):
         triton.Config = _TritonConfig
         # OLMo-Hybrid's GDN layer registers Triton's allocator in its constructor
         triton.set_allocator = lambda allocator: None
+        # Step5's kernel modules bind ``tl.extra.cuda.libdevice`` at import (its functions
+        # are called inside kernels only, never while a model is built)
+        if not hasattr(tl, "extra"):
+            tl.extra = _InertNamespace("triton.language.extra")
 
     _STATE["permissive"] = True
     from vllm.model_executor.models import registry
