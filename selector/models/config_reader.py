@@ -118,8 +118,11 @@ class ConfigReader:
     def _get(self, key: str) -> Any:
         value = self._at(self.key_of(key))
         if value is None:
-            family = self.defaults.get(key)
-            return family if family is not None else self._class_default(key)
+            # the section's own config class's recorded default first (vLLM reads the
+            # section through it), else the family's (the defaults of its model class's
+            # config class: families.yaml, equal where both are recorded)
+            recorded = self._class_default(key)
+            return recorded if recorded is not None else self.defaults.get(key)
         return value
 
     def error(self, key: str, message: str, hint: str | None = None) -> InputError:

@@ -541,6 +541,10 @@ class Family(_Strict):
     before any alias: not vLLM's getters (``aliases``) but the model's own layers (an
     encoder-decoder's decoder reads ``decoder_layers``, ``decoder_attention_heads``)."""
     defaults: dict[str, Any] = Field(default_factory=dict)
+    defaults_class: str | None = None
+    """The model type whose config class ``defaults`` are (vLLM's own class, unrecorded),
+    where the family also reads configs of another recorded model type (whose class
+    defaults then win: :meth:`ConfigReader._get`)."""
     mm_prefix_lm: bool = False
     encoder_only: bool = False
     cacheless: bool = False

@@ -156,6 +156,8 @@ def test_the_families_written_defaults_are_the_recorded_ones() -> None:
     for model_type, recorded in recorded_model_types().items():
         architecture = causal_lm_architecture(model_type)
         family = family_for(architecture) if architecture else None
+        if family is not None and family.defaults_class not in (None, model_type):
+            continue  # the family's defaults are another config class's
         for name, value in (family.defaults if family is not None else {}).items():
             found = recorded.default(name)
             if found is not None:
