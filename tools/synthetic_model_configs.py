@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import oracle  # noqa: F401  (the checkout's selector/ on sys.path)
+
+from selector.inputs.serve.values import deep_merge
+
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "hf_configs" / "synthetic"
 
@@ -936,17 +940,6 @@ def _class_at(dotted: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``overrides`` written over it, sub-config by sub-config."""
-    out = dict(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def write(arch: str) -> Path:
     if arch in RAW or arch in VARIANTS:
         return _write_raw(arch)
@@ -959,7 +952,7 @@ def write(arch: str) -> Path:
     elif overrides.pop("_raw", False):  # the config.json as written (the class reads it)
         raw = json.loads(json.dumps(overrides))
     elif "_defaults_of" in overrides:  # vLLM's class has no defaults: another class's
-        raw = _merged(_class_at(overrides.pop("_defaults_of"))().to_dict(), overrides)
+        raw = deep_merge(_class_at(overrides.pop("_defaults_of"))().to_dict(), overrides)
     else:
         raw = _config_class(model_type)(**overrides).to_dict()
     for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)

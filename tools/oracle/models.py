@@ -122,19 +122,6 @@ class _NoStream:
         return lambda *args, **kwargs: None
 
 
-class _InertNamespace:
-    """Any attribute is another inert namespace (a stand-in for a Triton module whose
-    members kernel modules bind at import and call only inside kernels)."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> _InertNamespace:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        return _InertNamespace(f"{self._name}.{attr}")
-
-
 class _TritonConfig:
     """Stands in for ``triton.Config`` when Triton cannot load (no GPU): kernel
     modules inspect their autotune configs at import time."""
@@ -615,7 +602,7 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
         # Step5's kernel modules bind ``tl.extra.cuda.libdevice`` at import (its functions
         # are called inside kernels only, never while a model is built)
         if not hasattr(tl, "extra"):
-            tl.extra = _InertNamespace("triton.language.extra")
+            tl.extra = _AbsentValue("triton.language.extra")
 
     _STATE["permissive"] = True
     from vllm.model_executor.models import registry
