@@ -87,10 +87,29 @@ def check_model(
     facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
     kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
     view_of: dict[tuple[tuple[str, Any], ...], str] = {}
-    for layer in _attention_views(model):
-        if layer.own_backend:  # never the priority list: the layer's code names it
-            own_layers.setdefault(layer.own_backend, []).append(layer.index)
+    solved: dict[tuple[tuple[str, Any], ...], SolveResult] = {}
+
+    def solve_key(key: tuple[tuple[str, Any], ...]) -> SolveResult:
+        if key not in solved:
+            solved[key] = solve(facts_of[key], engine=engine_data,
+                                attention_backend=dict(key).get("__backend__"),
+                                cudagraph_mode=cudagraph_mode, catalog=catalog,
+                                model_backend=dict(key).get("__model_backend__"),
+                                sink_backend=dict(key).get("__sink_backend__"))
+        return solved[key]
+
+    rewrite = engine_data.profile.kv_cache_dtype_rewrite
+    shared_dtype: str | None = None  # the cache dtype an earlier layer wrote back
+    rewritten: dict[int, str] = {}
+    for view in _attention_views(model):
+        if view.own_backend:  # never the priority list: the layer's code names it
+            own_layers.setdefault(view.own_backend, []).append(view.index)
             continue
+        own_dtype = view.kv_cache_dtype is not None  # its own cache config (a draft's)
+        layer = view
+        if shared_dtype is not None and not own_dtype:
+            layer = view.model_copy(update={"kv_cache_dtype": shared_dtype})
+            rewritten[layer.index] = shared_dtype
         facts = layer_request(base, layer, model)
         # a layer whose module passes its own backend is never selected (the family's
         # attention.backend): that backend, unchecked, whatever was asked
@@ -104,14 +123,18 @@ def check_model(
         facts_of[key] = facts
         kind_of[key] = layer.layer_kind
         view_of.setdefault(key, layer.kind)
+        if rewrite is not None and not own_dtype:
+            written = _written_cache_dtype(solve_key(key), rewrite.backends, catalog)
+            if written is not None and written != facts.kv_cache_dtype:
+                shared_dtype = written
+    if rewritten:  # the layers' KV specs are stored with the dtype they were built with
+        model = model.model_copy(update={"layers": tuple(
+            layer.model_copy(update={"kv_cache_dtype": rewritten[layer.index]})
+            if layer.index in rewritten else layer for layer in model.layers)})
     selections = []
     by_layer: dict[tuple[int, str], SolveResult] = {}
     for key, layers in groups.items():
-        backend = dict(key).get("__backend__")
-        result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
-                       cudagraph_mode=cudagraph_mode, catalog=catalog,
-                       model_backend=dict(key).get("__model_backend__"),
-                       sink_backend=dict(key).get("__sink_backend__"))
+        result = solve_key(key)
         selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
                                          result=result, draft=bool(dict(key).get("__draft__"))))
         for index in layers:
@@ -137,6 +160,16 @@ def check_model(
                             plan=plan, platform=engine_data.platform,
                             architecture=architecture_notes(model, engine_data, catalog))
 
+
+
+def _written_cache_dtype(result: SolveResult, backends: tuple[str, ...],
+                         catalog: Catalog) -> str | None:
+    """The KV-cache dtype a layer writes back into the shared cache config (the profile's
+    ``kv_cache_dtype_rewrite``): its selected backend's ``canonical_kv_cache_dtype`` when
+    that backend is one of ``backends``; None: it writes nothing."""
+    if result.selected is None or result.selected not in backends:
+        return None
+    return backend_kv_facts(result, catalog).canonical_kv_cache_dtype
 
 
 def _own_selection(model: ModelFacts, base: RequestFacts, backend: str, layers: list[int],
