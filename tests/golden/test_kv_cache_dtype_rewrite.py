@@ -97,6 +97,26 @@ def test_each_build_stores_and_groups_as_vllm(answer: dict[str, Any]) -> None:
     assert sorted(tool_groups(answer)) == want
 
 
+@pytest.mark.parametrize("answer", [a for a in _answers() if a["status"] != "ok"], ids=_id)
+def test_each_refusal_is_vllms_in_its_words(answer: dict[str, Any]) -> None:
+    """The dense layer after the rewrite: the tool's refusal of that layer is vLLM's
+    ValueError, word for word (the selector config with kv_cache_dtype=fp8_ds_mla and each
+    backend's reasons)."""
+    from selector.catalog import load_catalog
+    from selector.inputs.config import parse_deployment
+    from selector.pipeline.deployment import solve_deployment
+
+    loaded = parse_deployment("<reference deployment>", reference_deployment(answer, 8192))
+    solved = solve_deployment(loaded, load_catalog(), suggest=False, startup=False,
+                              refuse_split=False)
+    assert solved.model is not None
+    refused = [s for s in solved.model.selections if s.result.error is not None]
+    assert [s.facts.kv_cache_dtype for s in refused] == ["fp8_ds_mla"]
+    error = refused[0].result.error
+    assert error is not None
+    assert f"ValueError: {error.message}" == answer["error"]
+
+
 def test_the_grid_shows_the_rewrite() -> None:
     """vLLM refuses the dense layer after a sparse one exactly where a layer rewrites the
     dtype: fp8 on SM90 / SM100 (the sink binds FLASHMLA_SPARSE), and on SM120 with auto too
@@ -117,3 +137,18 @@ def test_the_grid_shows_the_rewrite() -> None:
         stored = {(r["index"], r.get("cache_dtype_str")) for r in answer["layers"]
                   if r["module"] != "DeepseekV32IndexerCache"}
         assert stored == {(0, "fp8"), (1, "fp8"), (2, "fp8_ds_mla"), (3, "fp8_ds_mla")}
+
+
+def test_every_profile_names_backends_that_state_the_dtype_they_write() -> None:
+    """Each release's ``kv_cache_dtype_rewrite`` names backends of that release, each with
+    the ``canonical_kv_cache_dtype`` fact the dtype written is read from."""
+    from selector.catalog import load_catalog
+
+    catalog = load_catalog()
+    for name, engine in catalog.engines.items():
+        rewrite = engine.profile.kv_cache_dtype_rewrite
+        assert rewrite is not None, name
+        assert rewrite.backends == ("FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"), name
+        for backend in rewrite.backends:
+            facts = {fact.name for fact in engine.backends[backend].facts}
+            assert "canonical_kv_cache_dtype" in facts, (name, backend)
