@@ -152,3 +152,20 @@ def test_every_profile_names_backends_that_state_the_dtype_they_write() -> None:
         for backend in rewrite.backends:
             facts = {fact.name for fact in engine.backends[backend].facts}
             assert "canonical_kv_cache_dtype" in facts, (name, backend)
+
+
+def test_one_layer_is_asked_for_with_the_dtype_written_before_it() -> None:
+    """``explain --layer``'s request (``layer_of``): the dense layer 4 of the sparse config
+    at fp8 on an H200 asks for fp8_ds_mla, as vLLM's refusal of it says; layer 0, built
+    before any sparse layer, for fp8."""
+    from selector.catalog import load_catalog
+    from selector.inputs.config import parse_deployment
+    from selector.pipeline.deployment import layer_of
+
+    answer = next(a for a in _answers() if a["vllm_version"] == "0.33.0" and _key(a) == (
+        "HYV4ForCausalLM-sparse", "9.0", None, "fp8"))
+    loaded = parse_deployment("<reference deployment>", reference_deployment(answer, 8192))
+    catalog = load_catalog()
+    assert layer_of(loaded, catalog, 0).facts.kv_cache_dtype == "fp8"
+    assert layer_of(loaded, catalog, 4).facts.kv_cache_dtype == "fp8_ds_mla"
+    assert "kv_cache_dtype=fp8_ds_mla" in answer["error"]
