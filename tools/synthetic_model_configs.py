@@ -776,6 +776,13 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "HYV4ForCausalLM-shared": ("HYV4ForCausalLM", "hy_v4", {
         "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
         "indexer_types": ["full", "shared", "full", "shared"], "learnable_sink": False}),
+    # dense layers before sparse ones only (an own indexer each): the sparse layers' backend
+    # rewrites the shared KV-cache dtype (mla_attention.py:523-528 in 0.33.0) after the dense
+    # layers are built, so with fp8 the model builds, its layers stored in two dtypes
+    "HYV4ForCausalLM-dense-first": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": [
+            "full_attention", "full_attention", "deepseek_sparse_attention",
+            "deepseek_sparse_attention"], "indexer_types": ["full", "full", "full", "full"]}),
     # indexer_types that a sparse layer's compute_skip_topk_layers refuses (attention.py:84-94)
     "HYV4ForCausalLM-indexer-types-length": ("HYV4ForCausalLM", "hy_v4", {
         "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
