@@ -71,6 +71,10 @@ _INTERNVL: dict[str, Any] = {
 }
 
 
+_QWEN4_EXP_GATE = {"output_gate_type": "silu"}
+"""Qwen4Exp's linear-attention output gate, as its config class reads None (hidden_act)."""
+
+
 _STEP3P5_TEXT: dict[str, Any] = {
     "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
     "num_attention_heads": 8, "num_attention_groups": 2, "head_dim": 64,
@@ -482,7 +486,30 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
         "shared_expert_sink": True, "use_sconv": True, "swa_num_key_value_heads": 2,
         "swa_head_dim": 64}),
-    "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
+    # transformers' Qwen4ExpTextConfig's defaults (8 layers: layer_types from
+    # full_attention_interval 4, indexed_attention at 3 and 7; no indexer_n_heads, so those
+    # are Qwen3NextAttention, vllm/models/qwen4_exp/nvidia/model.py:227-237; no PLE layers)
+    # with output_gate_type silu: the class's None means hidden_act (validate_architecture),
+    # which vLLM's GDN layer refuses as written (qwen_gdn_linear_attn.py:659-664); the
+    # vision tower 2 deep with no deepstack levels (model.py:1005-1008 reads
+    # deepstack_visual_indexes, which Qwen4ExpVisionConfig does not define)
+    "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8, **_QWEN4_EXP_GATE}),
+    "Qwen4ExpForConditionalGeneration": ("qwen4_exp", {
+        "text_config": {"model_type": "qwen4_exp_text", "num_hidden_layers": 8, **_QWEN4_EXP_GATE},
+        "vision_config": {"model_type": "qwen4_exp_vision", "depth": 2,
+                          "deepstack_visual_indexes": []}}),
+    # the same with QSA on the indexed_attention layers (indexer_* set: Qwen4ExpQSAAttention,
+    # model.py:238-245, its fields' checks in Qwen4ExpTextConfig.validate_architecture: one
+    # index KV head, budget divisible by the compression ratio, RoPE within the index head)
+    # and PLE on linear_attention layers 1 and 6 (one-indexed ids; eos_token_id required),
+    # its hashed n-gram tables shrunk from 20M rows per head (vLLM allocates them in host
+    # memory, ngram_embedding.py:667-680: 80 GB at the defaults)
+    "Qwen4ExpForCausalLM-qsa": ("qwen4_exp_text", {
+        "_arch": "Qwen4ExpForCausalLM", "num_hidden_layers": 8, "indexer_n_heads": 8,
+        "indexer_kv_heads": 1, "indexer_head_dim": 256, "indexer_budget": 2048,
+        "indexer_compress_ratio": 4, "ple_layer_ids": [1, 6], "eos_token_id": 2,
+        "ngram_vocab_size_base": 20000,
+        **_QWEN4_EXP_GATE}),
     # HY-V4's defaults: no layer_types, so every layer is dense MLA (with a learnable sink)
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
     # Step5Config's defaults carry no sparse_config section, which vLLM refuses
@@ -945,6 +972,7 @@ def write(arch: str) -> Path:
         return _write_raw(arch)
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
+    name, arch = arch, overrides.pop("_arch", arch)  # a second config of one architecture
     drop = overrides.pop("_drop", [])
     if "_from" in overrides:  # a collected real config (tests/fixtures/hf_configs/)
         raw = json.loads((OUT.parent / overrides.pop("_from")).read_text(encoding="utf-8"))
@@ -964,7 +992,7 @@ def write(arch: str) -> Path:
     raw.setdefault("model_type", model_type)
     raw.pop("transformers_version", None)
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{arch}.json"
+    path = OUT / f"{name}.json"
     path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
