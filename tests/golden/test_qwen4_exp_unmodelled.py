@@ -1,7 +1,7 @@
 """Qwen4Exp's QSA and PLE layers (issue 24): vLLM builds them, attn-select does not model
-them yet. vLLM 0.33.0's answers for the configs that set them are recorded
-(``tests/golden/vllm_models/unmodelled/vllm-0.33.0-qwen4.jsonl.gz``, written by
-``tools/model_driven_reference.py``), and the reader refuses those configs in the words of the
+them yet. vLLM's answers for the configs that set them are recorded
+(``tests/golden/vllm_models/unmodelled/vllm-<release>-qwen4.jsonl.gz``, 0.29.0-0.33.0,
+written by ``tools/model_driven_reference.py``), and the reader refuses those configs in the words of the
 family's ``unmodelled_when`` rather than reading them as the family's other layers; a config
 without them is the ``qwen4_exp`` family's (its agreement with vLLM:
 ``tests/golden/test_vllm_model_agreement.py`` over ``vllm-<release>-qwen4.jsonl.gz``)."""
@@ -19,9 +19,12 @@ import pytest
 from selector.errors import InputError
 from selector.models import load_model
 from selector.models.families import family_for
+from selector.models.hf_config import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden" / "vllm_models" / "unmodelled" / "vllm-0.33.0-qwen4.jsonl.gz"
+GOLDEN = ROOT / "tests" / "golden" / "vllm_models" / "unmodelled"
+RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+"""The releases whose registry has Qwen4Exp (vllm/models/qwen4_exp/), each answered."""
 CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs" / "unmodelled"
 VARIANTS = {"qsa": "indexer_n_heads", "ple": "ple_layer_ids", "qsa-ple": "indexer_n_heads"}
 """Each unmodelled config and the field the reader names first."""
@@ -29,9 +32,16 @@ VARIANTS = {"qsa": "indexer_n_heads", "ple": "ple_layer_ids", "qsa-ple": "indexe
 
 @cache
 def _answers() -> tuple[dict[str, Any], ...]:
-    with gzip.open(GOLDEN, "rt", encoding="utf-8") as handle:
-        rows = (json.loads(line) for line in handle if line.strip())
-        return tuple(row for row in rows if "backends" not in row)
+    out: list[dict[str, Any]] = []
+    for release in RELEASES:
+        path = GOLDEN / f"vllm-{release}-qwen4.jsonl.gz"
+        assert path.is_file(), f"{path} is missing: run tools/model_driven_reference.py"
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        runs = [row for row in rows if "backends" not in row]
+        assert runs and all(row["vllm_version"] == release for row in runs), path.name
+        out.extend(runs)
+    return tuple(out)
 
 
 def _runs(variant: str) -> list[dict[str, Any]]:
@@ -48,8 +58,9 @@ def test_the_answers_are_vllms_on_both_gpus(variant: str) -> None:
     runs = _runs(variant)
     assert runs, variant
     assert all(a["status"] in ("ok", "refused") for a in runs), variant
-    assert {a["capability"] for a in runs} == {"9.0", "10.0"}, variant
-    assert all(a["vllm_version"] == "0.33.0" for a in runs), variant
+    for release in RELEASES:
+        mine = [a for a in runs if a["vllm_version"] == release]
+        assert {a["capability"] for a in mine} == {"9.0", "10.0"}, (variant, release)
 
 
 @pytest.mark.parametrize("variant", ["qsa", "qsa-ple"])
@@ -115,3 +126,13 @@ def test_a_config_without_them_is_the_familys() -> None:
         facts = load_model(synthetic / name)
         assert facts.family == "qwen4_exp", name
         assert [layer.kind for layer in facts.layers] == (["gdn"] * 3 + ["attention"]) * 2, name
+
+
+def test_a_wrapper_is_refused_by_its_text_config() -> None:
+    """Qwen4ExpForConditionalGeneration reads the QSA fields from its text_config."""
+    path = ROOT / "tests" / "fixtures" / "hf_configs" / "synthetic" / "Qwen4ExpForConditionalGeneration.json"
+    raw = json.loads(path.read_text())
+    raw["text_config"] = {**raw["text_config"], "indexer_n_heads": 4}
+    with pytest.raises(InputError) as raised:
+        parse_config(raw, file=str(path))
+    assert "'text_config.indexer_n_heads'" in str(raised.value), str(raised.value)
