@@ -18,8 +18,9 @@ GRID = REPO / "tests" / "golden" / "vllm_models" / "qwen4_exp" / "vllm-0.33.0-gr
 """tests/fixtures/hf_configs/synthetic/Qwen4ExpForCausalLM.json and
 Qwen4ExpForConditionalGeneration.json on an emulated H200 and B200, with no
 ``--attention-backend``, ``FLASH_ATTN``, ``FLASHINFER`` and ``TRITON_ATTN``, each with the
-default KV-cache dtype and ``fp8`` (``tools/model_driven_reference.py --backends FLASH_ATTN
-FLASHINFER TRITON_ATTN``)."""
+default KV-cache dtype and ``fp8`` (``tools/model_driven_reference.py --cuda-runtime 13.0
+--backends FLASH_ATTN FLASHINFER TRITON_ATTN``: the wheel's CUDA runtime, which SM10x's GDN
+prefill kernel asks for)."""
 
 
 def _grid() -> list[dict[str, Any]]:
@@ -71,6 +72,7 @@ def test_the_grid_covers_both_gpus_pins_and_dtypes() -> None:
     assert len(keys) == 2 * 2 * 4 * 2
     assert {k[0] for k in keys} == {"Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration"}
     assert all(a["status"] in ("ok", "refused") for a in _grid())
+    assert all(a.get("cuda_runtime") == "13.0" for a in _grid())
 
 
 @pytest.mark.parametrize("answer", _grid(), ids=lambda a: "-".join(map(str, _key(a))))

@@ -1,7 +1,7 @@
 """Qwen4Exp's QSA and PLE layers (issue 24): vLLM builds them, attn-select does not model
 them yet. vLLM's answers for the configs that set them are recorded
 (``tests/golden/vllm_models/unmodelled/vllm-<release>-qwen4.jsonl.gz``, 0.29.0-0.33.0,
-written by ``tools/model_driven_reference.py``), and the reader refuses those configs in the words of the
+written by ``tools/model_driven_reference.py --cuda-runtime 13.0``), and the reader refuses those configs in the words of the
 family's ``unmodelled_when`` rather than reading them as the family's other layers; a config
 without them is the ``qwen4_exp`` family's (its agreement with vLLM:
 ``tests/golden/test_vllm_model_agreement.py`` over ``vllm-<release>-qwen4.jsonl.gz``)."""
@@ -40,6 +40,8 @@ def _answers() -> tuple[dict[str, Any], ...]:
             rows = [json.loads(line) for line in handle if line.strip()]
         runs = [row for row in rows if "backends" not in row]
         assert runs and all(row["vllm_version"] == release for row in runs), path.name
+        # the wheel's CUDA runtime (cu13), which SM10x's GDN prefill kernel asks for
+        assert all(row.get("cuda_runtime") == "13.0" for row in runs), path.name
         out.extend(runs)
     return tuple(out)
 
