@@ -70,10 +70,13 @@ CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
 layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
-ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
+_DOTS3 = "tests/fixtures/hf_configs/model_driven/synthetic--Dots3NoteForCausalLM.json"
+ADDED = {version: ({_DSV4_VISION} if version >= "0.30.0" else set()) | {_DOTS3}
+         for version in ("0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
-vLLM has it from 0.30.0 on)."""
+vLLM has it from 0.30.0 on) and a synthetic 4-layer Dots3Note (one full, three sliding
+layers; vLLM has it from 0.28.0 on: ``vllm-<version>-dots3.jsonl.gz``)."""
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
@@ -99,13 +102,18 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     if "KeyError" in str(answer.get("error")):
         assert requested not in data.backends
         return
+    refusal = _platform_first_refusal(version, answer, model)
+    if refusal is not None:  # the platform's refusal for the layer the model discards
+        assert answer["status"] == "refused"
+        assert refusal == answer["error"]
+        return
     selection = md.select_driven(rule, requested, cc_major)
     if selection.error is not None:
         assert answer["status"] == "refused"
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
         return
     assert selection.backend is not None
-    backend = data.backends[selection.backend]
+    backend = md.driven_backend(data, rule, selection.backend)
     dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
     if dtype is None:
         assert answer["status"] == "refused"
@@ -143,6 +151,28 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
                       else rule.layer_backends[name].support_with(selection.backend))
         assert have_level == level, name
     assert answer.get("kv_cache_layout") in (None, rule.kv_cache_layout)
+
+
+def _platform_first_refusal(version: str, answer: dict[str, Any], model: Any) -> str | None:
+    """The whole pipeline's refusal where the rule's ``platform_first`` selection refuses
+    (the solver's text for that layer, vLLM's ``Selected backend ... is not valid``)."""
+    from selector.pipeline.model import check_model
+    from selector.models.tensor_parallel import shard_model
+
+    rule = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert rule is not None
+    driven = rule.rule_for(model.architecture)
+    if driven is None or not driven.platform_first:
+        return None
+    cc = int(answer["capability"].replace(".", ""))
+    checked = check_model(shard_model(model, 1), {"cc": cc, "dtype": "bfloat16",
+                                                  "kv_cache_dtype": answer.get("kv_cache_dtype") or "auto",
+                                                  "block_size": None},
+                          engine=f"vllm=={version}", attention_backend=answer.get("attention_backend"),
+                          catalog=load_catalog())
+    said = {s.result.error.message for s in checked.selections
+            if s.result.error is not None and not s.result.error.code.startswith("MD")}
+    return f"ValueError: {said.pop()}" if said else None
 
 
 def _options(block_size: int | None) -> Any:
