@@ -58,6 +58,7 @@ __all__ = [
     "driven_backend",
     "driven_caches",
     "driven_rule",
+    "layer_backends",
     "layer_kinds",
     "load_model_driven",
     "model_driven_names",
@@ -356,18 +357,9 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
                   layer_class: str = "", architecture: str = "") -> list[DrivenEntry]:
     """Every cache module in registration order, with its spec at ``cache_block``
     (named under the architecture's ``layer_prefix``)."""
-    text = _text_config(config)
     prefix = rule.layer_prefix.get(architecture, "model.layers")
-    num_layers = int(text["num_hidden_layers"])
-    ratios = list(text.get(rule.compress_ratios_field, [0] * num_layers))
-    types = _layer_types(rule, text, num_layers)
-    packed = element_bytes is None
     out: list[DrivenEntry] = []
-    for index in range(num_layers):
-        env: dict[str, Any] = {**{k: v for k, v in text.items() if isinstance(v, int | float | str)},
-                               "compress_ratio": int(ratios[index]), "layer_type": types[index],
-                               "packed": packed,
-                               "kv_bytes": element_bytes or 1, "cache_block": cache_block}
+    for index, env in enumerate(_layer_envs(rule, config, element_bytes, cache_block)):
         for cache_module in rule.caches:
             if not _eval(cache_module.when, env):
                 continue
@@ -377,6 +369,31 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
             spec = None if cache_module.spec == "none" else _spec(cache_module, env, cache_dtype)
             out.append(DrivenEntry(name=name, layer_index=index, module=module,
                                    backend=backend, spec=spec))
+    return out
+
+
+def _layer_envs(rule: DrivenModel, config: Mapping[str, Any], element_bytes: int | None,
+                cache_block: int) -> list[dict[str, Any]]:
+    """What the caches' expressions read, per decoder layer: the config's fields, the
+    layer's ``compress_ratio`` and ``layer_type``, ``packed``, ``kv_bytes``, ``cache_block``."""
+    text = _text_config(config)
+    num_layers = int(text["num_hidden_layers"])
+    ratios = list(text.get(rule.compress_ratios_field, [0] * num_layers))
+    types = _layer_types(rule, text, num_layers)
+    fields = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
+    return [{**fields, "compress_ratio": int(ratios[index]), "layer_type": types[index],
+             "packed": element_bytes is None, "kv_bytes": element_bytes or 1,
+             "cache_block": cache_block} for index in range(num_layers)]
+
+
+def layer_backends(rule: DrivenModel, config: Mapping[str, Any], selected: str) -> list[str]:
+    """Each decoder layer's backend: ``selected`` where one of its cache modules names it,
+    else the backend its last cache module names (Dots3Note's sliding layers: TRITON_MLA)."""
+    out = []
+    for env in _layer_envs(rule, config, 2, 16):
+        names = [selected if c.backend == "selected" else c.backend
+                 for c in rule.caches if _eval(c.when, env)]
+        out.append(selected if selected in names or not names else names[-1])
     return out
 
 

@@ -188,16 +188,19 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
     layer_kinds = model_driven.layer_kinds(rule, model)
+    built = (model_driven.layer_backends(rule, model.config or {}, choice.backend)
+             if error is None and choice.backend is not None else [None] * model.num_layers)
+    backend_of: dict[str, str | None] = {}
     for layer in model.layers:  # vLLM refuses the model once: one selection then
         kind = rule.kind_prefix if error is not None else layer_kinds[layer.index]
         kinds.setdefault(kind, []).append(layer.index)
         facts_of.setdefault(kind, layer_request(base, layer, model))
+        backend_of.setdefault(kind, built[layer.index])
     selections = tuple(
         LayerSelection(layers=tuple(layers), kind=kind, facts=facts_of[kind], result=SolveResult(
             engine=engine, mode="explicit" if requested else "auto", requested_backend=requested,
             facts=dict(facts_of[kind].stated), derived={}, priority=(), verdicts=(),
-            selected=None if error is not None else choice.backend,
-            error=error, warnings=tuple(warnings)))
+            selected=backend_of[kind], error=error, warnings=tuple(warnings)))
         for kind, layers in kinds.items())
     return ModelCheckResult(model=model, engine=engine, selections=selections, plan=plan)
 
