@@ -156,8 +156,8 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
 def _platform_first_refusal(version: str, answer: dict[str, Any], model: Any) -> str | None:
     """The whole pipeline's refusal where the rule's ``platform_first`` selection refuses
     (the solver's text for that layer, vLLM's ``Selected backend ... is not valid``)."""
-    from selector.pipeline.model import check_model
     from selector.models.tensor_parallel import shard_model
+    from selector.pipeline.model import check_model
 
     rule = md.load_model_driven(f"vllm=={version}", load_catalog())
     assert rule is not None
@@ -230,3 +230,35 @@ def test_the_unmapped_answers_are_vllms_and_have_no_rule() -> None:
         runs = [a for a in _read(path) if "backends" not in a]
         assert runs and all(a["status"] in ("ok", "refused") for a in runs), path.name
         assert {a["capability"] for a in runs} == {"9.0", "10.0"}, path.name
+
+
+DOTS3_PART = "vllm-{version}-dots3.jsonl.gz"
+KERNEL_SIZES_SHARED = {("0.32.0", "DOTS3_NOTE_PADDED_MLA_SPARSE"): [{"multiple_of": 64}]}
+"""Kernel block sizes a release's classes state that its model-driven.yaml, shared with an
+older release, does not: 0.32.0 reads 0.31.0's file, whose padded sparse backend states
+FlashAttnMLASparseBackend's [64] of 0.28.0-0.31.0; 0.32.0's states [MultipleOf(64)] (as
+0.33.0's file does). Every block the model reaches is a multiple of 64, so the plans agree
+(the layers' test above)."""
+
+
+@pytest.mark.parametrize("version", [v for v in RELEASES
+                                     if (GOLDEN / DOTS3_PART.format(version=v)).is_file()])
+def test_the_dots3_note_layer_backends_state_vllms_kernel_block_sizes(version: str) -> None:
+    """The backends Dots3Note's layers pin (the rule's layer_backends) have the kernel
+    block sizes their classes state in the release (the recorder's class facts)."""
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    rule = data.rule_for("Dots3NoteForCausalLM")
+    assert rule is not None
+    classes = next(a for a in _read(GOLDEN / DOTS3_PART.format(version=version)) if "backends" in a)
+    recorded = {b["name"]: b for b in classes["layer_backends"]}
+    assert set(recorded) == set(rule.layer_backends)
+    for name, helper in rule.layer_backends.items():
+        ours = [s if isinstance(s, int) else {"multiple_of": int(s.split()[-1])}
+                for s in helper.kernel_block_sizes]
+        theirs = recorded[name]["kernel_block_sizes"]
+        assert helper.class_name == recorded[name]["class"].rsplit(".", 1)[-1], name
+        if (version, name) in KERNEL_SIZES_SHARED:
+            assert theirs == KERNEL_SIZES_SHARED[(version, name)] != ours
+        else:
+            assert ours == theirs, name
