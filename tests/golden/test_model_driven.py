@@ -167,7 +167,7 @@ def _platform_first_refusal(version: str, answer: dict[str, Any], model: Any) ->
     cc = int(answer["capability"].replace(".", ""))
     checked = check_model(shard_model(model, 1), {"cc": cc, "dtype": "bfloat16",
                                                   "kv_cache_dtype": answer.get("kv_cache_dtype") or "auto",
-                                                  "block_size": None},
+                                                  "block_size": answer.get("requested_block_size")},
                           engine=f"vllm=={version}", attention_backend=answer.get("attention_backend"),
                           catalog=load_catalog())
     said = {s.result.error.message for s in checked.selections

@@ -118,3 +118,21 @@ def test_each_attention_backend_and_kv_dtype_gets_vllms_answer(
     warnings = [w["code"] for layer in report["layers"] for w in layer["check"]["warnings"]]
     assert "MD003" in warnings
     assert _tool_groups(report) == _groups(answer)
+
+
+@pytest.mark.parametrize("block_size", [16, 64, 128])
+@pytest.mark.parametrize("device", sorted(DEVICES))
+def test_a_block_size_given_gets_vllms_answer(model_dir: str, device: str, block_size: int) -> None:
+    """``--block-size``: 16 is refused by the platform's selection for the discarded sparse
+    MLA layer (no sparse MLA backend takes it, in vLLM's words); 64 and 128 are kept."""
+    answer = next(a for a in _vllm("0.33.0") if a.get("capability") == DEVICES[device]
+                  and a.get("requested_block_size") == block_size)
+    code, report, err = _check(model_dir, device, "--block-size", str(block_size))
+    if answer["status"] == "refused":
+        assert code == 1, err
+        said = answer["error"].split(": ", 1)[1]
+        assert all(said in layer["check"]["error"]["message"] for layer in report["layers"])
+        return
+    assert code == 0, err
+    assert report["plan"]["block_size"]["block_size"] == answer["aligned"]["block_size"] == block_size
+    assert _tool_groups(report) == _groups(answer)
