@@ -262,3 +262,27 @@ def test_the_dots3_note_layer_backends_state_vllms_kernel_block_sizes(version: s
             assert theirs == KERNEL_SIZES_SHARED[(version, name)] != ours
         else:
             assert ours == theirs, name
+
+
+GAPS = GOLDEN / "gaps"
+"""vLLM's answers the tool does not give yet, each asserted as still differing (drop the
+file's rows into the release's part once the tool agrees)."""
+
+
+@pytest.mark.parametrize("answer", [a for a in _read(GAPS / "vllm-0.33.0-dots3-driven-names.jsonl.gz")
+                                    if "backends" not in a],
+                         ids=lambda a: f"sm{a['capability'].replace('.', '')}-{a['attention_backend']}")
+def test_a_model_driven_name_given_to_dots3_note_is_a_known_gap(answer: dict[str, Any]) -> None:
+    """vLLM's platform validates another model's model-driven name (DeepSeek-V4's, V4.1's,
+    MiniMax-M3's) for the sparse MLA layer Dots3Note's full layer builds first and refuses
+    it with that class's reasons (``head_size not supported``, ...); the tool's selector
+    knows no such class for an ordinary layer and refuses the name as an unknown attention
+    backend (clear bad input, exit 2), not in vLLM's words."""
+    from selector.errors import InputError
+
+    model = load_model(ROOT / answer["config"])
+    assert answer["status"] == "refused"
+    assert answer["error"].startswith(
+        f"ValueError: Selected backend AttentionBackendEnum.{answer['attention_backend']} is not valid")
+    with pytest.raises(InputError, match="unknown attention backend"):
+        _platform_first_refusal("0.33.0", answer, model)
