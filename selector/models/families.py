@@ -175,7 +175,7 @@ class SparseLayerRules(_Strict):
     sparse_types: list[str]
     requires: str
     shared_field: str = ""
-    """None: every sparse layer's indexer follows ``full_every`` (1: each its own)."""
+    """Empty (Dots3Note): every sparse layer's indexer follows ``full_every`` (1: each its own)."""
     shared_value: str = "shared"
     shared_values: list[str] = Field(default_factory=list)
     """The entries ``shared_field`` may hold; another is refused (``values_refusal``)."""

@@ -167,12 +167,10 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
                                                options, catalog)
     warnings: list[Diagnostic] = []
     plan = None
-    if error is not None:
-        pass
-    elif choice.error is not None:
+    if error is None and choice.error is not None:
         error = _diagnostic(catalog, "MD001", detail=f"{choice.exc_type}: {choice.error}",
                             backend=requested)
-    else:
+    elif error is None:
         assert choice.backend is not None
         if choice.ignored:
             warnings.append(_diagnostic(catalog, "MD003", requested=requested,
