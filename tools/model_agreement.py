@@ -296,7 +296,7 @@ def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
     cc_major = int(str(answer.get("capability", "9.0")).split(".")[0])
     choice = md.select_driven(rule, answer.get("attention_backend"), cc_major)
     assert choice.backend is not None
-    backend = data.backends[choice.backend]
+    backend = md.driven_backend(data, rule, choice.backend)
     dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
     return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None
 
@@ -315,7 +315,7 @@ def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgr
         return True
     caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,
                               cache_dtype=dtype, cache_block=answer["block_size"],
-                              layer_class=data.backends[backend].layer_class,
+                              layer_class=md.driven_backend(data, rule, backend).layer_class,
                               architecture=model.architecture)
     have = {c.name: c for c in caches}
     for record in answer["layers"]:

@@ -30,8 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector import expr as expr_lang
 from selector.catalog import Catalog, CatalogError
-from selector.kv.backend_facts import CG_LEVEL, BackendKVFacts, CGSupport
+from selector.kv.backend_facts import CG_LEVEL, BackendKVFacts, BlockSizeRule, CGSupport, MultipleOf
+from selector.kv.block_size import distinct_backends, preferred_block_size
 from selector.kv.cudagraph import CudaGraphResolution, resolve_cudagraph_mode
+from selector.kv.errors import EngineStartupError
 from selector.kv.layer_specs import CacheEntry
 from selector.kv.layout import LayoutResolution
 from selector.kv.options import KVOptions
@@ -53,8 +55,11 @@ __all__ = [
     "DrivenSelection",
     "ModelDrivenData",
     "compress_ratios",
+    "driven_backend",
     "driven_caches",
     "driven_rule",
+    "layer_backends",
+    "layer_kinds",
     "load_model_driven",
     "model_driven_names",
     "own_backend_facts",
@@ -173,15 +178,25 @@ class DrivenModel(_Strict):
 
     architectures: tuple[str, ...]
     source: str
-    compress_ratios_field: str
-    """The config's per-layer list of compression ratios."""
+    compress_ratios_field: str = ""
+    """The config's per-layer list of compression ratios (``compress_ratio``; 0 without)."""
+    layer_types_field: str = ""
+    """The config's per-layer list of layer types (``layer_type`` in the caches'
+    expressions: Dots3Note's ``layer_types``)."""
     selection: tuple[SelectionRule, ...]
+    platform_first: Literal["", "sparse_mla"] = ""
+    """vLLM's platform selects a backend first for a layer the model then discards
+    (``sparse_mla``: the config's first sparse MLA layer, Dots3Note's
+    ``DeepseekV2MLAAttention`` before it swaps in its own): that selection's refusal of the
+    ``--attention-backend`` given (or of every backend) is the model's."""
     cache_dtype: tuple[CacheDtypeRule, ...]
     caches: tuple[DrivenCache, ...]
     layer_backends: dict[str, HelperBackend] = Field(default_factory=dict)
-    aligned_block_size: str = "kernel_block"
+    aligned_block_size: Literal["kernel_block", "common"] = "kernel_block"
     """``update_block_size_for_backend``: the block the compressed caches take
-    (``kernel_block``: the chosen backend's one kernel block size)."""
+    (``kernel_block``: the chosen backend's one kernel block size; ``common``:
+    ``_preferred_block_size_for_backends``, the smallest block every cache's backend
+    accepts)."""
     kv_cache_layout: str = "BLHNC"
     layer_prefix: dict[str, str] = Field(default_factory=dict)
     """The decoder layers' module prefix by architecture (a wrapper builds the text model
@@ -254,6 +269,19 @@ def compress_ratios(rule: DrivenModel, model: ModelFacts) -> list[int]:
     return [int(r) for r in text.get(rule.compress_ratios_field, [0] * model.num_layers)]
 
 
+def _layer_types(rule: DrivenModel, text: Mapping[str, Any], num_layers: int) -> list[str]:
+    return [str(t) for t in text.get(rule.layer_types_field, [""] * num_layers)]
+
+
+def layer_kinds(rule: DrivenModel, model: ModelFacts) -> list[str]:
+    """How the report names each decoder layer's kind: the rule's ``kind_prefix`` with the
+    layer's type (``layer_types_field``) or its compression ratio."""
+    if rule.layer_types_field:
+        types = _layer_types(rule, _text_config(model.config or {}), model.num_layers)
+        return [f"{rule.kind_prefix} ({t})" for t in types]
+    return [f"{rule.kind_prefix} (compress {r})" for r in compress_ratios(rule, model)]
+
+
 def _eval(text: str | int | bool | None, env: Mapping[str, Any]) -> Any:
     if text is None or isinstance(text, bool | int):
         return text
@@ -269,6 +297,18 @@ class DrivenSelection(_Strict):
     exc_type: str | None = None
     ignored: bool = False
     """A name was given and the layer code took its default anyway."""
+
+
+def driven_backend(data: ModelDrivenData, rule: DrivenModel, name: str) -> DrivenBackend:
+    """The backend a selection names: the enum's model-driven member, or one the rule's
+    layers pin without the enum (its ``layer_backends``: Dots3Note's
+    ``DOTS3_NOTE_PADDED_MLA_SPARSE``), as a backend of the rule's architectures."""
+    if name in data.backends:
+        return data.backends[name]
+    helper = rule.layer_backends[name]
+    return DrivenBackend(class_path=helper.class_name or name, platform="cuda",
+                         models=rule.architectures, kernel_block_sizes=_sizes(helper.kernel_block_sizes),
+                         cudagraph_support=helper.cudagraph_support, source=helper.source)
 
 
 def select_driven(rule: DrivenModel, requested: str | None, cc_major: int) -> DrivenSelection:
@@ -317,16 +357,9 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
                   layer_class: str = "", architecture: str = "") -> list[DrivenEntry]:
     """Every cache module in registration order, with its spec at ``cache_block``
     (named under the architecture's ``layer_prefix``)."""
-    text = _text_config(config)
     prefix = rule.layer_prefix.get(architecture, "model.layers")
-    ratios = list(text[rule.compress_ratios_field])
-    num_layers = int(text["num_hidden_layers"])
-    packed = element_bytes is None
     out: list[DrivenEntry] = []
-    for index in range(num_layers):
-        env: dict[str, Any] = {**{k: v for k, v in text.items() if isinstance(v, int | float | str)},
-                               "compress_ratio": int(ratios[index]), "packed": packed,
-                               "kv_bytes": element_bytes or 1, "cache_block": cache_block}
+    for index, env in enumerate(_layer_envs(rule, config, element_bytes, cache_block)):
         for cache_module in rule.caches:
             if not _eval(cache_module.when, env):
                 continue
@@ -336,6 +369,31 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
             spec = None if cache_module.spec == "none" else _spec(cache_module, env, cache_dtype)
             out.append(DrivenEntry(name=name, layer_index=index, module=module,
                                    backend=backend, spec=spec))
+    return out
+
+
+def _layer_envs(rule: DrivenModel, config: Mapping[str, Any], element_bytes: int | None,
+                cache_block: int) -> list[dict[str, Any]]:
+    """What the caches' expressions read, per decoder layer: the config's fields, the
+    layer's ``compress_ratio`` and ``layer_type``, ``packed``, ``kv_bytes``, ``cache_block``."""
+    text = _text_config(config)
+    num_layers = int(text["num_hidden_layers"])
+    ratios = list(text.get(rule.compress_ratios_field, [0] * num_layers))
+    types = _layer_types(rule, text, num_layers)
+    fields = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
+    return [{**fields, "compress_ratio": int(ratios[index]), "layer_type": types[index],
+             "packed": element_bytes is None, "kv_bytes": element_bytes or 1,
+             "cache_block": cache_block} for index in range(num_layers)]
+
+
+def layer_backends(rule: DrivenModel, config: Mapping[str, Any], selected: str) -> list[str]:
+    """Each decoder layer's backend: ``selected`` where one of its cache modules names it,
+    else the backend its last cache module names (Dots3Note's sliding layers: TRITON_MLA)."""
+    out = []
+    for env in _layer_envs(rule, config, 2, 16):
+        names = [selected if c.backend == "selected" else c.backend
+                 for c in rule.caches if _eval(c.when, env)]
+        out.append(selected if selected in names or not names else names[-1])
     return out
 
 
@@ -474,12 +532,22 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
                 ) -> ModelPlan:
     """The KV plan vLLM builds for the model-driven layers: the caches at the aligned block
     (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
-    backend = data.backends[backend_name]
+    backend = driven_backend(data, rule, backend_name)
     config = model.config or {}
     preferred = options.block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
     kernel = backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred
     block = options.block_size if options.block_size else (
         kernel if rule.aligned_block_size == "kernel_block" else preferred)
+    block_error: PlanError | None = None
+    if not options.block_size and rule.aligned_block_size == "common":
+        at_default = driven_caches(rule, config, selected=backend_name,
+                                   element_bytes=element_bytes, cache_dtype=cache_dtype,
+                                   cache_block=preferred, layer_class=backend.layer_class,
+                                   architecture=model.architecture)
+        try:
+            block = _common_block(at_default, rule, data, backend_name, preferred)
+        except EngineStartupError as exc:
+            block_error = PlanError(stage="block_size", exc_type=exc.exc_type, message=exc.message)
     entries = driven_caches(rule, config, selected=backend_name, element_bytes=element_bytes,
                             cache_dtype=cache_dtype, cache_block=block,
                             layer_class=backend.layer_class, architecture=model.architecture)
@@ -544,6 +612,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         inductor_graph_partition=options.inductor_graph_partition,
         piecewise_capture_available=options.piecewise_capture_available)
     errors = (PlanError(stage="cudagraph", exc_type="ValueError", message=cg.error),) if cg.error else ()
+    errors = (block_error, *errors) if block_error is not None else errors
     decision = BlockSizeDecision(block_size=block, user_specified=options.block_size is not None,
                                  preferred=block)
     layout = LayoutResolution.model_validate({
@@ -587,6 +656,35 @@ def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog
                                    # none stated: AttentionBackend's default, [MultipleOf(1)]
                                    **({"kernel_block_sizes": sizes} if sizes else {}))
     return out
+
+
+def _common_block(entries: Sequence[DrivenEntry], rule: DrivenModel, data: ModelDrivenData,
+                  selected: str, default: int) -> int:
+    """``_preferred_block_size_for_backends`` over the distinct backends the registered
+    cache modules name, in layer order (vllm/platforms/interface.py:700-745 in 0.33.0)."""
+    backends = [BackendKVFacts(name=name, class_name=name, kernel_block_sizes=_rules(sizes))
+                for name, sizes in ((e.backend, _kernel_sizes(e.backend, rule, data, selected))
+                                    for e in entries)]
+    return preferred_block_size(distinct_backends(backends), default)
+
+
+def _kernel_sizes(name: str, rule: DrivenModel, data: ModelDrivenData, selected: str
+                  ) -> tuple[int | str, ...]:
+    if name in data.backends:
+        return data.backends[name].kernel_block_sizes
+    helper = rule.layer_backends.get(name) or data.layer_backends.get(name)
+    if helper is None:
+        raise CatalogError(f"{rule.source}: {name} (a cache's backend, with {selected}) "
+                           "is not in model-driven.yaml")
+    return helper.kernel_block_sizes
+
+
+def _rules(sizes: Sequence[int | str]) -> tuple[BlockSizeRule, ...]:
+    """Kernel block sizes as block-size rules (``multiple_of N``: ``MultipleOf(N)``; none
+    stated: AttentionBackend's default, ``[MultipleOf(1)]``)."""
+    rules = tuple(s if isinstance(s, int) else MultipleOf(multiple_of=int(s.split()[-1]))
+                  for s in sizes)
+    return rules or (MultipleOf(multiple_of=1),)
 
 
 def _sizes(sizes: Sequence[int | str]) -> tuple[int, ...]:

@@ -174,7 +174,8 @@ class SparseLayerRules(_Strict):
     types_field: str
     sparse_types: list[str]
     requires: str
-    shared_field: str
+    shared_field: str = ""
+    """Empty (Dots3Note): every sparse layer's indexer follows ``full_every`` (1: each its own)."""
     shared_value: str = "shared"
     shared_values: list[str] = Field(default_factory=list)
     """The entries ``shared_field`` may hold; another is refused (``values_refusal``)."""

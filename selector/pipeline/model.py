@@ -177,7 +177,7 @@ def check_model(
     options = options.for_engine(engine_data)
     driven = model_driven.driven_rule(model, engine_data.engine, catalog)
     if driven is not None:
-        return _check_driven(model, base, driven, engine_data.engine, attention_backend,
+        return _check_driven(model, base, driven, engine_data, attention_backend,
                              options, catalog)
     own = model_driven.own_backend_facts(model, engine_data.engine, catalog)
     if own:  # the backends the layers' own code wires join the engine's wired ones
@@ -243,28 +243,30 @@ def _own_selection(model: ModelFacts, base: RequestFacts, backend: str, layers: 
 
 def _check_driven(model: ModelFacts, base: RequestFacts,
                   driven: tuple[model_driven.ModelDrivenData, model_driven.DrivenModel],
-                  engine: str, attention_backend: str | None, options: KVOptions,
+                  engine_data: EngineData, attention_backend: str | None, options: KVOptions,
                   catalog: Catalog) -> ModelCheckResult:
     """A model whose layer code chooses its own backend (``model-driven.yaml``): the
     layer's choice for the ``--attention-backend`` given (or its refusal, or the name
     ignored), the KV-cache dtype its layout resolves (or its refusal), then the caches
     and groups vLLM builds for it."""
     data, rule = driven
+    engine = engine_data.engine
     requested = attention_backend.upper() if attention_backend else None
     choice = model_driven.select_driven(rule, requested, (base.cc or 0) // 10)
-    error: Diagnostic | None = None
+    error: Diagnostic | None = _platform_first(model, base, rule, engine_data, requested,
+                                               options, catalog)
     warnings: list[Diagnostic] = []
     plan = None
-    if choice.error is not None:
+    if error is None and choice.error is not None:
         error = _diagnostic(catalog, "MD001", detail=f"{choice.exc_type}: {choice.error}",
                             backend=requested)
-    else:
+    elif error is None:
         assert choice.backend is not None
         if choice.ignored:
             warnings.append(_diagnostic(catalog, "MD003", requested=requested,
                                         built=choice.backend, backend=requested))
         cache_dtype, detail = model_driven.resolve_cache_dtype(
-            rule, data.backends[choice.backend], options.kv_cache_dtype)
+            rule, model_driven.driven_backend(data, rule, choice.backend), options.kv_cache_dtype)
         if cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         else:
@@ -273,20 +275,37 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
                 element_bytes=detail if isinstance(detail, int) else None, options=options)
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
-    ratios = model_driven.compress_ratios(rule, model)
+    layer_kinds = model_driven.layer_kinds(rule, model)
+    built = (model_driven.layer_backends(rule, model.config or {}, choice.backend)
+             if error is None and choice.backend is not None else [None] * model.num_layers)
+    backend_of: dict[str, str | None] = {}
     for layer in model.layers:  # vLLM refuses the model once: one selection then
-        kind = (rule.kind_prefix if error is not None
-                else f"{rule.kind_prefix} (compress {ratios[layer.index]})")
+        kind = rule.kind_prefix if error is not None else layer_kinds[layer.index]
         kinds.setdefault(kind, []).append(layer.index)
         facts_of.setdefault(kind, layer_request(base, layer, model))
+        backend_of.setdefault(kind, built[layer.index])
     selections = tuple(
         LayerSelection(layers=tuple(layers), kind=kind, facts=facts_of[kind], result=SolveResult(
             engine=engine, mode="explicit" if requested else "auto", requested_backend=requested,
             facts=dict(facts_of[kind].stated), derived={}, priority=(), verdicts=(),
-            selected=None if error is not None else choice.backend,
-            error=error, warnings=tuple(warnings)))
+            selected=backend_of[kind], error=error, warnings=tuple(warnings)))
         for kind, layers in kinds.items())
     return ModelCheckResult(model=model, engine=engine, selections=selections, plan=plan)
+
+
+def _platform_first(model: ModelFacts, base: RequestFacts, rule: model_driven.DrivenModel,
+                    engine: EngineData, requested: str | None, options: KVOptions,
+                    catalog: Catalog) -> Diagnostic | None:
+    """The refusal of the platform's selection for the layer the model builds and discards
+    (``DrivenModel.platform_first``), or None: the solver's answer for that layer."""
+    if rule.platform_first != "sparse_mla":
+        return None
+    layer = next((x for x in model.layers if x.indexer is not None and x.indexer.own_cache), None)
+    if layer is None:
+        return None
+    result = solve(layer_request(base, layer, model), engine=engine, attention_backend=requested,
+                   cudagraph_mode=options.cudagraph_mode, catalog=catalog)
+    return None if result.valid else result.error
 
 
 def _diagnostic(catalog: Catalog, code: str, *, backend: str | None, **values: Any) -> Diagnostic:
