@@ -204,6 +204,8 @@ def _activation_bytes(raw: Mapping[str, Any], profile: StartupProfile, weights: 
         detail = f"forward profile: {tokens} batched tokens x (hidden {hidden}, MLP {inter}/{tp})"
         if parts:
             detail += "; " + ", ".join(parts)
+        if not include_sampler:
+            detail += "; no sampler run (a pooling model's profile run pools)"
     return int(max(forward, sampler)), detail
 
 
@@ -243,9 +245,13 @@ def memory_budget(raw: Mapping[str, Any], weights: WeightEstimate, profile: Star
     memory fraction are the deployment's resolved values (its own, else the engine's
     ``defaults.yaml`` for the device: :func:`selector.inputs.config.resolve_target`), the ones the
     KV plan uses too; ``utilization_default``: the fraction is the engine's default.
-    ``include_sampler`` is False only to read logs of vLLM's old V0 engine, whose
-    non-driver ranks ran no sampler. ``max_model_len`` and ``block_size`` (when given)
-    size an MLA model's profile-run workspace. ``model_runner``: the runner vLLM starts
+    ``include_sampler`` is False for a pooling model, whose profile run runs its pooler
+    instead of the dummy sampler (``if self.is_pooling_model: self._dummy_pooler_run``,
+    vllm/v1/worker/gpu_model_runner.py:6354-6357 in 0.25.1, :6136-6139 in 0.33.0; Model
+    Runner V2's ``profile_run``, vllm/v1/worker/gpu/model_runner.py:1041-1045 in 0.33.0),
+    and to read logs of vLLM's old V0 engine, whose non-driver ranks ran no sampler.
+    ``max_model_len`` and ``block_size`` (when given) size an MLA model's profile-run
+    workspace. ``model_runner``: the runner vLLM starts
     (:meth:`~selector.memory.profile.ModelRunnerRule.runner`); ``captured_graphs``: the
     CUDA graphs it captures. ``encoder_profile``: what the profile run keeps of a
     multimodal encoder's dummy pass (``selector.memory.encoder``)."""

@@ -145,7 +145,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                 captured_graphs: int = 0,
                 encoder_profile: MemoryLine | None = None,
                 extra_weights: tuple[WeightPart, ...] = (),
-                model_runner: str | None = None) -> MemoryBudget | None:
+                model_runner: str | None = None,
+                pooling: bool = False) -> MemoryBudget | None:
     """The budget of one GPU of a model deployment (``model`` sharded with ``shard_model``;
     ``total``: the GPU's total memory and its source, :func:`device_total_memory`; the
     batch limits and memory fraction resolved once for the whole report; ``stage``: the
@@ -153,7 +154,8 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
     :func:`captured_graph_count`). The speculative draft's layers (``LayerFacts.draft``)
     are not the model's decoder layers: their weights come in ``extra_weights``
     (selector/memory/speculative.py, ``draft_weight_part``). ``model_runner``: the GPU
-    model runner vLLM starts (``v1`` / ``v2``, :mod:`selector.memory.runner`)."""
+    model runner vLLM starts (``v1`` / ``v2``, :mod:`selector.memory.runner`); ``pooling``:
+    the pooling runner (its profile run pools, no dummy sampler run: ``memory_budget``)."""
     if total is None:
         return None
     raw = raw_config(model)
@@ -180,7 +182,7 @@ def plan_budget(model: ModelFacts, profile: StartupProfile, *, device: str, cc: 
                          cpu_offload_bytes=int(cpu_offload_gib * _GIB),
                          max_model_len=max_model_len, block_size=block_size,
                          model_runner=runner, captured_graphs=captured_graphs,
-                         encoder_profile=encoder_profile)
+                         encoder_profile=encoder_profile, include_sampler=not pooling)
 
 
 def auto_fit_length(budget: MemoryBudget, plan: ModelPlan | None, profile: StartupProfile, *,

@@ -13,7 +13,7 @@ from typing import Literal
 
 from selector.catalog import Catalog
 from selector.check.model import ModelCheckResult
-from selector.inputs.config import LoadedDeployment, Target
+from selector.inputs.config import LoadedDeployment, Target, model_kinds
 from selector.kv import KVOptions
 from selector.kv.plan_types import ModelPlan
 from selector.memory import (
@@ -151,7 +151,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         max_model_len=kv.max_model_len, block_size=kv.block_size,
         captured_graphs=captured_graph_count(kv.cudagraph_mode, capture_sizes, kv.max_num_seqs),
         encoder_profile=encoder_memory_line(encoder, encoder_data(catalog, engine_name)),
-        model_runner=runner)
+        model_runner=runner, pooling="pooling" in model_kinds(model, target.engine))
 
     def budget_for(stage: tuple[int, int] | None) -> MemoryBudget | None:
         last = stage is None or stage[1] == decoder_layers  # the draft runs on the last stage
