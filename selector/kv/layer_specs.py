@@ -14,6 +14,7 @@ from selector.kv.specs import (
     AnySpec,
     AttentionSpecBase,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     CrossAttentionSpec,
     EncoderOnlyAttentionSpec,
     FullAttentionSpec,
@@ -33,6 +34,7 @@ __all__ = [
     "build_spec",
     "customize",
     "indexer_spec",
+    "indexer_tail_spec",
     "mamba_page_bytes",
     "mamba_spec",
 ]
@@ -49,7 +51,7 @@ class CacheEntry(BaseModel):
 
     name: str
     layer_index: int
-    role: Literal["attention", "indexer", "state"]
+    role: Literal["attention", "indexer", "indexer_tail", "state"]
     backend: BackendKVFacts
     spec: KVCacheSpec
     num_q_heads: int
@@ -178,6 +180,26 @@ def indexer_spec(layer: LayerFacts, ctx: SpecContext) -> MLAAttentionSpec:
         kv_cache_dtype="uint8",
         dtype_bytes=1,
         cache_role="indexer",
+        # Glm5NextIndexerCache.get_kv_cache_spec (vllm/models/glm5next/common/
+        # attention.py:114-120 in 0.33.0): one state per index_kpool tokens
+        tokens_per_state=layer.indexer.tokens_per_state if layer.indexer else 1,
+    )
+
+
+def indexer_tail_spec(layer: LayerFacts, ctx: SpecContext) -> CircularBufferSpec:
+    """A pooled indexer's tail ring (``Glm5NextTailCache.get_kv_cache_spec``,
+    vllm/models/glm5next/common/attention.py:153-180 in 0.33.0): a ``CircularBufferSpec``
+    whose block is the ring, of the ring's heads and dtype, no V."""
+    assert layer.indexer is not None and layer.indexer.tail is not None
+    tail = layer.indexer.tail
+    return CircularBufferSpec(
+        block_size=tail.ring(ctx.num_speculative_tokens),
+        num_kv_heads=tail.num_kv_heads,
+        head_size=tail.head_size,
+        head_size_v=0,
+        kv_cache_dtype=tail.dtype,
+        dtype_bytes=dtype_bytes(tail.dtype),
+        dcp_sharded=tail.dcp_sharded,
     )
 
 

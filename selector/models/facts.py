@@ -14,6 +14,7 @@ __all__ = [
     "SSM_KINDS",
     "BuildCheck",
     "GDNDims",
+    "IndexerTail",
     "LayerFacts",
     "LayerKind",
     "LinearAttnDims",
@@ -71,6 +72,28 @@ class MLADims(_Frozen):
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
+class IndexerTail(_Frozen):
+    """A pooled indexer's in-progress pool, kept as a ``CircularBufferSpec`` of one block
+    per request (GLM-5.3's ``Glm5NextTailCache``): ``num_kv_heads`` slots of ``head_size``
+    ``dtype`` values, a ring of ``pool * next_power_of_2(cdiv(pool + num_speculative_tokens,
+    pool))`` slots (vllm/models/glm5next/common/attention.py:159-180 in 0.33.0)."""
+
+    pool: int = Field(ge=1)
+    num_kv_heads: int = Field(ge=1)
+    head_size: int = Field(ge=1)
+    dtype: str
+    backend: str
+    """The backend its module returns (``model-driven.yaml`` ``layer_backends``)."""
+    name: str
+    """The module's name under the indexer (``tail_cache``)."""
+    dcp_sharded: bool = True
+
+    def ring(self, num_speculative_tokens: int) -> int:
+        """The ring's slots: its block size."""
+        groups = -(-(self.pool + num_speculative_tokens) // self.pool)
+        return self.pool * (1 << (groups - 1).bit_length())
+
+
 class SparseIndexer(_Frozen):
     """A lightning indexer's K cache beside a sparse layer (DeepSeek-V3.2's top-k sparse
     MLA; MiniMax-M3's block-sparse attention: the family's ``attention.own_sparse``)."""
@@ -88,6 +111,12 @@ class SparseIndexer(_Frozen):
     """The layer's own indexer keeps the index-key cache; False: the layer is sparse over
     the top-k an earlier layer's indexer selected and builds no indexer (HY-V4's
     ``indexer_types`` entry ``shared``: the family's ``attention.sparse_layers``)."""
+    tokens_per_state: int = Field(default=1, ge=1)
+    """Tokens one index-key state holds (the spec's ``tokens_per_state``: GLM-5.3's
+    kpool-compressed cache keeps one per ``index_kpool`` tokens; the family's
+    ``attention.indexer_pool``)."""
+    tail: IndexerTail | None = None
+    """The circular buffer beside a pooled index-key cache (GLM-5.3's tail ring)."""
 
 
 class ConvCache(_Frozen):

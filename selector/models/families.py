@@ -215,6 +215,30 @@ class ConvCacheRules(_Strict):
     """The module's name under the decoder layer (``conv_state``)."""
 
 
+class IndexerTailRules(_Strict):
+    """The circular buffer a pooled indexer keeps for its in-progress pool (GLM-5.3's
+    ``Glm5NextTailCache``): ``num_kv_heads`` slots of ``head_size_field`` values of
+    ``dtype``, one block per request of the ring the pool and the speculative tokens give
+    (``IndexerTail.ring``), on the backend its module returns."""
+
+    num_kv_heads: int = Field(ge=1)
+    head_size_field: str
+    dtype: str
+    backend: str
+    name: str
+    dcp_sharded: bool = True
+
+
+class IndexerPoolRules(_Strict):
+    """A sparse layer's indexer compresses its index keys by a pool of ``pool_field``
+    tokens (the spec's ``tokens_per_state``) on the backend ``backend`` (``model-driven.yaml``
+    ``layer_backends``) and keeps the ``tail`` ring beside it: GLM-5.3's kpool indexer."""
+
+    pool_field: str
+    backend: str
+    tail: IndexerTailRules
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -272,6 +296,8 @@ class AttentionRules(_Strict):
     ``FLASH_ATTN_DIFFKV``)."""
     conv_cache: ConvCacheRules | None = None
     """A short-convolution state cache beside every attention layer (Inkling)."""
+    indexer_pool: IndexerPoolRules | None = None
+    """The sparse layers' indexer pools its index keys and keeps a tail ring (GLM-5.3)."""
     static_sinks: str | None = None
     """The config field giving the number of static sink tokens of a ``StaticSinkAttention``
     (its ``sink_len``): the layer's cache is a ``SinkFullAttentionSpec``, a full-attention

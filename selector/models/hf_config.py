@@ -19,6 +19,7 @@ from selector.models.config_defaults import class_defaults
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import (
     ConvCache,
+    IndexerTail,
     LayerFacts,
     MLADims,
     ModelDType,
@@ -239,7 +240,7 @@ class _ConfigParser:
         common = self.attention_common() if needs_attention else {}
         use_mla = rules.mla is not None and text.has(rules.mla)
         mla = _mla_dims(text) if use_mla else None
-        indexer = _indexer(text) if use_mla else None
+        indexer = self._pooled(_indexer(text)) if use_mla else None
         window_key = rules.window_field
         window = text.opt_int(window_key, minimum=0)
         windowed = {"sliding_attention", *rules.chunk_lookback}
@@ -259,6 +260,21 @@ class _ConfigParser:
         ]
         return tuple(self._modules_per_layer(self._loops(self._share_kv(
             self._per_layer_heads_and_windows(self._sparse_layers(layers))))))
+
+    def _pooled(self, indexer: SparseIndexer | None) -> SparseIndexer | None:
+        """The family's ``attention.indexer_pool``: the index keys pooled by the config's
+        pool field, on the rule's backend, beside the tail ring."""
+        rule = self.family.attention.indexer_pool
+        if indexer is None or rule is None:
+            return indexer
+        pool = self.text.int_(rule.pool_field, minimum=1)
+        tail = rule.tail
+        ring = IndexerTail(pool=pool, num_kv_heads=tail.num_kv_heads,
+                           head_size=self.text.int_(tail.head_size_field, minimum=1),
+                           dtype=tail.dtype, backend=tail.backend, name=tail.name,
+                           dcp_sharded=tail.dcp_sharded)
+        return indexer.model_copy(update={"tokens_per_state": pool, "backend": rule.backend,
+                                          "tail": ring})
 
     def _sparse_layers(self, layers: list[LayerFacts]) -> list[LayerFacts]:
         """The family's ``attention.sparse_layers``: sparse MLA only on the layers its types
