@@ -224,6 +224,11 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
     result.architecture = model.architecture
     if answer["status"] != "ok":
         return result
+    default = model.kv_cache_dtype_default
+    cc = int(str(answer.get("capability") or "9.0").replace(".", ""))
+    if default is not None and default.applies(answer.get("kv_cache_dtype"), cc):
+        # the model's verify_and_update_config sets the cache dtype (GLM-5.3 on SM10x)
+        answer = {**answer, "kv_cache_dtype": default.dtype}
     if _compare_driven(model, answer, result):
         return result
     by_index = {layer.index: layer for layer in model.layers}

@@ -72,6 +72,8 @@ class SpecContext(BaseModel):
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0
     prefill_checkpoint_alignment: int | None = None
+    spec_checkpoint_alignment: int | None = None
+    """A layer's own checkpoint stamp (``KVOptions.state_spec_checkpoint_alignment``)."""
     tp_size: int = 1
 
 
@@ -212,6 +214,9 @@ def mamba_spec(layer: LayerFacts, ctx: SpecContext) -> MambaSpec:
     names, sizes = ssm_state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ssm_dtype)
     shapes = ssm_state_shapes(layer.ssm, ctx.tp_size, ctx.num_speculative_tokens)
     checkpoint = ctx.prefill_checkpoint_alignment if ctx.mamba_cache_mode == "align" else None
+    if getattr(layer.ssm, "spec_checkpoint", ()):
+        # the layer stamps its spec itself, whatever the mode (kda.py:166-176 in 0.33.0)
+        checkpoint = ctx.spec_checkpoint_alignment
     return MambaSpec(
         block_size=ctx.mamba_block_size,
         shapes=shapes,

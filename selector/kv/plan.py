@@ -115,6 +115,7 @@ def _spec_context(
         prefill_checkpoint_alignment=(
             decision.mamba_block_size if decision.prefill_checkpoints else None
         ),
+        spec_checkpoint_alignment=options.state_spec_checkpoint_alignment,
         tp_size=model.tp_size,
     )
 

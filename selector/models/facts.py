@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from selector.errors import InputError
+from selector.schema.backend import PrefillCheckpointRule
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -15,6 +16,7 @@ __all__ = [
     "BuildCheck",
     "GDNDims",
     "IndexerTail",
+    "KVCacheDtypeDefault",
     "LayerFacts",
     "LayerKind",
     "LinearAttnDims",
@@ -92,6 +94,20 @@ class IndexerTail(_Frozen):
         """The ring's slots: its block size."""
         groups = -(-(self.pool + num_speculative_tokens) // self.pool)
         return self.pool * (1 << (groups - 1).bit_length())
+
+
+class KVCacheDtypeDefault(_Frozen):
+    """The KV-cache dtype the model's ``verify_and_update_config`` sets when
+    ``--kv-cache-dtype`` is auto, on the device capability families listed (vLLM's
+    ``is_device_capability_family``: the capability // 10)."""
+
+    capability_families: tuple[int, ...]
+    dtype: str
+    message: str = ""
+    """What vLLM logs when it does so."""
+
+    def applies(self, kv_cache_dtype: str | None, cc: int) -> bool:
+        return kv_cache_dtype in (None, "auto") and (cc // 10) * 10 in self.capability_families
 
 
 class SparseIndexer(_Frozen):
@@ -187,6 +203,9 @@ class GDNDims(_Frozen):
     mixer_class: str | None = None
     """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
     prefill-checkpoint rules name; None: not stated (no rule applies)."""
+    spec_checkpoint: tuple[PrefillCheckpointRule, ...] = ()
+    """The family's ``ssm.spec_checkpoint``: the prefill kernel rules by which the layer
+    stamps its own spec with a checkpoint alignment (GLM-5.3's FlashKDA)."""
 
     @property
     def conv_dim(self) -> int:
@@ -416,6 +435,8 @@ class ModelFacts(_Frozen):
     mamba_chunk_size: int = 2048
     """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``,
     else 2048 (what mode ``all`` aligns the block to)."""
+    kv_cache_dtype_default: KVCacheDtypeDefault | None = None
+    """The family's ``kv_cache_dtype_default``, when the config has what it requires."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
     config_defaults: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.models.facts import BuildCheck
 from selector.models.presets import preset_dir, read_preset_yaml
+from selector.schema.backend import PrefillCheckpointRule
 
 __all__ = [
     "GENERIC",
@@ -239,6 +240,18 @@ class IndexerPoolRules(_Strict):
     tail: IndexerTailRules
 
 
+class KVCacheDtypeDefaultRules(_Strict):
+    """The model's ``verify_and_update_config`` replaces an auto ``--kv-cache-dtype`` by
+    ``dtype`` on CUDA devices of ``capability_families`` (``is_device_capability_family``)
+    when the config has ``requires`` (GLM-5.3's sparse indexer: ``index_topk``)."""
+
+    source: str
+    requires: str
+    capability_families: list[int]
+    dtype: str
+    message: str = ""
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -343,6 +356,12 @@ class SSMRules(_Strict):
     mamba_prefix_caching: bool = False
     """The model class implements ``SupportsMambaPrefixCaching`` (Mamba cache mode
     ``all`` with prefix caching before 0.28.0)."""
+    spec_checkpoint: list[PrefillCheckpointRule] = Field(default_factory=list)
+    """The mixer's own prefill kernel rules (first match wins) when the layer stamps its
+    state spec with the kernel's checkpoint alignment itself (``num_prefill_checkpoint_blocks``
+    1, ``prefill_checkpoint_alignment``) but declares none to the platform
+    (``get_prefill_checkpoint_alignment`` stays MambaBase's None: GLM-5.3's FlashKDA).
+    The rules read ``cc``, ``cc_major``, ``head_k_dim``, ``model_dtype`` and ``requested``."""
 
 
 FFNKind = Literal["dense", "moe", "none"]
@@ -560,6 +579,9 @@ class Family(_Strict):
     mixers: MixerRules = MixerRules(rule="uniform")
     attention: AttentionRules = AttentionRules()
     ssm: SSMRules | None = None
+    kv_cache_dtype_default: KVCacheDtypeDefaultRules | None = None
+    """The KV-cache dtype the model class sets when the user leaves it auto (its
+    ``verify_and_update_config``)."""
     weights: WeightRules = WeightRules()
     aliases: dict[str, list[str]] = Field(default_factory=dict)
     reads: dict[str, str] = Field(default_factory=dict)

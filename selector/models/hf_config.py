@@ -20,6 +20,7 @@ from selector.models.config_reader import ConfigReader
 from selector.models.facts import (
     ConvCache,
     IndexerTail,
+    KVCacheDtypeDefault,
     LayerFacts,
     MLADims,
     ModelDType,
@@ -766,6 +767,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             prefix_caching_default=(wrapper.prefix_caching and family.prefix_caching
                                     and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),
+            kv_cache_dtype_default=_kv_cache_dtype_default(parser.text, wrapper, family),
             refusals=language_model_refusals(top, wrapper) + parser.refusals(),
             build_checks=tuple(family.build_checks),
             layers=parser.layers(),
@@ -773,6 +775,17 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
         ).with_config(raw)
     except ValidationError as exc:  # defensive: the reader validates first
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc
+
+
+def _kv_cache_dtype_default(text: ConfigReader, wrapper: Family, family: Family
+                            ) -> KVCacheDtypeDefault | None:
+    """The wrapper's (else the language model family's) ``kv_cache_dtype_default``, when
+    the language model's config has the field it requires."""
+    rule = wrapper.kv_cache_dtype_default or family.kv_cache_dtype_default
+    if rule is None or not text.has(rule.requires):
+        return None
+    return KVCacheDtypeDefault(capability_families=tuple(rule.capability_families),
+                               dtype=rule.dtype, message=rule.message)
 
 
 def _mamba_chunk_size(text: ConfigReader) -> int:

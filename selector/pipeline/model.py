@@ -18,6 +18,7 @@ from selector.kv import (
     model_driven,
     plan_model,
     prefill_checkpoint_alignment,
+    spec_checkpoint_alignment,
 )
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
@@ -132,6 +133,9 @@ def check_model(
             alignment = prefill_checkpoint_alignment(model, engine_data, cc=base.cc)
             options = options.model_copy(
                 update={"mamba_prefill_checkpoint_alignment": alignment})
+        if options.state_spec_checkpoint_alignment is None:
+            options = options.model_copy(update={
+                "state_spec_checkpoint_alignment": spec_checkpoint_alignment(model, cc=base.cc)})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan, platform=engine_data.platform,
