@@ -226,7 +226,8 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
         return result
     default = model.kv_cache_dtype_default
     cc = int(str(answer.get("capability") or "9.0").replace(".", ""))
-    if default is not None and default.applies(answer.get("kv_cache_dtype"), cc):
+    if default is not None and default.applies(answer.get("kv_cache_dtype"), cc,
+                                               f"vllm=={answer['vllm_version']}"):
         # the model's verify_and_update_config sets the cache dtype (GLM-5.3 on SM10x)
         answer = {**answer, "kv_cache_dtype": default.dtype}
     if _compare_driven(model, answer, result):

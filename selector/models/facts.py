@@ -17,6 +17,7 @@ __all__ = [
     "GDNDims",
     "IndexerTail",
     "KVCacheDtypeDefault",
+    "engine_at_least",
     "LayerFacts",
     "LayerKind",
     "LinearAttnDims",
@@ -96,6 +97,16 @@ class IndexerTail(_Frozen):
         return self.pool * (1 << (groups - 1).bit_length())
 
 
+def engine_at_least(engine: str, since: str | None) -> bool:
+    """Whether the engine profile (``vllm==X.Y.Z``) is release ``since`` or newer (None:
+    every release)."""
+    if since is None:
+        return True
+    from packaging.version import Version
+
+    return Version(engine.split("==", 1)[-1]) >= Version(since)
+
+
 class KVCacheDtypeDefault(_Frozen):
     """The KV-cache dtype the model's ``verify_and_update_config`` sets when
     ``--kv-cache-dtype`` is auto, on the device capability families listed (vLLM's
@@ -105,9 +116,12 @@ class KVCacheDtypeDefault(_Frozen):
     dtype: str
     message: str = ""
     """What vLLM logs when it does so."""
+    since: str | None = None
+    """The first vLLM release whose model does so (None: every release)."""
 
-    def applies(self, kv_cache_dtype: str | None, cc: int) -> bool:
-        return kv_cache_dtype in (None, "auto") and (cc // 10) * 10 in self.capability_families
+    def applies(self, kv_cache_dtype: str | None, cc: int, engine: str) -> bool:
+        return (kv_cache_dtype in (None, "auto") and (cc // 10) * 10 in self.capability_families
+                and engine_at_least(engine, self.since))
 
 
 class SparseIndexer(_Frozen):
@@ -206,6 +220,8 @@ class GDNDims(_Frozen):
     spec_checkpoint: tuple[PrefillCheckpointRule, ...] = ()
     """The family's ``ssm.spec_checkpoint``: the prefill kernel rules by which the layer
     stamps its own spec with a checkpoint alignment (GLM-5.3's FlashKDA)."""
+    spec_checkpoint_since: str | None = None
+    """The first vLLM release whose layer stamps it."""
 
     @property
     def conv_dim(self) -> int:

@@ -250,6 +250,8 @@ class KVCacheDtypeDefaultRules(_Strict):
     capability_families: list[int]
     dtype: str
     message: str = ""
+    since: str | None = None
+    """The first vLLM release whose model class does so (None: every release)."""
 
 
 class AttentionRules(_Strict):
@@ -362,6 +364,8 @@ class SSMRules(_Strict):
     1, ``prefill_checkpoint_alignment``) but declares none to the platform
     (``get_prefill_checkpoint_alignment`` stays MambaBase's None: GLM-5.3's FlashKDA).
     The rules read ``cc``, ``cc_major``, ``head_k_dim``, ``model_dtype`` and ``requested``."""
+    spec_checkpoint_since: str | None = None
+    """The first vLLM release whose layer stamps its spec so (None: every release)."""
 
 
 FFNKind = Literal["dense", "moe", "none"]

@@ -785,7 +785,7 @@ def _kv_cache_dtype_default(text: ConfigReader, wrapper: Family, family: Family
     if rule is None or not text.has(rule.requires):
         return None
     return KVCacheDtypeDefault(capability_families=tuple(rule.capability_families),
-                               dtype=rule.dtype, message=rule.message)
+                               dtype=rule.dtype, message=rule.message, since=rule.since)
 
 
 def _mamba_chunk_size(text: ConfigReader) -> int:

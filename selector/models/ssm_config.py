@@ -86,6 +86,7 @@ def read_ssm(
         state_dtype=state_dtype,
         mixer_class=mixer_class,
         spec_checkpoint=tuple(family.ssm.spec_checkpoint),
+        spec_checkpoint_since=family.ssm.spec_checkpoint_since,
     )
 
 

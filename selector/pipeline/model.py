@@ -135,7 +135,8 @@ def check_model(
                 update={"mamba_prefill_checkpoint_alignment": alignment})
         if options.state_spec_checkpoint_alignment is None:
             options = options.model_copy(update={
-                "state_spec_checkpoint_alignment": spec_checkpoint_alignment(model, cc=base.cc)})
+                "state_spec_checkpoint_alignment": spec_checkpoint_alignment(
+                    model, cc=base.cc, engine=engine_data.engine)})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan, platform=engine_data.platform,
