@@ -17,7 +17,6 @@ __all__ = [
     "GDNDims",
     "IndexerTail",
     "KVCacheDtypeDefault",
-    "engine_at_least",
     "LayerFacts",
     "LayerKind",
     "LinearAttnDims",
@@ -29,6 +28,7 @@ __all__ = [
     "SSMDims",
     "ShortConvDims",
     "SparseIndexer",
+    "engine_at_least",
 ]
 
 LayerKind = Literal["attention", "mla", "mamba", "gdn", "cross_attention", "encoder_only", "none"]
