@@ -148,3 +148,29 @@ def test_check_runs_on_the_synthetic_config(device: str, tmp_path: Path) -> None
     assert code == 0, out + err
     backend = "FLASHINFER_MLA_SPARSE_SM90" if device == "H200" else "FLASHINFER_MLA_SPARSE"
     assert f"VALID {backend} on {device}" in out
+
+
+@pytest.mark.parametrize("release", ["0.32.0", "0.33.0"])
+def test_the_indexer_backends_are_the_recorded_classes(release: str) -> None:
+    """model-driven.yaml's layer_backends for GLM-5.3's caches against the classes vLLM's
+    built layers named (``layer_backends`` of the release's gpus file: kernel block sizes
+    under the model's config) and the builders' CUDA-graph support for each layer's spec."""
+    from selector.catalog import load_catalog
+    from selector.kv.model_driven import own_backend_facts
+
+    answers = oracle.read_jsonl(GOLDEN / "glm5" / f"vllm-{release}-gpus.jsonl.gz")
+    record = next(a for a in answers if "layer_backends" in a)
+    classes = {c["class"].rsplit(".", 1)[-1]: c for c in record["layer_backends"]}
+    # the builder's get_cudagraph_support for each layer's spec (not the class attribute)
+    support = {(r["backend"], r["cudagraph_support"]) for a in answers if "layers" in a
+               for r in a["layers"]}
+    model = load_model(ROOT / "tests/fixtures/hf_configs/synthetic/Glm5NextForCausalLM.json")
+    own = own_backend_facts(model, f"vllm=={release}", load_catalog())
+    assert set(own) == {"DEEPSEEK_V32_INDEXER", "KPOOL_TAIL"}
+    for name, facts in own.items():
+        recorded = classes[facts.class_name]
+        assert recorded["name"] == name
+        assert {level for backend, level in support if backend == name} == {facts.cudagraph_support}
+        sizes = [s if isinstance(s, int) else {"multiple_of": s.multiple_of}
+                 for s in facts.kernel_block_sizes]
+        assert sizes == recorded["kernel_block_sizes"], name
