@@ -344,6 +344,11 @@ def plan_model(
     cg = _cudagraph(part)
     if cg.error is not None:
         part.errors.append(PlanError(stage="cudagraph", exc_type="ValueError", message=cg.error))
+    if part.grouping.path == "packed":
+        # the block-outermost pool (get_kv_cache_config_from_groups: the widest group's
+        # bytes rounded up to the lcm of every layer's get_block_stride_alignment, which the
+        # sparse MLA backends set, kv_cache_planning.py:574-604 in 0.33.0) is not modelled
+        return part.build(cg, None, min(thresholds) if thresholds else None)
     cap = capacity(
         part.grouping.groups,
         max_model_len=max_model_len,

@@ -174,3 +174,24 @@ def test_the_indexer_backends_are_the_recorded_classes(release: str) -> None:
         sizes = [s if isinstance(s, int) else {"multiple_of": s.multiple_of}
                  for s in facts.kernel_block_sizes]
         assert sizes == recorded["kernel_block_sizes"], name
+
+
+def test_the_packed_pool_is_not_sized() -> None:
+    """vLLM sizes a block-outermost pool by the widest group rounded up to the lcm of every
+    layer's block-stride alignment (kv_cache_planning.py:574-604 in 0.33.0: 9529344 bytes a
+    block for the synthetic config on SM90, the sparse MLA latent's 1024-byte row alignment
+    beside the index-key cache's 4224), which the tool does not model: no capacity, and the
+    memory report says the fit is not checked."""
+    answer = next(a for a in ANSWERS if a["vllm_version"] == "0.33.0" and a["capability"] == "9.0"
+                  and "ForCausalLM" in str(a["config"]))
+    from selector.catalog import load_catalog
+    from selector.inputs.config import parse_deployment
+    from selector.pipeline.deployment import solve_deployment
+    from tools.model_agreement import reference_deployment
+
+    loaded = parse_deployment("<glm5>", reference_deployment(answer, 8192))
+    solved = solve_deployment(loaded, load_catalog(), suggest=False, startup=False,
+                              refuse_split=False)
+    assert solved.model is not None and solved.model.plan is not None
+    plan = solved.model.plan
+    assert plan.ok and plan.grouping_path == "packed" and plan.capacity is None
