@@ -45,5 +45,11 @@ for packed in pathlib.Path(sys.argv[1]).glob("*/*.so.xz"):
     print("prebuilt FlashInfer module:", packed.parent.name)
 PY
 fi
+# The image's torch venv holds no bytecode and a run does not write it there: every Python
+# start compiled ~1,200 modules from source, 3.0 s of a 7.5 s verdict (a profile of a warm
+# FlashInfer verdict on 2026-12-04; the smoke's report says so, selector/smoke/bytecode.py).
+# A bytecode cache in a folder we can write, as any machine whose packages pip installed has.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-$HOME/.cache/pycache}
 export PYTHONPATH=$PWD:$SITE${JIT_SITE:+:$JIT_SITE} FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=16 PYTHONUNBUFFERED=1
 export VLLM_KERNELS_DIR=$KERNELS COLUMNS=160 NO_COLOR=1

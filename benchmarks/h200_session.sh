@@ -7,8 +7,9 @@
 #   benchmarks/stage_gpu_carry.sh          # fills .gpucarry/ (~37 MB, git-ignored)
 # Then one device call, from the repo root, carrying .gpucarry:
 #   bash benchmarks/h200_session.sh [smoke|tests|bench|all|cold]
-# cold (under 5 minutes of device time): FlashInfer's JIT cache (~/.cache/flashinfer) is
-# removed first, so each "first" is truly first; then the wall time of each verdict
+# cold (under 5 minutes of device time): FlashInfer's JIT cache (~/.cache/flashinfer) and
+# Python's bytecode cache ($PYTHONPYCACHEPREFIX, gpu_setup.sh) are removed first, so each
+# "first" is truly first; then the wall time of each verdict
 # (`attn-select smoke`), first and warm, for an FA3 deployment (llama-h200, parity off by
 # default) and a FlashInfer one (gqa16-tp2-h200: the kernel variants its decode and prefill
 # calls run compile), then the FA3 one with --parity; the table lands in $OUT/cold.txt,
@@ -48,13 +49,15 @@ ninja_times() {  # per FlashInfer module: its build's wall time, then each step,
 }
 if [ "$MODE" = cold ]; then
   log "cold verdicts (FlashInfer's JIT cache removed: every first compiles)"
-  rm -rf "$HOME/.cache/flashinfer"
+  rm -rf "$HOME/.cache/flashinfer" "$PYTHONPYCACHEPREFIX"  # nor any bytecode: a fresh machine's
   : > "$OUT/cold.txt"
   echo "prebuilt FlashInfer kernels: ${JIT_SITE:-none (JIT-compiled)}" | tee -a "$OUT/cold.txt"
   verdict fa3-first llama-h200 60
   verdict fa3-warm llama-h200 60
   verdict flashinfer-first gqa16-tp2-h200 200
   verdict flashinfer-warm gqa16-tp2-h200 60
+  verdict flashinfer-warm-2 gqa16-tp2-h200 60
+  verdict fa3-warm-2 llama-h200 60
   verdict fa3-parity-warm llama-h200 60 --parity
   grep -h -A14 -i "time to verdict" "$OUT"/smokes/cold-*.txt | head -90
   { echo "== what FlashInfer compiled (the reports' notes)"

@@ -254,12 +254,16 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
     if layer.kv_cache_dtype is not None:
         stated["kv_cache_dtype"] = layer.kv_cache_dtype
     if mla is not None:
+        # hf_text_config.index_topk, the model's: a dense layer of a model with sparse layers
+        # (HY-V4) reads it too
+        indexer = layer.indexer or next((other.indexer for other in model.layers
+                                         if other.indexer), None)
         stated.update({
             "kv_lora_rank": mla.kv_lora_rank,
             "qk_nope_head_dim": mla.qk_nope_head_dim,
             "qk_rope_head_dim": mla.qk_rope_head_dim,
             "v_head_dim": mla.v_head_dim,
-            "index_topk": layer.indexer.index_topk if layer.indexer else None,
+            "index_topk": indexer.index_topk if indexer else None,
         })
     return _wrap(stated)
 

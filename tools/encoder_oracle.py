@@ -54,6 +54,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import oracle
+from oracle.tokenizer import write_tokenizer_stand_in
 
 REPO = oracle.REPO
 CAPABILITIES = oracle.cuda_capabilities(catalog_only=True, without=("10.3", "12.1"))
@@ -265,25 +266,17 @@ def _write_tokenizer_stand_in(target: Path, hf_config: Any) -> None:
     and vLLM counts the embedding positions among those ids; the tokenizer only has to
     give each placeholder the one id the config names, as the checkpoint's does, and
     every other word one unknown id (the dummy text's words are not placeholders)."""
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
-
     model_type = hf_config.model_type
     vocab: dict[str, int] = {"<unk>": 0}
     spare = int(getattr(hf_config.get_text_config(), "vocab_size", 0) or 0) + 1000
     for token, attribute in STAND_IN_TOKENS[model_type]:
         given = getattr(hf_config, attribute, None) if attribute else None
         vocab[token] = given if isinstance(given, int) else spare + len(vocab)
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False)
-                                  for token, _ in STAND_IN_TOKENS[model_type]])
-    tokenizer.save(str(target / "tokenizer.json"))
-    config: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast",
-                              "unk_token": "<unk>", "model_max_length": 1 << 30}
-    config.update(STAND_IN_NAMED.get(model_type, {}))
+    config: dict[str, Any] = dict(STAND_IN_NAMED.get(model_type, {}))
     if model_type in STAND_IN_ATTRIBUTES:
         config["extra_special_tokens"] = STAND_IN_ATTRIBUTES[model_type]
-    (target / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    write_tokenizer_stand_in(target, vocab, [token for token, _ in STAND_IN_TOKENS[model_type]],
+                             config)
 
 
 def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any],

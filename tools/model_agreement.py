@@ -369,7 +369,7 @@ def _vllm_groups(answer: dict[str, Any], num_layers: int) -> list[Group]:
             for g in answer["aligned"]["groups"]]
 
 
-REFERENCE_DEVICES = {"9.0": "H200", "10.0": "B200"}
+REFERENCE_DEVICES = {"9.0": "H200", "10.0": "B200", "12.0": "RTX PRO 6000"}
 """The GPU of each compute capability the reference emulates (``oracle.set_capability``)."""
 
 

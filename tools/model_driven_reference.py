@@ -23,6 +23,11 @@ layer's module then names) or its refusal, word for word. A name the release's e
 lacks is recorded as vLLM's argument parser refusing it (``AttentionBackendEnum[name]``
 raising ``KeyError``).
 
+``--cuda-runtime 13.0`` gives the build the CUDA runtime of the release's wheel
+(``torch.version.cuda``, which the CPU torch lacks: vLLM then reads runtime 0), as the
+GatedDeltaNet prefill kernel on SM10x asks for it (its prefill checkpoints set the block
+alignment); each answer records it.
+
 A harness failure writes nothing (exit 1), as in ``vllm_model_reference.py``.
 """
 
@@ -173,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-runner", action="store_true",
                         help="choose the model runner as on the emulated GPU (Model Runner V2: "
                              "tools/vllm_model_reference.py --gpu-runner); Step5 builds on it only")
+    parser.add_argument("--cuda-runtime", default=None,
+                        help="torch.version.cuda as the release's wheel has it (e.g. 13.0: "
+                             "vLLM 0.33.0's requires cu13), which the CPU torch lacks "
+                             "(platforms/cuda.py get_cuda_runtime_major: 0); recorded per answer")
     args = parser.parse_args(argv)
     capabilities: list[tuple[int, int]] = (
         [(int(c.split(".")[0]), int(c.split(".")[1])) for c in args.capability]
@@ -181,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.gpu_runner:
         ref.gpu_model_runner()
     _capture_backends()
+    if args.cuda_runtime:
+        # the GDN prefill kernel on SM10x / SM12x needs CUDA >= 13 (qwen_gdn_linear_attn.py
+        # _resolve_gdn_prefill_backend), read from torch.version.cuda when a layer is built
+        import torch
+
+        torch.version.cuda = args.cuda_runtime
     import oracle  # type: ignore[import-not-found]  # the shared oracle (ORACLE_DIR)
 
     known = set(_enum_names())
@@ -207,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                     failures.append(str(exc))
                     print(f"HARNESS FAILURE {exc}", file=sys.stderr)
                     continue
+                if args.cuda_runtime:
+                    result["cuda_runtime"] = args.cuda_runtime
                 results.append(result)
                 summary = result.get("error") or f"{len(result['layers'])} layers"
                 print(f"{result['status']:7} {capability} {name} {dtype} {path.name}: "

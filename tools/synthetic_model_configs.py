@@ -71,6 +71,21 @@ _INTERNVL: dict[str, Any] = {
 }
 
 
+_QWEN4_EXP_GATE = {"output_gate_type": "silu"}
+"""Qwen4Exp's linear-attention output gate, as its config class reads None (hidden_act)."""
+_QWEN4_EXP_LAYERS = (["linear_attention"] * 3 + ["full_attention"]) * 2
+"""Qwen4Exp's 8 layers as its checkpoints spell them."""
+_QWEN4_EXP_8 = {"num_hidden_layers": 8, **_QWEN4_EXP_GATE}
+_QWEN4_EXP_WRITTEN = {"_written": {"": {"layer_types": _QWEN4_EXP_LAYERS}}}
+_QWEN4_EXP_QSA = {"indexer_n_heads": 8, "indexer_kv_heads": 1, "indexer_head_dim": 256,
+                  "indexer_budget": 2048, "indexer_compress_ratio": 4}
+"""QSA on Qwen4Exp's indexed_attention layers."""
+_QWEN4_EXP_PLE = {"ple_layer_ids": [1, 6], "eos_token_id": 2, "ngram_vocab_size_base": 20000}
+"""PLE on two linear_attention layers, the hashed n-gram tables shrunk from 20M rows per
+head (vLLM allocates them in host memory, ngram_embedding.py:667-680: 80 GB at the
+defaults)."""
+
+
 _STEP3P5_TEXT: dict[str, Any] = {
     "num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1024,
     "num_attention_heads": 8, "num_attention_groups": 2, "head_dim": 64,
@@ -482,7 +497,39 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
         "shared_expert_sink": True, "use_sconv": True, "swa_num_key_value_heads": 2,
         "swa_head_dim": 64}),
-    "Qwen4ExpForCausalLM": ("qwen4_exp_text", {"num_hidden_layers": 8}),
+    # transformers' Qwen4ExpTextConfig's defaults (8 layers: layer_types from
+    # full_attention_interval 4, attention at 3 and 7; no indexer_n_heads, so those are
+    # Qwen3NextAttention, vllm/models/qwen4_exp/nvidia/model.py:227-245; no PLE layers) with
+    # output_gate_type silu: the class's None means hidden_act (validate_architecture), which
+    # vLLM's GDN layer refuses as written (qwen_gdn_linear_attn.py:659-664); layer_types
+    # spelled full_attention as the checkpoints write them (the class's __post_init__ reads
+    # them as indexed_attention, which to_dict writes and the releases before 0.32.0 refuse:
+    # the -indexed file); the vision tower 2 deep with no deepstack levels
+    # (model.py:1005-1008 reads deepstack_visual_indexes, which Qwen4ExpVisionConfig lacks)
+    "Qwen4ExpForCausalLM": ("qwen4_exp_text", {
+        **_QWEN4_EXP_8, **_QWEN4_EXP_WRITTEN}),
+    "Qwen4ExpForCausalLM-indexed": ("qwen4_exp_text", {
+        "_arch": "Qwen4ExpForCausalLM", **_QWEN4_EXP_8}),
+    "Qwen4ExpForConditionalGeneration": ("qwen4_exp", {
+        "text_config": {"model_type": "qwen4_exp_text", **_QWEN4_EXP_8},
+        "vision_config": {"model_type": "qwen4_exp_vision", "depth": 2,
+                          "deepstack_visual_indexes": []},
+        "_written": {"text_config": {"layer_types": _QWEN4_EXP_LAYERS}}}),
+    # the same with QSA on the indexed_attention layers (indexer_* set: Qwen4ExpQSAAttention,
+    # model.py:238-245, its fields' checks in Qwen4ExpTextConfig.validate_architecture: one
+    # index KV head, budget divisible by the compression ratio, RoPE within the index head:
+    # the default full rotary head of 256), with PLE on linear_attention layers 1 and 6
+    # (one-indexed ids; eos_token_id required), and with both (the answers for the layers
+    # attn-select does not model yet: the family's unmodelled_when)
+    "Qwen4ExpForCausalLM-qsa": ("qwen4_exp_text", {
+        "_arch": "Qwen4ExpForCausalLM", **_QWEN4_EXP_8, **_QWEN4_EXP_QSA,
+        **_QWEN4_EXP_WRITTEN}),
+    "Qwen4ExpForCausalLM-ple": ("qwen4_exp_text", {
+        "_arch": "Qwen4ExpForCausalLM", **_QWEN4_EXP_8, **_QWEN4_EXP_PLE,
+        **_QWEN4_EXP_WRITTEN}),
+    "Qwen4ExpForCausalLM-qsa-ple": ("qwen4_exp_text", {
+        "_arch": "Qwen4ExpForCausalLM", **_QWEN4_EXP_8, **_QWEN4_EXP_QSA, **_QWEN4_EXP_PLE,
+        **_QWEN4_EXP_WRITTEN}),
     # HY-V4's defaults: no layer_types, so every layer is dense MLA (with a learnable sink)
     "HYV4ForCausalLM": ("hy_v4", {"num_hidden_layers": 8}),
     # Step5Config's defaults carry no sparse_config section, which vLLM refuses
@@ -776,6 +823,13 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "HYV4ForCausalLM-shared": ("HYV4ForCausalLM", "hy_v4", {
         "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
         "indexer_types": ["full", "shared", "full", "shared"], "learnable_sink": False}),
+    # dense layers before sparse ones only (an own indexer each): the sparse layers' backend
+    # rewrites the shared KV-cache dtype (mla_attention.py:523-528 in 0.33.0) after the dense
+    # layers are built, so with fp8 the model builds, its layers stored in two dtypes
+    "HYV4ForCausalLM-dense-first": ("HYV4ForCausalLM", "hy_v4", {
+        "num_hidden_layers": 4, "layer_types": [
+            "full_attention", "full_attention", "deepseek_sparse_attention",
+            "deepseek_sparse_attention"], "indexer_types": ["full", "full", "full", "full"]}),
     # indexer_types that a sparse layer's compute_skip_topk_layers refuses (attention.py:84-94)
     "HYV4ForCausalLM-indexer-types-length": ("HYV4ForCausalLM", "hy_v4", {
         "num_hidden_layers": 4, "layer_types": ["deepseek_sparse_attention"] * 4,
@@ -945,6 +999,8 @@ def write(arch: str) -> Path:
         return _write_raw(arch)
     model_type, overrides = SPECS[arch] if arch in SPECS else _default_spec(arch)
     overrides = dict(overrides)
+    name, arch = arch, overrides.pop("_arch", arch)  # a second config of one architecture
+    written = overrides.pop("_written", {})  # as a checkpoint writes them, not to_dict
     drop = overrides.pop("_drop", [])
     if "_from" in overrides:  # a collected real config (tests/fixtures/hf_configs/)
         raw = json.loads((OUT.parent / overrides.pop("_from")).read_text(encoding="utf-8"))
@@ -958,13 +1014,15 @@ def write(arch: str) -> Path:
     for key, value in overrides.items():  # a sub-config to_dict renames (Ultravox)
         raw.setdefault(key, value)
     raw.pop("wrapped_model_config", None)
+    for section, fields in written.items():  # {"": top-level fields, "text_config": ...}
+        (raw[section] if section else raw).update(fields)
     for key in drop:  # what to_dict writes beside the key the class reads (DeepSeek-VL2)
         raw.pop(key, None)
     raw["architectures"] = [arch]
     raw.setdefault("model_type", model_type)
     raw.pop("transformers_version", None)
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{arch}.json"
+    path = OUT / f"{name}.json"
     path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 

@@ -66,6 +66,7 @@ from oracle.models import gpu_model_runner
 from oracle.models import on_gpu as _on_gpu  # noqa: F401  (the name recorders imported from here)
 from oracle.models import start_models as _bootstrap  # noqa: F401  (the name recorders called here)
 from oracle.models import without_weight_downloads as _without_weight_downloads
+from oracle.tokenizer import UNKNOWN, write_tokenizer_stand_in
 
 REPO = oracle.REPO
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -190,6 +191,33 @@ def _slopes_on_cpu(model_cls: Any) -> None:
             setattr(module, name, on_cpu)
 
 
+TOKENIZER_STAND_INS: dict[str, tuple[str, ...]] = {
+    "GritLM": ("<s>", "\u2581<", "<", "|", "embed", ">", "<0x0A>", "user"),
+}
+"""{architecture: tokens}: model classes that read the tokenizer while they are built, and
+the tokens they look up. GritLM's ``GritLMMeanPool`` (the ``embed`` pooler of every
+``GritLM`` built as a pooling model) takes ``cached_tokenizer_from_config`` and
+``convert_tokens_to_ids`` of these tokens (vllm/model_executor/models/gritlm.py:41-59 in
+0.25.1-0.28.0): the reference, offline, writes a tokenizer stand-in of them beside the config
+(``oracle.tokenizer``) and lets vLLM load it (``skip_tokenizer_init`` false for these
+architectures). The ids only feed the pooler's prompt matching, never a layer or a cache."""
+
+
+TOKENIZER_NOTE = "tokenizer stand-in written beside config.json (its model class reads the tokenizer)"
+
+
+def _tokenizer_stand_in(raw: dict[str, Any], target: Path) -> bool:
+    """The tokenizer stand-in beside config.json for an architecture of
+    ``TOKENIZER_STAND_INS``; whether one was written."""
+    architectures = raw.get("architectures") or []
+    tokens = next((TOKENIZER_STAND_INS[a] for a in architectures if a in TOKENIZER_STAND_INS), None)
+    if tokens is None:
+        return False
+    vocab = {UNKNOWN: 0} | {token: i for i, token in enumerate(tokens, start=1)}
+    write_tokenizer_stand_in(target, vocab, tokens)
+    return True
+
+
 def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     raw = json.loads(config_path.read_text(encoding="utf-8"))
     notes: list[str] = []
@@ -222,6 +250,8 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     for name, content in files.items():
         (target / Path(name).name).write_text(json.dumps(content), encoding="utf-8")
         notes.append(f"{Path(name).name} written beside config.json")
+    if _tokenizer_stand_in(raw, target):
+        notes.append(TOKENIZER_NOTE)
     return target, notes
 
 
@@ -435,7 +465,7 @@ def reference(config_path: Path, workdir: Path, *,
         stage = "EngineArgs.create_engine_config"
         vllm_config = EngineArgs(
             model=str(model_dir),
-            skip_tokenizer_init=True,
+            skip_tokenizer_init=TOKENIZER_NOTE not in notes,
             dtype=MODEL_DTYPE,
             max_model_len=_max_len(model_dir),
             **({} if enable_prefix_caching is None

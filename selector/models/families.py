@@ -626,6 +626,11 @@ class Family(_Strict):
     """Configs vLLM refuses while building the model, in the order vLLM checks them (the
     first that holds is the refusal): Parse 3.5's required decoder flags, an embedding
     width the heads do not divide."""
+    unmodelled_when: dict[str, str] = Field(default_factory=dict)
+    """{config field: what vLLM's model class builds once the config sets it (not null, not
+    empty) that attn-select does not model yet}: such a config is refused by the reader in
+    those words rather than read as the family's other layers (Qwen4Exp's QSA and PLE
+    layers). vLLM builds it: this is attn-select's limit, never vLLM's refusal."""
 
 
 class _File(_Strict):

@@ -559,6 +559,18 @@ def config_refusal(text: ConfigReader, family: Family) -> tuple[str, ...]:
     return ()
 
 
+def _refuse_unmodelled(text: ConfigReader, family: Family, architecture: str) -> None:
+    """Raise :class:`InputError` at the first of the family's ``unmodelled_when`` fields the
+    config sets (not null, not empty): vLLM builds layers there that attn-select does not
+    model, so the config is not read as the family's other layers."""
+    for field, part in family.unmodelled_when.items():
+        if text.raw(field) not in (None, [], {}):
+            raise text.error(
+                field, f"{architecture}: {part}: not modelled by attn-select yet",
+                hint=f"a config without {field} is read; this one vLLM builds, attn-select "
+                     "cannot answer for it")
+
+
 def _fill(message: str, scope: Mapping[str, expr_lang.Value]) -> str:
     return _PLACEHOLDER.sub(lambda m: str(scope[m.group(1)]), message)
 
@@ -749,6 +761,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
     wrapper = family
     text, family, mapped, text_type = _language_model(top, family, mapped)
     parser = _ConfigParser(top, text.with_class_defaults(class_defaults(text_type)), family)
+    _refuse_unmodelled(parser.text, family, architectures[0])
     try:
         return ModelFacts(
             name=name or file,

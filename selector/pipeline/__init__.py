@@ -41,6 +41,7 @@ __all__ = [
     "layer_of",
     "record_of",
     "rejection",
+    "rewritten_cache_dtypes",
     "shard_plans",
     "solve_deployment",
     "solve_for_engine",
@@ -72,6 +73,7 @@ _LAZY = {
     "FlatEvaluator": "selector.pipeline.flat",
     "FlatRequest": "selector.pipeline.flat",
     "check_model": "selector.pipeline.model",
+    "rewritten_cache_dtypes": "selector.pipeline.model",
     "draft_stage": "selector.pipeline.draft",
     "check_startup": "selector.pipeline.startup",
     "tensor_parallel_record": "selector.pipeline.startup",
@@ -92,7 +94,7 @@ if TYPE_CHECKING:
     from selector.pipeline.draft import draft_stage
     from selector.pipeline.explain import Explained, explain_layer
     from selector.pipeline.flat import FlatEvaluator, FlatRequest
-    from selector.pipeline.model import check_model
+    from selector.pipeline.model import check_model, rewritten_cache_dtypes
     from selector.pipeline.smoke import deployment_plans, deployment_smoke, shard_plans
     from selector.pipeline.startup import check_startup, tensor_parallel_record
 

@@ -210,6 +210,12 @@ def layer_of(loaded: LoadedDeployment, catalog: Catalog, layer: int | None = Non
     model, base, _ = deployment_model(loaded, catalog, target, model_facts)
     index, chosen = _model_layer(model, layer)
     per_kind = d.attention_config.backend_per_kind
+    rewritten = stages.rewritten_cache_dtypes(model, base, engine=target.engine,
+                                              attention_backend=d.attention_backend,
+                                              backend_per_kind=per_kind, catalog=catalog,
+                                              platform=target.platform)
+    if index in rewritten:  # an earlier layer wrote its stored dtype back (check_model)
+        chosen = chosen.model_copy(update={"kv_cache_dtype": rewritten[index]})
     return LayerRequest(facts=layer_request(base, chosen, model),
                         attention_backend=per_kind.get(chosen.spec_kind, d.attention_backend),
                         layer=index, kind=chosen.spec_kind, model_backend=chosen.model_backend,

@@ -8,6 +8,7 @@ Pure: model facts + deployment facts in, a frozen :class:`ModelCheckResult` out.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from selector.catalog import Catalog, EngineData
@@ -25,7 +26,7 @@ from selector.request import RequestFacts, as_request, layer_request
 from selector.result import Diagnostic, SolveResult
 from selector.solver import solve
 
-__all__ = ["check_model"]
+__all__ = ["check_model", "rewritten_cache_dtypes"]
 
 
 def _signature(facts: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -43,6 +44,106 @@ def _attention_views(model: ModelFacts) -> list[LayerFacts]:
             if layer.cross_attention:
                 out.append(layer.cross_view())
     return out
+
+
+_Key = tuple[tuple[str, Any], ...]
+"""A layer view's request facts and what else decides its selection (one solve per key)."""
+
+
+@dataclass
+class _Views:
+    """Every attention view of a model grouped by its request (layers with identical
+    facts are solved once), in build order, with the cache dtype an earlier layer wrote
+    back (the profile's ``kv_cache_dtype_rewrite``) applied to the layers after it."""
+
+    engine: EngineData
+    catalog: Catalog
+    cudagraph_mode: str
+    groups: dict[_Key, list[int]] = field(default_factory=dict)
+    facts_of: dict[_Key, RequestFacts] = field(default_factory=dict)
+    kind_of: dict[_Key, str] = field(default_factory=dict)
+    view_of: dict[_Key, str] = field(default_factory=dict)
+    own_layers: dict[str, list[int]] = field(default_factory=dict)
+    rewritten: dict[int, str] = field(default_factory=dict)
+    """Layer index -> the KV-cache dtype it is built with, where an earlier layer wrote it."""
+    solved: dict[_Key, SolveResult] = field(default_factory=dict)
+
+    def solve_key(self, key: _Key) -> SolveResult:
+        if key not in self.solved:
+            self.solved[key] = solve(self.facts_of[key], engine=self.engine,
+                                     attention_backend=dict(key).get("__backend__"),
+                                     cudagraph_mode=self.cudagraph_mode, catalog=self.catalog,
+                                     model_backend=dict(key).get("__model_backend__"),
+                                     sink_backend=dict(key).get("__sink_backend__"))
+        return self.solved[key]
+
+    def rewritten_model(self, model: ModelFacts) -> ModelFacts:
+        """``model`` with each rewritten layer's dtype (its KV spec stores with it)."""
+        if not self.rewritten:
+            return model
+        return model.model_copy(update={"layers": tuple(
+            layer.model_copy(update={"kv_cache_dtype": self.rewritten[layer.index]})
+            if layer.index in self.rewritten else layer for layer in model.layers)})
+
+
+def _select_views(model: ModelFacts, base: RequestFacts, engine: EngineData, catalog: Catalog, *,
+                  per_kind: Mapping[str, str], attention_backend: str | None,
+                  draft_backend: str | None, cudagraph_mode: str) -> _Views:
+    views = _Views(engine=engine, catalog=catalog, cudagraph_mode=cudagraph_mode)
+    rewrite = engine.profile.kv_cache_dtype_rewrite
+    shared_dtype: str | None = None  # the cache dtype an earlier layer wrote back
+    for view in _attention_views(model):
+        if view.own_backend:  # never the priority list: the layer's code names it
+            views.own_layers.setdefault(view.own_backend, []).append(view.index)
+            continue
+        own_dtype = view.kv_cache_dtype is not None  # its own cache config (a draft's)
+        layer = view
+        if shared_dtype is not None and not own_dtype:
+            layer = view.model_copy(update={"kv_cache_dtype": shared_dtype})
+            views.rewritten[layer.index] = shared_dtype
+        facts = layer_request(base, layer, model)
+        # a layer whose module passes its own backend is never selected (the family's
+        # attention.backend): that backend, unchecked, whatever was asked
+        backend = None if layer.model_backend else per_kind.get(
+            layer.spec_kind, draft_backend if layer.draft else attention_backend)
+        key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
+               ("__draft__", layer.draft), ("__view__", layer.kind),
+               ("__model_backend__", layer.model_backend),
+               ("__sink_backend__", layer.sink_backend))
+        views.groups.setdefault(key, []).append(layer.index)
+        views.facts_of[key] = facts
+        views.kind_of[key] = layer.layer_kind
+        views.view_of.setdefault(key, layer.kind)
+        if rewrite is not None and not own_dtype:
+            written = _written_cache_dtype(views.solve_key(key), rewrite.backends, catalog)
+            if written is not None and written != facts.kv_cache_dtype:
+                shared_dtype = written
+    return views
+
+
+def rewritten_cache_dtypes(
+    model: ModelFacts,
+    base_facts: RequestFacts | Mapping[str, Any],
+    *,
+    engine: str | EngineData | None = None,
+    attention_backend: str | None = None,
+    backend_per_kind: Mapping[str, str] | None = None,
+    catalog: Catalog,
+    platform: str | None = None,
+    draft_backend: str | None = None,
+) -> dict[int, str]:
+    """Layer index -> the KV-cache dtype the layer is built with where an earlier layer's
+    backend wrote it back into the shared cache config (the profile's
+    ``kv_cache_dtype_rewrite``), as :func:`check_model` selects them: what one layer of
+    the model asks for (``explain --layer``)."""
+    engine_data = engine if isinstance(engine, EngineData) else catalog.engine(engine, platform)
+    if model_driven.driven_rule(model, engine_data.engine, catalog) is not None:
+        return {}
+    cudagraph_mode = catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
+    per_kind = {k: v for k, v in (backend_per_kind or {}).items() if v}
+    return _select_views(model, as_request(base_facts), engine_data, catalog,
+                         per_kind=per_kind, attention_backend=attention_backend,
+                         draft_backend=draft_backend, cudagraph_mode=cudagraph_mode).rewritten
 
 
 def check_model(
@@ -83,42 +184,21 @@ def check_model(
     if own:  # the backends the layers' own code wires join the engine's wired ones
         options = options.model_copy(
             update={"wired_backends": {**options.engine_rules()[0], **own}})
-    own_layers: dict[str, list[int]] = {}
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-    facts_of: dict[tuple[tuple[str, Any], ...], RequestFacts] = {}
-    kind_of: dict[tuple[tuple[str, Any], ...], str] = {}
-    view_of: dict[tuple[tuple[str, Any], ...], str] = {}
-    for layer in _attention_views(model):
-        if layer.own_backend:  # never the priority list: the layer's code names it
-            own_layers.setdefault(layer.own_backend, []).append(layer.index)
-            continue
-        facts = layer_request(base, layer, model)
-        # a layer whose module passes its own backend is never selected (the family's
-        # attention.backend): that backend, unchecked, whatever was asked
-        backend = None if layer.model_backend else per_kind.get(
-            layer.spec_kind, draft_backend if layer.draft else attention_backend)
-        key = (*_signature(facts.stated), ("__backend__", backend), ("__kind__", layer.layer_kind),
-               ("__draft__", layer.draft), ("__view__", layer.kind),
-               ("__model_backend__", layer.model_backend),
-               ("__sink_backend__", layer.sink_backend))
-        groups.setdefault(key, []).append(layer.index)
-        facts_of[key] = facts
-        kind_of[key] = layer.layer_kind
-        view_of.setdefault(key, layer.kind)
+    views = _select_views(model, base, engine_data, catalog, per_kind=per_kind,
+                          attention_backend=attention_backend, draft_backend=draft_backend,
+                          cudagraph_mode=cudagraph_mode)
+    model = views.rewritten_model(model)
     selections = []
     by_layer: dict[tuple[int, str], SolveResult] = {}
-    for key, layers in groups.items():
-        backend = dict(key).get("__backend__")
-        result = solve(facts_of[key], engine=engine_data, attention_backend=backend,
-                       cudagraph_mode=cudagraph_mode, catalog=catalog,
-                       model_backend=dict(key).get("__model_backend__"),
-                       sink_backend=dict(key).get("__sink_backend__"))
-        selections.append(LayerSelection(layers=tuple(layers), kind=kind_of[key], facts=facts_of[key],
-                                         result=result, draft=bool(dict(key).get("__draft__"))))
+    for key, layers in views.groups.items():
+        result = views.solve_key(key)
+        selections.append(LayerSelection(layers=tuple(layers), kind=views.kind_of[key],
+                                         facts=views.facts_of[key], result=result,
+                                         draft=bool(dict(key).get("__draft__"))))
         for index in layers:
-            by_layer[(index, view_of[key])] = result
+            by_layer[(index, views.view_of[key])] = result
     selections.extend(_own_selection(model, base, name, layers, engine_data.engine)
-                      for name, layers in own_layers.items())
+                      for name, layers in views.own_layers.items())
     plan = None
     if all(s.result.valid for s in selections):
         kv_cache: dict[tuple[int, str], BackendKVFacts] = {}
@@ -142,6 +222,16 @@ def check_model(
                             plan=plan, platform=engine_data.platform,
                             architecture=architecture_notes(model, engine_data, catalog))
 
+
+
+def _written_cache_dtype(result: SolveResult, backends: tuple[str, ...],
+                         catalog: Catalog) -> str | None:
+    """The KV-cache dtype a layer writes back into the shared cache config (the profile's
+    ``kv_cache_dtype_rewrite``): its selected backend's ``canonical_kv_cache_dtype`` when
+    that backend is one of ``backends``; None: it writes nothing."""
+    if result.selected is None or result.selected not in backends:
+        return None
+    return backend_kv_facts(result, catalog).canonical_kv_cache_dtype
 
 
 def _own_selection(model: ModelFacts, base: RequestFacts, backend: str, layers: list[int],

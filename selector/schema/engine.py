@@ -19,6 +19,7 @@ __all__ = [
     "FactStep",
     "HybridAlignmentRules",
     "InputSpec",
+    "KVCacheDtypeRewrite",
     "LayerBuildCheck",
     "PerformanceHint",
     "PriorityBranch",
@@ -187,6 +188,19 @@ class HybridAlignmentRules(StrictModel):
     false: off by default (mode ``none``: the Mamba block is ``max_model_len``)."""
 
 
+class KVCacheDtypeRewrite(StrictModel):
+    """A layer whose selected backend stores another KV-cache dtype than the one it was
+    built with writes that dtype back into the model's one cache config, which every layer
+    built after it reads (vLLM's ``MLAAttention.__init__``: ``cache_config.cache_dtype =
+    normalized_kv_cache_dtype``): those layers are selected and stored with it."""
+
+    source: str
+    backends: tuple[str, ...] = Field(min_length=1)
+    """The backends whose layer writes its stored dtype back: the dtype written is the
+    backend's ``canonical_kv_cache_dtype`` fact (vLLM's
+    ``_canonicalize_sparse_mla_kv_cache_dtype``), where it differs from the layer's."""
+
+
 class EngineProfile(StrictModel):
     """Everything engine-version specific except the per-backend files."""
 
@@ -226,6 +240,9 @@ class EngineProfile(StrictModel):
     """The steps of the hybrid (attention + Mamba) block-size alignment."""
     kv_spec: KVSpecRules = Field(default_factory=KVSpecRules)
     """What the model runner adds to a layer's KV spec (the defaults are 0.25.1's)."""
+    kv_cache_dtype_rewrite: KVCacheDtypeRewrite | None = None
+    """The layers that rewrite the shared KV-cache dtype for the layers built after them;
+    None: none does."""
 
     @model_validator(mode="after")
     def _unique_keys(self) -> EngineProfile:

@@ -93,4 +93,6 @@ def render_report(report: SmokeReport) -> RenderableType:
             parts.append(_timings_table(group))
     if report.stages:
         parts.extend([Text(""), _stages_table(report)])
+    for note in report.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
     return Group(*parts)

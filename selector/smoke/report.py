@@ -98,6 +98,9 @@ class SmokeReport:
     elapsed_s: float = 0.0
     stages: list[tuple[str, float]] = field(default_factory=list)
     """Wall seconds per stage (imports, JIT compiles, graph capture, timing), in order."""
+    notes: list[str] = field(default_factory=list)
+    """What this machine does that slows every verdict, and the fix (e.g. no bytecode
+    cache for torch: :mod:`selector.smoke.bytecode`)."""
 
     @property
     def passed(self) -> bool:
@@ -117,6 +120,7 @@ class SmokeReport:
                 "status": self.status,
                 "elapsed_s": self.elapsed_s,
                 "stages": [{"stage": name, "seconds": seconds} for name, seconds in self.stages],
+                "notes": list(self.notes),
                 "groups": [g.to_json() for g in self.groups]}
 
 

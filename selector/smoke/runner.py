@@ -25,6 +25,7 @@ from selector.errors import CannotRunHereError
 from selector.platforms import DEFAULT_PLATFORM, platform_module
 from selector.smoke.backend_classes import VllmBackendStep, VllmRuntime, load_vllm
 from selector.smoke.batch import BatchSpec
+from selector.smoke.bytecode import uncached_bytecode_note
 from selector.smoke.contract import ProviderSpec, load_contract
 from selector.smoke.environment import package_version
 from selector.smoke.flashinfer_jit import release_planned_variants
@@ -508,6 +509,8 @@ class SmokeMachine:
     flashinfer: Any = None
     platform: str = DEFAULT_PLATFORM
     """The platform whose plans it runs (``schemas/platforms.yaml``)."""
+    notes: list[str] = field(default_factory=list)
+    """What slows every verdict on this machine (the report's notes)."""
 
 
 def _importable(module: str) -> bool:
@@ -563,6 +566,7 @@ def platform_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
     module = platform_module(platform)
     notify("importing torch")
     torch = module.probe_torch("the smoke check")
+    notes = [note for note in [uncached_bytecode_note(torch)] if note]
     prefetch = _prefetch(plans)
     notify(f"initialising the {platform} device (kernel libraries import meanwhile)")
     device, name = module.open_device(torch)
@@ -570,7 +574,7 @@ def platform_machine(plans: Sequence[SmokePlan], options: SmokeOptions,
     return SmokeMachine(
         torch, device, name,
         lambda plan: choose_provider(plan, torch, strict=options.strict_fa_version),
-        platform=platform)
+        platform=platform, notes=notes)
 
 
 def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *,
@@ -591,7 +595,8 @@ def run_smoke(plans: Sequence[SmokePlan], options: SmokeOptions | None = None, *
         machine = platform_machine(plans, options, notify)
     torch, device = machine.torch, machine.device
     libraries = _load_libraries(machine, plans, options, notify)
-    report = SmokeReport(device=machine.name, software=_software(torch, libraries))
+    report = SmokeReport(device=machine.name, software=_software(torch, libraries),
+                         notes=list(machine.notes))
     parity: dict[tuple[Any, ...], tuple[str, list[Tensor]]] = {}
     try:
         for plan in plans:

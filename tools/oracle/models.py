@@ -10,12 +10,15 @@ pp_oracle.py, quant_oracle.py, max_len_oracle.py, encoder_oracle.py) starts with
   capability queries whose names contain ``support`` with ``False`` during import, and,
   after import, any missing
   op with an inert stub (model constructors keep references to kernels such as
-  ``silu_and_mul`` but never call them here);
+  ``silu_and_mul`` but never call them here), but ``get_cuda_view_from_cpu_tensor``, whose
+  result a constructor reads (Qwen4Exp's PLE layer), answers a meta tensor of the host
+  tensor's shape;
 * ``triton.Config`` (when vLLM's Triton placeholder is in use) keeps its arguments,
   because kernel modules filter their autotune configs on import,
   ``triton.set_allocator`` is inert (OLMo-Hybrid's GDN layer calls it while built) and
   ``triton.language.extra`` is an inert namespace (Step5's kernel modules bind
-  ``tl.extra.cuda.libdevice`` at import);
+  ``tl.extra.cuda.libdevice`` at import) and ``triton.next_power_of_2`` is Triton's host
+  function (Qwen4Exp's PLE layer sizes a kernel block with it while built, 0.30.0-0.32.0);
 * under the meta-device build a factory's ``pin_memory=True`` is dropped (no pinned
   allocator without a GPU) and ``torch.cuda.get_device_properties`` answers the emulated
   capability as ``major`` / ``minor`` (Step5's sparse adapter asks for it while built);
@@ -98,6 +101,19 @@ class _InertOp:
         return False
 
 
+def _device_view(cpu_tensor: Any) -> Any:
+    """``torch.ops._C.get_cuda_view_from_cpu_tensor``: the GPU's view of a host tensor (UVA),
+    here a meta tensor of its shape and dtype like every other GPU tensor of the build
+    (Qwen4Exp's PLE n-gram embedding asks for its device while built, 0.30.0-0.31.0)."""
+    import torch
+
+    return torch.empty(cpu_tensor.shape, dtype=cpu_tensor.dtype, device="meta")
+
+
+_STAND_IN_OPS: dict[str, Any] = {"get_cuda_view_from_cpu_tensor": _device_view}
+"""Missing ops a model constructor uses the result of, answered as on the GPU."""
+
+
 class _OpNamespace:
     def __init__(self, real: Any) -> None:
         self._real = real
@@ -106,6 +122,8 @@ class _OpNamespace:
         try:
             return getattr(self._real, item)
         except AttributeError:
+            if item in _STAND_IN_OPS:
+                return _STAND_IN_OPS[item]
             if _STATE["permissive"] or "support" in item:
                 return _InertOp(item)
             raise
@@ -441,6 +459,11 @@ from it, vllm/models/dots3_note/nvidia/vision.py:15, which a bf16 build never ca
 None decides a cache shape."""
 
 
+def _next_power_of_2(n: int) -> int:
+    """Triton's ``next_power_of_2``: the smallest power of two >= ``n`` (0 for 0)."""
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
+
+
 class _AbsentValue:
     """Any attribute of an absent optional package: a decorator that leaves nothing
     callable behind, a type usable in annotations (``X | None``, ``X[...]``) and as a
@@ -603,6 +626,11 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
         # are called inside kernels only, never while a model is built)
         if not hasattr(tl, "extra"):
             tl.extra = _AbsentValue("triton.language.extra")
+        # Qwen4Exp's PLE n-gram embedding sizes a kernel block with it in its constructor
+        # (vllm/models/qwen4_exp/common/ngram_embedding.py:446 in 0.30.0-0.32.0): a host
+        # function of Triton's (the smallest power of two >= n), answered here as Triton does
+        if not hasattr(triton, "next_power_of_2"):
+            triton.next_power_of_2 = _next_power_of_2
 
     _STATE["permissive"] = True
     from vllm.model_executor.models import registry
