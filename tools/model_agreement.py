@@ -39,7 +39,7 @@ from selector.catalog import load_catalog
 from selector.errors import InputError
 from selector.inputs.config import parse_deployment
 from selector.kv.backend_facts import BackendKVFacts
-from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec
+from selector.kv.layer_specs import SpecContext, build_spec, indexer_spec, indexer_tail_spec
 from selector.kv.ssm_state import ssm_state_shapes
 from selector.models import LayerFacts, ModelFacts, load_model
 
@@ -58,6 +58,7 @@ _SPEC_KIND = {
     "SlidingWindowSpec": "sliding",
     "ChunkedLocalAttentionSpec": "chunked",
     "MLAAttentionSpec": "mla",
+    "CircularBufferSpec": "circular_buffer",
     "SlidingWindowMLASpec": "sliding_mla",
     "MambaSpec": "state",
     "CrossAttentionSpec": "cross",
@@ -118,7 +119,8 @@ def _role(record: dict[str, Any]) -> str:
     # DeepSeek-V3.2 names its cache ...indexer.k_cache, MiniMax-M3 ...attn.index_cache
     # (a MiniMaxM3IndexerCache module)
     if "indexer" in record["name"] or "Indexer" in str(record.get("module")):
-        return "indexer"
+        # GLM-5.3's indexer keeps its tail ring (a CircularBufferSpec) beside its K cache
+        return "indexer_tail" if record.get("spec") == "CircularBufferSpec" else "indexer"
     if record.get("spec") == "MambaSpec":
         return "state"
     return "attention"
@@ -162,6 +164,16 @@ def _compare(layer: LayerFacts, role: str, record: dict[str, Any], answer: dict[
         spec = indexer_spec(layer, ctx)
         if spec.page_size_bytes != record["page_size_bytes"]:
             out.append(f"indexer page {spec.page_size_bytes} != {record['page_size_bytes']}")
+        return out
+    if role == "indexer_tail":
+        if layer.indexer is None or layer.indexer.tail is None:
+            return ["vLLM has an indexer tail ring, the tool none"]
+        tail = indexer_tail_spec(layer, ctx)
+        have_tail = (tail.block_size, tail.num_kv_heads, tail.head_size, tail.page_size_bytes)
+        want_tail = (record["block_size"], record.get("num_kv_heads"), record.get("head_size"),
+                     record["page_size_bytes"])
+        if have_tail != want_tail:
+            out.append(f"tail ring (block, heads, head size, page) {have_tail} != vLLM {want_tail}")
         return out
     have_kind = _tool_kind(layer)
     if have_kind != want_kind:
@@ -212,6 +224,12 @@ def compare(answer: dict[str, Any]) -> ConfigAgreement:
     result.architecture = model.architecture
     if answer["status"] != "ok":
         return result
+    default = model.kv_cache_dtype_default
+    cc = int(str(answer.get("capability") or "9.0").replace(".", ""))
+    if default is not None and default.applies(answer.get("kv_cache_dtype"), cc,
+                                               f"vllm=={answer['vllm_version']}"):
+        # the model's verify_and_update_config sets the cache dtype (GLM-5.3 on SM10x)
+        answer = {**answer, "kv_cache_dtype": default.dtype}
     if _compare_driven(model, answer, result):
         return result
     by_index = {layer.index: layer for layer in model.layers}

@@ -74,6 +74,11 @@ def default_backends() -> list[str]:
 _SEEN: dict[str, Any] = {}
 """Every backend class a built layer named (its ``get_attn_backend()``), by name."""
 
+_SEEN_CONFIG: dict[str, Any] = {}
+"""The ``VllmConfig`` of the model whose layer first named each backend: a class whose
+kernel block sizes read the current config (GLM-5.3's ``Glm5NextIndexerBackend``:
+``index_kpool`` times DeepGEMM's page sizes, mla/indexer.py) states them under it."""
+
 
 def _capture_backends() -> None:
     """Note each built layer's backend class as the reference reads the specs, and record
@@ -86,6 +91,7 @@ def _capture_backends() -> None:
             with contextlib.suppress(Exception):
                 backend = module.get_attn_backend()
                 _SEEN.setdefault(backend.get_name(), backend)
+                _SEEN_CONFIG.setdefault(backend.get_name(), vllm_config)
         specs, records = original(vllm_config, layers)
         for record in records:  # the builder's answer for this layer's spec
             if record["name"] in specs:
@@ -97,11 +103,15 @@ def _capture_backends() -> None:
     ref._layer_specs = capture
 
 
-def class_facts(cls: Any) -> dict[str, Any]:
-    """What a backend class states of itself: kernel block sizes, the metadata builder's
+def class_facts(cls: Any, vllm_config: Any = None) -> dict[str, Any]:
+    """What a backend class states of itself: kernel block sizes (under ``vllm_config``
+    when given: the config of the model that built it), the metadata builder's
     CUDA-graph support, dtypes and KV-cache dtypes."""
+    from vllm.config import set_current_vllm_config
+
     record: dict[str, Any] = {"name": cls.get_name(), "class": f"{cls.__module__}.{cls.__qualname__}"}
-    sizes = cls.get_supported_kernel_block_sizes()
+    with set_current_vllm_config(vllm_config) if vllm_config is not None else contextlib.nullcontext():
+        sizes = cls.get_supported_kernel_block_sizes()
     record["kernel_block_sizes"] = [s if isinstance(s, int) else {"multiple_of": s.base}
                                     for s in sizes]
     with contextlib.suppress(Exception):
@@ -227,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     results.append({"config": "<backend classes>", "capability": "", "vllm_version": vllm.__version__,
                     "status": "ok", "backends": backend_facts(
                         sorted(n for n in known if n.endswith(MODEL_DRIVEN_SUFFIXES))),
-                    "layer_backends": [class_facts(_SEEN[n]) for n in sorted(_SEEN)]})
+                    "layer_backends": [class_facts(_SEEN[n], _SEEN_CONFIG.get(n)) for n in sorted(_SEEN)]})
 
     def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
         return (str(r["config"]), str(r["capability"]), str(r.get("attention_backend") or ""),

@@ -444,14 +444,6 @@ def reference(config_path: Path, workdir: Path, *,
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
     from vllm.model_executor.model_loader.utils import get_model_architecture
     from vllm.utils.torch_utils import set_default_torch_dtype
-    try:
-        from vllm.v1.attention.backends.utils import (
-            get_supported_kv_cache_layouts,
-            resolve_kv_cache_layout,
-        )
-    except ImportError:  # before the per-layer layouts (0.25.1-0.28.0): not recorded
-        get_supported_kv_cache_layouts = resolve_kv_cache_layout = None
-
     model_dir, notes = _prepare_dir(config_path, workdir)
     out: dict[str, Any] = {
         "config": _relative(config_path),
@@ -506,25 +498,30 @@ def reference(config_path: Path, workdir: Path, *,
         layers = get_layers_from_vllm_config(vllm_config, AttentionLayerBase)
         # the runner reads the specs under the worker's config (a backend's builder may ask
         # for it: FlashInfer's get_cudagraph_support reads get_current_vllm_config())
-        with set_current_vllm_config(vllm_config):
-            specs, out["layers"] = _layer_specs(vllm_config, layers)
-        stage = "resolve_kv_cache_layout"
-        if resolve_kv_cache_layout is not None:
-            backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
-            layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
-            out["kv_cache_layout"] = resolve_kv_cache_layout(
-                vllm_config, [layouts], list(specs.values())
-            ).name
-        stage = "get_kv_cache_groups"
+        specs: dict[str, Any] | None = None
         try:
-            out["groups"] = _groups(vllm_config, specs)
+            with set_current_vllm_config(vllm_config):
+                specs, out["layers"] = _layer_specs(vllm_config, layers)
         except REFUSAL_TYPES as exc:
-            # the engine groups only after the alignment; before it a hybrid's pages
-            # may not unify (vLLM 0.26.0-0.28.0 raise): recorded, not a refusal
-            out["groups"] = None
-            out["groups_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            if not _refusal(exc):
+                raise
+            # the engine reads the specs only once the block is aligned (the executor
+            # runs update_block_size_for_backend right after load_model, the worker's
+            # get_kv_cache_spec later): a spec that needs the aligned block (vLLM 0.30.0's
+            # Glm5NextIndexerCache asserts a multiple of index_kpool * 32) is recorded
+            # here, not a refusal; the layers are then read at the aligned block
+            out["layers_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        if specs is not None:
+            _layout_and_groups(out, vllm_config, layers, specs)
         stage = "update_block_size_for_backend"
         out["aligned"] = _aligned(vllm_config, layers)
+        if specs is None:
+            stage = "get_kv_cache_spec (aligned)"
+            with set_current_vllm_config(vllm_config):
+                specs, out["layers"] = _layer_specs(vllm_config, layers)
+            _layout_and_groups(out, vllm_config, layers, specs)
+            out["groups"] = None
+            out["groups_error"] = "the specs are read at the aligned block only"
         if not specs:
             stage = "get_kv_cache_configs"
             out["kv_cache_config"] = _no_kv_cache_config(vllm_config)
@@ -541,6 +538,31 @@ def reference(config_path: Path, workdir: Path, *,
         out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         out["traceback_tail"] = tail
     return out
+
+
+def _layout_and_groups(out: dict[str, Any], vllm_config: Any, layers: dict[str, Any],
+                       specs: dict[str, Any]) -> None:
+    """The resolved KV-cache layout and the groups of ``specs`` (before the alignment)."""
+    try:
+        from vllm.v1.attention.backends.utils import (
+            get_supported_kv_cache_layouts,
+            resolve_kv_cache_layout,
+        )
+    except ImportError:  # before the per-layer layouts (0.25.1-0.28.0): not recorded
+        get_supported_kv_cache_layouts = resolve_kv_cache_layout = None
+    if resolve_kv_cache_layout is not None:
+        backends = {m.get_attn_backend() for n, m in layers.items() if n in specs}
+        layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
+        out["kv_cache_layout"] = resolve_kv_cache_layout(
+            vllm_config, [layouts], list(specs.values())
+        ).name
+    try:
+        out["groups"] = _groups(vllm_config, specs)
+    except REFUSAL_TYPES as exc:
+        # the engine groups only after the alignment; before it a hybrid's pages
+        # may not unify (vLLM 0.26.0-0.28.0 raise): recorded, not a refusal
+        out["groups"] = None
+        out["groups_error"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _capability() -> tuple[int, int]:

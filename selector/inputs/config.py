@@ -611,6 +611,10 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target 
     assert target.serve is not None
     engine, cc, serve = target.engine, target.cc, target.serve
     model = shard_model(model or deployment_whole_model(loaded), d.parallel.tensor_parallel_size)
+    default = model.kv_cache_dtype_default
+    if default is not None and default.applies(d.kv_cache_dtype, cc, engine.engine):
+        # the model's verify_and_update_config (families.yaml kv_cache_dtype_default)
+        d = d.model_copy(update={"kv_cache_dtype": default.dtype})
     max_model_len = d.max_model_len
     if max_model_len is None or max_model_len == "auto":  # the model's length (auto-fit
         # shortens it to the memory at start-up: selector/memory/startup.py)

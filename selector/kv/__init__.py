@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from selector.kv.checkpoint import (
         prefill_checkpoint_alignment,
+        spec_checkpoint_alignment,
     )
     from selector.kv.cudagraph import (
         CudaGraphMode,
@@ -121,6 +122,7 @@ __all__ = [
     "resolve_cudagraph_mode",
     "resolve_layout",
     "select_common_block_size",
+    "spec_checkpoint_alignment",
     "supported_layouts",
     "unify_page_sizes",
     "wired_backends",
@@ -167,6 +169,7 @@ _LAZY: dict[str, str] = {
     "resolve_cudagraph_mode": "selector.kv.cudagraph",
     "resolve_layout": "selector.kv.layout",
     "select_common_block_size": "selector.kv.block_size",
+    "spec_checkpoint_alignment": "selector.kv.checkpoint",
     "supported_layouts": "selector.kv.layout",
     "unify_page_sizes": "selector.kv.grouping",
     "wired_backends": "selector.kv.backend_facts",

@@ -10,10 +10,10 @@ import math
 
 from selector import expr as expr_lang
 from selector.catalog import EngineData
-from selector.models.facts import ModelFacts
+from selector.models.facts import ModelFacts, engine_at_least
 from selector.schema.backend import PrefillCheckpoint, PrefillCheckpointRule
 
-__all__ = ["prefill_checkpoint_alignment", "prefill_kernel"]
+__all__ = ["prefill_checkpoint_alignment", "prefill_kernel", "spec_checkpoint_alignment"]
 
 
 def prefill_kernel(
@@ -60,3 +60,27 @@ def prefill_checkpoint_alignment(
             return None
         alignment = math.lcm(alignment, rule.alignment)
     return alignment
+
+
+def spec_checkpoint_alignment(model: ModelFacts, *, cc: int | None, engine: str,
+                              requested: str = "auto") -> int | None:
+    """The checkpoint alignment the state layers stamp on their own specs (the family's
+    ``ssm.spec_checkpoint``: GLM-5.3's ``Glm5NextLinearAttention.get_kv_cache_spec``,
+    vllm/models/glm5next/common/kda.py:166-176 in 0.33.0, 16 with FlashKDA), in every
+    Mamba cache mode; None: no such layer, no device, or the kernel exports none."""
+    if cc is None:
+        return None
+    for layer in model.state_layers:
+        rules: tuple[PrefillCheckpointRule, ...] = getattr(layer.ssm, "spec_checkpoint", ())
+        if not rules or not engine_at_least(engine, getattr(layer.ssm, "spec_checkpoint_since", None)):
+            continue
+        scope: dict[str, expr_lang.Value] = {
+            "cc": cc, "cc_major": cc // 10, "head_k_dim": getattr(layer.ssm, "head_k_dim", None),
+            "model_dtype": model.runtime_dtype, "requested": requested}
+        for rule in rules:
+            if rule.when is True or (
+                    isinstance(rule.when, str)
+                    and expr_lang.evaluate(expr_lang.parse(rule.when), scope)):
+                return rule.alignment
+        return None
+    return None

@@ -15,6 +15,7 @@ from selector.kv.merge import (
     is_uniform_type,
     merge_specs,
 )
+from selector.kv.packed import packed_layer_groups
 from selector.kv.specs import (
     AnySpec,
     AttentionSpecBase,
@@ -57,7 +58,7 @@ class GroupingResult(BaseModel):
 
     groups: tuple[KVGroup, ...]
     path: str
-    """Which vLLM path grouped the layers: ``uniform_spec``, ``uniform_type``,
+    """Which vLLM path grouped the layers: ``uniform_spec``, ``uniform_type``, ``packed``,
     ``uniform_page_size`` or ``full_allocation_fallback``."""
     unified_specs: tuple[tuple[str, AnySpec], ...]
     """Every layer's spec after page-size unification."""
@@ -190,8 +191,9 @@ def _full_allocation_fallback(specs: Mapping[str, AnySpec]) -> GroupingResult | 
     )
 
 
-def group_layers(specs: Mapping[str, AnySpec]) -> GroupingResult:
-    """``get_kv_cache_groups`` for a layer-outer (not block-outermost) layout."""
+def group_layers(specs: Mapping[str, AnySpec], *, block_outermost: bool = False) -> GroupingResult:
+    """``get_kv_cache_groups``: one spec, one type, then (a block-outermost layout with
+    mixed pages) the packed grouping, else the page-size unification."""
     if not specs:
         return GroupingResult(groups=(), path="attention_free", unified_specs=())
     values = list(specs.values())
@@ -209,6 +211,13 @@ def group_layers(specs: Mapping[str, AnySpec]) -> GroupingResult:
         return GroupingResult(
             groups=(_uniform_type_group(specs),),
             path="uniform_type",
+            unified_specs=tuple(specs.items()),
+        )
+    packed = packed_layer_groups(specs) if block_outermost else None
+    if packed is not None:
+        return GroupingResult(
+            groups=tuple(_uniform_type_group({n: specs[n] for n in names}) for names in packed),
+            path="packed",
             unified_specs=tuple(specs.items()),
         )
     try:

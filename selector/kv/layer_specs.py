@@ -14,6 +14,7 @@ from selector.kv.specs import (
     AnySpec,
     AttentionSpecBase,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     CrossAttentionSpec,
     EncoderOnlyAttentionSpec,
     FullAttentionSpec,
@@ -33,6 +34,7 @@ __all__ = [
     "build_spec",
     "customize",
     "indexer_spec",
+    "indexer_tail_spec",
     "mamba_page_bytes",
     "mamba_spec",
 ]
@@ -49,7 +51,7 @@ class CacheEntry(BaseModel):
 
     name: str
     layer_index: int
-    role: Literal["attention", "indexer", "state"]
+    role: Literal["attention", "indexer", "indexer_tail", "state"]
     backend: BackendKVFacts
     spec: KVCacheSpec
     num_q_heads: int
@@ -70,6 +72,8 @@ class SpecContext(BaseModel):
     mamba_ssm_cache_dtype: str = "auto"
     num_speculative_tokens: int = 0
     prefill_checkpoint_alignment: int | None = None
+    spec_checkpoint_alignment: int | None = None
+    """A layer's own checkpoint stamp (``KVOptions.state_spec_checkpoint_alignment``)."""
     tp_size: int = 1
 
 
@@ -178,6 +182,26 @@ def indexer_spec(layer: LayerFacts, ctx: SpecContext) -> MLAAttentionSpec:
         kv_cache_dtype="uint8",
         dtype_bytes=1,
         cache_role="indexer",
+        # Glm5NextIndexerCache.get_kv_cache_spec (vllm/models/glm5next/common/
+        # attention.py:114-120 in 0.33.0): one state per index_kpool tokens
+        tokens_per_state=layer.indexer.tokens_per_state if layer.indexer else 1,
+    )
+
+
+def indexer_tail_spec(layer: LayerFacts, ctx: SpecContext) -> CircularBufferSpec:
+    """A pooled indexer's tail ring (``Glm5NextTailCache.get_kv_cache_spec``,
+    vllm/models/glm5next/common/attention.py:153-180 in 0.33.0): a ``CircularBufferSpec``
+    whose block is the ring, of the ring's heads and dtype, no V."""
+    assert layer.indexer is not None and layer.indexer.tail is not None
+    tail = layer.indexer.tail
+    return CircularBufferSpec(
+        block_size=tail.ring(ctx.num_speculative_tokens),
+        num_kv_heads=tail.num_kv_heads,
+        head_size=tail.head_size,
+        head_size_v=0,
+        kv_cache_dtype=tail.dtype,
+        dtype_bytes=dtype_bytes(tail.dtype),
+        dcp_sharded=tail.dcp_sharded,
     )
 
 
@@ -190,6 +214,9 @@ def mamba_spec(layer: LayerFacts, ctx: SpecContext) -> MambaSpec:
     names, sizes = ssm_state_dtypes(ctx.model_dtype, ctx.mamba_cache_dtype, ssm_dtype)
     shapes = ssm_state_shapes(layer.ssm, ctx.tp_size, ctx.num_speculative_tokens)
     checkpoint = ctx.prefill_checkpoint_alignment if ctx.mamba_cache_mode == "align" else None
+    if getattr(layer.ssm, "spec_checkpoint", ()):
+        # the layer stamps its spec itself, whatever the mode (kda.py:166-176 in 0.33.0)
+        checkpoint = ctx.spec_checkpoint_alignment
     return MambaSpec(
         block_size=ctx.mamba_block_size,
         shapes=shapes,

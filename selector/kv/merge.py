@@ -9,6 +9,7 @@ from selector.kv.specs import (
     AnySpec,
     AttentionSpecBase,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     CrossAttentionSpec,
     FullAttentionSpec,
     MambaSpec,
@@ -147,12 +148,24 @@ def _uniform_with(first: AnySpec, spec: AnySpec) -> bool:
         )
     if isinstance(first, CrossAttentionSpec):
         return isinstance(spec, CrossAttentionSpec)
+    if isinstance(first, CircularBufferSpec):
+        return isinstance(spec, CircularBufferSpec)
     return False
+
+
+def _dcp_sharded(spec: AnySpec) -> bool:
+    """``KVCacheSpec.dcp_sharded``: False for a Mamba state (the base class's default),
+    an attention spec's own (True unless the module says otherwise)."""
+    if isinstance(spec, MambaSpec):
+        return False
+    return spec.dcp_sharded if isinstance(spec, CircularBufferSpec) else True
 
 
 def is_uniform_type(specs: Sequence[AnySpec]) -> bool:
     """``UniformTypeKVCacheSpecs.is_uniform_type``: one block size and one
     registered spec type (full attention and MLA count as one)."""
     if not specs or len({spec.block_size for spec in specs}) > 1:
+        return False
+    if len({_dcp_sharded(spec) for spec in specs}) > 1:
         return False
     return all(_uniform_with(specs[0], spec) for spec in specs)

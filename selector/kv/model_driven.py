@@ -30,7 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector import expr as expr_lang
 from selector.catalog import Catalog, CatalogError
-from selector.kv.backend_facts import CG_LEVEL, BackendKVFacts, BlockSizeRule, CGSupport, MultipleOf
+from selector.kv.backend_facts import (
+    CG_LEVEL,
+    BackendKVFacts,
+    BlockSizeRule,
+    CGSupport,
+    KVLayout,
+    MultipleOf,
+)
 from selector.kv.block_size import distinct_backends, preferred_block_size
 from selector.kv.cudagraph import CudaGraphResolution, resolve_cudagraph_mode
 from selector.kv.errors import EngineStartupError
@@ -167,6 +174,11 @@ class HelperBackend(_Strict):
     """The support when the layers chose another model-driven backend (its own helper
     class, e.g. the FlashInfer path's sliding-window backend)."""
     kernel_block_sizes: tuple[int | str, ...] = ()
+    kernel_block_states: tuple[int, ...] = ()
+    """Exact kernel block sizes in states of the cache's ``tokens_per_state`` tokens
+    (``Glm5NextIndexerBackend``: ``index_kpool`` times DeepGEMM's paged-MQA page sizes)."""
+    supported_layouts: tuple[KVLayout, ...] | None = None
+    """``supported_kv_cache_layouts()`` (None: AttentionBackend's, any)."""
     source: str = ""
 
     def support_with(self, selected: str) -> CGSupport:
@@ -638,6 +650,10 @@ def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog
     indexers = {layer.indexer.backend for layer in model.layers
                 if layer.indexer is not None and layer.indexer.backend}
     indexers |= {layer.conv_cache.backend for layer in model.layers if layer.conv_cache}
+    indexers |= {layer.indexer.tail.backend for layer in model.layers
+                 if layer.indexer is not None and layer.indexer.tail is not None}
+    pools = {layer.indexer.backend: layer.indexer.tokens_per_state for layer in model.layers
+             if layer.indexer is not None and layer.indexer.backend}
     data = load_model_driven(engine, catalog)
     if data is None or not names | indexers:
         return {}
@@ -650,9 +666,11 @@ def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog
                                    reorder_batch_threshold=b.reorder_batch_threshold)
     for name in sorted(indexers & set(data.layer_backends)):
         helper = data.layer_backends[name]
-        sizes = _sizes(helper.kernel_block_sizes)
+        sizes = _sizes(helper.kernel_block_sizes) or tuple(
+            pools.get(name, 1) * states for states in helper.kernel_block_states)
         out[name] = BackendKVFacts(name=name, class_name=helper.class_name or name,
                                    cudagraph_support=helper.cudagraph_support,
+                                   supported_layouts=helper.supported_layouts,
                                    # none stated: AttentionBackend's default, [MultipleOf(1)]
                                    **({"kernel_block_sizes": sizes} if sizes else {}))
     return out

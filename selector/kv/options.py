@@ -36,6 +36,10 @@ class KVOptions(BaseModel):
     layer with the FlashInfer prefill kernel declares 64:
     :func:`selector.kv.checkpoint.prefill_checkpoint_alignment`, which the pipeline
     calls with the deployment's device); None: none declared."""
+    state_spec_checkpoint_alignment: int | None = Field(default=None, gt=0)
+    """The checkpoint alignment the state layers stamp on their own specs
+    (:func:`selector.kv.checkpoint.spec_checkpoint_alignment`: GLM-5.3's FlashKDA, 16);
+    None: none."""
     hybrid_alignment: HybridAlignmentRules | None = None
     """The steps of the release's hybrid block-size alignment (the profile's
     ``hybrid_alignment``); None: not stated yet (:meth:`for_engine`; the planner refuses

@@ -20,6 +20,7 @@ from selector.kv.layer_specs import (
     build_spec,
     customize,
     indexer_spec,
+    indexer_tail_spec,
 )
 from selector.kv.layout import (
     LayoutResolution,
@@ -68,6 +69,8 @@ def _modules(model: ModelFacts, choose: BackendChooser, options: KVOptions) -> l
             assert layer.indexer is not None
             out.append((layer, _wired(wired, layer.indexer.backend or "sparse_indexer"),
                         "indexer", 0))
+            if layer.indexer.tail is not None:  # registered after the index-key cache
+                out.append((layer, _wired(wired, layer.indexer.tail.backend), "indexer_tail", 0))
         if layer.conv_cache is not None:  # registered before the layer's attention
             out.append((layer.conv_view(), _wired(wired, layer.conv_cache.backend), "conv", 0))
         backend = effective_backend(
@@ -112,6 +115,7 @@ def _spec_context(
         prefill_checkpoint_alignment=(
             decision.mamba_block_size if decision.prefill_checkpoints else None
         ),
+        spec_checkpoint_alignment=options.state_spec_checkpoint_alignment,
         tp_size=model.tp_size,
     )
 
@@ -138,12 +142,14 @@ def _entry(layer: LayerFacts, backend: BackendKVFacts, role: str, module: int,
         ctx = ctx.model_copy(update={"kv_cache_dtype": layer.kv_cache_dtype})
     if layer.own_block_size is not None:
         ctx = ctx.model_copy(update={"block_size": layer.own_block_size})
-    if role == "indexer":
-        spec = customize(indexer_spec(layer, ctx), backend)
+    if role in ("indexer", "indexer_tail"):
+        tail = role == "indexer_tail"
+        spec = customize(indexer_tail_spec(layer, ctx) if tail else indexer_spec(layer, ctx),
+                         backend)
         return CacheEntry(
-            name=f"layers.{layer.index}.indexer",
+            name=f"layers.{layer.index}.indexer" + (".tail" if tail else ""),
             layer_index=layer.index,
-            role="indexer",
+            role="indexer_tail" if tail else "indexer",
             backend=backend,
             spec=spec,
             num_q_heads=layer.num_q_heads,
@@ -239,14 +245,7 @@ def _layout_and_groups(part: _Partial) -> None:
     )
     specs = {e.name: e.spec for e in cached}
     layout = part.layout.layout
-    if is_block_outermost(layout) and len({s.page_size_bytes for s in specs.values()}) > 1:
-        raise EngineStartupError(
-            f"the packed grouping vLLM uses for the block-outermost layout {layout} with "
-            "mixed page sizes is not modelled by attn-select",
-            exc_type="NotModelled",
-            stage="grouping",
-        )
-    part.grouping = group_layers(specs)
+    part.grouping = group_layers(specs, block_outermost=is_block_outermost(layout))
     unified_pages = {spec.page_size_bytes for _, spec in part.grouping.unified_specs}
     validate_layout(layout, unified_pages, len(part.grouping.groups))
 
@@ -345,6 +344,11 @@ def plan_model(
     cg = _cudagraph(part)
     if cg.error is not None:
         part.errors.append(PlanError(stage="cudagraph", exc_type="ValueError", message=cg.error))
+    if part.grouping.path == "packed":
+        # the block-outermost pool (get_kv_cache_config_from_groups: the widest group's
+        # bytes rounded up to the lcm of every layer's get_block_stride_alignment, which the
+        # sparse MLA backends set, kv_cache_planning.py:574-604 in 0.33.0) is not modelled
+        return part.build(cg, None, min(thresholds) if thresholds else None)
     cap = capacity(
         part.grouping.groups,
         max_model_len=max_model_len,

@@ -13,6 +13,7 @@ __all__ = [
     "AnySpec",
     "AttentionSpecBase",
     "ChunkedLocalAttentionSpec",
+    "CircularBufferSpec",
     "CrossAttentionSpec",
     "EncoderOnlyAttentionSpec",
     "FullAttentionSpec",
@@ -112,6 +113,17 @@ class MLAAttentionSpec(AttentionSpecBase):
     is_index_group_leader: bool = False
 
 
+class CircularBufferSpec(AttentionSpecBase):
+    """``CircularBufferSpec`` (vllm/v1/kv_cache_interface.py:967-1004 in 0.33.0): one block
+    per request, ``block_size`` the ring's capacity, its page ``AttentionSpec``'s; uniform
+    only with other circular buffers, never prefix-cached. ``dcp_sharded``: vLLM's
+    ``AttentionSpec.dcp_sharded`` (default True), which ``is_uniform_type`` requires equal
+    across a group."""
+
+    kind: Literal["circular_buffer"] = "circular_buffer"
+    dcp_sharded: bool = True
+
+
 class CrossAttentionSpec(AttentionSpecBase):
     kind: Literal["cross_attention"] = "cross_attention"
 
@@ -162,6 +174,7 @@ KVCacheSpec = Annotated[
     | SlidingWindowSpec
     | ChunkedLocalAttentionSpec
     | MLAAttentionSpec
+    | CircularBufferSpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
     | MambaSpec,
@@ -174,6 +187,7 @@ AnySpec = (
     | SlidingWindowSpec
     | ChunkedLocalAttentionSpec
     | MLAAttentionSpec
+    | CircularBufferSpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
     | MambaSpec

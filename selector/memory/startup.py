@@ -282,11 +282,14 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
         return cacheless
     log = [profile.memory.log["available"].format(gib=format_gib(budget.available_kv_bytes))]
     if plan is not None and plan.capacity is None and plan.entries and plan.ok:
-        # a model whose layers choose their own backend (kv/model_driven.py): vLLM's pool of
-        # the block-outermost packed groups is not modelled, so neither is the fit
+        # a model whose layers choose their own backend (kv/model_driven.py), or whose
+        # block-outermost layout packs its groups (kv/packed.py): vLLM's pool of the packed
+        # groups is not modelled, so neither is the fit
+        kind = ("a model-driven backend's KV-cache groups" if plan.grouping_path != "packed"
+                else "the block-outermost layout's packed KV-cache groups")
         return MemoryReport(budget=budget, log=tuple(log), not_checked=(
-            "the KV cache's fit and capacity are not checked: vLLM's block pool of a "
-            f"model-driven backend's KV-cache groups ({plan.grouping_path}) is not modelled"))
+            "the KV cache's fit and capacity are not checked: vLLM's block pool of "
+            f"{kind} ({plan.grouping_path}) is not modelled"))
     if plan is None or plan.capacity is None or not plan.entries:
         return MemoryReport(budget=budget, log=tuple(log))
     cap = plan.capacity

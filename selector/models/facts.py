@@ -8,12 +8,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from selector.errors import InputError
+from selector.schema.backend import PrefillCheckpointRule
 
 __all__ = [
     "ATTENTION_KINDS",
     "SSM_KINDS",
     "BuildCheck",
     "GDNDims",
+    "IndexerTail",
+    "KVCacheDtypeDefault",
     "LayerFacts",
     "LayerKind",
     "LinearAttnDims",
@@ -25,6 +28,7 @@ __all__ = [
     "SSMDims",
     "ShortConvDims",
     "SparseIndexer",
+    "engine_at_least",
 ]
 
 LayerKind = Literal["attention", "mla", "mamba", "gdn", "cross_attention", "encoder_only", "none"]
@@ -71,6 +75,55 @@ class MLADims(_Frozen):
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
+class IndexerTail(_Frozen):
+    """A pooled indexer's in-progress pool, kept as a ``CircularBufferSpec`` of one block
+    per request (GLM-5.3's ``Glm5NextTailCache``): ``num_kv_heads`` slots of ``head_size``
+    ``dtype`` values, a ring of ``pool * next_power_of_2(cdiv(pool + num_speculative_tokens,
+    pool))`` slots (vllm/models/glm5next/common/attention.py:159-180 in 0.33.0)."""
+
+    pool: int = Field(ge=1)
+    num_kv_heads: int = Field(ge=1)
+    head_size: int = Field(ge=1)
+    dtype: str
+    backend: str
+    """The backend its module returns (``model-driven.yaml`` ``layer_backends``)."""
+    name: str
+    """The module's name under the indexer (``tail_cache``)."""
+    dcp_sharded: bool = True
+
+    def ring(self, num_speculative_tokens: int) -> int:
+        """The ring's slots: its block size."""
+        groups = -(-(self.pool + num_speculative_tokens) // self.pool)
+        return self.pool * (1 << (groups - 1).bit_length())
+
+
+def engine_at_least(engine: str, since: str | None) -> bool:
+    """Whether the engine profile (``vllm==X.Y.Z``) is release ``since`` or newer (None:
+    every release)."""
+    if since is None:
+        return True
+    from packaging.version import Version
+
+    return Version(engine.split("==", 1)[-1]) >= Version(since)
+
+
+class KVCacheDtypeDefault(_Frozen):
+    """The KV-cache dtype the model's ``verify_and_update_config`` sets when
+    ``--kv-cache-dtype`` is auto, on the device capability families listed (vLLM's
+    ``is_device_capability_family``: the capability // 10)."""
+
+    capability_families: tuple[int, ...]
+    dtype: str
+    message: str = ""
+    """What vLLM logs when it does so."""
+    since: str | None = None
+    """The first vLLM release whose model does so (None: every release)."""
+
+    def applies(self, kv_cache_dtype: str | None, cc: int, engine: str) -> bool:
+        return (kv_cache_dtype in (None, "auto") and (cc // 10) * 10 in self.capability_families
+                and engine_at_least(engine, self.since))
+
+
 class SparseIndexer(_Frozen):
     """A lightning indexer's K cache beside a sparse layer (DeepSeek-V3.2's top-k sparse
     MLA; MiniMax-M3's block-sparse attention: the family's ``attention.own_sparse``)."""
@@ -88,6 +141,12 @@ class SparseIndexer(_Frozen):
     """The layer's own indexer keeps the index-key cache; False: the layer is sparse over
     the top-k an earlier layer's indexer selected and builds no indexer (HY-V4's
     ``indexer_types`` entry ``shared``: the family's ``attention.sparse_layers``)."""
+    tokens_per_state: int = Field(default=1, ge=1)
+    """Tokens one index-key state holds (the spec's ``tokens_per_state``: GLM-5.3's
+    kpool-compressed cache keeps one per ``index_kpool`` tokens; the family's
+    ``attention.indexer_pool``)."""
+    tail: IndexerTail | None = None
+    """The circular buffer beside a pooled index-key cache (GLM-5.3's tail ring)."""
 
 
 class ConvCache(_Frozen):
@@ -158,6 +217,11 @@ class GDNDims(_Frozen):
     mixer_class: str | None = None
     """vLLM's mixer class (``ssm.mixer_class`` of the family), which the engine's
     prefill-checkpoint rules name; None: not stated (no rule applies)."""
+    spec_checkpoint: tuple[PrefillCheckpointRule, ...] = ()
+    """The family's ``ssm.spec_checkpoint``: the prefill kernel rules by which the layer
+    stamps its own spec with a checkpoint alignment (GLM-5.3's FlashKDA)."""
+    spec_checkpoint_since: str | None = None
+    """The first vLLM release whose layer stamps it."""
 
     @property
     def conv_dim(self) -> int:
@@ -387,6 +451,8 @@ class ModelFacts(_Frozen):
     mamba_chunk_size: int = 2048
     """``ModelConfig.get_mamba_chunk_size``: ``mamba_chunk_size``, else ``chunk_size``,
     else 2048 (what mode ``all`` aligns the block to)."""
+    kv_cache_dtype_default: KVCacheDtypeDefault | None = None
+    """The family's ``kv_cache_dtype_default``, when the config has what it requires."""
     tp_size: int = 1
     layers: tuple[LayerFacts, ...]
     config_defaults: tuple[str, ...] = ()

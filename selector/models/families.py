@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector.models.facts import BuildCheck
 from selector.models.presets import preset_dir, read_preset_yaml
+from selector.schema.backend import PrefillCheckpointRule
 
 __all__ = [
     "GENERIC",
@@ -216,6 +217,44 @@ class ConvCacheRules(_Strict):
     """The module's name under the decoder layer (``conv_state``)."""
 
 
+class IndexerTailRules(_Strict):
+    """The circular buffer a pooled indexer keeps for its in-progress pool (GLM-5.3's
+    ``Glm5NextTailCache``): ``num_kv_heads`` slots of ``head_size_field`` values of
+    ``dtype``, one block per request of the ring the pool and the speculative tokens give
+    (``IndexerTail.ring``), on the backend its module returns."""
+
+    num_kv_heads: int = Field(ge=1)
+    head_size_field: str
+    dtype: str
+    backend: str
+    name: str
+    dcp_sharded: bool = True
+
+
+class IndexerPoolRules(_Strict):
+    """A sparse layer's indexer compresses its index keys by a pool of ``pool_field``
+    tokens (the spec's ``tokens_per_state``) on the backend ``backend`` (``model-driven.yaml``
+    ``layer_backends``) and keeps the ``tail`` ring beside it: GLM-5.3's kpool indexer."""
+
+    pool_field: str
+    backend: str
+    tail: IndexerTailRules
+
+
+class KVCacheDtypeDefaultRules(_Strict):
+    """The model's ``verify_and_update_config`` replaces an auto ``--kv-cache-dtype`` by
+    ``dtype`` on CUDA devices of ``capability_families`` (``is_device_capability_family``)
+    when the config has ``requires`` (GLM-5.3's sparse indexer: ``index_topk``)."""
+
+    source: str
+    requires: str
+    capability_families: list[int]
+    dtype: str
+    message: str = ""
+    since: str | None = None
+    """The first vLLM release whose model class does so (None: every release)."""
+
+
 class AttentionRules(_Strict):
     mla: str | None = None
     multi_query: str | None = None
@@ -273,6 +312,8 @@ class AttentionRules(_Strict):
     ``FLASH_ATTN_DIFFKV``)."""
     conv_cache: ConvCacheRules | None = None
     """A short-convolution state cache beside every attention layer (Inkling)."""
+    indexer_pool: IndexerPoolRules | None = None
+    """The sparse layers' indexer pools its index keys and keeps a tail ring (GLM-5.3)."""
     static_sinks: str | None = None
     """The config field giving the number of static sink tokens of a ``StaticSinkAttention``
     (its ``sink_len``): the layer's cache is a ``SinkFullAttentionSpec``, a full-attention
@@ -318,6 +359,14 @@ class SSMRules(_Strict):
     mamba_prefix_caching: bool = False
     """The model class implements ``SupportsMambaPrefixCaching`` (Mamba cache mode
     ``all`` with prefix caching before 0.28.0)."""
+    spec_checkpoint: list[PrefillCheckpointRule] = Field(default_factory=list)
+    """The mixer's own prefill kernel rules (first match wins) when the layer stamps its
+    state spec with the kernel's checkpoint alignment itself (``num_prefill_checkpoint_blocks``
+    1, ``prefill_checkpoint_alignment``) but declares none to the platform
+    (``get_prefill_checkpoint_alignment`` stays MambaBase's None: GLM-5.3's FlashKDA).
+    The rules read ``cc``, ``cc_major``, ``head_k_dim``, ``model_dtype`` and ``requested``."""
+    spec_checkpoint_since: str | None = None
+    """The first vLLM release whose layer stamps its spec so (None: every release)."""
 
 
 FFNKind = Literal["dense", "moe", "none"]
@@ -535,6 +584,9 @@ class Family(_Strict):
     mixers: MixerRules = MixerRules(rule="uniform")
     attention: AttentionRules = AttentionRules()
     ssm: SSMRules | None = None
+    kv_cache_dtype_default: KVCacheDtypeDefaultRules | None = None
+    """The KV-cache dtype the model class sets when the user leaves it auto (its
+    ``verify_and_update_config``)."""
     weights: WeightRules = WeightRules()
     aliases: dict[str, list[str]] = Field(default_factory=dict)
     reads: dict[str, str] = Field(default_factory=dict)

@@ -19,6 +19,8 @@ from selector.models.config_defaults import class_defaults
 from selector.models.config_reader import ConfigReader
 from selector.models.facts import (
     ConvCache,
+    IndexerTail,
+    KVCacheDtypeDefault,
     LayerFacts,
     MLADims,
     ModelDType,
@@ -239,7 +241,7 @@ class _ConfigParser:
         common = self.attention_common() if needs_attention else {}
         use_mla = rules.mla is not None and text.has(rules.mla)
         mla = _mla_dims(text) if use_mla else None
-        indexer = _indexer(text) if use_mla else None
+        indexer = self._pooled(_indexer(text)) if use_mla else None
         window_key = rules.window_field
         window = text.opt_int(window_key, minimum=0)
         windowed = {"sliding_attention", *rules.chunk_lookback}
@@ -259,6 +261,21 @@ class _ConfigParser:
         ]
         return tuple(self._modules_per_layer(self._loops(self._share_kv(
             self._per_layer_heads_and_windows(self._sparse_layers(layers))))))
+
+    def _pooled(self, indexer: SparseIndexer | None) -> SparseIndexer | None:
+        """The family's ``attention.indexer_pool``: the index keys pooled by the config's
+        pool field, on the rule's backend, beside the tail ring."""
+        rule = self.family.attention.indexer_pool
+        if indexer is None or rule is None:
+            return indexer
+        pool = self.text.int_(rule.pool_field, minimum=1)
+        tail = rule.tail
+        ring = IndexerTail(pool=pool, num_kv_heads=tail.num_kv_heads,
+                           head_size=self.text.int_(tail.head_size_field, minimum=1),
+                           dtype=tail.dtype, backend=tail.backend, name=tail.name,
+                           dcp_sharded=tail.dcp_sharded)
+        return indexer.model_copy(update={"tokens_per_state": pool, "backend": rule.backend,
+                                          "tail": ring})
 
     def _sparse_layers(self, layers: list[LayerFacts]) -> list[LayerFacts]:
         """The family's ``attention.sparse_layers``: sparse MLA only on the layers its types
@@ -763,6 +780,7 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             prefix_caching_default=(wrapper.prefix_caching and family.prefix_caching
                                     and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),
+            kv_cache_dtype_default=_kv_cache_dtype_default(parser.text, wrapper, family),
             refusals=language_model_refusals(top, wrapper) + parser.refusals(),
             build_checks=tuple(family.build_checks),
             layers=parser.layers(),
@@ -770,6 +788,17 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
         ).with_config(raw)
     except ValidationError as exc:  # defensive: the reader validates first
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc
+
+
+def _kv_cache_dtype_default(text: ConfigReader, wrapper: Family, family: Family
+                            ) -> KVCacheDtypeDefault | None:
+    """The wrapper's (else the language model family's) ``kv_cache_dtype_default``, when
+    the language model's config has the field it requires."""
+    rule = wrapper.kv_cache_dtype_default or family.kv_cache_dtype_default
+    if rule is None or not text.has(rule.requires):
+        return None
+    return KVCacheDtypeDefault(capability_families=tuple(rule.capability_families),
+                               dtype=rule.dtype, message=rule.message, since=rule.since)
 
 
 def _mamba_chunk_size(text: ConfigReader) -> int:

@@ -85,6 +85,8 @@ def read_ssm(
         conv_kernel=_field(text, family, "conv_kernel"),
         state_dtype=state_dtype,
         mixer_class=mixer_class,
+        spec_checkpoint=tuple(family.ssm.spec_checkpoint),
+        spec_checkpoint_since=family.ssm.spec_checkpoint_since,
     )
 
 

@@ -19,6 +19,7 @@ from selector.kv import (
     model_driven,
     plan_model,
     prefill_checkpoint_alignment,
+    spec_checkpoint_alignment,
 )
 from selector.models import LayerFacts, ModelFacts
 from selector.request import RequestFacts, as_request, layer_request
@@ -212,6 +213,10 @@ def check_model(
             alignment = prefill_checkpoint_alignment(model, engine_data, cc=base.cc)
             options = options.model_copy(
                 update={"mamba_prefill_checkpoint_alignment": alignment})
+        if options.state_spec_checkpoint_alignment is None:
+            options = options.model_copy(update={
+                "state_spec_checkpoint_alignment": spec_checkpoint_alignment(
+                    model, cc=base.cc, engine=engine_data.engine)})
         plan = plan_model(model, choose, options)
     return ModelCheckResult(model=model, engine=engine_data.engine, selections=tuple(selections),
                             plan=plan, platform=engine_data.platform,

@@ -233,12 +233,10 @@ def test_the_unmapped_answers_are_vllms_and_have_no_rule() -> None:
 
 
 DOTS3_PART = "vllm-{version}-dots3.jsonl.gz"
-KERNEL_SIZES_SHARED = {("0.32.0", "DOTS3_NOTE_PADDED_MLA_SPARSE"): [{"multiple_of": 64}]}
+KERNEL_SIZES_SHARED: dict[tuple[str, str], list[object]] = {}
 """Kernel block sizes a release's classes state that its model-driven.yaml, shared with an
-older release, does not: 0.32.0 reads 0.31.0's file, whose padded sparse backend states
-FlashAttnMLASparseBackend's [64] of 0.28.0-0.31.0; 0.32.0's states [MultipleOf(64)] (as
-0.33.0's file does). Every block the model reaches is a multiple of 64, so the plans agree
-(the layers' test above)."""
+older release, does not (none: 0.32.0 has its own file since GLM-5.3, with the padded
+sparse backend's [MultipleOf(64)])."""
 
 
 @pytest.mark.parametrize("version", [v for v in RELEASES

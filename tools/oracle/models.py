@@ -653,6 +653,11 @@ def start_models(stand_ins: Iterable[str] = ()) -> None:
         from vllm.models.glm5next.nvidia import sparse_indexer as glm5next_indexer
 
         glm5next_indexer.has_deep_gemm = lambda: True
+    if importlib.util.find_spec("vllm.model_executor.layers.sparse_attn_indexer_kpool"):
+        # 0.30.0: the kpool indexer op's module of its own asks it too (:918-921)
+        from vllm.model_executor.layers import sparse_attn_indexer_kpool
+
+        sparse_attn_indexer_kpool.has_deep_gemm = lambda: True
     _flashinfer_sm_count()
     torch.cuda.Stream = _NoStream  # type: ignore[misc]
     torch.cuda.Event = _NoStream  # type: ignore[misc]
