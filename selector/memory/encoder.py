@@ -513,11 +513,14 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                    default_max_num_batched_tokens: int, max_model_len: int | None = None,
                    max_num_seqs: int | None = None, dtype_bytes: int = 2) -> EncoderReport | None:
     """The encoder's start-up for a multimodal config (None: the config has no vision
-    encoder). ``max_model_len`` and ``max_num_seqs`` (the resolved ones) size the profile
-    run's items (without them no profile run is reported)."""
-    if not isinstance(raw.get("vision_config"), Mapping):
-        return None
+    encoder and its model type no tokens per item: an audio tower, Bagel's ``vit_config``
+    or Moondream's are read only by a row of ``tokens_per_item``). ``max_model_len`` and
+    ``max_num_seqs`` (the resolved ones) size the profile run's items (without them no
+    profile run is reported)."""
     model_type = str(raw.get("model_type"))
+    has_vision = isinstance(raw.get("vision_config"), Mapping)
+    if not has_vision and data.budget.tokens_per_item.get(model_type) is None:
+        return None
     notices: list[tuple[str, str]] = []
     issues: list[StartupIssue] = []
     code = data.budget.notice_code
@@ -535,8 +538,9 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     encoders: list[EncoderSelection] = []
     head_size = _vision_head_size(raw, tower)
     if tower is None:
-        notices.append((code, f"vision encoder of {model_type}: how vLLM builds it is not "
-                              "modelled (its attention backend is not checked)"))
+        notices.append((code, f"{'vision ' if has_vision else ''}encoder of {model_type}: how "
+                              "vLLM builds it is not modelled (its attention backend is not "
+                              "checked)"))
     elif tower.tower == "transformers":
         encoders.append(EncoderSelection(encoder="vision", tower=tower.tower, backend=None,
                                          head_size=head_size, dtype=dtype, source=tower.source))

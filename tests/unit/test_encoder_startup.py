@@ -396,3 +396,32 @@ def test_a_recorded_count_is_not_taken_for_another_vision_tower() -> None:
     assert report is not None and not report.tokens_per_item and not report.issues
     assert any("vision_config.image_size=224" in text and "not modelled" in text
                for _, text in report.notices)
+
+
+SYNTHETIC = "tests/fixtures/hf_configs/synthetic/"
+
+
+@pytest.mark.parametrize(("config", "tokens", "batched", "flags"), [
+    # Step3-VL: vLLM's own image processor at 3024 px (row step3-vl: refused at 2048)
+    (SYNTHETIC + "Step3VLForConditionalGeneration.json", 3164, 2048,
+     ["--disable-chunked-mm-input"]),
+    # Qwen2-Audio: a 30 s clip of the published WhisperFeatureExtractor (row qwen2-audio-7b)
+    (SYNTHETIC + "Qwen2AudioForConditionalGeneration.json", 750, 512,
+     ["--disable-chunked-mm-input"]),
+    # BAGEL and Moondream3, multimodal prefix-LMs: CUDA turns chunked MM input off itself
+    (SYNTHETIC + "BagelForConditionalGeneration.json", 4900, 4096, []),
+    (SYNTHETIC + "Moondream3ForCausalLM.json", 730, 512, []),
+])
+def test_newly_recorded_families_are_refused_in_vllms_words(config: str, tokens: int,
+                                                            batched: int,
+                                                            flags: list[str]) -> None:
+    """The families whose tokens per item the processing info answers (recorded by
+    tools/encoder_oracle.py, the budget check asked at the batched tokens given here):
+    vLLM's refusal at a smaller --max-num-batched-tokens, none at the item's own count."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", config, *flags,
+                       "--max-num-batched-tokens", str(batched)])
+    assert code == 1 and doc["valid"] is False
+    assert _findings(doc)["SU026"]["message"] == _refusal(tokens, batched)
+    fixed = _json(["--device", "H100", "--", "vllm", "serve", config, *flags,
+                   "--max-num-batched-tokens", str(tokens)])[1]
+    assert "SU026" not in _findings(fixed)
