@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -425,3 +426,23 @@ def test_newly_recorded_families_are_refused_in_vllms_words(config: str, tokens:
     fixed = _json(["--device", "H100", "--", "vllm", "serve", config, *flags,
                    "--max-num-batched-tokens", str(tokens)])[1]
     assert "SU026" not in _findings(fixed)
+
+
+def test_a_config_without_vision_config_is_reported_only_through_its_row() -> None:
+    """Qwen2-Audio (an audio tower) and BAGEL (``vit_config``) have no ``vision_config``:
+    their rows of tokens per item report them; a model type without a row stays silent
+    (no encoder report), as a text-only model does."""
+    catalog = load_catalog()
+    data = encoder_data(catalog, catalog.engine_names[-1])
+    assert data is not None
+    kwargs: dict[str, Any] = {
+        "cc": 90, "dtype": "bfloat16", "model_name": "m", "mm_encoder_attn_backend": None,
+        "limit_mm_per_prompt": {}, "mm_processor_kwargs": {}, "disable_chunked_mm_input": True,
+        "max_num_batched_tokens": 512, "default_max_num_batched_tokens": 8192}
+    audio = json.loads(Path(SYNTHETIC + "Qwen2AudioForConditionalGeneration.json")
+                       .read_text(encoding="utf-8"))
+    report = encoder_report(catalog, data, audio, **kwargs)
+    assert report is not None and report.tokens_per_item == {"audio": 750}
+    assert not report.encoders and [i.message for i in report.issues] == [_refusal(750, 512)]
+    assert encoder_report(catalog, data, {**audio, "model_type": "no_such_family"},
+                          **kwargs) is None
