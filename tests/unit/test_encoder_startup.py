@@ -446,3 +446,27 @@ def test_a_config_without_vision_config_is_reported_only_through_its_row() -> No
     assert not report.encoders and [i.message for i in report.issues] == [_refusal(750, 512)]
     assert encoder_report(catalog, data, {**audio, "model_type": "no_such_family"},
                           **kwargs) is None
+
+
+@pytest.mark.parametrize("architecture", [
+    "InternS1ProForConditionalGeneration",  # model type qwen3_vl_moe
+    "InternS2PreviewForConditionalGeneration",  # qwen3_5_moe
+    "OpenCUAForConditionalGeneration",  # qwen2_5_vl
+    "BeeForConditionalGeneration", "RForConditionalGeneration",  # llava_onevision
+])
+def test_a_model_class_sharing_a_recorded_model_type_is_not_given_its_count(
+        architecture: str) -> None:
+    """These classes read a recorded family's model type with processing infos of their
+    own (vllm/model_executor/models/registry.py: interns1_pro, opencua, bee, rvl), whose
+    answers are not recorded: each modality is named, none is given the family's count."""
+    catalog = load_catalog()
+    data = encoder_data(catalog, catalog.engine_names[-1])
+    assert data is not None
+    raw = json.loads(Path(SYNTHETIC + architecture + ".json").read_text(encoding="utf-8"))
+    report = encoder_report(catalog, data, raw, cc=90, dtype="bfloat16", model_name="m",
+                            mm_encoder_attn_backend=None, limit_mm_per_prompt={},
+                            mm_processor_kwargs={}, disable_chunked_mm_input=True,
+                            max_num_batched_tokens=512, default_max_num_batched_tokens=8192)
+    assert report is not None and not report.tokens_per_item and not report.issues
+    gaps = [text for _, text in report.notices if "not modelled (recorded with" in text]
+    assert len(gaps) == 2 and all(architecture in text for text in gaps)
