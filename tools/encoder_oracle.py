@@ -130,6 +130,7 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
     ("step3-vl", "tests/fixtures/hf_configs/synthetic/Step3VLForConditionalGeneration.json", {},
      None),
     ("moondream3", "tests/fixtures/hf_configs/synthetic/Moondream3ForCausalLM.json", {}, None),
+    ("moondream3-hf", "tests/fixtures/hf_configs/synthetic/HfMoondream.json", {}, None),
     ("bagel", "tests/fixtures/hf_configs/synthetic/BagelForConditionalGeneration.json", {}, None),
     ("qwen2-audio-7b", "tests/fixtures/hf_configs/synthetic/Qwen2AudioForConditionalGeneration.json",
      {}, "Qwen--Qwen2-Audio-7B-Instruct"),
