@@ -63,9 +63,10 @@ DTYPES = ("float16", "bfloat16", "float32")
 CHOICES = ("FLASH_ATTN", "TRITON_ATTN", "TORCH_SDPA", "FLASHINFER", "FLEX_ATTENTION",
            "ROCM_AITER_FA", "CPU_ATTN")
 BATCHED_TOKENS = (2048, 2496, 4096, 8192)
-CHECKED_TOKENS = (512, *BATCHED_TOKENS)
-"""The budget check is also asked at 512 batched tokens (an item smaller than 2,048, an
-audio clip's, is refused there); the profile run at ``BATCHED_TOKENS``."""
+CHECKED_TOKENS = (256, 512, *BATCHED_TOKENS)
+"""The budget check is also asked at 256 and 512 batched tokens (an item smaller than 2,048,
+an audio clip's or DeepSeek-V4's image, is refused there); the profile run at
+``BATCHED_TOKENS``."""
 
 PROCESSORS = "tests/fixtures/processors"
 """The published processor files of each family (tests/fixtures/processors/SOURCES.md)."""
@@ -133,7 +134,8 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
     ("moondream3-hf", "tests/fixtures/hf_configs/synthetic/HfMoondream.json", {}, None),
     ("bagel", "tests/fixtures/hf_configs/synthetic/BagelForConditionalGeneration.json", {}, None),
     ("qwen2-audio-7b", "tests/fixtures/hf_configs/synthetic/Qwen2AudioForConditionalGeneration.json",
-     {}, "Qwen--Qwen2-Audio-7B-Instruct"),
+     {}, "Qwen--Qwen2-Audio-7B-Instruct"),    ("deepseek-v4-vl",
+     "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json", {}, None),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
@@ -145,7 +147,8 @@ checkpoints was found), which carry the reference checkpoints' vision values
 (tests/fixtures/processors/SOURCES.md).
 Step3-VL, Moondream3, BAGEL (the config classes' defaults: their processing infos count
 from vLLM's own processor and the config) and Qwen2-Audio (the published feature extractor
-file) answer through ``get_mm_max_tokens_per_item``.
+file) answer through ``get_mm_max_tokens_per_item``; so does DeepSeek-V4's multimodal model
+(its config's ``vision_max_n_token``, from 0.30.0 on).
 GLM-4.1V / GLM-4.5V are not asked: their video placeholder is rebuilt by decoding the
 processor's token ids (``Glm4vMultiModalProcessor._apply_hf_processor_main``), which the
 word-level tokenizer stand-in cannot reproduce, and the venvs' transformers 5.24 refuses

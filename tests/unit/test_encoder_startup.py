@@ -412,6 +412,9 @@ SYNTHETIC = "tests/fixtures/hf_configs/synthetic/"
     # BAGEL and Moondream3, multimodal prefix-LMs: CUDA turns chunked MM input off itself
     (SYNTHETIC + "BagelForConditionalGeneration.json", 4900, 4096, []),
     (SYNTHETIC + "Moondream3ForCausalLM.json", 730, 512, []),
+    # DeepSeek-V4's multimodal model: vision_max_n_token 384 and the pad (row deepseek-v4-vl);
+    # a multimodal prefix-LM where vision_n_layers > 0, so chunked MM input is off by itself
+    (SYNTHETIC + "DeepseekV4ForConditionalGeneration.json", 387, 256, []),
 ])
 def test_newly_recorded_families_are_refused_in_vllms_words(config: str, tokens: int,
                                                             batched: int,
@@ -431,7 +434,8 @@ def test_newly_recorded_families_are_refused_in_vllms_words(config: str, tokens:
 def test_a_config_without_vision_config_is_reported_only_through_its_row() -> None:
     """Qwen2-Audio (an audio tower) and BAGEL (``vit_config``) have no ``vision_config``:
     their rows of tokens per item report them; a model type without a row stays silent
-    (no encoder report), as a text-only model does."""
+    (no encoder report), as a text-only model does, and so does DeepSeek-V4's text model,
+    whose model type the multimodal model's row shares for another architecture."""
     catalog = load_catalog()
     data = encoder_data(catalog, catalog.engine_names[-1])
     assert data is not None
@@ -446,6 +450,10 @@ def test_a_config_without_vision_config_is_reported_only_through_its_row() -> No
     assert not report.encoders and [i.message for i in report.issues] == [_refusal(750, 512)]
     assert encoder_report(catalog, data, {**audio, "model_type": "no_such_family"},
                           **kwargs) is None
+    text = json.loads(Path("tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json")
+                      .read_text(encoding="utf-8"))
+    assert text["model_type"] == "deepseek_v4" and "vision_config" not in text
+    assert encoder_report(catalog, data, text, **kwargs) is None  # the text model: no row reads it
 
 
 @pytest.mark.parametrize("architecture", [
