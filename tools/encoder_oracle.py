@@ -64,6 +64,10 @@ DTYPES = ("float16", "bfloat16", "float32")
 CHOICES = ("FLASH_ATTN", "TRITON_ATTN", "TORCH_SDPA", "FLASHINFER", "FLEX_ATTENTION",
            "ROCM_AITER_FA", "CPU_ATTN")
 BATCHED_TOKENS = (2048, 2496, 4096, 8192)
+CHECKED_TOKENS = (256, 512, *BATCHED_TOKENS)
+"""The budget check is also asked at 256 and 512 batched tokens (an item smaller than 2,048,
+an audio clip's or DeepSeek-V4's image, is refused there); the profile run at
+``BATCHED_TOKENS``."""
 
 PROCESSORS = "tests/fixtures/processors"
 """The published processor files of each family (tests/fixtures/processors/SOURCES.md)."""
@@ -125,6 +129,14 @@ MODELS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
     ("smolvlm2-500m-video",
      "tests/fixtures/processors/HuggingFaceTB--SmolVLM2-500M-Video-Instruct/config.json", {},
      "HuggingFaceTB--SmolVLM2-500M-Video-Instruct"),
+    ("step3-vl", "tests/fixtures/hf_configs/synthetic/Step3VLForConditionalGeneration.json", {},
+     None),
+    ("moondream3", "tests/fixtures/hf_configs/synthetic/Moondream3ForCausalLM.json", {}, None),
+    ("moondream3-hf", "tests/fixtures/hf_configs/synthetic/HfMoondream.json", {}, None),
+    ("bagel", "tests/fixtures/hf_configs/synthetic/BagelForConditionalGeneration.json", {}, None),
+    ("qwen2-audio-7b", "tests/fixtures/hf_configs/synthetic/Qwen2AudioForConditionalGeneration.json",
+     {}, "Qwen--Qwen2-Audio-7B-Instruct"),    ("deepseek-v4-vl",
+     "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json", {}, None),
 )
 """(id, config, ModelConfig keywords, processor files). Kimi-K2.5 is not asked: its image
 processor is the checkpoint's remote code (``KimiK25ProcessingInfo`` loads it with
@@ -134,6 +146,10 @@ config (vLLM's own processor reads only the config). LLaVA-OneVision, PaliGemma,
 (transformers format) and Aria: the config classes' defaults (no public config.json of the
 checkpoints was found), which carry the reference checkpoints' vision values
 (tests/fixtures/processors/SOURCES.md).
+Step3-VL, Moondream3, BAGEL (the config classes' defaults: their processing infos count
+from vLLM's own processor and the config) and Qwen2-Audio (the published feature extractor
+file) answer through ``get_mm_max_tokens_per_item``; so does DeepSeek-V4's multimodal model
+(its config's ``vision_max_n_token``, from 0.30.0 on).
 GLM-4.1V / GLM-4.5V are not asked: their video placeholder is rebuilt by decoding the
 processor's token ids (``Glm4vMultiModalProcessor._apply_hf_processor_main``), which the
 word-level tokenizer stand-in cannot reproduce, and the venvs' transformers 5.24 refuses
@@ -170,6 +186,8 @@ STAND_IN_TOKENS["smolvlm"] = (
     ("<end_of_utterance>", None), ("\n", None),
     *((f"<row_{row}_col_{col}>", None) for row in range(1, 7) for col in range(1, 7)))
 STAND_IN_TOKENS["aria"] = (("<|img|>", "image_token_index"), ("<pad>", None))
+STAND_IN_TOKENS["qwen2_audio"] = (("<|AUDIO|>", "audio_token_index"), ("<|audio_bos|>", None),
+                                  ("<|audio_eos|>", None))
 STAND_IN_TOKENS["llava_next"] = STAND_IN_TOKENS["llava"]
 for _qwen in ("qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen2_vl", "qwen2_5_vl"):
     STAND_IN_TOKENS[_qwen] = STAND_IN_TOKENS["qwen3_vl"]
@@ -332,7 +350,7 @@ def budget_answer(tmp: Path, name: str, path: str, kwargs: dict[str, Any],
     tokens = out["budget_tokens"]["tokens"]
     checks: dict[str, Any] = {}
     if tokens:
-        for batched in BATCHED_TOKENS:
+        for batched in CHECKED_TOKENS:
             scheduler = SimpleNamespace(disable_chunked_mm_input=True,
                                         max_num_batched_tokens=batched,
                                         max_num_encoder_input_tokens=batched,

@@ -173,6 +173,15 @@ class TextConfigFlag(_Strict):
     model_types: tuple[str, ...]
 
 
+class ConfigPositive(_Strict):
+    """A multimodal prefix-LM where the config's ``key`` is above 0 (DeepSeek-V4's
+    ``vision_n_layers``: its vision variant)."""
+
+    key: str
+    model_types: tuple[str, ...]
+    source: str
+
+
 class ProfileRunData(_Strict):
     """The profile run's multimodal pass (``GPUModelRunner.profile_run``): the modality
     with the most tokens per item, ``MultiModalBudget``'s items per batch of it, encoded
@@ -196,6 +205,7 @@ class Budget(_Strict):
     forced_by_prefix_lm_source: str
     prefix_lm_model_types: tuple[str, ...]
     prefix_lm_text_config: TextConfigFlag | None = None
+    prefix_lm_config_positive: tuple[ConfigPositive, ...] = ()
     raise_code: str | None = None
     raise_source: str | None = None
     notice_code: str
@@ -495,10 +505,24 @@ def encoder_memory_line(report: EncoderReport | None, data: EncoderData | None) 
                 "the dummy inputs and the encoder's own activations are not counted"))
 
 
+def _row_reads(family: FamilyTokens | None, raw: Mapping[str, Any]) -> bool:
+    """Whether a config without ``vision_config`` is the family's multimodal model: the
+    model type has a row, for the config's architecture where the row names one (DeepSeek-V4's
+    text model shares the multimodal model's type)."""
+    if family is None:
+        return False
+    architectures = family.recorded_config.get("architectures")
+    return architectures is None or raw.get("architectures") == architectures
+
+
 def is_mm_prefix_lm(budget: Budget, raw: Mapping[str, Any]) -> bool:
     if "is_mm_prefix_lm" in raw:
         return bool(raw["is_mm_prefix_lm"])
     model_type = str(raw.get("model_type"))
+    for positive in budget.prefix_lm_config_positive:
+        if model_type in positive.model_types:
+            value = raw.get(positive.key)
+            return isinstance(value, int) and value > 0
     flag = budget.prefix_lm_text_config
     if flag is not None and model_type in flag.model_types:
         text = raw.get("text_config")
@@ -513,11 +537,14 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
                    default_max_num_batched_tokens: int, max_model_len: int | None = None,
                    max_num_seqs: int | None = None, dtype_bytes: int = 2) -> EncoderReport | None:
     """The encoder's start-up for a multimodal config (None: the config has no vision
-    encoder). ``max_model_len`` and ``max_num_seqs`` (the resolved ones) size the profile
-    run's items (without them no profile run is reported)."""
-    if not isinstance(raw.get("vision_config"), Mapping):
-        return None
+    encoder and its model type no tokens per item: an audio tower, Bagel's ``vit_config``
+    or Moondream's are read only by a row of ``tokens_per_item``). ``max_model_len`` and
+    ``max_num_seqs`` (the resolved ones) size the profile run's items (without them no
+    profile run is reported)."""
     model_type = str(raw.get("model_type"))
+    has_vision = isinstance(raw.get("vision_config"), Mapping)
+    if not has_vision and not _row_reads(data.budget.tokens_per_item.get(model_type), raw):
+        return None
     notices: list[tuple[str, str]] = []
     issues: list[StartupIssue] = []
     code = data.budget.notice_code
@@ -535,8 +562,9 @@ def encoder_report(catalog: Catalog, data: EncoderData, raw: Mapping[str, Any], 
     encoders: list[EncoderSelection] = []
     head_size = _vision_head_size(raw, tower)
     if tower is None:
-        notices.append((code, f"vision encoder of {model_type}: how vLLM builds it is not "
-                              "modelled (its attention backend is not checked)"))
+        notices.append((code, f"{'vision ' if has_vision else ''}encoder of {model_type}: how "
+                              "vLLM builds it is not modelled (its attention backend is not "
+                              "checked)"))
     elif tower.tower == "transformers":
         encoders.append(EncoderSelection(encoder="vision", tower=tower.tower, backend=None,
                                          head_size=head_size, dtype=dtype, source=tower.source))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -396,3 +397,84 @@ def test_a_recorded_count_is_not_taken_for_another_vision_tower() -> None:
     assert report is not None and not report.tokens_per_item and not report.issues
     assert any("vision_config.image_size=224" in text and "not modelled" in text
                for _, text in report.notices)
+
+
+SYNTHETIC = "tests/fixtures/hf_configs/synthetic/"
+
+
+@pytest.mark.parametrize(("config", "tokens", "batched", "flags"), [
+    # Step3-VL: vLLM's own image processor at 3024 px (row step3-vl: refused at 2048)
+    (SYNTHETIC + "Step3VLForConditionalGeneration.json", 3164, 2048,
+     ["--disable-chunked-mm-input"]),
+    # Qwen2-Audio: a 30 s clip of the published WhisperFeatureExtractor (row qwen2-audio-7b)
+    (SYNTHETIC + "Qwen2AudioForConditionalGeneration.json", 750, 512,
+     ["--disable-chunked-mm-input"]),
+    # BAGEL and Moondream3, multimodal prefix-LMs: CUDA turns chunked MM input off itself
+    (SYNTHETIC + "BagelForConditionalGeneration.json", 4900, 4096, []),
+    (SYNTHETIC + "Moondream3ForCausalLM.json", 730, 512, []),
+    # DeepSeek-V4's multimodal model: vision_max_n_token 384 and the pad (row deepseek-v4-vl);
+    # a multimodal prefix-LM where vision_n_layers > 0, so chunked MM input is off by itself
+    (SYNTHETIC + "DeepseekV4ForConditionalGeneration.json", 387, 256, []),
+])
+def test_newly_recorded_families_are_refused_in_vllms_words(config: str, tokens: int,
+                                                            batched: int,
+                                                            flags: list[str]) -> None:
+    """The families whose tokens per item the processing info answers (recorded by
+    tools/encoder_oracle.py, the budget check asked at the batched tokens given here):
+    vLLM's refusal at a smaller --max-num-batched-tokens, none at the item's own count."""
+    code, doc = _json(["--device", "H100", "--", "vllm", "serve", config, *flags,
+                       "--max-num-batched-tokens", str(batched)])
+    assert code == 1 and doc["valid"] is False
+    assert _findings(doc)["SU026"]["message"] == _refusal(tokens, batched)
+    fixed = _json(["--device", "H100", "--", "vllm", "serve", config, *flags,
+                   "--max-num-batched-tokens", str(tokens)])[1]
+    assert "SU026" not in _findings(fixed)
+
+
+def test_a_config_without_vision_config_is_reported_only_through_its_row() -> None:
+    """Qwen2-Audio (an audio tower) and BAGEL (``vit_config``) have no ``vision_config``:
+    their rows of tokens per item report them; a model type without a row stays silent
+    (no encoder report), as a text-only model does, and so does DeepSeek-V4's text model,
+    whose model type the multimodal model's row shares for another architecture."""
+    catalog = load_catalog()
+    data = encoder_data(catalog, catalog.engine_names[-1])
+    assert data is not None
+    kwargs: dict[str, Any] = {
+        "cc": 90, "dtype": "bfloat16", "model_name": "m", "mm_encoder_attn_backend": None,
+        "limit_mm_per_prompt": {}, "mm_processor_kwargs": {}, "disable_chunked_mm_input": True,
+        "max_num_batched_tokens": 512, "default_max_num_batched_tokens": 8192}
+    audio = json.loads(Path(SYNTHETIC + "Qwen2AudioForConditionalGeneration.json")
+                       .read_text(encoding="utf-8"))
+    report = encoder_report(catalog, data, audio, **kwargs)
+    assert report is not None and report.tokens_per_item == {"audio": 750}
+    assert not report.encoders and [i.message for i in report.issues] == [_refusal(750, 512)]
+    assert encoder_report(catalog, data, {**audio, "model_type": "no_such_family"},
+                          **kwargs) is None
+    text = json.loads(Path("tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json")
+                      .read_text(encoding="utf-8"))
+    assert text["model_type"] == "deepseek_v4" and "vision_config" not in text
+    assert encoder_report(catalog, data, text, **kwargs) is None  # the text model: no row reads it
+
+
+@pytest.mark.parametrize("architecture", [
+    "InternS1ProForConditionalGeneration",  # model type qwen3_vl_moe
+    "InternS2PreviewForConditionalGeneration",  # qwen3_5_moe
+    "OpenCUAForConditionalGeneration",  # qwen2_5_vl
+    "BeeForConditionalGeneration", "RForConditionalGeneration",  # llava_onevision
+])
+def test_a_model_class_sharing_a_recorded_model_type_is_not_given_its_count(
+        architecture: str) -> None:
+    """These classes read a recorded family's model type with processing infos of their
+    own (vllm/model_executor/models/registry.py: interns1_pro, opencua, bee, rvl), whose
+    answers are not recorded: each modality is named, none is given the family's count."""
+    catalog = load_catalog()
+    data = encoder_data(catalog, catalog.engine_names[-1])
+    assert data is not None
+    raw = json.loads(Path(SYNTHETIC + architecture + ".json").read_text(encoding="utf-8"))
+    report = encoder_report(catalog, data, raw, cc=90, dtype="bfloat16", model_name="m",
+                            mm_encoder_attn_backend=None, limit_mm_per_prompt={},
+                            mm_processor_kwargs={}, disable_chunked_mm_input=True,
+                            max_num_batched_tokens=512, default_max_num_batched_tokens=8192)
+    assert report is not None and not report.tokens_per_item and not report.issues
+    gaps = [text for _, text in report.notices if "not modelled (recorded with" in text]
+    assert len(gaps) == 2 and all(architecture in text for text in gaps)
