@@ -43,7 +43,14 @@ from selector.kv.plan_types import (
     PlanError,
     format_ranges,
 )
-from selector.kv.specs import AnySpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
+from selector.kv.specs import (
+    AnySpec,
+    CircularBufferSpec,
+    FullAttentionSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
 from selector.models.facts import ModelFacts
 
 __all__ = [
@@ -52,9 +59,11 @@ __all__ = [
     "DrivenModel",
     "DrivenSelection",
     "ModelDrivenData",
+    "chosen_backend",
     "compress_ratios",
     "driven_caches",
     "driven_rule",
+    "layer_types",
     "load_model_driven",
     "model_driven_names",
     "own_backend_facts",
@@ -96,21 +105,25 @@ class DrivenBackend(_Strict):
 class SelectionRule(_Strict):
     """One step of the model's own backend choice; the first whose ``when`` holds decides.
     ``when`` reads ``requested`` (the ``--attention-backend`` name, ``none`` when not
-    given) and ``cc_major``."""
+    given), ``cc_major`` and the config's fields (its scalars and the rule's ``fields``)."""
 
     when: str | bool = True
     backend: str | None = None
     """The backend the layers then name; null with ``refuse``."""
     refuse: str | None = None
-    """vLLM's error, word for word (``{requested}`` is the name given)."""
+    """vLLM's error, word for word (``{requested}`` is the name given; any name of the
+    environment may be filled in, e.g. ``{cc_major}``)."""
     exc_type: str = "ValueError"
+    code: Literal["MD001", "MD004"] = "MD001"
+    """The refusal's code: MD001 (of the ``--attention-backend`` given) or MD004 (of the
+    checkpoint or the GPU, whatever is given)."""
     note: str = ""
 
 
 class CacheDtypeRule(_Strict):
     """The KV-cache dtype the layer resolves (``_resolve_dsv4_kv_cache_dtype``); reads
     ``packed`` (the backend's layout), ``kv_cache_dtype`` (``--kv-cache-dtype``) and
-    ``kv_fp8`` (vLLM's ``kv_cache_dtype.startswith("fp8")``)."""
+    ``kv_fp8`` (vLLM's ``kv_cache_dtype.startswith("fp8")``) and ``cc_major``."""
 
     when: str | bool = True
     cache_dtype: str | None = None
@@ -124,9 +137,10 @@ class CacheDtypeRule(_Strict):
 
 class DrivenCache(_Strict):
     """One KV-cache module a decoder layer registers, when ``when`` holds. Expressions
-    read the config's fields, ``compress_ratio`` (this layer's), ``packed``,
-    ``kv_bytes`` (the plain row's element bytes) and ``cache_block``
-    (``cache_config.block_size``)."""
+    read the config's fields (its scalars and the rule's ``fields``), ``layer_index``,
+    ``layer_type`` (this layer's entry of the rule's ``layer_types_fields``),
+    ``compress_ratio`` (this layer's), ``packed``, ``kv_bytes`` (the plain row's element
+    bytes), ``cache_block`` (``cache_config.block_size``) and ``tp_size``."""
 
     name: str
     """The module's name under ``<layer_prefix>.<i>.`` (vLLM's static forward context;
@@ -136,9 +150,15 @@ class DrivenCache(_Strict):
     """What the module's ``get_attn_backend().get_name()`` says (``selected``: the
     model-driven backend chosen)."""
     when: str | bool = True
-    spec: Literal["mla", "sliding_window_mla", "none"]
+    spec: Literal["mla", "sliding_window_mla", "full_attention", "sliding_window",
+                  "circular_buffer", "none"]
+    """The spec class: ``MLAAttentionSpec``, ``SlidingWindowMLASpec``, ``FullAttentionSpec``,
+    ``SlidingWindowSpec``, ``CircularBufferSpec`` (vllm/v1/kv_cache_interface.py), or none."""
     block_size: str | int = "cache_block"
+    num_kv_heads: str | int = 1
     head_size: str | int = 0
+    head_size_v: str | int = 0
+    """``head_size_v`` (0: a key-only cache, as every MLA cache)."""
     tokens_per_state: str | int = 1
     sliding_window: str | int | None = None
     dtype: str = "uint8"
@@ -161,10 +181,15 @@ class HelperBackend(_Strict):
     by_selected: dict[str, CGSupport] = Field(default_factory=dict)
     """The support when the layers chose another model-driven backend (its own helper
     class, e.g. the FlashInfer path's sliding-window backend)."""
+    by_capability: dict[str, CGSupport] = Field(default_factory=dict)
+    """The support on a GPU (``"10.3"``) whose builder answers otherwise (a class attribute
+    set by the FlashAttention version that GPU gets)."""
     kernel_block_sizes: tuple[int | str, ...] = ()
     source: str = ""
 
-    def support_with(self, selected: str) -> CGSupport:
+    def support_with(self, selected: str, cc: int | None = None) -> CGSupport:
+        if cc is not None and f"{cc // 10}.{cc % 10}" in self.by_capability:
+            return self.by_capability[f"{cc // 10}.{cc % 10}"]
         return self.by_selected.get(selected, self.cudagraph_support)
 
 
@@ -173,15 +198,32 @@ class DrivenModel(_Strict):
 
     architectures: tuple[str, ...]
     source: str
-    compress_ratios_field: str
-    """The config's per-layer list of compression ratios."""
+    compress_ratios_field: str = ""
+    """The config's per-layer list of compression ratios (empty: none, every ratio 0)."""
+    fields: dict[str, str] = Field(default_factory=dict)
+    """Config values the expressions read by name: a dotted path into the (text) config,
+    null when absent (a section: true when present)."""
+    field_defaults: dict[str, Any] = Field(default_factory=dict)
+    """The value a ``fields`` entry takes when its path is absent but its section is there
+    (the config class's default)."""
+    layer_types_fields: tuple[str, ...] = ()
+    """The config's per-layer type lists, the first present wins (``layer_type``)."""
+    layer_type_default: str = "'full_attention'"
+    """``layer_type`` when no list is present (an expression over ``layer_index``)."""
+    layer_values: dict[str, str] = Field(default_factory=dict)
+    """Per-layer values the caches' expressions read by name, each an expression over the
+    layer's environment and the values before it."""
+    main_cache: str = ""
+    """The cache module whose backend names a layer's selection (empty: the rule's
+    selected backend for every layer)."""
     selection: tuple[SelectionRule, ...]
     cache_dtype: tuple[CacheDtypeRule, ...]
     caches: tuple[DrivenCache, ...]
     layer_backends: dict[str, HelperBackend] = Field(default_factory=dict)
-    aligned_block_size: str = "kernel_block"
+    aligned_block_size: Literal["kernel_block", "cache_block"] = "kernel_block"
     """``update_block_size_for_backend``: the block the compressed caches take
-    (``kernel_block``: the chosen backend's one kernel block size)."""
+    (``kernel_block``: the chosen backend's one kernel block size; ``cache_block``: the
+    cache config's, which every backend's ``MultipleOf`` sizes accept)."""
     kv_cache_layout: str = "BLHNC"
     layer_prefix: dict[str, str] = Field(default_factory=dict)
     """The decoder layers' module prefix by architecture (a wrapper builds the text model
@@ -251,7 +293,44 @@ def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 def compress_ratios(rule: DrivenModel, model: ModelFacts) -> list[int]:
     """Each decoder layer's compression ratio (the config's ``compress_ratios_field``)."""
     text = _text_config(model.config or {})
-    return [int(r) for r in text.get(rule.compress_ratios_field, [0] * model.num_layers)]
+    field = rule.compress_ratios_field
+    return [int(r) for r in (text.get(field) if field else None) or [0] * model.num_layers]
+
+
+def _lookup(config: Mapping[str, Any], path: str) -> tuple[bool, Any]:
+    """(whether the path's section is there, the value at the dotted path or None)."""
+    node: Any = config
+    parts = path.split(".")
+    for depth, part in enumerate(parts):
+        if not isinstance(node, Mapping) or part not in node:
+            return depth == len(parts) - 1 and isinstance(node, Mapping), None
+        node = node[part]
+    return True, node
+
+
+def _config_env(rule: DrivenModel, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's scalar fields and the rule's ``fields`` (their defaults where the
+    section is there but the key is not), as the expressions read them."""
+    text = _text_config(config)
+    env: dict[str, Any] = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
+    for name, path in rule.fields.items():
+        section, value = _lookup(text, path)
+        if value is None and section:
+            value = rule.field_defaults.get(name)
+        if isinstance(value, Mapping):  # a section: its presence (its keys have paths of their own)
+            value = True
+        env[name] = tuple(value) if isinstance(value, list | tuple) else value
+    return env
+
+
+def layer_types(rule: DrivenModel, config: Mapping[str, Any], num_layers: int) -> list[str]:
+    """Each decoder layer's type: its entry of the first of ``layer_types_fields`` the
+    config has, else ``layer_type_default`` (an entry past a list's end: the default)."""
+    text = _text_config(config)
+    listed: list[Any] = next((list(text[f]) for f in rule.layer_types_fields if text.get(f)), [])
+    return [str(listed[i]) if i < len(listed)
+            else str(_eval(rule.layer_type_default, {"layer_index": i}))
+            for i in range(num_layers)]
 
 
 def _eval(text: str | int | bool | None, env: Mapping[str, Any]) -> Any:
@@ -267,30 +346,37 @@ class DrivenSelection(_Strict):
     backend: str | None
     error: str | None = None
     exc_type: str | None = None
+    code: str = "MD001"
+    """The refusal's reason code (``SelectionRule.code``)."""
     ignored: bool = False
     """A name was given and the layer code took its default anyway."""
 
 
-def select_driven(rule: DrivenModel, requested: str | None, cc_major: int) -> DrivenSelection:
-    env = {"requested": requested or "none", "cc_major": cc_major}
+def select_driven(rule: DrivenModel, requested: str | None, cc_major: int,
+                  config: Mapping[str, Any] | None = None, cc: int | None = None
+                  ) -> DrivenSelection:
+    """The layers' choice (``cc``: the capability as 90, 103; default ``cc_major`` x 10)."""
+    cc = cc_major * 10 if cc is None else cc
+    env = {**_config_env(rule, config or {}), "requested": requested or "none",
+           "cc_major": cc_major, "cc": cc, "cc_minor": cc % 10}
     for step in rule.selection:
         if _eval(step.when, env):
             if step.refuse is not None:
                 return DrivenSelection(requested=requested, backend=None,
-                                       error=step.refuse.format(requested=requested),
-                                       exc_type=step.exc_type)
+                                       error=step.refuse.format(**env),
+                                       exc_type=step.exc_type, code=step.code)
             return DrivenSelection(requested=requested, backend=step.backend,
                                    ignored=requested is not None and requested != step.backend
                                    and step.when is True)
     raise CatalogError(f"{rule.source}: no selection rule matched {requested!r}")
 
 
-def resolve_cache_dtype(rule: DrivenModel, backend: DrivenBackend, kv_cache_dtype: str
-                        ) -> tuple[str, int | None] | tuple[None, str]:
+def resolve_cache_dtype(rule: DrivenModel, backend: DrivenBackend, kv_cache_dtype: str,
+                        cc_major: int = 0) -> tuple[str, int | None] | tuple[None, str]:
     """(cache dtype string, plain row element bytes or None when packed), or (None,
     vLLM's error)."""
     env = {"packed": backend.packed_layout, "kv_cache_dtype": kv_cache_dtype,
-           "kv_fp8": kv_cache_dtype.startswith("fp8")}
+           "kv_fp8": kv_cache_dtype.startswith("fp8"), "cc_major": cc_major}
     for step in rule.cache_dtype:
         if _eval(step.when, env):
             if step.refuse is not None:
@@ -314,19 +400,26 @@ _DTYPE_BYTES = {"uint8": 1, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1}
 
 def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str,
                   element_bytes: int | None, cache_dtype: str, cache_block: int,
-                  layer_class: str = "", architecture: str = "") -> list[DrivenEntry]:
+                  layer_class: str = "", architecture: str = "", tp_size: int = 1
+                  ) -> list[DrivenEntry]:
     """Every cache module in registration order, with its spec at ``cache_block``
     (named under the architecture's ``layer_prefix``)."""
     text = _text_config(config)
     prefix = rule.layer_prefix.get(architecture, "model.layers")
-    ratios = list(text[rule.compress_ratios_field])
     num_layers = int(text["num_hidden_layers"])
+    field = rule.compress_ratios_field
+    ratios = list(text[field]) if field else [0] * num_layers
+    types = layer_types(rule, config, num_layers)
     packed = element_bytes is None
+    base = _config_env(rule, config)
     out: list[DrivenEntry] = []
     for index in range(num_layers):
-        env: dict[str, Any] = {**{k: v for k, v in text.items() if isinstance(v, int | float | str)},
+        env: dict[str, Any] = {**base, "layer_index": index, "layer_type": types[index],
                                "compress_ratio": int(ratios[index]), "packed": packed,
-                               "kv_bytes": element_bytes or 1, "cache_block": cache_block}
+                               "kv_bytes": element_bytes or 1, "cache_block": cache_block,
+                               "tp_size": tp_size}
+        for value_name, value in rule.layer_values.items():
+            env[value_name] = _eval(value, env)
         for cache_module in rule.caches:
             if not _eval(cache_module.when, env):
                 continue
@@ -341,34 +434,43 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
 
 def _spec(cache_module: DrivenCache, env: Mapping[str, Any], cache_dtype: str) -> AnySpec:
     block = int(_eval(cache_module.block_size, env))
+    heads = int(_eval(cache_module.num_kv_heads, env))
     head = int(_eval(cache_module.head_size, env))
+    head_v = int(_eval(cache_module.head_size_v, env))
     per_state = int(_eval(cache_module.tokens_per_state, env))
     dtype = cache_module.dtype
-    if dtype not in _DTYPE_BYTES:
+    if dtype not in _DTYPE_BYTES and dtype != "kv":
         dtype = str(_eval(dtype, env))
     dtype_bytes = int(env["kv_bytes"]) if dtype == "kv" else _DTYPE_BYTES[dtype]
     state = _eval(cache_module.state_bytes, env)
-    content = int(state) if state is not None else head * dtype_bytes
+    content = int(state) if state is not None else (head + head_v) * dtype_bytes
     states = block // per_state
-    page = states * content
+    page = heads * states * content
     alignment = _eval(cache_module.alignment, env)
     if alignment:
         page = -(-page // int(alignment)) * int(alignment)
     fields: dict[str, Any] = {
-        "block_size": block, "num_kv_heads": 1, "head_size": head, "head_size_v": 0,
+        "block_size": block, "num_kv_heads": heads, "head_size": head, "head_size_v": head_v,
         "kv_cache_dtype": cache_dtype if dtype == "kv" or cache_module.spec == "mla" else dtype,
         "dtype_bytes": dtype_bytes, "state_content_bytes": content, "tokens_per_state": per_state,
         "page_size_padded": page}
-    if cache_module.spec == "sliding_window_mla":
+    if cache_module.spec in ("sliding_window_mla", "sliding_window"):
         return SlidingWindowSpec(sliding_window=int(_eval(cache_module.sliding_window, env)), **fields)
+    if cache_module.spec == "full_attention":
+        return FullAttentionSpec(**fields)
+    if cache_module.spec == "circular_buffer":
+        return CircularBufferSpec(**fields)
     return MLAAttentionSpec(**fields)
 
 
 def _uniform_key(spec: AnySpec) -> tuple[Any, ...]:
     """``UniformTypeKVCacheSpecs.is_uniform_type``: one block size, one base spec type (a
-    sliding window also of one width)."""
+    sliding window also of one width; ``is_uniform_with_collection``,
+    vllm/v1/kv_cache_interface.py:315-326, :957-996 in 0.33.0)."""
     if isinstance(spec, SlidingWindowSpec):
         return ("sliding", spec.block_size, spec.sliding_window)
+    if isinstance(spec, CircularBufferSpec | MambaSpec):
+        return (spec.kind, spec.block_size)
     return ("full", spec.block_size)
 
 
@@ -398,9 +500,10 @@ def packed_groups(specs: Mapping[str, AnySpec], algorithm: str = "packed"
 
 def _packed(specs: Mapping[str, AnySpec]) -> list[list[str]]:
     """``_get_packed_kv_cache_groups`` (vllm/v1/core/kv_cache_planning.py:914-1041 in
-    0.33.0) for attention specs (no Mamba / circular-buffer state): greedy buckets of one
-    type; balanced buckets (one layer of each page size per repeat) split into groups of
-    the same number of repeats; the rest stay whole."""
+    0.33.0): greedy buckets of one type; balanced buckets (one layer of each page size per
+    repeat) split into groups of the same number of repeats; the rest stay whole, but a
+    state bucket (Mamba, circular buffer, or any sliding window when nothing repeats) is
+    split into as many groups as it needs for its states to fit the widest block."""
     buckets: dict[tuple[Any, ...], dict[str, AnySpec]] = {}
     for name, spec in specs.items():
         buckets.setdefault(_uniform_key(spec), {})[name] = spec
@@ -416,9 +519,26 @@ def _packed(specs: Mapping[str, AnySpec]) -> list[list[str]]:
                 default=0)
     repeats = (_approximate_gcd([most for _, _, balanced, most in rows if balanced], floor)
                if floor else None)
+
+    def groups_for(balanced: bool, most: int) -> int:
+        return -(-most // repeats) if balanced and repeats is not None else 1
+
+    def is_state(bucket: Mapping[str, AnySpec]) -> bool:
+        first = next(iter(bucket.values()))
+        return isinstance(first, MambaSpec | CircularBufferSpec) or (
+            repeats is None and isinstance(first, SlidingWindowSpec))
+
+    def widest(by_page: Mapping[int, list[str]], n: int) -> int:
+        return sum(-(-len(names) // n) * page for page, names in by_page.items())
+
+    anchor = max((widest(by_page, len(bucket) if is_state(bucket) else groups_for(balanced, most))
+                  for bucket, by_page, balanced, most in rows), default=0)
     out: list[list[str]] = []
     for bucket, by_page, balanced, most in rows:
-        count = -(-most // repeats) if balanced and repeats is not None else 1
+        count = groups_for(balanced, most)
+        if anchor and is_state(bucket):  # the states a block already fits
+            per_block = max(anchor // next(iter(bucket.values())).page_size_bytes, 1)
+            count = max(count, -(-len(bucket) // per_block))
         if count == 1:
             out.append(list(bucket))
             continue
@@ -469,12 +589,24 @@ def _page(spec: AnySpec) -> int:
     return spec.page_size_bytes
 
 
+def chosen_backend(data: ModelDrivenData, rule: DrivenModel, name: str) -> DrivenBackend:
+    """The selected backend's facts: the enum member's of ``backends``, or a backend the
+    rule's own ``layer_backends`` state (a member the release's enum has that no
+    model-driven suffix names, e.g. Step5's ``STEP5_DSA``)."""
+    if name in data.backends:
+        return data.backends[name]
+    helper = rule.layer_backends[name]
+    return DrivenBackend(class_path=helper.class_name or name, platform="cuda",
+                         models=rule.architectures, kernel_block_sizes=_sizes(helper.kernel_block_sizes),
+                         cudagraph_support=helper.cudagraph_support, source=helper.source)
+
+
 def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, backend_name: str,
-                *, cache_dtype: str, element_bytes: int | None, options: KVOptions
-                ) -> ModelPlan:
+                *, cache_dtype: str, element_bytes: int | None, options: KVOptions,
+                cc: int | None = None) -> ModelPlan:
     """The KV plan vLLM builds for the model-driven layers: the caches at the aligned block
     (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
-    backend = data.backends[backend_name]
+    backend = chosen_backend(data, rule, backend_name)
     config = model.config or {}
     preferred = options.block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
     kernel = backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred
@@ -482,7 +614,8 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         kernel if rule.aligned_block_size == "kernel_block" else preferred)
     entries = driven_caches(rule, config, selected=backend_name, element_bytes=element_bytes,
                             cache_dtype=cache_dtype, cache_block=block,
-                            layer_class=backend.layer_class, architecture=model.architecture)
+                            layer_class=backend.layer_class, architecture=model.architecture,
+                            tp_size=model.tp_size)
     specs: dict[str, AnySpec] = {e.name: e.spec for e in entries if e.spec is not None}
     names, padded = packed_groups(specs, rule.grouping)
     for name, page in padded.items():
@@ -494,7 +627,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
     for entry in entries:
         if entry.spec is None:
             continue
-        facts = _backend_facts(entry.backend, rule, data, backend_name)
+        facts = _backend_facts(entry.backend, rule, data, backend_name, cc)
         cache_entries.append(CacheEntry(name=entry.name, layer_index=entry.layer_index,
                                         role="indexer" if "indexer" in entry.name else "attention",
                                         backend=facts, spec=specs[entry.name],
@@ -506,7 +639,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
             by_backend.setdefault(by_name[name].backend, []).append(name)
         attention = []
         for name, members in by_backend.items():
-            facts = _backend_facts(name, rule, data, backend_name)
+            facts = _backend_facts(name, rule, data, backend_name, cc)
             supports.append((facts.cudagraph_support, name))
             member_indices = [by_name[n].layer_index for n in members]
             attention.append(AttentionGroupPlan(
@@ -594,8 +727,8 @@ def _sizes(sizes: Sequence[int | str]) -> tuple[int, ...]:
     return tuple(s for s in sizes if isinstance(s, int))
 
 
-def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected: str
-                   ) -> BackendKVFacts:
+def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected: str,
+                   cc: int | None = None) -> BackendKVFacts:
     if name in data.backends:
         b = data.backends[name]
         return BackendKVFacts(name=name, class_name=b.class_path.rsplit(".", 1)[-1],
@@ -604,6 +737,6 @@ def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected
                               reorder_batch_threshold=b.reorder_batch_threshold, is_mla=True)
     helper = rule.layer_backends[name]
     return BackendKVFacts(name=name, class_name=helper.class_name or name,
-                          cudagraph_support=helper.support_with(selected))
+                          cudagraph_support=helper.support_with(selected, cc))
 
 

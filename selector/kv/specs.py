@@ -13,6 +13,7 @@ __all__ = [
     "AnySpec",
     "AttentionSpecBase",
     "ChunkedLocalAttentionSpec",
+    "CircularBufferSpec",
     "CrossAttentionSpec",
     "EncoderOnlyAttentionSpec",
     "FullAttentionSpec",
@@ -112,6 +113,16 @@ class MLAAttentionSpec(AttentionSpecBase):
     is_index_group_leader: bool = False
 
 
+class CircularBufferSpec(AttentionSpecBase):
+    """``CircularBufferSpec`` (vllm/v1/kv_cache_interface.py:967-1004 in 0.33.0): one
+    block per request (``max_num_blocks_per_req`` 1, ``max_memory_usage_bytes`` one
+    page) holding a ring of raw rows; ``AttentionSpec``'s page (heads x
+    ``block_size // tokens_per_state`` x ``(head_size + head_size_v)`` x dtype bytes);
+    uniform only with other circular buffers, never prefix-cached."""
+
+    kind: Literal["circular_buffer"] = "circular_buffer"
+
+
 class CrossAttentionSpec(AttentionSpecBase):
     kind: Literal["cross_attention"] = "cross_attention"
 
@@ -162,6 +173,7 @@ KVCacheSpec = Annotated[
     | SlidingWindowSpec
     | ChunkedLocalAttentionSpec
     | MLAAttentionSpec
+    | CircularBufferSpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
     | MambaSpec,
@@ -174,6 +186,7 @@ AnySpec = (
     | SlidingWindowSpec
     | ChunkedLocalAttentionSpec
     | MLAAttentionSpec
+    | CircularBufferSpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
     | MambaSpec

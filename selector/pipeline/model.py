@@ -161,12 +161,13 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     and groups vLLM builds for it."""
     data, rule = driven
     requested = attention_backend.upper() if attention_backend else None
-    choice = model_driven.select_driven(rule, requested, (base.cc or 0) // 10)
+    choice = model_driven.select_driven(rule, requested, (base.cc or 0) // 10, model.config,
+                                        cc=base.cc or 0)
     error: Diagnostic | None = None
     warnings: list[Diagnostic] = []
     plan = None
     if choice.error is not None:
-        error = _diagnostic(catalog, "MD001", detail=f"{choice.exc_type}: {choice.error}",
+        error = _diagnostic(catalog, choice.code, detail=f"{choice.exc_type}: {choice.error}",
                             backend=requested)
     else:
         assert choice.backend is not None
@@ -174,27 +175,37 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
             warnings.append(_diagnostic(catalog, "MD003", requested=requested,
                                         built=choice.backend, backend=requested))
         cache_dtype, detail = model_driven.resolve_cache_dtype(
-            rule, data.backends[choice.backend], options.kv_cache_dtype)
+            rule, model_driven.chosen_backend(data, rule, choice.backend),
+            options.kv_cache_dtype, (base.cc or 0) // 10)
         if cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         else:
             plan = model_driven.plan_driven(
                 model, rule, data, choice.backend, cache_dtype=cache_dtype,
-                element_bytes=detail if isinstance(detail, int) else None, options=options)
+                element_bytes=detail if isinstance(detail, int) else None, options=options,
+                cc=base.cc)
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
     ratios = model_driven.compress_ratios(rule, model)
+    types = model_driven.layer_types(rule, model.config or {}, model.num_layers)
+    # the backend each layer's main cache module names (the rule's main_cache), else the choice
+    main = {e.layer_index: e.backend.name for e in (plan.entries if plan is not None else ())
+            if rule.main_cache and e.name.endswith(f".{rule.main_cache}")}
+    selected_of: dict[str, str | None] = {}
     for layer in model.layers:  # vLLM refuses the model once: one selection then
-        kind = (rule.kind_prefix if error is not None
-                else f"{rule.kind_prefix} (compress {ratios[layer.index]})")
+        detail = (f"compress {ratios[layer.index]}" if rule.compress_ratios_field
+                  else f"{types[layer.index]}, {main.get(layer.index, choice.backend)}")
+        kind = rule.kind_prefix if error is not None else f"{rule.kind_prefix} ({detail})"
         kinds.setdefault(kind, []).append(layer.index)
         facts_of.setdefault(kind, layer_request(base, layer, model))
+        selected_of.setdefault(kind, None if error is not None
+                               else main.get(layer.index, choice.backend))
     selections = tuple(
         LayerSelection(layers=tuple(layers), kind=kind, facts=facts_of[kind], result=SolveResult(
             engine=engine, mode="explicit" if requested else "auto", requested_backend=requested,
             facts=dict(facts_of[kind].stated), derived={}, priority=(), verdicts=(),
-            selected=None if error is not None else choice.backend,
-            error=error, warnings=tuple(warnings)))
+            selected=selected_of[kind],
+            error=error, warnings=tuple(warnings)), own_code=True)
         for kind, layers in kinds.items())
     return ModelCheckResult(model=model, engine=engine, selections=selections, plan=plan)
 
