@@ -70,16 +70,28 @@ CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
 layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
+_STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
+          for name in ("ForCausalLM", "ForCausalLM-dense", "ForConditionalGeneration")}
 ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
+ADDED["0.33.0"] |= _STEP5
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
-vLLM has it from 0.30.0 on)."""
+vLLM has it from 0.30.0 on); 0.33.0's Step5 (the 8-layer synthetic config, the same
+without its sparse_config section, and under the Step5 vision frontend:
+``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2, ``--gpu-runner``)."""
+
+SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
+                "sliding_window": ("SlidingWindowSpec", "SlidingWindowMLASpec"),
+                "circular_buffer": ("CircularBufferSpec",)}
+"""vLLM's spec classes each kind of the project's specs stands for."""
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
     for version in RELEASES:
         runs = _runs(version)
-        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
+        assert {a["capability"] for a in runs} >= {"9.0", "10.0"}, version
+        # SM103 and SM120 beside: Step5's DSA layers' own capability check
+        assert {a["capability"] for a in runs} - {"9.0", "10.0"} <= {"10.3", "12.0"}, version
         assert {a["config"] for a in runs} == CONFIGS | ADDED.get(version, set()), version
         assert all(a["status"] in ("ok", "refused") for a in runs), version
 
@@ -99,14 +111,16 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     if "KeyError" in str(answer.get("error")):
         assert requested not in data.backends
         return
-    selection = md.select_driven(rule, requested, cc_major)
+    major, minor = (int(part) for part in answer["capability"].split("."))
+    selection = md.select_driven(rule, requested, cc_major, model.config, cc=major * 10 + minor)
     if selection.error is not None:
         assert answer["status"] == "refused"
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
         return
     assert selection.backend is not None
-    backend = data.backends[selection.backend]
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
+    backend = md.chosen_backend(data, rule, selection.backend)
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
+                                           cc_major)
     if dtype is None:
         assert answer["status"] == "refused"
         assert detail == answer["error"]
@@ -123,9 +137,12 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     want = [(r["name"], r["module"], r.get("backend"), r.get("block_size"), r.get("page_size_bytes"))
             for r in answer["layers"]]
     assert have == want
+    assert all(r["spec"] in SPEC_CLASSES[e.spec.kind] for e, r in zip(before, answer["layers"],
+                                                                       strict=True) if e.spec)
     plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
                           element_bytes=element_bytes,
-                          options=_options(answer.get("requested_block_size")))
+                          options=_options(answer.get("requested_block_size")),
+                          cc=major * 10 + minor)
     aligned = answer["aligned"]
     assert plan.block_size is not None and plan.block_size.block_size == aligned["block_size"]
     have_groups = sorted((g.manager_block_size, g.bytes_per_block, len(g.layer_names))
@@ -140,7 +157,8 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
                 if r.get("cudagraph_support")}
     for name, level in supports.items():
         have_level = (data.backends[name].cudagraph_support if name in data.backends
-                      else rule.layer_backends[name].support_with(selection.backend))
+                      else rule.layer_backends[name].support_with(selection.backend,
+                                                                  major * 10 + minor))
         assert have_level == level, name
     assert answer.get("kv_cache_layout") in (None, rule.kv_cache_layout)
 
@@ -176,6 +194,28 @@ def _check_classes(data: Any, recorded: dict[str, Any]) -> None:
         assert list(backend.kernel_block_sizes) == fact["kernel_block_sizes"], name
         assert backend.cudagraph_support == fact["cudagraph_support"], name
         assert list(backend.kv_cache_dtypes) == fact["kv_cache_dtypes"], name
+
+
+def test_the_rules_own_backends_are_vllms() -> None:
+    """The backends a rule's cache modules name that the release's enum does not make
+    model-driven (Step5's STEP5_DSA, its split-KV FLASH_ATTN, the summary and ring caches'
+    backends) state the kernel block sizes and builder CUDA-graph support their classes
+    recorded (``layer_backends`` of the part's ``<backend classes>`` record)."""
+    data = md.load_model_driven("vllm==0.33.0", load_catalog())
+    assert data is not None
+    rule = data.rule_for("Step5ForCausalLM")
+    assert rule is not None
+    recorded = {b["name"]: b for part in _all_classes("0.33.0")
+                if any("Step5" in str(c.get("class")) for c in part["layer_backends"])
+                for b in part["layer_backends"]}
+    assert set(rule.layer_backends) == set(recorded)
+    for name, helper in rule.layer_backends.items():
+        fact = recorded[name]
+        assert helper.class_name == fact["class"].rsplit(".", 1)[-1], name
+        assert helper.cudagraph_support == fact["cudagraph_support"], name
+        sizes = [f"multiple_of {s['multiple_of']}" if isinstance(s, dict) else s
+                 for s in fact["kernel_block_sizes"]]
+        assert list(helper.kernel_block_sizes) == sizes, name
 
 
 UNMAPPED = GOLDEN / "unmapped"
