@@ -185,6 +185,9 @@ class HelperBackend(_Strict):
     """The support on a GPU (``"10.3"``) whose builder answers otherwise (a class attribute
     set by the FlashAttention version that GPU gets)."""
     kernel_block_sizes: tuple[int | str, ...] = ()
+    enum_member: bool = False
+    """The release's ``AttentionBackendEnum`` has the name (a valid ``--attention-backend``
+    though no model-driven suffix names it, e.g. ``STEP5_DSA``)."""
     source: str = ""
 
     def support_with(self, selected: str, cc: int | None = None) -> CGSupport:
@@ -273,7 +276,11 @@ def load_model_driven(engine: str, catalog: Catalog) -> ModelDrivenData | None:
 def model_driven_names(engine: str, catalog: Catalog) -> frozenset[str]:
     """The model-driven backend names of the release (valid ``--attention-backend`` values)."""
     data = load_model_driven(engine, catalog)
-    return frozenset(data.backends) if data is not None else frozenset()
+    if data is None:
+        return frozenset()
+    own = {name for rule in data.models.values() for name, helper in rule.layer_backends.items()
+           if helper.enum_member}
+    return frozenset(data.backends) | own
 
 
 def driven_rule(model: ModelFacts, engine: str, catalog: Catalog
