@@ -103,8 +103,8 @@ def _vllm_spec(raw: dict[str, Any]) -> Any:
 
 
 def answer(specs: list[dict[str, Any]]) -> dict[str, Any]:
-    from vllm.v1.kv_cache_layout import KVCacheLayout
     from vllm.v1.core.kv_cache_planning import _get_packed_kv_cache_groups
+    from vllm.v1.kv_cache_layout import KVCacheLayout
 
     config = SimpleNamespace(cache_config=SimpleNamespace(
         get_resolved_kv_cache_layout=lambda: KVCacheLayout.BLNHC))
