@@ -63,6 +63,7 @@ __all__ = [
     "compress_ratios",
     "driven_caches",
     "driven_rule",
+    "layer_refusal",
     "layer_types",
     "load_model_driven",
     "model_driven_names",
@@ -114,9 +115,9 @@ class SelectionRule(_Strict):
     """vLLM's error, word for word (``{requested}`` is the name given; any name of the
     environment may be filled in, e.g. ``{cc_major}``)."""
     exc_type: str = "ValueError"
-    code: Literal["MD001", "MD004"] = "MD001"
-    """The refusal's code: MD001 (of the ``--attention-backend`` given) or MD004 (of the
-    checkpoint or the GPU, whatever is given)."""
+    code: Literal["MD001", "MD002", "MD004"] = "MD001"
+    """The refusal's code: MD001 (of the ``--attention-backend`` given), MD002 (of the
+    KV-cache dtype) or MD004 (of the checkpoint or the GPU, whatever is given)."""
     note: str = ""
 
 
@@ -181,18 +182,13 @@ class HelperBackend(_Strict):
     by_selected: dict[str, CGSupport] = Field(default_factory=dict)
     """The support when the layers chose another model-driven backend (its own helper
     class, e.g. the FlashInfer path's sliding-window backend)."""
-    by_capability: dict[str, CGSupport] = Field(default_factory=dict)
-    """The support on a GPU (``"10.3"``) whose builder answers otherwise (a class attribute
-    set by the FlashAttention version that GPU gets)."""
     kernel_block_sizes: tuple[int | str, ...] = ()
     enum_member: bool = False
     """The release's ``AttentionBackendEnum`` has the name (a valid ``--attention-backend``
     though no model-driven suffix names it, e.g. ``STEP5_DSA``)."""
     source: str = ""
 
-    def support_with(self, selected: str, cc: int | None = None) -> CGSupport:
-        if cc is not None and f"{cc // 10}.{cc % 10}" in self.by_capability:
-            return self.by_capability[f"{cc // 10}.{cc % 10}"]
+    def support_with(self, selected: str) -> CGSupport:
         return self.by_selected.get(selected, self.cudagraph_support)
 
 
@@ -213,6 +209,9 @@ class DrivenModel(_Strict):
     """The config's per-layer type lists, the first present wins (``layer_type``)."""
     layer_type_default: str = "'full_attention'"
     """``layer_type`` when no list is present (an expression over ``layer_index``)."""
+    layer_refusals: tuple[SelectionRule, ...] = ()
+    """A layer's build refused (``layer_refusal``): the first layer, then the first rule,
+    whose ``when`` holds."""
     layer_values: dict[str, str] = Field(default_factory=dict)
     """Per-layer values the caches' expressions read by name, each an expression over the
     layer's environment and the values before it."""
@@ -330,14 +329,60 @@ def _config_env(rule: DrivenModel, config: Mapping[str, Any]) -> dict[str, Any]:
     return env
 
 
+def _listed_types(rule: DrivenModel, config: Mapping[str, Any]) -> list[Any]:
+    text = _text_config(config)
+    return next((list(text[f]) for f in rule.layer_types_fields if text.get(f)), [])
+
+
 def layer_types(rule: DrivenModel, config: Mapping[str, Any], num_layers: int) -> list[str]:
     """Each decoder layer's type: its entry of the first of ``layer_types_fields`` the
     config has, else ``layer_type_default`` (an entry past a list's end: the default)."""
-    text = _text_config(config)
-    listed: list[Any] = next((list(text[f]) for f in rule.layer_types_fields if text.get(f)), [])
+    listed = _listed_types(rule, config)
     return [str(listed[i]) if i < len(listed)
             else str(_eval(rule.layer_type_default, {"layer_index": i}))
             for i in range(num_layers)]
+
+
+def _layer_envs(rule: DrivenModel, config: Mapping[str, Any], extra: Mapping[str, Any]
+                ) -> list[dict[str, Any]]:
+    """Each decoder layer's environment: the config's fields, ``layer_index``,
+    ``layer_type`` (``layer_listed``: the type is a list's entry), ``compress_ratio``,
+    ``extra``, then the rule's ``layer_values`` in order."""
+    text = _text_config(config)
+    num_layers = int(text["num_hidden_layers"])
+    field = rule.compress_ratios_field
+    ratios = list(text[field]) if field else [0] * num_layers
+    types = layer_types(rule, config, num_layers)
+    listed = len(_listed_types(rule, config))
+    base = _config_env(rule, config)
+    out: list[dict[str, Any]] = []
+    for index in range(num_layers):
+        env: dict[str, Any] = {**base, "layer_index": index, "layer_type": types[index],
+                               "layer_listed": index < listed,
+                               "compress_ratio": int(ratios[index]), **extra}
+        for value_name, value in rule.layer_values.items():
+            env[value_name] = _eval(value, env)
+        out.append(env)
+    return out
+
+
+def layer_refusal(rule: DrivenModel, config: Mapping[str, Any], *, kv_cache_dtype: str,
+                  cc: int, tp_size: int = 1) -> DrivenSelection | None:
+    """The first layer whose build vLLM refuses (the rule's ``layer_refusals``, in layer
+    order), or None. Conditions read the layer's environment (its ``layer_values``: they
+    may read the config, the layer and ``tp_size`` only), ``kv_cache_dtype``, ``kv_fp8``,
+    ``cc``, ``cc_major`` and ``cc_minor``."""
+    if not rule.layer_refusals:
+        return None
+    extra = {"tp_size": tp_size, "kv_cache_dtype": kv_cache_dtype,
+             "kv_fp8": kv_cache_dtype.startswith("fp8"), "cc": cc, "cc_major": cc // 10,
+             "cc_minor": cc % 10}
+    for env in _layer_envs(rule, config, extra):
+        for step in rule.layer_refusals:
+            if _eval(step.when, env) and step.refuse is not None:
+                return DrivenSelection(requested=None, backend=None, error=step.refuse.format(**env),
+                                       exc_type=step.exc_type, code=step.code)
+    return None
 
 
 def _eval(text: str | int | bool | None, env: Mapping[str, Any]) -> Any:
@@ -411,22 +456,12 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
                   ) -> list[DrivenEntry]:
     """Every cache module in registration order, with its spec at ``cache_block``
     (named under the architecture's ``layer_prefix``)."""
-    text = _text_config(config)
     prefix = rule.layer_prefix.get(architecture, "model.layers")
-    num_layers = int(text["num_hidden_layers"])
-    field = rule.compress_ratios_field
-    ratios = list(text[field]) if field else [0] * num_layers
-    types = layer_types(rule, config, num_layers)
-    packed = element_bytes is None
-    base = _config_env(rule, config)
+    extra = {"packed": element_bytes is None, "kv_bytes": element_bytes or 1,
+             "cache_block": cache_block, "tp_size": tp_size}
     out: list[DrivenEntry] = []
-    for index in range(num_layers):
-        env: dict[str, Any] = {**base, "layer_index": index, "layer_type": types[index],
-                               "compress_ratio": int(ratios[index]), "packed": packed,
-                               "kv_bytes": element_bytes or 1, "cache_block": cache_block,
-                               "tp_size": tp_size}
-        for value_name, value in rule.layer_values.items():
-            env[value_name] = _eval(value, env)
+    for env in _layer_envs(rule, config, extra):
+        index = int(env["layer_index"])
         for cache_module in rule.caches:
             if not _eval(cache_module.when, env):
                 continue
@@ -609,8 +644,8 @@ def chosen_backend(data: ModelDrivenData, rule: DrivenModel, name: str) -> Drive
 
 
 def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, backend_name: str,
-                *, cache_dtype: str, element_bytes: int | None, options: KVOptions,
-                cc: int | None = None) -> ModelPlan:
+                *, cache_dtype: str, element_bytes: int | None, options: KVOptions
+                ) -> ModelPlan:
     """The KV plan vLLM builds for the model-driven layers: the caches at the aligned block
     (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
     backend = chosen_backend(data, rule, backend_name)
@@ -634,7 +669,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
     for entry in entries:
         if entry.spec is None:
             continue
-        facts = _backend_facts(entry.backend, rule, data, backend_name, cc)
+        facts = _backend_facts(entry.backend, rule, data, backend_name)
         cache_entries.append(CacheEntry(name=entry.name, layer_index=entry.layer_index,
                                         role="indexer" if "indexer" in entry.name else "attention",
                                         backend=facts, spec=specs[entry.name],
@@ -646,7 +681,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
             by_backend.setdefault(by_name[name].backend, []).append(name)
         attention = []
         for name, members in by_backend.items():
-            facts = _backend_facts(name, rule, data, backend_name, cc)
+            facts = _backend_facts(name, rule, data, backend_name)
             supports.append((facts.cudagraph_support, name))
             member_indices = [by_name[n].layer_index for n in members]
             attention.append(AttentionGroupPlan(
@@ -734,8 +769,8 @@ def _sizes(sizes: Sequence[int | str]) -> tuple[int, ...]:
     return tuple(s for s in sizes if isinstance(s, int))
 
 
-def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected: str,
-                   cc: int | None = None) -> BackendKVFacts:
+def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected: str
+                   ) -> BackendKVFacts:
     if name in data.backends:
         b = data.backends[name]
         return BackendKVFacts(name=name, class_name=b.class_path.rsplit(".", 1)[-1],
@@ -744,6 +779,6 @@ def _backend_facts(name: str, rule: DrivenModel, data: ModelDrivenData, selected
                               reorder_batch_threshold=b.reorder_batch_threshold, is_mla=True)
     helper = rule.layer_backends[name]
     return BackendKVFacts(name=name, class_name=helper.class_name or name,
-                          cudagraph_support=helper.support_with(selected, cc))
+                          cudagraph_support=helper.support_with(selected))
 
 

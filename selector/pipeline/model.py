@@ -177,13 +177,18 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
         cache_dtype, detail = model_driven.resolve_cache_dtype(
             rule, model_driven.chosen_backend(data, rule, choice.backend),
             options.kv_cache_dtype, (base.cc or 0) // 10)
+        refused = None if cache_dtype is None else model_driven.layer_refusal(
+            rule, model.config or {}, kv_cache_dtype=options.kv_cache_dtype, cc=base.cc or 0,
+            tp_size=model.tp_size)
         if cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
+        elif refused is not None:  # a layer's build refused (the rule's layer_refusals)
+            error = _diagnostic(catalog, refused.code,
+                                detail=f"{refused.exc_type}: {refused.error}", backend=choice.backend)
         else:
             plan = model_driven.plan_driven(
                 model, rule, data, choice.backend, cache_dtype=cache_dtype,
-                element_bytes=detail if isinstance(detail, int) else None, options=options,
-                cc=base.cc)
+                element_bytes=detail if isinstance(detail, int) else None, options=options)
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
     ratios = model_driven.compress_ratios(rule, model)

@@ -71,13 +71,15 @@ layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md`
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
 _STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
-          for name in ("ForCausalLM", "ForCausalLM-dense", "ForConditionalGeneration")}
+          for name in ("ForCausalLM", "ForCausalLM-dense", "ForCausalLM-other",
+                       "ForConditionalGeneration")}
 ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 ADDED["0.33.0"] |= _STEP5
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
 vLLM has it from 0.30.0 on); 0.33.0's Step5 (the 8-layer synthetic config, the same
-without its sparse_config section, and under the Step5 vision frontend:
+without its sparse_config section, the same with an attention_other_setting for its
+sliding layers, and under the Step5 vision frontend:
 ``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2, ``--gpu-runner``)."""
 
 SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
@@ -125,6 +127,12 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert answer["status"] == "refused"
         assert detail == answer["error"]
         return
+    refused = md.layer_refusal(rule, model.config, kv_cache_dtype=answer.get("kv_cache_dtype")
+                               or "auto", cc=major * 10 + minor)
+    if refused is not None:
+        assert answer["status"] == "refused"
+        assert f"{refused.exc_type}: {refused.error}" == answer["error"]
+        return
     assert answer["status"] == "ok", answer.get("error")
     element_bytes = detail if isinstance(detail, int) else None
     before = md.driven_caches(rule, model.config, selected=selection.backend,
@@ -141,8 +149,7 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
                                                                        strict=True) if e.spec)
     plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
                           element_bytes=element_bytes,
-                          options=_options(answer.get("requested_block_size")),
-                          cc=major * 10 + minor)
+                          options=_options(answer.get("requested_block_size")))
     aligned = answer["aligned"]
     assert plan.block_size is not None and plan.block_size.block_size == aligned["block_size"]
     have_groups = sorted((g.manager_block_size, g.bytes_per_block, len(g.layer_names))
@@ -157,8 +164,7 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
                 if r.get("cudagraph_support")}
     for name, level in supports.items():
         have_level = (data.backends[name].cudagraph_support if name in data.backends
-                      else rule.layer_backends[name].support_with(selection.backend,
-                                                                  major * 10 + minor))
+                      else rule.layer_backends[name].support_with(selection.backend))
         assert have_level == level, name
     assert answer.get("kv_cache_layout") in (None, rule.kv_cache_layout)
 

@@ -116,3 +116,14 @@ def test_fp8_on_the_h200_halves_the_pages_as_vllm(tmp_path: Path) -> None:
                                "--kv-cache-dtype", "fp8")
     assert code == 0, err
     assert _tool_groups(report) == _groups(answer)
+
+
+def test_fp8_on_the_b200_depends_on_the_flash_attn_layers_heads(tmp_path: Path) -> None:
+    """FlashAttention 4 stores fp8 on Blackwell for heads up to 128: sliding layers of
+    attention_other_setting's head 128 build, where the head-192 ones were refused."""
+    answer = _answer("synthetic--Step5ForCausalLM-other.json", "10.0", None, "fp8")
+    assert answer["status"] == "ok"
+    code, report, err = _check(_model(tmp_path, "synthetic--Step5ForCausalLM-other.json"), "B200",
+                               "--kv-cache-dtype", "fp8")
+    assert code == 0, err
+    assert _tool_groups(report) == _groups(answer)
