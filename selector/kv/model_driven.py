@@ -250,6 +250,14 @@ class ModelDrivenData(_Strict):
     ordinary planner keeps (a family's ``attention.own_sparse``: MiniMax-M3's index-key
     cache)."""
 
+    def models_choosing(self, name: str) -> tuple[str, ...]:
+        """The architectures whose own layer code chooses backend ``name`` (an enum member
+        of ``backends``, or one a rule's ``layer_backends`` marks ``enum_member``)."""
+        if name in self.backends:
+            return self.backends[name].models
+        return tuple(a for rule in self.models.values() for a in rule.architectures
+                     if name in rule.layer_backends and rule.layer_backends[name].enum_member)
+
     def rule_for(self, architecture: str) -> DrivenModel | None:
         for rule in self.models.values():
             if architecture in rule.architectures:

@@ -127,3 +127,13 @@ def test_fp8_on_the_b200_depends_on_the_flash_attn_layers_heads(tmp_path: Path) 
                                "--kv-cache-dtype", "fp8")
     assert code == 0, err
     assert _tool_groups(report) == _groups(answer)
+
+
+def test_explain_names_step5_dsa_as_the_models_choice(tmp_path: Path) -> None:
+    """STEP5_DSA is an enum member only Step5's own layers build: ``explain`` says so (exit 2)."""
+    deployment = tmp_path / "step5.yaml"
+    deployment.write_text(f"device: H200\nmodel: {_model(tmp_path, 'synthetic--Step5ForCausalLM.json')}\n",
+                          encoding="utf-8")
+    code, _, err = run_cli(["explain", "STEP5_DSA", str(deployment), "--engine", "vllm==0.33.0"])
+    assert code == 2
+    assert "chosen by a model's own layer code (Step5ForCausalLM, Step5ForConditionalGeneration)" in err
