@@ -72,6 +72,7 @@ layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md`
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
 _STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
           for name in ("ForCausalLM", "ForCausalLM-dense", "ForCausalLM-other",
+                       "ForCausalLM-index4", "ForCausalLM-nogate", "ForCausalLM-heads16",
                        "ForConditionalGeneration")}
 ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 ADDED["0.33.0"] |= _STEP5
@@ -79,7 +80,8 @@ ADDED["0.33.0"] |= _STEP5
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
 vLLM has it from 0.30.0 on); 0.33.0's Step5 (the 8-layer synthetic config, the same
 without its sparse_config section, the same with an attention_other_setting for its
-sliding layers, and under the Step5 vision frontend:
+sliding layers, three its DSA layers refuse (index_tp_size 4, no head-wise gate, 2 query
+heads per KV group), and under the Step5 vision frontend:
 ``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2, ``--gpu-runner``)."""
 
 SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
