@@ -171,9 +171,6 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
                             backend=requested)
     else:
         assert choice.backend is not None
-        if choice.ignored:
-            warnings.append(_diagnostic(catalog, "MD003", requested=requested,
-                                        built=choice.backend, backend=requested))
         cache_dtype, detail = model_driven.resolve_cache_dtype(
             rule, model_driven.chosen_backend(data, rule, choice.backend),
             options.kv_cache_dtype, (base.cc or 0) // 10)
@@ -196,6 +193,10 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     # the backend each layer's main cache module names (the rule's main_cache), else the choice
     main = {e.layer_index: e.backend.name for e in (plan.entries if plan is not None else ())
             if rule.main_cache and e.name.endswith(f".{rule.main_cache}")}
+    if choice.ignored:  # the layers build their own (each main cache's backend, or the choice)
+        built = ", ".join(sorted(set(main.values()))) or choice.backend
+        warnings.append(_diagnostic(catalog, "MD003", requested=requested, built=built,
+                                    backend=requested))
     selected_of: dict[str, str | None] = {}
     for layer in model.layers:  # vLLM refuses the model once: one selection then
         detail = (f"compress {ratios[layer.index]}" if rule.compress_ratios_field

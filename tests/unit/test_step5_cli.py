@@ -94,6 +94,8 @@ def test_an_attention_backend_given_reaches_no_layer(tmp_path: Path, name: str) 
     have = {i: layer["check"]["selected"] for layer in report["layers"] for i in layer["layers"]}
     assert have == _layer_backends(answer)
     assert _tool_groups(report) == _groups(answer)
+    warnings = {w["code"] for layer in report["layers"] for w in layer["check"]["warnings"]}
+    assert ("MD003" in warnings) == (name != "STEP5_DSA")  # the layers' own choice stands
 
 
 @pytest.mark.parametrize(("config", "device", "flags"), [
