@@ -9,7 +9,11 @@ needs, and registers several caches per decoder layer (a sliding-window MLA cach
 the compressed MLA cache, the indexer's K cache, the compressors' state caches), each
 with its own block size. vLLM groups them with the block-outermost packed grouping
 (``_get_packed_kv_cache_groups``), after ``update_block_size_for_backend`` set the
-compressed caches' block to the backend's kernel block.
+compressed caches' block to the backend's kernel block. Step5's layers (0.33.0) pin
+their own backends instead (STEP5_DSA where the sparse_config applies, the split-KV
+FLASH_ATTN elsewhere), whatever ``--attention-backend`` says; a DSA layer adds a sparse
+summary cache and a CSA tail ring (a ``CircularBufferSpec``), which the packed grouping
+keeps as a state bucket.
 
 Data: ``model-driven.yaml`` of the engine profile (inherited whole; a release that
 changes a fact gives a complete file). Each fact cites vLLM's source; vLLM's own
