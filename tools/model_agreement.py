@@ -301,8 +301,10 @@ def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
     backend = md.chosen_backend(data, rule, choice.backend)
     dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
                                            major)
-    refused = md.layer_refusal(rule, model.config or {}, kv_cache_dtype=answer.get("kv_cache_dtype")
-                               or "auto", cc=major * 10 + minor)
+    refused = None if dtype is None else md.layer_refusal(
+        rule, model.config or {}, kv_cache_dtype=answer.get("kv_cache_dtype") or "auto",
+        cc=major * 10 + minor, element_bytes=detail if isinstance(detail, int) else None,
+        cache_block=md.aligned_block(rule, backend, answer.get("requested_block_size")))
     if dtype is not None and refused is not None:
         return data, rule, None, None, f"{refused.exc_type}: {refused.error}"
     return data, rule, choice.backend, dtype, detail  # detail: element bytes, None, or the refusal

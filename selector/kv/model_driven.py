@@ -63,6 +63,7 @@ __all__ = [
     "DrivenModel",
     "DrivenSelection",
     "ModelDrivenData",
+    "aligned_block",
     "chosen_backend",
     "compress_ratios",
     "driven_caches",
@@ -216,6 +217,8 @@ class DrivenModel(_Strict):
     layer_refusals: tuple[SelectionRule, ...] = ()
     """A layer's build refused (``layer_refusal``): the first layer, then the first rule,
     whose ``when`` holds."""
+    spec_refusals: tuple[SelectionRule, ...] = ()
+    """A layer's KV-cache spec refused (``get_kv_cache_spec``, once every layer is built)."""
     layer_values: dict[str, str] = Field(default_factory=dict)
     """Per-layer values the caches' expressions read by name, each an expression over the
     layer's environment and the values before it."""
@@ -379,21 +382,25 @@ def _layer_envs(rule: DrivenModel, config: Mapping[str, Any], extra: Mapping[str
 
 
 def layer_refusal(rule: DrivenModel, config: Mapping[str, Any], *, kv_cache_dtype: str,
-                  cc: int, tp_size: int = 1) -> DrivenSelection | None:
-    """The first layer whose build vLLM refuses (the rule's ``layer_refusals``, in layer
-    order), or None. Conditions read the layer's environment (its ``layer_values``: they
-    may read the config, the layer and ``tp_size`` only), ``kv_cache_dtype``, ``kv_fp8``,
-    ``cc``, ``cc_major`` and ``cc_minor``."""
-    if not rule.layer_refusals:
-        return None
+                  cc: int, tp_size: int = 1, element_bytes: int | None = None,
+                  cache_block: int = 16) -> DrivenSelection | None:
+    """vLLM's refusal of a layer (None: every layer builds): the first layer whose build
+    fails (the rule's ``layer_refusals``, in layer order), then the first whose KV-cache
+    spec fails once every layer is built (``spec_refusals``). Conditions read the layer's
+    environment (as the caches' expressions do), ``kv_cache_dtype``, ``kv_fp8``, ``cc``,
+    ``cc_major`` and ``cc_minor``."""
     extra = {"tp_size": tp_size, "kv_cache_dtype": kv_cache_dtype,
              "kv_fp8": kv_cache_dtype.startswith("fp8"), "cc": cc, "cc_major": cc // 10,
-             "cc_minor": cc % 10}
-    for env in _layer_envs(rule, config, extra):
-        for step in rule.layer_refusals:
-            if _eval(step.when, env) and step.refuse is not None:
-                return DrivenSelection(requested=None, backend=None, error=step.refuse.format(**env),
-                                       exc_type=step.exc_type, code=step.code)
+             "cc_minor": cc % 10, "packed": element_bytes is None, "kv_bytes": element_bytes or 1,
+             "cache_block": cache_block}
+    envs = _layer_envs(rule, config, extra) if rule.layer_refusals or rule.spec_refusals else []
+    for rules in (rule.layer_refusals, rule.spec_refusals):
+        for env in envs:
+            for step in rules:
+                if _eval(step.when, env) and step.refuse is not None:
+                    return DrivenSelection(requested=None, backend=None,
+                                           error=step.refuse.format(**env),
+                                           exc_type=step.exc_type, code=step.code)
     return None
 
 
@@ -643,6 +650,16 @@ def _page(spec: AnySpec) -> int:
     return spec.page_size_bytes
 
 
+def aligned_block(rule: DrivenModel, backend: DrivenBackend, block_size: int | None) -> int:
+    """The block the caches take (``update_block_size_for_backend``): ``--block-size`` when
+    given, else the backend's kernel block (``kernel_block``) or the default 16."""
+    preferred = block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+    kernel = backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred
+    if block_size:
+        return block_size
+    return kernel if rule.aligned_block_size == "kernel_block" else preferred
+
+
 def chosen_backend(data: ModelDrivenData, rule: DrivenModel, name: str) -> DrivenBackend:
     """The selected backend's facts: the enum member's of ``backends``, or a backend the
     rule's own ``layer_backends`` state (a member the release's enum has that no
@@ -662,10 +679,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
     (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
     backend = chosen_backend(data, rule, backend_name)
     config = model.config or {}
-    preferred = options.block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
-    kernel = backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred
-    block = options.block_size if options.block_size else (
-        kernel if rule.aligned_block_size == "kernel_block" else preferred)
+    block = aligned_block(rule, backend, options.block_size)
     entries = driven_caches(rule, config, selected=backend_name, element_bytes=element_bytes,
                             cache_dtype=cache_dtype, cache_block=block,
                             layer_class=backend.layer_class, architecture=model.architecture,

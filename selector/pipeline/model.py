@@ -174,9 +174,11 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
         cache_dtype, detail = model_driven.resolve_cache_dtype(
             rule, model_driven.chosen_backend(data, rule, choice.backend),
             options.kv_cache_dtype, (base.cc or 0) // 10)
+        chosen = model_driven.chosen_backend(data, rule, choice.backend)
         refused = None if cache_dtype is None else model_driven.layer_refusal(
             rule, model.config or {}, kv_cache_dtype=options.kv_cache_dtype, cc=base.cc or 0,
-            tp_size=model.tp_size)
+            tp_size=model.tp_size, element_bytes=detail if isinstance(detail, int) else None,
+            cache_block=model_driven.aligned_block(rule, chosen, options.block_size))
         if cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         elif refused is not None:  # a layer's build refused (the rule's layer_refusals)

@@ -73,6 +73,7 @@ _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGene
 _STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
           for name in ("ForCausalLM", "ForCausalLM-dense", "ForCausalLM-other",
                        "ForCausalLM-index4", "ForCausalLM-nogate", "ForCausalLM-heads16",
+                       "ForCausalLM-onegroup", "ForCausalLM-indexer1", "ForCausalLM-head128",
                        "ForConditionalGeneration")}
 ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 ADDED["0.33.0"] |= _STEP5
@@ -81,7 +82,9 @@ DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's f
 vLLM has it from 0.30.0 on); 0.33.0's Step5 (the 8-layer synthetic config, the same
 without its sparse_config section, the same with an attention_other_setting for its
 sliding layers, three its DSA layers refuse (index_tp_size 4, no head-wise gate, 2 query
-heads per KV group), and under the Step5 vision frontend:
+heads per KV group), one KV group of head 192 (its fp8 tail ring too small at block 16,
+built at 32), the same refused for 16 indexer heads on one provider group or a head of
+128, and under the Step5 vision frontend:
 ``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2, ``--gpu-runner``)."""
 
 SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
@@ -130,7 +133,10 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert detail == answer["error"]
         return
     refused = md.layer_refusal(rule, model.config, kv_cache_dtype=answer.get("kv_cache_dtype")
-                               or "auto", cc=major * 10 + minor)
+                               or "auto", cc=major * 10 + minor,
+                               element_bytes=detail if isinstance(detail, int) else None,
+                               cache_block=md.aligned_block(rule, backend,
+                                                            answer.get("requested_block_size")))
     if refused is not None:
         assert answer["status"] == "refused"
         assert f"{refused.exc_type}: {refused.error}" == answer["error"]
