@@ -75,6 +75,7 @@ _STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
                        "ForCausalLM-index4", "ForCausalLM-nogate", "ForCausalLM-heads16",
                        "ForCausalLM-onegroup", "ForCausalLM-indexer1", "ForCausalLM-head128",
                        "ForCausalLM-proxy128", "ForCausalLM-topk2048", "ForCausalLM-rope0",
+                       "ForCausalLM-nohead",
                        "ForConditionalGeneration")}
 ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 ADDED["0.33.0"] |= _STEP5
@@ -86,7 +87,7 @@ sliding layers, three its DSA layers refuse (index_tp_size 4, no head-wise gate,
 heads per KV group), one KV group of head 192 (its fp8 tail ring too small at block 16,
 built at 32), the same refused for 16 indexer heads on one provider group or a head of
 128, three sparse_config values vLLM refuses (proxy_dim, topk, the indexer's RoPE
-dimension), and under the Step5 vision frontend:
+dimension), one without head_dim, and under the Step5 vision frontend:
 ``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2, ``--gpu-runner``)."""
 
 SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
