@@ -311,12 +311,25 @@ def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
     if found is None:
         return None
     data, rule = found
-    cc_major = int(str(answer.get("capability", "9.0")).split(".")[0])
-    choice = md.select_driven(rule, answer.get("attention_backend"), cc_major)
-    assert choice.backend is not None
+    major, minor = (int(p) for p in str(answer.get("capability") or "9.0").split("."))
+    choice = md.select_driven(rule, answer.get("attention_backend"), major, model.config,
+                              cc=major * 10 + minor)
+    if choice.backend is None:  # the layer code refuses the checkpoint or the name
+        return data, rule, None, None, f"{choice.exc_type}: {choice.error}"
     backend = md.driven_backend(data, rule, choice.backend)
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
-    return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None
+    kv_cache_dtype = answer.get("kv_cache_dtype") or "auto"
+    dtype, detail = md.resolve_cache_dtype(rule, backend, kv_cache_dtype, major)
+    element_bytes = detail if isinstance(detail, int) else None
+    refused = None if dtype is None else md.layer_refusal(
+        rule, model.config or {}, kv_cache_dtype=kv_cache_dtype, cc=major * 10 + minor,
+        element_bytes=element_bytes,
+        cache_block=md.aligned_block(rule, data, choice.backend, model.config or {},
+                                     answer.get("requested_block_size"),
+                                     element_bytes=element_bytes, cache_dtype=dtype or "auto",
+                                     architecture=model.architecture))
+    if dtype is not None and refused is not None:
+        return data, rule, None, None, f"{refused.exc_type}: {refused.error}"
+    return data, rule, choice.backend, dtype, detail  # detail: element bytes, None, or the refusal
 
 
 def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgreement) -> bool:
@@ -328,7 +341,7 @@ def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgr
     if found is None:
         return False
     data, rule, backend, dtype, element_bytes = found
-    if dtype is None:
+    if dtype is None or backend is None:
         result.tool_error = str(element_bytes)
         return True
     caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,

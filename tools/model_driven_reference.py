@@ -12,7 +12,8 @@ Run with an oracle interpreter (vLLM installed, CPU only)::
         tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json
 
 For every config and every compute capability of ``--capability`` (default 9.0 and
-10.0: H200 and B200) it makes vLLM's platform that GPU (``oracle.set_capability``)
+10.0: H200 and B200; each in a process of its own, so that a class attribute vLLM
+computes at import reads that GPU) it makes vLLM's platform that GPU (``oracle.set_capability``)
 and takes ``tools/vllm_model_reference.py``'s answer (the model class built on the
 meta device, every layer's KV-cache spec and the backend its module names, the groups
 before and after ``update_block_size_for_backend``) with no ``--attention-backend``,
@@ -157,6 +158,37 @@ def _unknown(config: Path, capability: tuple[int, int], name: str,
             "error": f"KeyError: {name!r} is not a member of this release's AttentionBackendEnum"}
 
 
+def _per_capability(argv: list[str], capabilities: list[tuple[int, int]], out: Path) -> int:
+    """One process per emulated GPU: a class attribute vLLM computes when its module is
+    imported (``FlashAttentionMetadataBuilder._cudagraph_support``, by the FlashAttention
+    version of the GPU, flash_attn.py:619-623) would otherwise keep the first GPU's value.
+    Each GPU's answers are merged into ``out`` (``--merge``)."""
+    import subprocess
+
+    rest: list[str] = []
+    skip = False
+    for word in argv:  # the arguments without --capability and --merge
+        if skip:
+            skip = False
+            continue
+        if word == "--capability":
+            skip = True
+            continue
+        if word.startswith("--capability=") or word == "--merge":
+            continue
+        rest.append(word)
+    merge = "--merge" in argv
+    for i, capability in enumerate(capabilities):
+        extra = ["--merge"] if merge or i else []
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, *extra,
+                               "--capability", ".".join(map(str, capability))], check=False)
+        if done.returncode:
+            print(f"capability {capability}: exit {done.returncode} ({out} may hold the "
+                  "GPUs before it)", file=sys.stderr)
+            return done.returncode
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("configs", nargs="+", type=Path)
@@ -186,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     capabilities: list[tuple[int, int]] = (
         [(int(c.split(".")[0]), int(c.split(".")[1])) for c in args.capability]
         if args.capability else list(DEFAULT_CAPABILITIES))
+    if len(capabilities) > 1:
+        return _per_capability(list(sys.argv[1:] if argv is None else argv), capabilities, args.out)
     ref._bootstrap()
     if args.gpu_runner:
         ref.gpu_model_runner()

@@ -71,18 +71,41 @@ layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md`
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
 _DOTS3 = "tests/fixtures/hf_configs/model_driven/synthetic--Dots3NoteForCausalLM.json"
+_STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
+          for name in ("ForCausalLM", "ForCausalLM-dense", "ForCausalLM-other",
+                       "ForCausalLM-index4", "ForCausalLM-nogate", "ForCausalLM-heads16",
+                       "ForCausalLM-onegroup", "ForCausalLM-indexer1", "ForCausalLM-head128",
+                       "ForCausalLM-proxy128", "ForCausalLM-topk2048", "ForCausalLM-rope0",
+                       "ForCausalLM-nohead",
+                       "ForConditionalGeneration")}
 ADDED = {version: ({_DSV4_VISION} if version >= "0.30.0" else set()) | {_DOTS3}
          for version in ("0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")}
+ADDED["0.33.0"] |= _STEP5
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
-vLLM has it from 0.30.0 on) and a synthetic 4-layer Dots3Note (one full, three sliding
-layers; vLLM has it from 0.28.0 on: ``vllm-<version>-dots3.jsonl.gz``)."""
+vLLM has it from 0.30.0 on), a synthetic 4-layer Dots3Note (one full, three sliding
+layers; vLLM has it from 0.28.0 on: ``vllm-<version>-dots3.jsonl.gz``) and 0.33.0's Step5
+(the 8-layer synthetic config, the same without its sparse_config section, the same with
+an attention_other_setting for its sliding layers, three its DSA layers refuse
+(index_tp_size 4, no head-wise gate, 2 query heads per KV group), one KV group of head 192
+(its fp8 tail ring too small at block 16, built at 32), the same refused for 16 indexer
+heads on one provider group or a head of 128, three sparse_config values vLLM refuses
+(proxy_dim, topk, the indexer's RoPE dimension), one without head_dim, and under the Step5
+vision frontend: ``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2,
+``--gpu-runner``)."""
+
+SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
+                "sliding_window": ("SlidingWindowSpec", "SlidingWindowMLASpec"),
+                "circular_buffer": ("CircularBufferSpec",)}
+"""vLLM's spec classes each kind of the project's specs stands for."""
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
     for version in RELEASES:
         runs = _runs(version)
-        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
+        assert {a["capability"] for a in runs} >= {"9.0", "10.0"}, version
+        # SM103 and SM120 beside: Step5's DSA layers' own capability check
+        assert {a["capability"] for a in runs} - {"9.0", "10.0"} <= {"10.3", "12.0"}, version
         assert {a["config"] for a in runs} == CONFIGS | ADDED.get(version, set()), version
         assert all(a["status"] in ("ok", "refused") for a in runs), version
 
@@ -107,17 +130,31 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert answer["status"] == "refused"
         assert refusal == answer["error"]
         return
-    selection = md.select_driven(rule, requested, cc_major)
+    major, minor = (int(part) for part in answer["capability"].split("."))
+    selection = md.select_driven(rule, requested, cc_major, model.config, cc=major * 10 + minor)
     if selection.error is not None:
         assert answer["status"] == "refused"
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
         return
     assert selection.backend is not None
     backend = md.driven_backend(data, rule, selection.backend)
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
+                                           cc_major)
     if dtype is None:
         assert answer["status"] == "refused"
         assert detail == answer["error"]
+        return
+    refused = md.layer_refusal(rule, model.config, kv_cache_dtype=answer.get("kv_cache_dtype")
+                               or "auto", cc=major * 10 + minor,
+                               element_bytes=detail if isinstance(detail, int) else None,
+                               cache_block=md.aligned_block(
+                                   rule, data, selection.backend, model.config,
+                                   answer.get("requested_block_size"),
+                                   element_bytes=detail if isinstance(detail, int) else None,
+                                   cache_dtype=dtype, architecture=model.architecture))
+    if refused is not None:
+        assert answer["status"] == "refused"
+        assert f"{refused.exc_type}: {refused.error}" == answer["error"]
         return
     assert answer["status"] == "ok", answer.get("error")
     element_bytes = detail if isinstance(detail, int) else None
@@ -131,6 +168,8 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     want = [(r["name"], r["module"], r.get("backend"), r.get("block_size"), r.get("page_size_bytes"))
             for r in answer["layers"]]
     assert have == want
+    assert all(r["spec"] in SPEC_CLASSES[e.spec.kind] for e, r in zip(before, answer["layers"],
+                                                                       strict=True) if e.spec)
     plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
                           element_bytes=element_bytes,
                           options=_options(answer.get("requested_block_size")))
@@ -206,6 +245,28 @@ def _check_classes(data: Any, recorded: dict[str, Any]) -> None:
         assert list(backend.kernel_block_sizes) == fact["kernel_block_sizes"], name
         assert backend.cudagraph_support == fact["cudagraph_support"], name
         assert list(backend.kv_cache_dtypes) == fact["kv_cache_dtypes"], name
+
+
+def test_the_rules_own_backends_are_vllms() -> None:
+    """The backends a rule's cache modules name that the release's enum does not make
+    model-driven (Step5's STEP5_DSA, its split-KV FLASH_ATTN, the summary and ring caches'
+    backends) state the kernel block sizes and builder CUDA-graph support their classes
+    recorded (``layer_backends`` of the part's ``<backend classes>`` record)."""
+    data = md.load_model_driven("vllm==0.33.0", load_catalog())
+    assert data is not None
+    rule = data.rule_for("Step5ForCausalLM")
+    assert rule is not None
+    recorded = {b["name"]: b for part in _all_classes("0.33.0")
+                if any("Step5" in str(c.get("class")) for c in part["layer_backends"])
+                for b in part["layer_backends"]}
+    assert set(rule.layer_backends) == set(recorded)
+    for name, helper in rule.layer_backends.items():
+        fact = recorded[name]
+        assert helper.class_name == fact["class"].rsplit(".", 1)[-1], name
+        assert helper.cudagraph_support == fact["cudagraph_support"], name
+        sizes = [f"multiple_of {s['multiple_of']}" if isinstance(s, dict) else s
+                 for s in fact["kernel_block_sizes"]]
+        assert list(helper.kernel_block_sizes) == sizes, name
 
 
 UNMAPPED = GOLDEN / "unmapped"

@@ -66,12 +66,12 @@ def test_made_up_architecture_exits_1(tmp_path: Path) -> None:
 
 
 def test_unmapped_supported_architecture_warns_and_fails_under_strict(tmp_path: Path) -> None:
-    path = _deployment(tmp_path, "Step5ForCausalLM")
+    path = _deployment(tmp_path, "DeepseekV41ForCausalLM")
     code, out, _ = run_cli(["check", str(path), "--format", "json"])
     assert code == 0
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS132")
     # the reason unmapped.yaml gives is part of the warning
-    assert "Step5ForCausalLM" in finding["message"] and "CSA tail ring cache" in finding["message"]
+    assert "DeepseekV41ForCausalLM" in finding["message"] and "model-driven" in finding["message"]
     code, _, _ = run_cli(["check", str(path), "--strict"])
     assert code == 1
 
