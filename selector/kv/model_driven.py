@@ -43,7 +43,13 @@ from selector.kv.plan_types import (
     PlanError,
     format_ranges,
 )
-from selector.kv.specs import AnySpec, MambaSpec, MLAAttentionSpec, SlidingWindowSpec
+from selector.kv.specs import (
+    AnySpec,
+    CircularBufferSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
 from selector.models.facts import ModelFacts
 
 __all__ = [
@@ -55,6 +61,7 @@ __all__ = [
     "compress_ratios",
     "driven_caches",
     "driven_rule",
+    "kernel_block",
     "load_model_driven",
     "model_driven_names",
     "own_backend_facts",
@@ -82,6 +89,9 @@ class DrivenBackend(_Strict):
     """The architectures whose layers select it."""
     kernel_block_sizes: tuple[int, ...] = ()
     """``get_supported_kernel_block_sizes()`` (empty: not importable on the reference host)."""
+    kernel_block_size: str = ""
+    """An expression over ``cc_major`` where the class answers per GPU (DeepSeek-V4.1's
+    FlashMLA: 64 on SM90, 128 elsewhere); empty: the first of ``kernel_block_sizes``."""
     cudagraph_support: CGSupport | None = None
     """The metadata builder's ``_cudagraph_support``."""
     reorder_batch_threshold: int | None = None
@@ -90,6 +100,9 @@ class DrivenBackend(_Strict):
     """The attention layer class the model builds with it (its modules' class name)."""
     packed_layout: bool = False
     """The layer class stores the ``fp8_ds_mla`` packed layout (``use_fp8_ds_mla_layout``)."""
+    packed_cache_dtype: str = "fp8_ds_mla"
+    """The packed record ``auto`` / ``fp8`` resolves to (the layer's
+    ``packed_kv_cache_dtype``: DeepSeek-V4.1's mega attention takes ``nvfp4_ds_mla``)."""
     source: str = ""
 
 
@@ -100,7 +113,8 @@ class SelectionRule(_Strict):
 
     when: str | bool = True
     backend: str | None = None
-    """The backend the layers then name; null with ``refuse``."""
+    """The backend the layers then name; null with ``refuse``. ``when`` also reads
+    ``tp_size``, the text config's numbers and the rule's ``probes``."""
     refuse: str | None = None
     """vLLM's error, word for word (``{requested}`` is the name given)."""
     exc_type: str = "ValueError"
@@ -136,7 +150,7 @@ class DrivenCache(_Strict):
     """What the module's ``get_attn_backend().get_name()`` says (``selected``: the
     model-driven backend chosen)."""
     when: str | bool = True
-    spec: Literal["mla", "sliding_window_mla", "none"]
+    spec: Literal["mla", "sliding_window_mla", "circular_buffer", "none"]
     block_size: str | int = "cache_block"
     head_size: str | int = 0
     tokens_per_state: str | int = 1
@@ -188,6 +202,10 @@ class DrivenModel(_Strict):
     under its own prefix, e.g. ``language_model.model.layers``); ``model.layers`` else."""
     kind_prefix: str = "model-driven"
     """How the report names these layers' kind (with each layer's compression ratio)."""
+    probes: dict[str, bool] = Field(default_factory=dict)
+    """Facts vLLM's layer code probes on the GPU (a kernel build's ops), by the name the
+    ``selection`` reads, with the value taken when the deployment does not state it (the
+    CPU reference answers without the GPU build: its value is in the test)."""
     grouping: Literal["packed", "uniform_groups", "uniform_groups_padded"] = "packed"
     """How the release groups these caches: ``uniform_groups_padded`` (0.25.1-0.26.0:
     ``group_and_unify_kv_cache_specs`` + ``_get_kv_cache_groups_uniform_groups``, each
@@ -271,8 +289,14 @@ class DrivenSelection(_Strict):
     """A name was given and the layer code took its default anyway."""
 
 
-def select_driven(rule: DrivenModel, requested: str | None, cc_major: int) -> DrivenSelection:
-    env = {"requested": requested or "none", "cc_major": cc_major}
+def select_driven(rule: DrivenModel, requested: str | None, cc_major: int, *,
+                  config: Mapping[str, Any] | None = None, tp_size: int = 1,
+                  probes: Mapping[str, bool] | None = None) -> DrivenSelection:
+    """The layer code's choice for ``requested`` on a GPU of ``cc_major``; ``probes``
+    overrides the rule's probed facts."""
+    env: dict[str, Any] = {**_numbers(_text_config(config or {})), **rule.probes,
+                           **(probes or {}), "requested": requested or "none",
+                           "cc_major": cc_major, "tp_size": tp_size}
     for step in rule.selection:
         if _eval(step.when, env):
             if step.refuse is not None:
@@ -281,16 +305,23 @@ def select_driven(rule: DrivenModel, requested: str | None, cc_major: int) -> Dr
                                        exc_type=step.exc_type)
             return DrivenSelection(requested=requested, backend=step.backend,
                                    ignored=requested is not None and requested != step.backend
-                                   and step.when is True)
+                                   and "requested" not in _names(step.when))
     raise CatalogError(f"{rule.source}: no selection rule matched {requested!r}")
 
 
-def resolve_cache_dtype(rule: DrivenModel, backend: DrivenBackend, kv_cache_dtype: str
-                        ) -> tuple[str, int | None] | tuple[None, str]:
+def _names(when: str | bool) -> set[str]:
+    return set() if isinstance(when, bool) else expr_lang.names_in(expr_lang.parse(when))
+
+
+def resolve_cache_dtype(rule: DrivenModel, backend: DrivenBackend, kv_cache_dtype: str,
+                        cc_major: int = 0) -> tuple[str, int | None] | tuple[None, str]:
     """(cache dtype string, plain row element bytes or None when packed), or (None,
-    vLLM's error)."""
+    vLLM's error). The rules read ``packed``, ``packed_cache_dtype`` (the record the
+    layer resolves ``auto`` / ``fp8`` to), ``kv_cache_dtype``, ``kv_fp8`` and
+    ``cc_major``."""
     env = {"packed": backend.packed_layout, "kv_cache_dtype": kv_cache_dtype,
-           "kv_fp8": kv_cache_dtype.startswith("fp8")}
+           "kv_fp8": kv_cache_dtype.startswith("fp8"),
+           "packed_cache_dtype": backend.packed_cache_dtype, "cc_major": cc_major}
     for step in rule.cache_dtype:
         if _eval(step.when, env):
             if step.refuse is not None:
@@ -312,21 +343,33 @@ class DrivenEntry(_Strict):
 _DTYPE_BYTES = {"uint8": 1, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1}
 
 
+def _numbers(text: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's scalar fields and its lists of integers (as tuples, for ``in``)."""
+    out: dict[str, Any] = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
+    out.update({k: tuple(v) for k, v in text.items()
+                if isinstance(v, list) and v and all(isinstance(i, int) for i in v)})
+    return out
+
+
 def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str,
                   element_bytes: int | None, cache_dtype: str, cache_block: int,
-                  layer_class: str = "", architecture: str = "") -> list[DrivenEntry]:
+                  layer_class: str = "", architecture: str = "", cc_major: int = 0
+                  ) -> list[DrivenEntry]:
     """Every cache module in registration order, with its spec at ``cache_block``
-    (named under the architecture's ``layer_prefix``)."""
+    (named under the architecture's ``layer_prefix``). Expressions also read
+    ``layer_index`` and ``cc_major``."""
     text = _text_config(config)
     prefix = rule.layer_prefix.get(architecture, "model.layers")
     ratios = list(text[rule.compress_ratios_field])
     num_layers = int(text["num_hidden_layers"])
     packed = element_bytes is None
+    numbers = _numbers(text)
     out: list[DrivenEntry] = []
     for index in range(num_layers):
-        env: dict[str, Any] = {**{k: v for k, v in text.items() if isinstance(v, int | float | str)},
-                               "compress_ratio": int(ratios[index]), "packed": packed,
-                               "kv_bytes": element_bytes or 1, "cache_block": cache_block}
+        env: dict[str, Any] = {**numbers, "layer_index": index, "cc_major": cc_major,
+                               "compress_ratio": int(ratios[index]) if index < len(ratios) else 0,
+                               "packed": packed, "kv_bytes": element_bytes or 1,
+                               "cache_block": cache_block, "cache_dtype": cache_dtype}
         for cache_module in rule.caches:
             if not _eval(cache_module.when, env):
                 continue
@@ -361,12 +404,16 @@ def _spec(cache_module: DrivenCache, env: Mapping[str, Any], cache_dtype: str) -
         "page_size_padded": page}
     if cache_module.spec == "sliding_window_mla":
         return SlidingWindowSpec(sliding_window=int(_eval(cache_module.sliding_window, env)), **fields)
+    if cache_module.spec == "circular_buffer":
+        return CircularBufferSpec(**fields)
     return MLAAttentionSpec(**fields)
 
 
 def _uniform_key(spec: AnySpec) -> tuple[Any, ...]:
     """``UniformTypeKVCacheSpecs.is_uniform_type``: one block size, one base spec type (a
-    sliding window also of one width)."""
+    sliding window also of one width; a circular buffer only with its own kind)."""
+    if isinstance(spec, CircularBufferSpec):
+        return ("circular_buffer", spec.block_size)
     if isinstance(spec, SlidingWindowSpec):
         return ("sliding", spec.block_size, spec.sliding_window)
     return ("full", spec.block_size)
@@ -398,9 +445,11 @@ def packed_groups(specs: Mapping[str, AnySpec], algorithm: str = "packed"
 
 def _packed(specs: Mapping[str, AnySpec]) -> list[list[str]]:
     """``_get_packed_kv_cache_groups`` (vllm/v1/core/kv_cache_planning.py:914-1041 in
-    0.33.0) for attention specs (no Mamba / circular-buffer state): greedy buckets of one
-    type; balanced buckets (one layer of each page size per repeat) split into groups of
-    the same number of repeats; the rest stay whole."""
+    0.33.0) for attention and circular-buffer specs (no Mamba state): greedy buckets of
+    one type; balanced buckets (one layer of each page size per repeat) split into groups
+    of the same number of repeats; the rest stay whole; a state bucket (a circular
+    buffer, or a sliding window when nothing repeats) splits into as many groups as the
+    widest group's block cannot hold of it (``anchor_bytes``, :989-1016)."""
     buckets: dict[tuple[Any, ...], dict[str, AnySpec]] = {}
     for name, spec in specs.items():
         buckets.setdefault(_uniform_key(spec), {})[name] = spec
@@ -416,9 +465,26 @@ def _packed(specs: Mapping[str, AnySpec]) -> list[list[str]]:
                 default=0)
     repeats = (_approximate_gcd([most for _, _, balanced, most in rows if balanced], floor)
                if floor else None)
+
+    def groups_for(balanced: bool, most: int) -> int:
+        return -(-most // repeats) if balanced and repeats is not None else 1
+
+    def is_state(bucket: Mapping[str, AnySpec]) -> bool:
+        first = next(iter(bucket.values()))
+        return isinstance(first, CircularBufferSpec) or (
+            repeats is None and isinstance(first, SlidingWindowSpec))
+
+    def widest(by_page: Mapping[int, list[str]], count: int) -> int:
+        return sum(-(-len(names) // count) * page for page, names in by_page.items())
+
+    anchor = max((widest(by_page, len(bucket) if is_state(bucket) else groups_for(balanced, most))
+                  for bucket, by_page, balanced, most in rows), default=0)
     out: list[list[str]] = []
     for bucket, by_page, balanced, most in rows:
-        count = -(-most // repeats) if balanced and repeats is not None else 1
+        count = groups_for(balanced, most)
+        if anchor and is_state(bucket):
+            per_block = max(anchor // next(iter(bucket.values())).page_size_bytes, 1)
+            count = max(count, -(-len(bucket) // per_block))
         if count == 1:
             out.append(list(bucket))
             continue
@@ -470,19 +536,21 @@ def _page(spec: AnySpec) -> int:
 
 
 def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, backend_name: str,
-                *, cache_dtype: str, element_bytes: int | None, options: KVOptions
-                ) -> ModelPlan:
-    """The KV plan vLLM builds for the model-driven layers: the caches at the aligned block
-    (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
+                *, cache_dtype: str, element_bytes: int | None, options: KVOptions,
+                cc_major: int = 0) -> ModelPlan:
+    """The KV plan vLLM builds for the model-driven layers on a GPU of ``cc_major``: the
+    caches at the aligned block (``update_block_size_for_backend``), the packed groups,
+    the CUDA-graph mode."""
     backend = data.backends[backend_name]
     config = model.config or {}
     preferred = options.block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
-    kernel = backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred
+    kernel = kernel_block(backend, cc_major) or preferred
     block = options.block_size if options.block_size else (
         kernel if rule.aligned_block_size == "kernel_block" else preferred)
     entries = driven_caches(rule, config, selected=backend_name, element_bytes=element_bytes,
                             cache_dtype=cache_dtype, cache_block=block,
-                            layer_class=backend.layer_class, architecture=model.architecture)
+                            layer_class=backend.layer_class, architecture=model.architecture,
+                            cc_major=cc_major)
     specs: dict[str, AnySpec] = {e.name: e.spec for e in entries if e.spec is not None}
     names, padded = packed_groups(specs, rule.grouping)
     for name, page in padded.items():
@@ -557,6 +625,13 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
         grouping_path=rule.grouping, groups=tuple(groups),
         reorder_batch_threshold=backend.reorder_batch_threshold, cudagraph=cg, capacity=None,
         entries=tuple(cache_entries))
+
+
+def kernel_block(backend: DrivenBackend, cc_major: int) -> int | None:
+    """The backend's kernel block size on a GPU of ``cc_major`` (None: none stated)."""
+    if backend.kernel_block_size:
+        return int(_eval(backend.kernel_block_size, {"cc_major": cc_major}))
+    return backend.kernel_block_sizes[0] if backend.kernel_block_sizes else None
 
 
 def own_backend_facts(model: ModelFacts, engine: str, catalog: Catalog

@@ -13,6 +13,7 @@ __all__ = [
     "AnySpec",
     "AttentionSpecBase",
     "ChunkedLocalAttentionSpec",
+    "CircularBufferSpec",
     "CrossAttentionSpec",
     "EncoderOnlyAttentionSpec",
     "FullAttentionSpec",
@@ -122,6 +123,15 @@ class EncoderOnlyAttentionSpec(AttentionSpecBase):
     kind: Literal["encoder_only_attention"] = "encoder_only_attention"
 
 
+class CircularBufferSpec(AttentionSpecBase):
+    """``CircularBufferSpec`` (an ``AttentionSpec``, vllm/v1/kv_cache_interface.py:968-1004
+    in 0.33.0): one block per request, ``block_size`` the ring's capacity; its page is
+    ``AttentionSpec``'s (heads x states x content); it groups only with its own kind
+    (``is_uniform_with_collection``) and takes one block per request for its lifetime."""
+
+    kind: Literal["circular_buffer"] = "circular_buffer"
+
+
 class MambaSpec(_Frozen):
     """Recurrent state: the page comes from the state shapes, not the block size."""
 
@@ -164,6 +174,7 @@ KVCacheSpec = Annotated[
     | MLAAttentionSpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
+    | CircularBufferSpec
     | MambaSpec,
     Field(discriminator="kind"),
 ]
@@ -176,6 +187,7 @@ AnySpec = (
     | MLAAttentionSpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
+    | CircularBufferSpec
     | MambaSpec
 )
 

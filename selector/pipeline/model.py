@@ -161,7 +161,9 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     and groups vLLM builds for it."""
     data, rule = driven
     requested = attention_backend.upper() if attention_backend else None
-    choice = model_driven.select_driven(rule, requested, (base.cc or 0) // 10)
+    cc_major = (base.cc or 0) // 10
+    choice = model_driven.select_driven(rule, requested, cc_major, config=model.config,
+                                        tp_size=model.tp_size)
     error: Diagnostic | None = None
     warnings: list[Diagnostic] = []
     plan = None
@@ -174,13 +176,14 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
             warnings.append(_diagnostic(catalog, "MD003", requested=requested,
                                         built=choice.backend, backend=requested))
         cache_dtype, detail = model_driven.resolve_cache_dtype(
-            rule, data.backends[choice.backend], options.kv_cache_dtype)
+            rule, data.backends[choice.backend], options.kv_cache_dtype, cc_major)
         if cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         else:
             plan = model_driven.plan_driven(
                 model, rule, data, choice.backend, cache_dtype=cache_dtype,
-                element_bytes=detail if isinstance(detail, int) else None, options=options)
+                element_bytes=detail if isinstance(detail, int) else None, options=options,
+                cc_major=cc_major)
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
     ratios = model_driven.compress_ratios(rule, model)

@@ -70,10 +70,16 @@ CONFIGS = {"tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json",
 layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md``."""
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
-ADDED = {version: {_DSV4_VISION} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
+_DSV41 = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM.json"
+ADDED = {version: {_DSV4_VISION, _DSV41} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
-vLLM has it from 0.30.0 on)."""
+vLLM has it from 0.30.0 on) and a synthetic DeepSeek-V4.1 config without Engram layers
+(``vllm-<version>-dsv41.jsonl.gz``; vLLM has V4.1 from 0.30.0 on)."""
+
+REFERENCE_PROBES = {"mega_attn_ops": False}
+"""What the CPU reference's vLLM probes on the GPU build: it has no ``_flashmla_C``, so
+FlashMLA's mega-attention ops are absent (``is_flashmla_mega_attn_supported``)."""
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
@@ -99,14 +105,16 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     if "KeyError" in str(answer.get("error")):
         assert requested not in data.backends
         return
-    selection = md.select_driven(rule, requested, cc_major)
+    selection = md.select_driven(rule, requested, cc_major, config=model.config,
+                                 tp_size=1, probes=REFERENCE_PROBES)
     if selection.error is not None:
         assert answer["status"] == "refused"
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
         return
     assert selection.backend is not None
     backend = data.backends[selection.backend]
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
+                                           cc_major)
     if dtype is None:
         assert answer["status"] == "refused"
         assert detail == answer["error"]
@@ -116,7 +124,7 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     before = md.driven_caches(rule, model.config, selected=selection.backend,
                               element_bytes=element_bytes, cache_dtype=dtype,
                               cache_block=answer["block_size"], layer_class=backend.layer_class,
-                              architecture=model.architecture)
+                              architecture=model.architecture, cc_major=cc_major)
     have = [(e.name, e.module, e.backend if e.spec else None,
              e.spec.block_size if e.spec else None, e.spec.page_size_bytes if e.spec else None)
             for e in before]
@@ -125,7 +133,7 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
     assert have == want
     plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
                           element_bytes=element_bytes,
-                          options=_options(answer.get("requested_block_size")))
+                          options=_options(answer.get("requested_block_size")), cc_major=cc_major)
     aligned = answer["aligned"]
     assert plan.block_size is not None and plan.block_size.block_size == aligned["block_size"]
     have_groups = sorted((g.manager_block_size, g.bytes_per_block, len(g.layer_names))
