@@ -131,6 +131,48 @@ def backend_facts(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+MEGA_TP_SIZES = (1, 2, 4, 8, 16)
+"""The tensor-parallel sizes ``--mega-topologies`` asks DeepSeek-V4.1's mega layer about."""
+
+
+def mega_topologies(configs: list[Path], capabilities: list[tuple[int, int]]
+                    ) -> list[dict[str, Any]]:
+    """vLLM's ``DeepseekV4MegaAttnAttention.is_available_for`` (the SM10x default's
+    topology rule: heads and ``wo_a`` groups per rank) for each config, capability and
+    ``MEGA_TP_SIZES`` entry. The method reads only ``model_config.hf_config`` and
+    ``parallel_config.tensor_parallel_size``, which a namespace gives it (no TP group is
+    built on this one-process host)."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn") is None:
+        return []
+    import oracle  # type: ignore[import-not-found]
+    import vllm
+    from vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn import DeepseekV4MegaAttnAttention
+    from vllm.transformers_utils.config import get_config
+
+    out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted(set(configs)):
+            folder = Path(tmp) / path.stem
+            folder.mkdir()
+            (folder / "config.json").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            hf_config = get_config(str(folder), trust_remote_code=False)
+            for capability in capabilities:
+                oracle.set_capability(capability)
+                answers = {}
+                for tp in MEGA_TP_SIZES:
+                    config = types.SimpleNamespace(
+                        model_config=types.SimpleNamespace(hf_config=hf_config),
+                        parallel_config=types.SimpleNamespace(tensor_parallel_size=tp))
+                    answers[str(tp)] = bool(DeepseekV4MegaAttnAttention.is_available_for(config))
+                out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
+                            "vllm_version": vllm.__version__, "status": "ok",
+                            "mega_available_by_tp": answers})
+    return out
+
+
 def _unknown(config: Path, capability: tuple[int, int], name: str,
              kv_cache_dtype: str | None) -> dict[str, Any]:
     import vllm
@@ -160,6 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true",
                         help="keep the answers already in --out for (config, capability, "
                              "backend) not run now")
+    parser.add_argument("--mega-ops", action="store_true",
+                        help="build as on a GPU whose FlashMLA has the mega-attention ops "
+                             "(oracle.models.flashmla_mega_build: DeepSeek-V4.1's SM10x "
+                             "default and FLASHMLA_MEGA_ATTN_DSV41 become buildable)")
+    parser.add_argument("--mega-topologies", action="store_true",
+                        help="also record DeepseekV4MegaAttnAttention.is_available_for per "
+                             "tensor-parallel size (with --mega-ops: the heads-fit rule)")
     parser.add_argument("--gpu-runner", action="store_true",
                         help="choose the model runner as on the emulated GPU (Model Runner V2: "
                              "tools/vllm_model_reference.py --gpu-runner); Step5 builds on it only")
@@ -170,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     ref._bootstrap()
     if args.gpu_runner:
         ref.gpu_model_runner()
+    if args.mega_ops:
+        from oracle.models import flashmla_mega_build  # type: ignore[import-not-found]
+
+        flashmla_mega_build()
     _capture_backends()
     import oracle  # type: ignore[import-not-found]  # the shared oracle (ORACLE_DIR)
 
@@ -197,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                     failures.append(str(exc))
                     print(f"HARNESS FAILURE {exc}", file=sys.stderr)
                     continue
+                if args.mega_ops:  # the answer of a GPU build with the mega-attention ops
+                    result["mega_attn_ops"] = True
                 results.append(result)
                 summary = result.get("error") or f"{len(result['layers'])} layers"
                 print(f"{result['status']:7} {capability} {name} {dtype} {path.name}: "
@@ -211,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
                     "status": "ok", "backends": backend_facts(
                         sorted(n for n in known if n.endswith(MODEL_DRIVEN_SUFFIXES))),
                     "layer_backends": [class_facts(_SEEN[n]) for n in sorted(_SEEN)]})
+
+    if args.mega_topologies:
+        results.extend(mega_topologies(args.configs, capabilities))
 
     def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
         return (str(r["config"]), str(r["capability"]), str(r.get("attention_backend") or ""),

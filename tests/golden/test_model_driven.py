@@ -46,7 +46,7 @@ def _answers(version: str) -> tuple[dict[str, Any], ...]:
 
 
 def _runs(version: str) -> list[dict[str, Any]]:
-    return [a for a in _answers(version) if "backends" not in a]
+    return [a for a in _answers(version) if "backends" not in a and "mega_available_by_tp" not in a]
 
 
 def _all_classes(version: str) -> list[dict[str, Any]]:
@@ -79,7 +79,13 @@ vLLM has it from 0.30.0 on) and a synthetic DeepSeek-V4.1 config without Engram 
 
 REFERENCE_PROBES = {"mega_attn_ops": False}
 """What the CPU reference's vLLM probes on the GPU build: it has no ``_flashmla_C``, so
-FlashMLA's mega-attention ops are absent (``is_flashmla_mega_attn_supported``)."""
+FlashMLA's mega-attention ops are absent (``is_flashmla_mega_attn_supported``). The
+answers recorded with ``--mega-ops`` (``vllm-<version>-dsv41-mega.jsonl.gz``, each run
+marked ``mega_attn_ops``) are those of a build that has them."""
+
+
+def _probes(answer: dict[str, Any]) -> dict[str, bool]:
+    return {**REFERENCE_PROBES, "mega_attn_ops": bool(answer.get("mega_attn_ops"))}
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
@@ -106,7 +112,7 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert requested not in data.backends
         return
     selection = md.select_driven(rule, requested, cc_major, config=model.config,
-                                 tp_size=1, probes=REFERENCE_PROBES)
+                                 tp_size=1, probes=_probes(answer))
     if selection.error is not None:
         assert answer["status"] == "refused"
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
@@ -208,3 +214,33 @@ def test_the_unmapped_answers_are_vllms_and_have_no_rule() -> None:
         runs = [a for a in _read(path) if "backends" not in a]
         assert runs and all(a["status"] in ("ok", "refused") for a in runs), path.name
         assert {a["capability"] for a in runs} == {"9.0", "10.0"}, path.name
+
+
+def _topologies() -> list[tuple[str, dict[str, Any]]]:
+    return [(v, a) for v in RELEASES for a in _answers(v) if "mega_available_by_tp" in a]
+
+
+def test_the_mega_layer_topologies_are_recorded() -> None:
+    """Every release with FlashMLA's mega attention (0.31.0 on) has its topology answers."""
+    have = {v for v, _ in _topologies()}
+    assert have == {"0.31.0", "0.32.0", "0.33.0"}
+
+
+@pytest.mark.parametrize("case", _topologies(),
+                         ids=lambda c: f"{c[0]}-sm{c[1]['capability'].replace('.', '')}")
+def test_the_default_per_tensor_parallel_size_is_vllms(case: tuple[str, dict[str, Any]]) -> None:
+    """With the mega-attention ops, the layer's default (no --attention-backend) is
+    FLASHMLA_MEGA_ATTN_DSV41 exactly where vLLM's ``is_available_for`` answers True for
+    that TP size (``tools/model_driven_reference.py --mega-topologies``), else FlashMLA."""
+    version, answer = case
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    model = load_model(ROOT / answer["config"])
+    rule = data.rule_for(model.architecture)
+    assert rule is not None
+    cc_major = int(answer["capability"].split(".")[0])
+    for tp, available in answer["mega_available_by_tp"].items():
+        selection = md.select_driven(rule, None, cc_major, config=model.config,
+                                     tp_size=int(tp), probes={"mega_attn_ops": True})
+        want = "FLASHMLA_MEGA_ATTN_DSV41" if available else "FLASHMLA_SPARSE_DSV41"
+        assert selection.backend == want, tp
