@@ -294,11 +294,16 @@ def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
         return None
     data, rule = found
     cc_major = int(str(answer.get("capability", "9.0")).split(".")[0])
-    choice = md.select_driven(rule, answer.get("attention_backend"), cc_major)
+    # the CPU reference's FlashMLA has no mega-attention ops unless the answer says so
+    # (tools/model_driven_reference.py --mega-ops)
+    probes = {"mega_attn_ops": bool(answer.get("mega_attn_ops"))}
+    choice = md.select_driven(rule, answer.get("attention_backend"), cc_major, config=model.config,
+                              tp_size=1, probes=probes)
     assert choice.backend is not None
     backend = data.backends[choice.backend]
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
-    return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
+                                           cc_major)
+    return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None, cc_major
 
 
 def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgreement) -> bool:
@@ -309,14 +314,14 @@ def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgr
     found = _driven(model, answer)
     if found is None:
         return False
-    data, rule, backend, dtype, element_bytes = found
+    data, rule, backend, dtype, element_bytes, cc_major = found
     if dtype is None:
         result.tool_error = str(element_bytes)
         return True
     caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,
                               cache_dtype=dtype, cache_block=answer["block_size"],
                               layer_class=data.backends[backend].layer_class,
-                              architecture=model.architecture)
+                              architecture=model.architecture, cc_major=cc_major)
     have = {c.name: c for c in caches}
     for record in answer["layers"]:
         result.layers += 1

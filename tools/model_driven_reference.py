@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="build as on a GPU whose FlashMLA has the mega-attention ops "
                              "(oracle.models.flashmla_mega_build: DeepSeek-V4.1's SM10x "
                              "default and FLASHMLA_MEGA_ATTN_DSV41 become buildable)")
+    parser.add_argument("--engram-tokenizer", action="store_true",
+                        help="a tokenizer stand-in for DeepSeek-V4.1's Engram layers "
+                             "(oracle.models.engram_tokenizer)")
     parser.add_argument("--mega-topologies", action="store_true",
                         help="also record DeepseekV4MegaAttnAttention.is_available_for per "
                              "tensor-parallel size (with --mega-ops: the heads-fit rule)")
@@ -223,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         from oracle.models import flashmla_mega_build  # type: ignore[import-not-found]
 
         flashmla_mega_build()
+    if args.engram_tokenizer:
+        from oracle.models import engram_tokenizer  # type: ignore[import-not-found]
+
+        engram_tokenizer()
     _capture_backends()
     import oracle  # type: ignore[import-not-found]  # the shared oracle (ORACLE_DIR)
 

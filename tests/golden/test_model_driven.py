@@ -71,11 +71,15 @@ layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md`
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
 _DSV41 = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM.json"
-ADDED = {version: {_DSV4_VISION, _DSV41} for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
+_DSV41_ENGRAM = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-engram.json"
+ADDED = {version: {_DSV4_VISION, _DSV41, _DSV41_ENGRAM}
+         for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
 vLLM has it from 0.30.0 on) and a synthetic DeepSeek-V4.1 config without Engram layers
-(``vllm-<version>-dsv41.jsonl.gz``; vLLM has V4.1 from 0.30.0 on)."""
+(``vllm-<version>-dsv41.jsonl.gz``; vLLM has V4.1 from 0.30.0 on), and the same with
+Engram layers (``vllm-<version>-dsv41-engram*.jsonl.gz``: the reference's tokenizer stand-in,
+``tools/oracle/models.py`` ``engram_tokenizer``)."""
 
 REFERENCE_PROBES = {"mega_attn_ops": False}
 """What the CPU reference's vLLM probes on the GPU build: it has no ``_flashmla_C``, so

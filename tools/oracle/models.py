@@ -74,7 +74,8 @@ from .locate import extra_paths
 from .start import start
 
 __all__ = ["INERT_MODULES", "MODEL_CAPABILITY", "STAND_IN_MODEL_TYPES", "WEIGHT_DOWNLOADS",
-           "device_tensors_on_meta", "flashmla_mega_build", "gpu_model_runner", "on_gpu",
+           "device_tensors_on_meta", "engram_tokenizer", "flashmla_mega_build", "gpu_model_runner",
+           "on_gpu",
            "register_remote_configs", "start_models", "without_weight_downloads"]
 
 MODEL_CAPABILITY = (9, 0)
@@ -695,3 +696,36 @@ def flashmla_mega_build() -> None:
                 "weight_scale", torch.nn.Parameter(torch.empty(0), requires_grad=False))
 
     linear.UnquantizedLinearMethod.create_weights = create_weights  # type: ignore[method-assign]
+
+
+def engram_tokenizer() -> None:
+    """A tokenizer stand-in for DeepSeek-V4.1's Engram layers, which load the checkpoint's
+    tokenizer while built (common/engram.py:450-463 in 0.33.0: ``NgramHashState`` maps its
+    tokens onto a compressed id space and refuses a size other than the config's
+    ``engram_compressed_vocab_size``). The offline reference has no tokenizer files: for a
+    model folder without them, ``AutoTokenizer.from_pretrained`` answers a word-level fast
+    tokenizer of exactly ``engram_compressed_vocab_size`` distinct tokens (``t0``, ``t1``
+    ...), so vLLM's own map and check run on it. The hash tables it seeds change no cache
+    spec and no backend choice. Call after :func:`start_models`."""
+    import json
+    from pathlib import Path
+
+    import transformers
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+
+    original = transformers.AutoTokenizer.from_pretrained
+
+    def from_pretrained(name: Any, *args: Any, **kwargs: Any) -> Any:
+        folder = Path(str(name))
+        config = folder / "config.json"
+        if not config.is_file() or any(folder.glob("tokenizer*")):
+            return original(name, *args, **kwargs)
+        raw = json.loads(config.read_text(encoding="utf-8"))
+        text = raw.get("text_config") or raw
+        size = int(text["engram_compressed_vocab_size"])
+        vocab = {f"t{i}": i for i in range(size)}
+        backend = Tokenizer(WordLevel(vocab=vocab, unk_token="t0"))
+        return transformers.PreTrainedTokenizerFast(tokenizer_object=backend)
+
+    transformers.AutoTokenizer.from_pretrained = from_pretrained  # type: ignore[method-assign]
