@@ -158,7 +158,8 @@ def test_list_models_gives_the_unmapped_reason() -> None:
     rows = {row["architecture"]: row for row in json.loads(out)}
     assert rows["LlamaForCausalLM"]["unmapped_reason"] == ""
     assert rows["DeepseekV4ForCausalLM"]["unmapped_reason"] == ""  # mapped: model-driven
-    assert "model-driven" in rows["DeepseekV41ForCausalLM"]["unmapped_reason"]
+    assert rows["DeepseekV41ForCausalLM"]["unmapped_reason"] == ""  # mapped: model-driven
+    assert "model-driven" in rows["Dots3NoteForCausalLM"]["unmapped_reason"]
     assert all(row["unmapped_reason"] != "not listed" for row in rows.values())
 
 
