@@ -62,6 +62,7 @@ __all__ = [
     "driven_caches",
     "driven_rule",
     "kernel_block",
+    "layer_refusal",
     "load_model_driven",
     "model_driven_names",
     "own_backend_facts",
@@ -164,6 +165,17 @@ class DrivenCache(_Strict):
     source: str = ""
 
 
+class LayerRefusal(_Strict):
+    """A config the layer code refuses while a decoder layer is built: ``when`` reads the
+    layer's facts (as a cache's expressions do); the first layer for which it holds is
+    named in vLLM's message (``{layer_index}``, ``{compress_ratio}``)."""
+
+    when: str
+    refuse: str
+    exc_type: str = "ValueError"
+    source: str = ""
+
+
 class HelperBackend(_Strict):
     """A backend a cache module names that is not in the enum (its builder and kernel
     sizes, as the release's classes state them)."""
@@ -202,6 +214,12 @@ class DrivenModel(_Strict):
     under its own prefix, e.g. ``language_model.model.layers``); ``model.layers`` else."""
     kind_prefix: str = "model-driven"
     """How the report names these layers' kind (with each layer's compression ratio)."""
+    config_defaults: dict[str, Any] = Field(default_factory=dict)
+    """What the layer code takes for a config field the config omits (its ``getattr``
+    default, e.g. DeepSeek-V4.1's ``kv_source_layer_ids``: ``()``)."""
+    layer_refusals: tuple[LayerRefusal, ...] = ()
+    """Configs the layer code refuses while built, checked layer by layer after the
+    backend choice (``selection``) and before the KV-cache dtype (``cache_dtype``)."""
     probes: dict[str, bool] = Field(default_factory=dict)
     """Facts vLLM's layer code probes on the GPU (a kernel build's ops), by the name the
     ``selection`` reads, with the value taken when the deployment does not state it (the
@@ -343,12 +361,32 @@ class DrivenEntry(_Strict):
 _DTYPE_BYTES = {"uint8": 1, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1}
 
 
-def _numbers(text: Mapping[str, Any]) -> dict[str, Any]:
-    """The config's scalar fields and its lists of integers (as tuples, for ``in``)."""
+def _numbers(text: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """The config's scalar fields and its lists of integers (as tuples, for ``in``), over
+    the rule's ``config_defaults`` for the fields it omits (or gives empty: vLLM's
+    ``getattr(config, name, None) or ()``)."""
+    text = {**(defaults or {}), **{k: v for k, v in text.items() if v not in (None, [])}}
     out: dict[str, Any] = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
     out.update({k: tuple(v) for k, v in text.items()
-                if isinstance(v, list) and v and all(isinstance(i, int) for i in v)})
+                if isinstance(v, list) and all(isinstance(i, int) for i in v)})
     return out
+
+
+def layer_refusal(rule: DrivenModel, config: Mapping[str, Any]) -> str | None:
+    """vLLM's error (``Type: message``) for the first decoder layer the rule's
+    ``layer_refusals`` refuse, or None."""
+    text = _text_config(config)
+    ratios = list(text.get(rule.compress_ratios_field) or [])
+    numbers = _numbers(text, rule.config_defaults)
+    for index in range(int(text.get("num_hidden_layers") or 0)):
+        ratio = int(ratios[index]) if index < len(ratios) else 0
+        env = {**numbers, "layer_index": index, "compress_ratio": ratio}
+        for refusal in rule.layer_refusals:
+            if _eval(refusal.when, env):
+                return f"{refusal.exc_type}: " + refusal.refuse.format(
+                    layer_index=index, compress_ratio=ratio)
+    return None
 
 
 def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str,
@@ -363,7 +401,7 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
     ratios = list(text[rule.compress_ratios_field])
     num_layers = int(text["num_hidden_layers"])
     packed = element_bytes is None
-    numbers = _numbers(text)
+    numbers = _numbers(text, rule.config_defaults)
     out: list[DrivenEntry] = []
     for index in range(num_layers):
         env: dict[str, Any] = {**numbers, "layer_index": index, "cc_major": cc_major,

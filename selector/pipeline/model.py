@@ -170,6 +170,8 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     if choice.error is not None:
         error = _diagnostic(catalog, "MD001", detail=f"{choice.exc_type}: {choice.error}",
                             backend=requested)
+    elif (refused := model_driven.layer_refusal(rule, model.config or {})) is not None:
+        error = _diagnostic(catalog, "MD004", detail=refused, backend=choice.backend)
     else:
         assert choice.backend is not None
         if choice.ignored:

@@ -72,14 +72,18 @@ layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md`
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
 _DSV41 = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM.json"
 _DSV41_ENGRAM = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-engram.json"
-ADDED = {version: {_DSV4_VISION, _DSV41, _DSV41_ENGRAM}
+_DSV41_REFUSED = {
+    "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-no-kv-sources.json",
+    "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-ratio4.json"}
+ADDED = {version: {_DSV4_VISION, _DSV41, _DSV41_ENGRAM, *_DSV41_REFUSED}
          for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")}
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
 vLLM has it from 0.30.0 on) and a synthetic DeepSeek-V4.1 config without Engram layers
 (``vllm-<version>-dsv41.jsonl.gz``; vLLM has V4.1 from 0.30.0 on), and the same with
 Engram layers (``vllm-<version>-dsv41-engram*.jsonl.gz``: the reference's tokenizer stand-in,
-``tools/oracle/models.py`` ``engram_tokenizer``)."""
+``tools/oracle/models.py`` ``engram_tokenizer``), and two configs the V4.1 layer refuses (no
+``kv_source_layer_ids``; a ratio-4 layer: ``vllm-<version>-dsv41-refused.jsonl.gz``)."""
 
 REFERENCE_PROBES = {"mega_attn_ops": False}
 """What the CPU reference's vLLM probes on the GPU build: it has no ``_flashmla_C``, so
@@ -122,6 +126,11 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
         return
     assert selection.backend is not None
+    refused = md.layer_refusal(rule, model.config)
+    if refused is not None:
+        assert answer["status"] == "refused"
+        assert refused == answer["error"]
+        return
     backend = data.backends[selection.backend]
     dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
                                            cc_major)

@@ -122,3 +122,20 @@ def test_each_attention_backend_gets_vllms_answer(model_dir: str, device: str, n
     mapped = name in built or name.startswith(("FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE"))
     assert ("MD003" in warnings) == (not mapped)
     assert _tool_groups(report) == _groups(answer)
+
+
+@pytest.mark.parametrize("stem", ["no-kv-sources", "ratio4"])
+def test_a_config_the_layer_refuses_is_refused_in_vllms_words(tmp_path: Path, stem: str) -> None:
+    """A config vLLM's V4.1 layer refuses while built (no kv_source_layer_ids; a ratio-4
+    layer) is refused with its text (exit 1, MD004), never a traceback."""
+    config = CONFIG.with_name(f"{CONFIG.stem}-{stem}.json")
+    answer = next(a for a in _vllm("vllm-0.33.0-dsv41-refused.jsonl.gz")
+                  if a["config"].endswith(config.name) and a["capability"] == "9.0")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copy(config, folder / "config.json")
+    code, report, err = _check(str(folder), "H200")
+    assert code == 1, err
+    assert "Traceback" not in err
+    errors = [layer["check"]["error"] for layer in report["layers"]]
+    assert errors and all(e["code"] == "MD004" and answer["error"] in e["message"] for e in errors)
