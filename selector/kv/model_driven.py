@@ -398,7 +398,7 @@ def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str
     ``layer_index`` and ``cc_major``."""
     text = _text_config(config)
     prefix = rule.layer_prefix.get(architecture, "model.layers")
-    ratios = list(text[rule.compress_ratios_field])
+    ratios = list(text.get(rule.compress_ratios_field) or [])  # absent: every layer ratio 0
     num_layers = int(text["num_hidden_layers"])
     packed = element_bytes is None
     numbers = _numbers(text, rule.config_defaults)
@@ -430,7 +430,9 @@ def _spec(cache_module: DrivenCache, env: Mapping[str, Any], cache_dtype: str) -
     dtype_bytes = int(env["kv_bytes"]) if dtype == "kv" else _DTYPE_BYTES[dtype]
     state = _eval(cache_module.state_bytes, env)
     content = int(state) if state is not None else head * dtype_bytes
-    states = block // per_state
+    # AttentionSpec.get_num_kernel_states: one state per block when tokens_per_state is 0
+    states = block // per_state if per_state > 0 else 1
+    per_state = per_state if per_state > 0 else block
     page = states * content
     alignment = _eval(cache_module.alignment, env)
     if alignment:
