@@ -309,12 +309,14 @@ class DrivenSelection(_Strict):
 
 def select_driven(rule: DrivenModel, requested: str | None, cc_major: int, *,
                   config: Mapping[str, Any] | None = None, tp_size: int = 1,
-                  probes: Mapping[str, bool] | None = None) -> DrivenSelection:
-    """The layer code's choice for ``requested`` on a GPU of ``cc_major``; ``probes``
-    overrides the rule's probed facts."""
+                  pcp_size: int = 1, probes: Mapping[str, bool] | None = None
+                  ) -> DrivenSelection:
+    """The layer code's choice for ``requested`` on a GPU of ``cc_major`` at ``tp_size``
+    and ``pcp_size`` (prefill context parallelism); ``probes`` overrides the rule's probed
+    facts."""
     env: dict[str, Any] = {**_numbers(_text_config(config or {})), **rule.probes,
                            **(probes or {}), "requested": requested or "none",
-                           "cc_major": cc_major, "tp_size": tp_size}
+                           "cc_major": cc_major, "tp_size": tp_size, "pcp_size": pcp_size}
     for step in rule.selection:
         if _eval(step.when, env):
             if step.refuse is not None:

@@ -163,7 +163,7 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     requested = attention_backend.upper() if attention_backend else None
     cc_major = (base.cc or 0) // 10
     choice = model_driven.select_driven(rule, requested, cc_major, config=model.config,
-                                        tp_size=model.tp_size)
+                                        tp_size=model.tp_size, pcp_size=base.pcp_size)
     error: Diagnostic | None = None
     warnings: list[Diagnostic] = []
     plan = None

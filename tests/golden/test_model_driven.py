@@ -46,7 +46,8 @@ def _answers(version: str) -> tuple[dict[str, Any], ...]:
 
 
 def _runs(version: str) -> list[dict[str, Any]]:
-    return [a for a in _answers(version) if "backends" not in a and "mega_available_by_tp" not in a]
+    return [a for a in _answers(version) if "backends" not in a
+            and "mega_available_by_tp" not in a and "selection_matrix" not in a]
 
 
 def _all_classes(version: str) -> list[dict[str, Any]]:
@@ -257,3 +258,35 @@ def test_the_default_per_tensor_parallel_size_is_vllms(case: tuple[str, dict[str
                                      tp_size=int(tp), probes={"mega_attn_ops": True})
         want = "FLASHMLA_MEGA_ATTN_DSV41" if available else "FLASHMLA_SPARSE_DSV41"
         assert selection.backend == want, tp
+
+
+def _matrices() -> list[tuple[str, dict[str, Any]]]:
+    return [(v, a) for v in RELEASES for a in _answers(v) if "selection_matrix" in a]
+
+
+def test_every_v41_release_has_its_selection_matrix() -> None:
+    assert {v for v, _ in _matrices()} == {"0.30.0", "0.31.0", "0.32.0", "0.33.0"}
+
+
+@pytest.mark.parametrize("case", _matrices(),
+                         ids=lambda c: f"{c[0]}-sm{c[1]['capability'].replace('.', '')}")
+def test_the_layers_choice_per_name_tp_and_pcp_is_vllms(case: tuple[str, dict[str, Any]]) -> None:
+    """vLLM's own ``_select_dsv4_attn_cls`` (``tools/model_driven_reference.py
+    --selection-matrix``: each --attention-backend, TP 1 / 8 / 16, PCP 1 / 2, with the
+    mega-attention ops) against the rule's ``selection``: the backend, or vLLM's error."""
+    version, answer = case
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    model = load_model(ROOT / answer["config"])
+    rule = data.rule_for(model.architecture)
+    assert rule is not None
+    cc_major = int(answer["capability"].split(".")[0])
+    for key, want in answer["selection_matrix"].items():
+        name, tp, pcp = key.split("|")
+        selection = md.select_driven(rule, None if name == "none" else name, cc_major,
+                                     config=model.config, tp_size=int(tp.removeprefix("tp")),
+                                     pcp_size=int(pcp.removeprefix("pcp")),
+                                     probes={"mega_attn_ops": bool(answer["mega_attn_ops"])})
+        have = (selection.backend if selection.error is None
+                else {"error": f"{selection.exc_type}: {selection.error}"})
+        assert have == want, key
