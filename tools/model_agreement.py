@@ -300,7 +300,7 @@ def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
     choice = md.select_driven(rule, answer.get("attention_backend"), cc_major, config=model.config,
                               tp_size=1, probes=probes)
     assert choice.backend is not None
-    backend = data.backends[choice.backend]
+    backend = data.backends[choice.backend].on_gpu(cc_major)
     dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
                                            cc_major)
     return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None, cc_major
@@ -320,7 +320,7 @@ def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgr
         return True
     caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,
                               cache_dtype=dtype, cache_block=answer["block_size"],
-                              layer_class=data.backends[backend].layer_class,
+                              layer_class=data.backends[backend].on_gpu(cc_major).layer_class,
                               architecture=model.architecture, cc_major=cc_major)
     have = {c.name: c for c in caches}
     for record in answer["layers"]:

@@ -79,6 +79,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class BackendOnGPU(_Strict):
+    """What a backend's layers are on GPUs of one major capability where the model builds
+    another layer class for it (DeepSeek-V4.1's FlashInfer name on SM12x)."""
+
+    layer_class: str | None = None
+    packed_layout: bool | None = None
+    source: str = ""
+
+
 class DrivenBackend(_Strict):
     """One model-driven member of the release's ``AttentionBackendEnum``."""
 
@@ -104,6 +113,17 @@ class DrivenBackend(_Strict):
     packed_cache_dtype: str = "fp8_ds_mla"
     """The packed record ``auto`` / ``fp8`` resolves to (the layer's
     ``packed_kv_cache_dtype``: DeepSeek-V4.1's mega attention takes ``nvfp4_ds_mla``)."""
+    on_cc_major: dict[int, BackendOnGPU] = Field(default_factory=dict)
+    """The layer class built on GPUs of that major capability, where it is another."""
+
+    def on_gpu(self, cc_major: int) -> DrivenBackend:
+        """The backend as the layers are built on a GPU of ``cc_major``."""
+        override = self.on_cc_major.get(cc_major)
+        if override is None:
+            return self
+        changes = {k: v for k, v in (("layer_class", override.layer_class),
+                                     ("packed_layout", override.packed_layout)) if v is not None}
+        return self.model_copy(update=changes)
     source: str = ""
 
 
@@ -583,7 +603,7 @@ def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, bac
     """The KV plan vLLM builds for the model-driven layers on a GPU of ``cc_major``: the
     caches at the aligned block (``update_block_size_for_backend``), the packed groups,
     the CUDA-graph mode."""
-    backend = data.backends[backend_name]
+    backend = data.backends[backend_name].on_gpu(cc_major)
     config = model.config or {}
     preferred = options.block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
     kernel = kernel_block(backend, cc_major) or preferred

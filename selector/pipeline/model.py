@@ -178,7 +178,8 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
             warnings.append(_diagnostic(catalog, "MD003", requested=requested,
                                         built=choice.backend, backend=requested))
         cache_dtype, detail = model_driven.resolve_cache_dtype(
-            rule, data.backends[choice.backend], options.kv_cache_dtype, cc_major)
+            rule, data.backends[choice.backend].on_gpu(cc_major), options.kv_cache_dtype,
+            cc_major)
         if cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         else:

@@ -84,7 +84,9 @@ vLLM has it from 0.30.0 on) and a synthetic DeepSeek-V4.1 config without Engram 
 (``vllm-<version>-dsv41.jsonl.gz``; vLLM has V4.1 from 0.30.0 on), and the same with
 Engram layers (``vllm-<version>-dsv41-engram*.jsonl.gz``: the reference's tokenizer stand-in,
 ``tools/oracle/models.py`` ``engram_tokenizer``), and two configs the V4.1 layer refuses (no
-``kv_source_layer_ids``; a ratio-4 layer: ``vllm-<version>-dsv41-refused.jsonl.gz``)."""
+``kv_source_layer_ids``; a ratio-4 layer: ``vllm-<version>-dsv41-refused.jsonl.gz``); V4.1 is
+also recorded on an emulated SM120 (``vllm-<version>-dsv41-sm120.jsonl.gz``: its FlashInfer
+layer class stores the packed layout there)."""
 
 REFERENCE_PROBES = {"mega_attn_ops": False}
 """What the CPU reference's vLLM probes on the GPU build: it has no ``_flashmla_C``, so
@@ -100,7 +102,7 @@ def _probes(answer: dict[str, Any]) -> dict[str, bool]:
 def test_every_release_is_recorded_on_both_gpus() -> None:
     for version in RELEASES:
         runs = _runs(version)
-        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
+        assert {a["capability"] for a in runs} >= {"9.0", "10.0"}, version
         assert {a["config"] for a in runs} == CONFIGS | ADDED.get(version, set()), version
         assert all(a["status"] in ("ok", "refused") for a in runs), version
 
@@ -132,7 +134,7 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert answer["status"] == "refused"
         assert refused == answer["error"]
         return
-    backend = data.backends[selection.backend]
+    backend = data.backends[selection.backend].on_gpu(cc_major)
     dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
                                            cc_major)
     if dtype is None:
