@@ -78,6 +78,7 @@ __all__ = [
     "driven_backend",
     "driven_caches",
     "driven_rule",
+    "kernel_block",
     "layer_backends",
     "layer_kinds",
     "layer_refusal",
@@ -98,6 +99,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class BackendOnGPU(_Strict):
+    """What a backend's layers are on GPUs of one major capability where the model builds
+    another layer class for it (DeepSeek-V4.1's FlashInfer name on SM12x)."""
+
+    layer_class: str | None = None
+    packed_layout: bool | None = None
+    source: str = ""
+
+
 class DrivenBackend(_Strict):
     """One model-driven member of the release's ``AttentionBackendEnum``."""
 
@@ -109,6 +119,9 @@ class DrivenBackend(_Strict):
     """The architectures whose layers select it."""
     kernel_block_sizes: tuple[int, ...] = ()
     """``get_supported_kernel_block_sizes()`` (empty: not importable on the reference host)."""
+    kernel_block_size: str = ""
+    """An expression over ``cc_major`` where the class answers per GPU (DeepSeek-V4.1's
+    FlashMLA: 64 on SM90, 128 elsewhere); empty: the first of ``kernel_block_sizes``."""
     cudagraph_support: CGSupport | None = None
     """The metadata builder's ``_cudagraph_support``."""
     reorder_batch_threshold: int | None = None
@@ -117,13 +130,30 @@ class DrivenBackend(_Strict):
     """The attention layer class the model builds with it (its modules' class name)."""
     packed_layout: bool = False
     """The layer class stores the ``fp8_ds_mla`` packed layout (``use_fp8_ds_mla_layout``)."""
+    packed_cache_dtype: str = "fp8_ds_mla"
+    """The packed record ``auto`` / ``fp8`` resolves to (the layer's
+    ``packed_kv_cache_dtype``: DeepSeek-V4.1's mega attention takes ``nvfp4_ds_mla``)."""
+    on_cc_major: dict[int, BackendOnGPU] = Field(default_factory=dict)
+    """The layer class built on GPUs of that major capability, where it is another."""
     source: str = ""
+
+    def on_gpu(self, cc_major: int) -> DrivenBackend:
+        """The backend as the layers are built on a GPU of ``cc_major``."""
+        override = self.on_cc_major.get(cc_major)
+        if override is None:
+            return self
+        changes = {k: v for k, v in (("layer_class", override.layer_class),
+                                     ("packed_layout", override.packed_layout)) if v is not None}
+        return self.model_copy(update=changes)
 
 
 class SelectionRule(_Strict):
     """One step of the model's own backend choice; the first whose ``when`` holds decides.
     ``when`` reads ``requested`` (the ``--attention-backend`` name, ``none`` when not
-    given), ``cc_major`` and the config's fields (its scalars and the rule's ``fields``)."""
+    given), ``cc_major``, ``cc``, ``cc_minor``, ``tp_size``, ``pcp_size``, the rule's
+    ``probes`` and the config's fields (its scalars, its lists of integers and the rule's
+    ``fields``). As a layer refusal (``layer_refusals``, ``spec_refusals``), ``when`` reads
+    the layer's environment (``layer_refusal``)."""
 
     when: str | bool = True
     backend: str | None = None
@@ -132,9 +162,10 @@ class SelectionRule(_Strict):
     """vLLM's error, word for word (``{requested}`` is the name given; any name of the
     environment may be filled in, e.g. ``{cc_major}``)."""
     exc_type: str = "ValueError"
-    code: Literal["MD001", "MD002", "MD004"] = "MD001"
+    code: Literal["MD001", "MD002", "MD004", "MD005"] = "MD001"
     """The refusal's code: MD001 (of the ``--attention-backend`` given), MD002 (of the
-    KV-cache dtype) or MD004 (of the checkpoint or the GPU, whatever is given)."""
+    KV-cache dtype), MD004 (of the checkpoint or the GPU, whatever is given) or MD005 (of
+    a config field the layer code cannot build)."""
     note: str = ""
 
 
@@ -224,9 +255,12 @@ class DrivenModel(_Strict):
     fields: dict[str, str] = Field(default_factory=dict)
     """Config values the expressions read by name: a dotted path into the (text) config,
     null when absent (a section: true when present)."""
-    field_defaults: dict[str, Any] = Field(default_factory=dict)
-    """The value a ``fields`` entry takes when its path is absent but its section is there
-    (the config class's default)."""
+    config_defaults: dict[str, Any] = Field(default_factory=dict)
+    """What the layer code takes for a value the config omits, by the name the expressions
+    read: a config field's ``getattr`` default, also for a field given null or empty
+    (vLLM's ``getattr(config, name, None) or ()``: DeepSeek-V4.1's ``kv_source_layer_ids``),
+    or a ``fields`` entry's where its path is absent but its section is there (the config
+    class's default: Step5's ``Step5SparseConfig``)."""
     layer_types_fields: tuple[str, ...] = ()
     """The config's per-layer type lists, the first present wins (``layer_type`` in the
     expressions: Dots3Note's ``layer_types``, Step5's ``layer_types_with_mtp``)."""
@@ -234,7 +268,8 @@ class DrivenModel(_Strict):
     """``layer_type`` when no list is present (an expression over ``layer_index``)."""
     layer_refusals: tuple[SelectionRule, ...] = ()
     """A layer's build refused (``layer_refusal``): the first layer, then the first rule,
-    whose ``when`` holds."""
+    whose ``when`` holds; checked after the backend choice (``selection``) and before the
+    KV-cache dtype (``cache_dtype``)."""
     spec_refusals: tuple[SelectionRule, ...] = ()
     """A layer's KV-cache spec refused (``get_kv_cache_spec``, once every layer is built)."""
     layer_values: dict[str, str] = Field(default_factory=dict)
@@ -263,6 +298,10 @@ class DrivenModel(_Strict):
     under its own prefix, e.g. ``language_model.model.layers``); ``model.layers`` else."""
     kind_prefix: str = "model-driven"
     """How the report names these layers' kind (with each layer's compression ratio)."""
+    probes: dict[str, bool] = Field(default_factory=dict)
+    """Facts vLLM's layer code probes on the GPU (a kernel build's ops), by the name the
+    ``selection`` reads, with the value taken when the deployment does not state it (the
+    CPU reference answers without the GPU build: its value is in the test)."""
     grouping: Literal["packed", "uniform_groups", "uniform_groups_padded"] = "packed"
     """How the release groups these caches: ``uniform_groups_padded`` (0.25.1-0.26.0:
     ``group_and_unify_kv_cache_specs`` + ``_get_kv_cache_groups_uniform_groups``, each
@@ -353,15 +392,27 @@ def _lookup(config: Mapping[str, Any], path: str) -> tuple[bool, Any]:
     return True, node
 
 
+def _numbers(text: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """The config's scalar fields and its lists of integers (as tuples, for ``in``), over
+    ``defaults`` for the fields it omits (or gives null or empty)."""
+    text = {**(defaults or {}), **{k: v for k, v in text.items() if v not in (None, [])}}
+    out: dict[str, Any] = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
+    out.update({k: tuple(v) for k, v in text.items()
+                if isinstance(v, list | tuple) and all(isinstance(i, int) for i in v)})
+    return out
+
+
 def _config_env(rule: DrivenModel, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config's scalar fields and the rule's ``fields`` (their defaults where the
-    section is there but the key is not), as the expressions read them."""
+    """The config's scalar fields and lists of integers (over the rule's
+    ``config_defaults``) and the rule's ``fields`` (their defaults where the section is
+    there but the key is not), as the expressions read them."""
     text = _text_config(config)
-    env: dict[str, Any] = {k: v for k, v in text.items() if isinstance(v, int | float | str)}
+    env = _numbers(text, {k: v for k, v in rule.config_defaults.items() if k not in rule.fields})
     for name, path in rule.fields.items():
         section, value = _lookup(text, path)
         if value is None and section:
-            value = rule.field_defaults.get(name)
+            value = rule.config_defaults.get(name)
         if isinstance(value, Mapping):  # a section: its presence (its keys have paths of their own)
             value = True
         env[name] = tuple(value) if isinstance(value, list | tuple) else value
@@ -388,9 +439,9 @@ def _layer_envs(rule: DrivenModel, config: Mapping[str, Any], extra: Mapping[str
     ``layer_type`` (``layer_listed``: the type is a list's entry), ``compress_ratio``,
     ``extra``, then the rule's ``layer_values`` in order."""
     text = _text_config(config)
-    num_layers = int(text["num_hidden_layers"])
+    num_layers = int(text.get("num_hidden_layers") or 0)
     field = rule.compress_ratios_field
-    ratios = list(text[field]) if field else [0] * num_layers
+    ratios = list((text.get(field) if field else None) or [])  # absent: every layer ratio 0
     types = layer_types(rule, config, num_layers)
     listed = len(_listed_types(rule, config))
     base = _config_env(rule, config)
@@ -398,27 +449,30 @@ def _layer_envs(rule: DrivenModel, config: Mapping[str, Any], extra: Mapping[str
     for index in range(num_layers):
         env: dict[str, Any] = {**base, "layer_index": index, "layer_type": types[index],
                                "layer_listed": index < listed,
-                               "compress_ratio": int(ratios[index]), **extra}
+                               "compress_ratio": int(ratios[index]) if index < len(ratios) else 0,
+                               **extra}
         for value_name, value in rule.layer_values.items():
             env[value_name] = _eval(value, env)
         out.append(env)
     return out
 
 
-def layer_refusal(rule: DrivenModel, config: Mapping[str, Any], *, kv_cache_dtype: str,
-                  cc: int, tp_size: int = 1, element_bytes: int | None = None,
-                  cache_block: int = 16) -> DrivenSelection | None:
+def layer_refusal(rule: DrivenModel, config: Mapping[str, Any], *, kv_cache_dtype: str = "auto",
+                  cc: int = 0, tp_size: int = 1, element_bytes: int | None = None,
+                  cache_block: int = 16, specs: bool = True) -> DrivenSelection | None:
     """vLLM's refusal of a layer (None: every layer builds): the first layer whose build
-    fails (the rule's ``layer_refusals``, in layer order), then the first whose KV-cache
-    spec fails once every layer is built (``spec_refusals``). Conditions read the layer's
-    environment (as the caches' expressions do), ``kv_cache_dtype``, ``kv_fp8``, ``cc``,
-    ``cc_major`` and ``cc_minor``."""
+    fails (the rule's ``layer_refusals``, in layer order), then (``specs``: the KV-cache
+    dtype resolved) the first whose KV-cache spec fails once every layer is built
+    (``spec_refusals``). Conditions read the layer's environment (as the caches'
+    expressions do), ``kv_cache_dtype``, ``kv_fp8``, ``cc``, ``cc_major`` and ``cc_minor``;
+    the message may name any of it (``{layer_index}``, ``{compress_ratio}``)."""
     extra = {"tp_size": tp_size, "kv_cache_dtype": kv_cache_dtype,
              "kv_fp8": kv_cache_dtype.startswith("fp8"), "cc": cc, "cc_major": cc // 10,
              "cc_minor": cc % 10, "packed": element_bytes is None, "kv_bytes": element_bytes or 1,
              "cache_block": cache_block}
-    envs = _layer_envs(rule, config, extra) if rule.layer_refusals or rule.spec_refusals else []
-    for rules in (rule.layer_refusals, rule.spec_refusals):
+    checked = (rule.layer_refusals, rule.spec_refusals if specs else ())
+    envs = _layer_envs(rule, config, extra) if any(checked) else []
+    for rules in checked:
         for env in envs:
             for step in rules:
                 if _eval(step.when, env) and step.refuse is not None:
@@ -459,25 +513,32 @@ class DrivenSelection(_Strict):
     """A name was given and the layer code took its default anyway."""
 
 
-def driven_backend(data: ModelDrivenData, rule: DrivenModel, name: str) -> DrivenBackend:
-    """The backend a selection names: the enum's model-driven member, or one the rule's
-    layers pin without the enum (its ``layer_backends``: Dots3Note's
-    ``DOTS3_NOTE_PADDED_MLA_SPARSE``), as a backend of the rule's architectures."""
+def driven_backend(data: ModelDrivenData, rule: DrivenModel, name: str, cc_major: int = 0
+                   ) -> DrivenBackend:
+    """The backend a selection names, as its layers are built on a GPU of ``cc_major``
+    (``DrivenBackend.on_gpu``): the enum's model-driven member, or one the rule's layers
+    pin without the enum (its ``layer_backends``: Dots3Note's
+    ``DOTS3_NOTE_PADDED_MLA_SPARSE``, Step5's ``STEP5_DSA``), as a backend of the rule's
+    architectures."""
     if name in data.backends:
-        return data.backends[name]
+        return data.backends[name].on_gpu(cc_major)
     helper = rule.layer_backends[name]
     return DrivenBackend(class_path=helper.class_name or name, platform="cuda",
                          models=rule.architectures, kernel_block_sizes=_sizes(helper.kernel_block_sizes),
                          cudagraph_support=helper.cudagraph_support, source=helper.source)
 
 
-def select_driven(rule: DrivenModel, requested: str | None, cc_major: int,
-                  config: Mapping[str, Any] | None = None, cc: int | None = None
+def select_driven(rule: DrivenModel, requested: str | None, cc_major: int, *,
+                  config: Mapping[str, Any] | None = None, cc: int | None = None,
+                  tp_size: int = 1, pcp_size: int = 1, probes: Mapping[str, bool] | None = None
                   ) -> DrivenSelection:
-    """The layers' choice (``cc``: the capability as 90, 103; default ``cc_major`` x 10)."""
+    """The layer code's choice for ``requested`` on a GPU of ``cc_major`` (``cc``: the
+    capability as 90, 103; default ``cc_major`` x 10) at ``tp_size`` and ``pcp_size``
+    (prefill context parallelism); ``probes`` overrides the rule's probed facts."""
     cc = cc_major * 10 if cc is None else cc
-    env = {**_config_env(rule, config or {}), "requested": requested or "none",
-           "cc_major": cc_major, "cc": cc, "cc_minor": cc % 10}
+    env: dict[str, Any] = {**_config_env(rule, config or {}), **rule.probes, **(probes or {}),
+                           "requested": requested or "none", "cc_major": cc_major, "cc": cc,
+                           "cc_minor": cc % 10, "tp_size": tp_size, "pcp_size": pcp_size}
     for step in rule.selection:
         if _eval(step.when, env):
             if step.refuse is not None:
@@ -486,16 +547,23 @@ def select_driven(rule: DrivenModel, requested: str | None, cc_major: int,
                                        exc_type=step.exc_type, code=step.code)
             return DrivenSelection(requested=requested, backend=step.backend,
                                    ignored=requested is not None and requested != step.backend
-                                   and step.when is True)
+                                   and "requested" not in _names(step.when))
     raise CatalogError(f"{rule.source}: no selection rule matched {requested!r}")
+
+
+def _names(when: str | bool) -> set[str]:
+    return set() if isinstance(when, bool) else expr_lang.names_in(expr_lang.parse(when))
 
 
 def resolve_cache_dtype(rule: DrivenModel, backend: DrivenBackend, kv_cache_dtype: str,
                         cc_major: int = 0) -> tuple[str, int | None] | tuple[None, str]:
     """(cache dtype string, plain row element bytes or None when packed), or (None,
-    vLLM's error)."""
+    vLLM's error). The rules read ``packed``, ``packed_cache_dtype`` (the record the
+    layer resolves ``auto`` / ``fp8`` to), ``kv_cache_dtype``, ``kv_fp8`` and
+    ``cc_major``."""
     env = {"packed": backend.packed_layout, "kv_cache_dtype": kv_cache_dtype,
-           "kv_fp8": kv_cache_dtype.startswith("fp8"), "cc_major": cc_major}
+           "kv_fp8": kv_cache_dtype.startswith("fp8"),
+           "packed_cache_dtype": backend.packed_cache_dtype, "cc_major": cc_major}
     for step in rule.cache_dtype:
         if _eval(step.when, env):
             if step.refuse is not None:
@@ -519,13 +587,15 @@ _DTYPE_BYTES = {"uint8": 1, "float32": 4, "bfloat16": 2, "float8_e4m3fn": 1}
 
 def driven_caches(rule: DrivenModel, config: Mapping[str, Any], *, selected: str,
                   element_bytes: int | None, cache_dtype: str, cache_block: int,
-                  layer_class: str = "", architecture: str = "", tp_size: int = 1
-                  ) -> list[DrivenEntry]:
+                  layer_class: str = "", architecture: str = "", tp_size: int = 1,
+                  cc_major: int = 0) -> list[DrivenEntry]:
     """Every cache module in registration order, with its spec at ``cache_block``
-    (named under the architecture's ``layer_prefix``)."""
+    (named under the architecture's ``layer_prefix``). Expressions also read ``cc_major``
+    and ``cache_dtype``."""
     prefix = rule.layer_prefix.get(architecture, "model.layers")
     extra = {"packed": element_bytes is None, "kv_bytes": element_bytes or 1,
-             "cache_block": cache_block, "tp_size": tp_size}
+             "cache_block": cache_block, "tp_size": tp_size, "cc_major": cc_major,
+             "cache_dtype": cache_dtype}
     out: list[DrivenEntry] = []
     for env in _layer_envs(rule, config, extra):
         index = int(env["layer_index"])
@@ -572,7 +642,9 @@ def _spec(cache_module: DrivenCache, env: Mapping[str, Any], cache_dtype: str) -
     dtype_bytes = int(env["kv_bytes"]) if dtype == "kv" else _DTYPE_BYTES[dtype]
     state = _eval(cache_module.state_bytes, env)
     content = int(state) if state is not None else (head + head_v) * dtype_bytes
-    states = block // per_state
+    # AttentionSpec.get_num_kernel_states: one state per block when tokens_per_state is 0
+    states = block // per_state if per_state > 0 else 1
+    per_state = per_state if per_state > 0 else block
     page = heads * states * content
     alignment = _eval(cache_module.alignment, env)
     if alignment:
@@ -682,17 +754,17 @@ def _page(spec: AnySpec) -> int:
 def _aligned_block(rule: DrivenModel, data: ModelDrivenData, selected: str,
                    config: Mapping[str, Any], block_size: int | None, *,
                    element_bytes: int | None, cache_dtype: str, architecture: str = "",
-                   tp_size: int = 1) -> tuple[int, PlanError | None]:
+                   tp_size: int = 1, cc_major: int = 0) -> tuple[int, PlanError | None]:
     preferred = block_size or 16  # CacheConfig.DEFAULT_BLOCK_SIZE
     if block_size:
         return block_size, None
-    backend = driven_backend(data, rule, selected)
+    backend = driven_backend(data, rule, selected, cc_major)
     if rule.aligned_block_size == "kernel_block":
-        return (backend.kernel_block_sizes[0] if backend.kernel_block_sizes else preferred), None
+        return kernel_block(backend, cc_major) or preferred, None
     at_default = driven_caches(rule, config, selected=selected, element_bytes=element_bytes,
                                cache_dtype=cache_dtype, cache_block=preferred,
                                layer_class=backend.layer_class, architecture=architecture,
-                               tp_size=tp_size)
+                               tp_size=tp_size, cc_major=cc_major)
     try:
         return _common_block(at_default, rule, data, selected, preferred), None
     except EngineStartupError as exc:
@@ -702,29 +774,40 @@ def _aligned_block(rule: DrivenModel, data: ModelDrivenData, selected: str,
 def aligned_block(rule: DrivenModel, data: ModelDrivenData, selected: str,
                   config: Mapping[str, Any], block_size: int | None, *,
                   element_bytes: int | None, cache_dtype: str, architecture: str = "",
-                  tp_size: int = 1) -> int:
-    """The block the caches take (``update_block_size_for_backend``): ``--block-size`` when
-    given, else the chosen backend's kernel block (``kernel_block``) or the smallest block
-    every registered cache's backend accepts (``common``; the default 16 where no block
-    fits, which ``plan_driven`` reports)."""
+                  tp_size: int = 1, cc_major: int = 0) -> int:
+    """The block the caches take (``update_block_size_for_backend``) on a GPU of
+    ``cc_major``: ``--block-size`` when given, else the chosen backend's kernel block
+    (``kernel_block``) or the smallest block every registered cache's
+    backend accepts (``common``; the default 16 where no block fits, which ``plan_driven``
+    reports)."""
     return _aligned_block(rule, data, selected, config, block_size, element_bytes=element_bytes,
-                          cache_dtype=cache_dtype, architecture=architecture, tp_size=tp_size)[0]
+                          cache_dtype=cache_dtype, architecture=architecture, tp_size=tp_size,
+                          cc_major=cc_major)[0]
+
+
+def kernel_block(backend: DrivenBackend, cc_major: int) -> int | None:
+    """The backend's kernel block size on a GPU of ``cc_major`` (None: none stated)."""
+    if backend.kernel_block_size:
+        return int(_eval(backend.kernel_block_size, {"cc_major": cc_major}))
+    return backend.kernel_block_sizes[0] if backend.kernel_block_sizes else None
 
 
 def plan_driven(model: ModelFacts, rule: DrivenModel, data: ModelDrivenData, backend_name: str,
-                *, cache_dtype: str, element_bytes: int | None, options: KVOptions
-                ) -> ModelPlan:
-    """The KV plan vLLM builds for the model-driven layers: the caches at the aligned block
-    (``update_block_size_for_backend``), the packed groups, the CUDA-graph mode."""
-    backend = driven_backend(data, rule, backend_name)
+                *, cache_dtype: str, element_bytes: int | None, options: KVOptions,
+                cc_major: int = 0) -> ModelPlan:
+    """The KV plan vLLM builds for the model-driven layers on a GPU of ``cc_major``: the
+    caches at the aligned block (``update_block_size_for_backend``), the packed groups,
+    the CUDA-graph mode."""
+    backend = driven_backend(data, rule, backend_name, cc_major)
     config = model.config or {}
     block, block_error = _aligned_block(rule, data, backend_name, config, options.block_size,
                                         element_bytes=element_bytes, cache_dtype=cache_dtype,
-                                        architecture=model.architecture, tp_size=model.tp_size)
+                                        architecture=model.architecture, tp_size=model.tp_size,
+                                        cc_major=cc_major)
     entries = driven_caches(rule, config, selected=backend_name, element_bytes=element_bytes,
                             cache_dtype=cache_dtype, cache_block=block,
                             layer_class=backend.layer_class, architecture=model.architecture,
-                            tp_size=model.tp_size)
+                            tp_size=model.tp_size, cc_major=cc_major)
     specs: dict[str, AnySpec] = {e.name: e.spec for e in entries if e.spec is not None}
     names, padded = packed_groups(specs, rule.grouping)
     for name, page in padded.items():

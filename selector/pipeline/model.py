@@ -258,7 +258,8 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     engine = engine_data.engine
     requested = attention_backend.upper() if attention_backend else None
     cc = base.cc or 0
-    choice = model_driven.select_driven(rule, requested, cc // 10, model.config, cc=cc)
+    choice = model_driven.select_driven(rule, requested, cc // 10, config=model.config, cc=cc,
+                                        tp_size=model.tp_size, pcp_size=base.pcp_size)
     error: Diagnostic | None = _platform_first(model, base, rule, engine_data, requested,
                                                options, catalog)
     warnings: list[Diagnostic] = []
@@ -269,25 +270,29 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     elif error is None:
         assert choice.backend is not None
         cache_dtype, detail = model_driven.resolve_cache_dtype(
-            rule, model_driven.driven_backend(data, rule, choice.backend),
+            rule, model_driven.driven_backend(data, rule, choice.backend, cc // 10),
             options.kv_cache_dtype, cc // 10)
         element_bytes = detail if isinstance(detail, int) else None
-        refused = None if cache_dtype is None else model_driven.layer_refusal(
+        # a layer's build refused (the rule's layer_refusals, before the KV-cache dtype's
+        # refusal), then a spec once every layer is built (spec_refusals)
+        refused = model_driven.layer_refusal(
             rule, model.config or {}, kv_cache_dtype=options.kv_cache_dtype, cc=cc,
-            tp_size=model.tp_size, element_bytes=element_bytes,
+            tp_size=model.tp_size, element_bytes=element_bytes, specs=cache_dtype is not None,
             cache_block=model_driven.aligned_block(
                 rule, data, choice.backend, model.config or {}, options.block_size,
                 element_bytes=element_bytes, cache_dtype=cache_dtype or "auto",
-                architecture=model.architecture, tp_size=model.tp_size))
-        if cache_dtype is None:
-            error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
-        elif refused is not None:  # a layer's build refused (the rule's layer_refusals)
+                architecture=model.architecture, tp_size=model.tp_size, cc_major=cc // 10)
+            if cache_dtype is not None else 16)
+        if refused is not None:
             error = _diagnostic(catalog, refused.code,
                                 detail=f"{refused.exc_type}: {refused.error}", backend=choice.backend)
+        elif cache_dtype is None:
+            error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         else:
             plan = model_driven.plan_driven(
                 model, rule, data, choice.backend, cache_dtype=cache_dtype,
-                element_bytes=detail if isinstance(detail, int) else None, options=options)
+                element_bytes=detail if isinstance(detail, int) else None, options=options,
+                cc_major=cc // 10)
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
     built = (model_driven.layer_backends(rule, model.config or {}, choice.backend, model.tp_size)
