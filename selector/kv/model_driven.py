@@ -13,7 +13,10 @@ compressed caches' block to the backend's kernel block. Step5's layers (0.33.0) 
 their own backends instead (STEP5_DSA where the sparse_config applies, the split-KV
 FLASH_ATTN elsewhere), whatever ``--attention-backend`` says; a DSA layer adds a sparse
 summary cache and a CSA tail ring (a ``CircularBufferSpec``), which the packed grouping
-keeps as a state bucket.
+keeps as a state bucket. DeepSeek-V4.1's layers (0.30.0-0.33.0) register the compressed
+caches only on ``kv_source_layer_ids``, its compressor state a ``CircularBufferSpec``; its
+kernel block and layer class may depend on the GPU, its default on a probed kernel build.
+Dots3Note's layers pin a padded sparse MLA or a sliding TRITON_MLA by ``layer_types``.
 
 Data: ``model-driven.yaml`` of the engine profile (inherited whole; a release that
 changes a fact gives a complete file). Each fact cites vLLM's source; vLLM's own
@@ -74,7 +77,7 @@ __all__ = [
     "DrivenSelection",
     "ModelDrivenData",
     "aligned_block",
-        "compress_ratios",
+    "compress_ratios",
     "driven_backend",
     "driven_caches",
     "driven_rule",
