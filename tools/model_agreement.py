@@ -311,12 +311,30 @@ def _driven(model: ModelFacts, answer: dict[str, Any]) -> Any:
     if found is None:
         return None
     data, rule = found
-    cc_major = int(str(answer.get("capability", "9.0")).split(".")[0])
-    choice = md.select_driven(rule, answer.get("attention_backend"), cc_major)
-    assert choice.backend is not None
-    backend = md.driven_backend(data, rule, choice.backend)
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
-    return data, rule, choice.backend, dtype, detail if isinstance(detail, int) else None
+    major, minor = (int(p) for p in str(answer.get("capability") or "9.0").split("."))
+    # the CPU reference's FlashMLA has no mega-attention ops unless the answer says so
+    # (tools/model_driven_reference.py --mega-ops)
+    probes = {"mega_attn_ops": bool(answer.get("mega_attn_ops"))}
+    choice = md.select_driven(rule, answer.get("attention_backend"), major, config=model.config,
+                              cc=major * 10 + minor, tp_size=1, probes=probes)
+    if choice.backend is None:  # the layer code refuses the checkpoint or the name
+        return data, rule, None, None, f"{choice.exc_type}: {choice.error}", major
+    backend = md.driven_backend(data, rule, choice.backend, major)
+    kv_cache_dtype = answer.get("kv_cache_dtype") or "auto"
+    dtype, detail = md.resolve_cache_dtype(rule, backend, kv_cache_dtype, major)
+    element_bytes = detail if isinstance(detail, int) else None
+    refused = md.layer_refusal(
+        rule, model.config or {}, kv_cache_dtype=kv_cache_dtype, cc=major * 10 + minor,
+        element_bytes=element_bytes, specs=dtype is not None,
+        cache_block=md.aligned_block(rule, data, choice.backend, model.config or {},
+                                     answer.get("requested_block_size"),
+                                     element_bytes=element_bytes, cache_dtype=dtype,
+                                     architecture=model.architecture, cc_major=major)
+        if dtype is not None else 16)
+    if refused is not None:
+        return data, rule, None, None, f"{refused.exc_type}: {refused.error}", major
+    # detail: element bytes, None, or the refusal
+    return data, rule, choice.backend, dtype, detail, major
 
 
 def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgreement) -> bool:
@@ -327,14 +345,14 @@ def _compare_driven(model: ModelFacts, answer: dict[str, Any], result: ConfigAgr
     found = _driven(model, answer)
     if found is None:
         return False
-    data, rule, backend, dtype, element_bytes = found
-    if dtype is None:
+    data, rule, backend, dtype, element_bytes, cc_major = found
+    if dtype is None or backend is None:
         result.tool_error = str(element_bytes)
         return True
     caches = md.driven_caches(rule, model.config or {}, selected=backend, element_bytes=element_bytes,
                               cache_dtype=dtype, cache_block=answer["block_size"],
-                              layer_class=md.driven_backend(data, rule, backend).layer_class,
-                              architecture=model.architecture)
+                              layer_class=md.driven_backend(data, rule, backend, cc_major).layer_class,
+                              architecture=model.architecture, cc_major=cc_major)
     have = {c.name: c for c in caches}
     for record in answer["layers"]:
         result.layers += 1

@@ -12,7 +12,8 @@ Run with an oracle interpreter (vLLM installed, CPU only)::
         tests/fixtures/hf_configs/deepseek-ai--DeepSeek-V4-Flash.json
 
 For every config and every compute capability of ``--capability`` (default 9.0 and
-10.0: H200 and B200) it makes vLLM's platform that GPU (``oracle.set_capability``)
+10.0: H200 and B200; each in a process of its own, so that a class attribute vLLM
+computes at import reads that GPU) it makes vLLM's platform that GPU (``oracle.set_capability``)
 and takes ``tools/vllm_model_reference.py``'s answer (the model class built on the
 meta device, every layer's KV-cache spec and the backend its module names, the groups
 before and after ``update_block_size_for_backend``) with no ``--attention-backend``,
@@ -146,6 +147,102 @@ def backend_facts(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+MEGA_TP_SIZES = (1, 2, 4, 8, 16)
+"""The tensor-parallel sizes ``--mega-topologies`` asks DeepSeek-V4.1's mega layer about."""
+
+
+def mega_topologies(configs: list[Path], capabilities: list[tuple[int, int]]
+                    ) -> list[dict[str, Any]]:
+    """vLLM's ``DeepseekV4MegaAttnAttention.is_available_for`` (the SM10x default's
+    topology rule: heads and ``wo_a`` groups per rank) for each config, capability and
+    ``MEGA_TP_SIZES`` entry. The method reads only ``model_config.hf_config`` and
+    ``parallel_config.tensor_parallel_size``, which a namespace gives it (no TP group is
+    built on this one-process host)."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn") is None:
+        return []
+    import oracle  # type: ignore[import-not-found]
+    import vllm
+    from vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn import DeepseekV4MegaAttnAttention
+    from vllm.transformers_utils.config import get_config
+
+    out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted(set(configs)):
+            folder = Path(tmp) / path.stem
+            folder.mkdir()
+            (folder / "config.json").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            hf_config = get_config(str(folder), trust_remote_code=False)
+            for capability in capabilities:
+                oracle.set_capability(capability)
+                answers = {}
+                for tp in MEGA_TP_SIZES:
+                    config = types.SimpleNamespace(
+                        model_config=types.SimpleNamespace(hf_config=hf_config),
+                        parallel_config=types.SimpleNamespace(tensor_parallel_size=tp))
+                    answers[str(tp)] = bool(DeepseekV4MegaAttnAttention.is_available_for(config))
+                out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
+                            "vllm_version": vllm.__version__, "status": "ok",
+                            "mega_available_by_tp": answers})
+    return out
+
+
+SELECTION_TP_SIZES = (1, 8, 16)
+SELECTION_PCP_SIZES = (1, 2)
+"""The tensor- and prefill-context-parallel sizes ``--selection-matrix`` asks about."""
+
+
+def selection_matrix(configs: list[Path], capabilities: list[tuple[int, int]],
+                     names: list[str], mega_ops: bool) -> list[dict[str, Any]]:
+    """vLLM's own ``_select_dsv4_attn_cls`` of DeepSeek-V4.1's CUDA model
+    (``vllm/models/deepseek_v41/nvidia/model.py``) for each config, capability,
+    ``--attention-backend`` (none, then ``names``), TP and PCP size: the backend its
+    class names (``backend_cls.get_name()``) or its error, word for word. The function
+    reads only ``attention_config.backend``, ``parallel_config``'s two sizes and (for
+    the mega layer's ``is_available_for``) ``model_config.hf_config``, which a namespace
+    gives it (no TP / PCP group is built on this one-process host)."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("vllm.models.deepseek_v41.nvidia.model") is None:
+        return []
+    import oracle  # type: ignore[import-not-found]
+    import vllm
+    from vllm.models.deepseek_v41.nvidia import model as v41
+    from vllm.transformers_utils.config import get_config
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted(set(configs)):
+            folder = Path(tmp) / path.stem
+            folder.mkdir()
+            (folder / "config.json").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            hf_config = get_config(str(folder), trust_remote_code=False)
+            for capability in capabilities:
+                oracle.set_capability(capability)
+                answers: dict[str, Any] = {}
+                for name, tp, pcp in itertools.product([None, *names], SELECTION_TP_SIZES,
+                                                       SELECTION_PCP_SIZES):
+                    config = types.SimpleNamespace(
+                        model_config=types.SimpleNamespace(hf_config=hf_config),
+                        attention_config=types.SimpleNamespace(
+                            backend=None if name is None else AttentionBackendEnum[name]),
+                        parallel_config=types.SimpleNamespace(
+                            tensor_parallel_size=tp, prefill_context_parallel_size=pcp))
+                    try:
+                        answer = v41._select_dsv4_attn_cls(config).backend_cls.get_name()
+                    except (ValueError, NotImplementedError) as exc:
+                        answer = {"error": f"{type(exc).__name__}: {exc}"}
+                    answers[f"{name or 'none'}|tp{tp}|pcp{pcp}"] = answer
+                out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
+                            "vllm_version": vllm.__version__, "status": "ok",
+                            "mega_attn_ops": mega_ops, "selection_matrix": answers})
+    return out
+
+
 def _unknown(config: Path, capability: tuple[int, int], name: str,
              kv_cache_dtype: str | None) -> dict[str, Any]:
     import vllm
@@ -155,6 +252,37 @@ def _unknown(config: Path, capability: tuple[int, int], name: str,
             **({} if kv_cache_dtype is None else {"kv_cache_dtype": kv_cache_dtype}),
             "status": "refused", "stage": "argument parser",
             "error": f"KeyError: {name!r} is not a member of this release's AttentionBackendEnum"}
+
+
+def _per_capability(argv: list[str], capabilities: list[tuple[int, int]], out: Path) -> int:
+    """One process per emulated GPU: a class attribute vLLM computes when its module is
+    imported (``FlashAttentionMetadataBuilder._cudagraph_support``, by the FlashAttention
+    version of the GPU, flash_attn.py:619-623) would otherwise keep the first GPU's value.
+    Each GPU's answers are merged into ``out`` (``--merge``)."""
+    import subprocess
+
+    rest: list[str] = []
+    skip = False
+    for word in argv:  # the arguments without --capability and --merge
+        if skip:
+            skip = False
+            continue
+        if word == "--capability":
+            skip = True
+            continue
+        if word.startswith("--capability=") or word == "--merge":
+            continue
+        rest.append(word)
+    merge = "--merge" in argv
+    for i, capability in enumerate(capabilities):
+        extra = ["--merge"] if merge or i else []
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, *extra,
+                               "--capability", ".".join(map(str, capability))], check=False)
+        if done.returncode:
+            print(f"capability {capability}: exit {done.returncode} ({out} may hold the "
+                  "GPUs before it)", file=sys.stderr)
+            return done.returncode
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +303,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true",
                         help="keep the answers already in --out for (config, capability, "
                              "backend) not run now")
+    parser.add_argument("--mega-ops", action="store_true",
+                        help="build as on a GPU whose FlashMLA has the mega-attention ops "
+                             "(oracle.models.flashmla_mega_build: DeepSeek-V4.1's SM10x "
+                             "default and FLASHMLA_MEGA_ATTN_DSV41 become buildable)")
+    parser.add_argument("--engram-tokenizer", action="store_true",
+                        help="a tokenizer stand-in for DeepSeek-V4.1's Engram layers "
+                             "(oracle.models.engram_tokenizer)")
+    parser.add_argument("--selection-matrix", action="store_true",
+                        help="also record DeepSeek-V4.1's _select_dsv4_attn_cls per backend "
+                             "name, TP and PCP size (with --mega-ops: its mega default)")
+    parser.add_argument("--mega-topologies", action="store_true",
+                        help="also record DeepseekV4MegaAttnAttention.is_available_for per "
+                             "tensor-parallel size (with --mega-ops: the heads-fit rule)")
     parser.add_argument("--gpu-runner", action="store_true",
                         help="choose the model runner as on the emulated GPU (Model Runner V2: "
                              "tools/vllm_model_reference.py --gpu-runner); Step5 builds on it only")
@@ -186,9 +327,19 @@ def main(argv: list[str] | None = None) -> int:
     capabilities: list[tuple[int, int]] = (
         [(int(c.split(".")[0]), int(c.split(".")[1])) for c in args.capability]
         if args.capability else list(DEFAULT_CAPABILITIES))
+    if len(capabilities) > 1:
+        return _per_capability(list(sys.argv[1:] if argv is None else argv), capabilities, args.out)
     ref._bootstrap()
     if args.gpu_runner:
         ref.gpu_model_runner()
+    if args.mega_ops:
+        from oracle.models import flashmla_mega_build  # type: ignore[import-not-found]
+
+        flashmla_mega_build()
+    if args.engram_tokenizer:
+        from oracle.models import engram_tokenizer  # type: ignore[import-not-found]
+
+        engram_tokenizer()
     _capture_backends()
     if args.cuda_runtime:
         # the GDN prefill kernel on SM10x / SM12x needs CUDA >= 13 (qwen_gdn_linear_attn.py
@@ -224,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 if args.cuda_runtime:
                     result["cuda_runtime"] = args.cuda_runtime
+                if args.mega_ops:  # the answer of a GPU build with the mega-attention ops
+                    result["mega_attn_ops"] = True
                 results.append(result)
                 summary = result.get("error") or f"{len(result['layers'])} layers"
                 print(f"{result['status']:7} {capability} {name} {dtype} {path.name}: "
@@ -238,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
                     "status": "ok", "backends": backend_facts(
                         sorted(n for n in known if n.endswith(MODEL_DRIVEN_SUFFIXES))),
                     "layer_backends": [class_facts(_SEEN[n], _SEEN_CONFIG.get(n)) for n in sorted(_SEEN)]})
+
+    if args.mega_topologies:
+        results.extend(mega_topologies(args.configs, capabilities))
+    if args.selection_matrix:
+        results.extend(selection_matrix(args.configs, capabilities,
+                                        [n for n in backends if n in known], args.mega_ops))
 
     def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
         return (str(r["config"]), str(r["capability"]), str(r.get("attention_backend") or ""),

@@ -537,7 +537,7 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     # full_attention layers) with index_tp_size = the KV groups (:397-400), 8 query heads
     # per KV group (:426-427), three sliding layers before each full one, the head-wise gate
     # its DSA layers require (:1051-1054), the MoE's router bias and fp32 gate
-    # (kept as tests/fixtures/hf_configs/model_driven/synthetic--Step5ForCausalLM.json while unmapped)
+    # (kept as tests/fixtures/hf_configs/model_driven/synthetic--Step5ForCausalLM.json)
     "Step5ForCausalLM": ("step5", {
         "num_hidden_layers": 8, "sparse_config": {"index_tp_size": 8}, "sliding_window": 512,
         "num_attention_heads": 64, "head_dim": 192, "use_head_wise_attn_gate": True,

@@ -641,10 +641,17 @@ def main(argv: list[str] | None = None) -> int:
                              "vllm.py:752 in 0.33.0; the CPU build has none and falls back to "
                              "Model Runner V1): an architecture that only builds on Model Runner "
                              "V2 (LongcatFlashNgramForCausalLM) is then vLLM's build")
+    parser.add_argument("--engram-tokenizer", action="store_true",
+                        help="a tokenizer stand-in for DeepSeek-V4.1's Engram layers, which "
+                             "load the tokenizer while built (oracle.models.engram_tokenizer)")
     args = parser.parse_args(argv)
     oracle.start_models()
     if args.gpu_runner:
         gpu_model_runner()
+    if args.engram_tokenizer:
+        from oracle.models import engram_tokenizer
+
+        engram_tokenizer()
     results = []
     failures: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:

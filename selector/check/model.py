@@ -45,6 +45,9 @@ class LayerSelection:
     result: SolveResult
     draft: bool = False
     """Layers of the speculative draft (their backend follows the draft's rule)."""
+    own_code: bool = False
+    """The model's own layer code chose the backend (``model-driven.yaml``): it builds the
+    layers itself, so the profile's layer-build checks of that backend do not apply."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from selector.kv.specs import (
     AnySpec,
     AttentionSpecBase,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     EncoderOnlyAttentionSpec,
     MambaSpec,
     SlidingWindowSpec,
@@ -85,6 +86,8 @@ def _pages_needed(spec: AnySpec, max_model_len: int, in_flight: int) -> int:
         if spec.mamba_cache_mode == "all":  # a state per block (0.25.1-0.31.0)
             return _cdiv(max_model_len, spec.block_size) + spec.num_speculative_blocks
         return 1 + spec.num_speculative_blocks
+    if isinstance(spec, CircularBufferSpec):  # one ring block per request (kv_cache_interface.py:982-989)
+        return 1
     if isinstance(spec, SlidingWindowSpec):
         tokens = min(spec.sliding_window - 1 + in_flight, max_model_len)
         return _cdiv(tokens, spec.block_size) + 1

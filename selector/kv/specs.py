@@ -114,11 +114,14 @@ class MLAAttentionSpec(AttentionSpecBase):
 
 
 class CircularBufferSpec(AttentionSpecBase):
-    """``CircularBufferSpec`` (vllm/v1/kv_cache_interface.py:967-1004 in 0.33.0): one block
-    per request, ``block_size`` the ring's capacity, its page ``AttentionSpec``'s; uniform
-    only with other circular buffers, never prefix-cached. ``dcp_sharded``: vLLM's
-    ``AttentionSpec.dcp_sharded`` (default True), which ``is_uniform_type`` requires equal
-    across a group."""
+    """``CircularBufferSpec`` (vllm/v1/kv_cache_interface.py:967-1004 in 0.33.0): one
+    block per request (``max_num_blocks_per_req`` 1, ``max_memory_usage_bytes`` one
+    page) holding a ring of raw rows, ``block_size`` the ring's capacity; ``AttentionSpec``'s
+    page (heads x ``block_size // tokens_per_state`` x ``(head_size + head_size_v)`` x dtype
+    bytes); uniform only with other circular buffers (``is_uniform_with_collection``), never
+    prefix-cached: one block per request for its lifetime. ``dcp_sharded``:
+    vLLM's ``AttentionSpec.dcp_sharded`` (default True), which ``is_uniform_type`` requires
+    equal across a group."""
 
     kind: Literal["circular_buffer"] = "circular_buffer"
     dcp_sharded: bool = True

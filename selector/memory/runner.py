@@ -63,6 +63,8 @@ class V1Unsupported(_Strict):
     source: str
     methods: dict[str, str] = Field(default_factory=dict)
     keys: dict[str, str] = Field(default_factory=dict)
+    architectures: dict[str, str] = Field(default_factory=dict)
+    """Architectures the V1 runner refuses, each with vLLM's feature name (listed last)."""
 
 
 class RunnerCodes(_Strict):
@@ -122,12 +124,15 @@ def _v2_features(data: RunnerData, method: str, keys: Mapping[str, Any]) -> list
     return out
 
 
-def _v1_features(data: RunnerData, method: str, keys: Mapping[str, Any]) -> list[str]:
+def _v1_features(data: RunnerData, method: str, keys: Mapping[str, Any],
+                 architectures: tuple[str, ...] = ()) -> list[str]:
     rule = data.v1_unsupported
     if rule is None:
         return []
     out = [feature for name, feature in rule.methods.items() if method == name]
     out += [feature for key, feature in rule.keys.items() if keys.get(key) not in (None, False)]
+    # model_config.architecture: the first of the config's architectures
+    out += [rule.architectures[a] for a in architectures[:1] if a in rule.architectures]
     return out
 
 
@@ -152,7 +157,7 @@ def model_runner(data: RunnerData, *, architectures: tuple[str, ...], moe: bool,
     keys = keys or {}
     spec = method or ""
     v2 = _v2_features(data, spec, keys)
-    v1 = _v1_features(data, spec, keys)
+    v1 = _v1_features(data, spec, keys, architectures)
 
     def v2_choice(reason: str) -> RunnerChoice:
         refusal = data.v2_refusal.format(features=", ".join(v2)) if v2 else None

@@ -45,10 +45,11 @@ def explain_layer(loaded: LoadedDeployment, backend: str, catalog: Catalog, *,
     target = resolve_target(loaded, catalog, engine)
     engine_data = target.engine
     driven = load_model_driven(engine_data.engine, catalog)
-    if driven is not None and backend.upper() in driven.backends:
+    choosing = driven.models_choosing(backend.upper()) if driven is not None else ()
+    if choosing:
         raise InputError(
             f"{backend.upper()} is chosen by a model's own layer code "
-            f"({', '.join(driven.backends[backend.upper()].models)}), not by the attention "
+            f"({', '.join(choosing)}), not by the attention "
             "selector explain traces", field="backend",
             hint="check a deployment of that model: its report names the backend its layers build")
     name = engine_data.backend(backend).name

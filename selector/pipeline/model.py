@@ -257,32 +257,51 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
     data, rule = driven
     engine = engine_data.engine
     requested = attention_backend.upper() if attention_backend else None
-    choice = model_driven.select_driven(rule, requested, (base.cc or 0) // 10)
+    cc = base.cc or 0
+    choice = model_driven.select_driven(rule, requested, cc // 10, config=model.config, cc=cc,
+                                        tp_size=model.tp_size, pcp_size=base.pcp_size)
     error: Diagnostic | None = _platform_first(model, base, rule, engine_data, requested,
                                                options, catalog)
     warnings: list[Diagnostic] = []
     plan = None
     if error is None and choice.error is not None:
-        error = _diagnostic(catalog, "MD001", detail=f"{choice.exc_type}: {choice.error}",
+        error = _diagnostic(catalog, choice.code, detail=f"{choice.exc_type}: {choice.error}",
                             backend=requested)
     elif error is None:
         assert choice.backend is not None
-        if choice.ignored:
-            warnings.append(_diagnostic(catalog, "MD003", requested=requested,
-                                        built=choice.backend, backend=requested))
         cache_dtype, detail = model_driven.resolve_cache_dtype(
-            rule, model_driven.driven_backend(data, rule, choice.backend), options.kv_cache_dtype)
-        if cache_dtype is None:
+            rule, model_driven.driven_backend(data, rule, choice.backend, cc // 10),
+            options.kv_cache_dtype, cc // 10)
+        element_bytes = detail if isinstance(detail, int) else None
+        # a layer's build refused (the rule's layer_refusals, before the KV-cache dtype's
+        # refusal), then a spec once every layer is built (spec_refusals)
+        refused = model_driven.layer_refusal(
+            rule, model.config or {}, kv_cache_dtype=options.kv_cache_dtype, cc=cc,
+            tp_size=model.tp_size, element_bytes=element_bytes, specs=cache_dtype is not None,
+            cache_block=model_driven.aligned_block(
+                rule, data, choice.backend, model.config or {}, options.block_size,
+                element_bytes=element_bytes, cache_dtype=cache_dtype or "auto",
+                architecture=model.architecture, tp_size=model.tp_size, cc_major=cc // 10)
+            if cache_dtype is not None else 16)
+        if refused is not None:
+            error = _diagnostic(catalog, refused.code,
+                                detail=f"{refused.exc_type}: {refused.error}", backend=choice.backend)
+        elif cache_dtype is None:
             error = _diagnostic(catalog, "MD002", detail=str(detail), backend=choice.backend)
         else:
             plan = model_driven.plan_driven(
                 model, rule, data, choice.backend, cache_dtype=cache_dtype,
-                element_bytes=detail if isinstance(detail, int) else None, options=options)
+                element_bytes=detail if isinstance(detail, int) else None, options=options,
+                cc_major=cc // 10)
     kinds: dict[str, list[int]] = {}
     facts_of: dict[str, RequestFacts] = {}
-    layer_kinds = model_driven.layer_kinds(rule, model)
-    built = (model_driven.layer_backends(rule, model.config or {}, choice.backend)
+    built = (model_driven.layer_backends(rule, model.config or {}, choice.backend, model.tp_size)
              if error is None and choice.backend is not None else [None] * model.num_layers)
+    layer_kinds = model_driven.layer_kinds(rule, model, built)
+    if choice.ignored and error is None:  # the layers build their own: every backend they name
+        warnings.append(_diagnostic(catalog, "MD003", requested=requested,
+                                    built=", ".join(sorted({b for b in built if b})),
+                                    backend=requested))
     backend_of: dict[str, str | None] = {}
     for layer in model.layers:  # vLLM refuses the model once: one selection then
         kind = rule.kind_prefix if error is not None else layer_kinds[layer.index]
@@ -293,7 +312,7 @@ def _check_driven(model: ModelFacts, base: RequestFacts,
         LayerSelection(layers=tuple(layers), kind=kind, facts=facts_of[kind], result=SolveResult(
             engine=engine, mode="explicit" if requested else "auto", requested_backend=requested,
             facts=dict(facts_of[kind].stated), derived={}, priority=(), verdicts=(),
-            selected=backend_of[kind], error=error, warnings=tuple(warnings)))
+            selected=backend_of[kind], error=error, warnings=tuple(warnings)), own_code=True)
         for kind, layers in kinds.items())
     return ModelCheckResult(model=model, engine=engine, selections=selections, plan=plan)
 

@@ -185,7 +185,7 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
         kv = kv.model_copy(update={"available_kv_bytes": whole.available_kv_bytes})
     checked = solve(model, options=kv)
     for selection in checked.selections:  # the selected backends build the layers
-        if selection.result.selected is not None:
+        if selection.result.selected is not None and not selection.own_code:
             issues.extend(issue for issue in layer_build_issues(
                 catalog, checked.engine, checked.platform, selection.result.selected,
                 {**selection.result.facts, **selection.result.derived}, model.build_checks)

@@ -46,7 +46,8 @@ def _answers(version: str) -> tuple[dict[str, Any], ...]:
 
 
 def _runs(version: str) -> list[dict[str, Any]]:
-    return [a for a in _answers(version) if "backends" not in a]
+    return [a for a in _answers(version) if "backends" not in a
+            and "mega_available_by_tp" not in a and "selection_matrix" not in a]
 
 
 def _all_classes(version: str) -> list[dict[str, Any]]:
@@ -71,18 +72,65 @@ layers led by two 128x-compressed ones): ``tests/fixtures/hf_configs/SOURCES.md`
 
 _DSV4_VISION = "tests/fixtures/hf_configs/synthetic/DeepseekV4ForConditionalGeneration.json"
 _DOTS3 = "tests/fixtures/hf_configs/model_driven/synthetic--Dots3NoteForCausalLM.json"
+_STEP5 = {f"tests/fixtures/hf_configs/model_driven/synthetic--Step5{name}.json"
+          for name in ("ForCausalLM", "ForCausalLM-dense", "ForCausalLM-other",
+                       "ForCausalLM-index4", "ForCausalLM-nogate", "ForCausalLM-heads16",
+                       "ForCausalLM-onegroup", "ForCausalLM-indexer1", "ForCausalLM-head128",
+                       "ForCausalLM-proxy128", "ForCausalLM-topk2048", "ForCausalLM-rope0",
+                       "ForCausalLM-nohead",
+                       "ForConditionalGeneration")}
+_DSV41 = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM.json"
+_DSV41_ENGRAM = "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-engram.json"
+_DSV41_REFUSED = {
+    "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-no-kv-sources.json",
+    "tests/fixtures/hf_configs/model_driven/synthetic--DeepseekV41ForCausalLM-ratio4.json"}
 ADDED = {version: ({_DSV4_VISION} if version >= "0.30.0" else set()) | {_DOTS3}
          for version in ("0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")}
+for _version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0"):
+    ADDED[_version] |= {_DSV41, _DSV41_ENGRAM, *_DSV41_REFUSED}
+ADDED["0.33.0"] |= _STEP5
 """Configs recorded since, per release (the parts beside the release's file): the
 DeepSeek-V4 vision wrapper (DeepSeek-V4-Flash's config with the vision tower's fields;
-vLLM has it from 0.30.0 on) and a synthetic 4-layer Dots3Note (one full, three sliding
-layers; vLLM has it from 0.28.0 on: ``vllm-<version>-dots3.jsonl.gz``)."""
+vLLM has it from 0.30.0 on), a synthetic 4-layer Dots3Note (one full, three sliding
+layers; vLLM has it from 0.28.0 on: ``vllm-<version>-dots3.jsonl.gz``), a synthetic
+DeepSeek-V4.1 config without Engram layers (``vllm-<version>-dsv41.jsonl.gz``; vLLM has V4.1
+from 0.30.0 on), the same with Engram layers (``vllm-<version>-dsv41-engram*.jsonl.gz``: the
+reference's tokenizer stand-in, ``tools/oracle/models.py`` ``engram_tokenizer``) and two
+configs the V4.1 layer refuses (no ``kv_source_layer_ids``; a ratio-4 layer:
+``vllm-<version>-dsv41-refused.jsonl.gz``; V4.1 is also recorded on an emulated SM120,
+``vllm-<version>-dsv41-sm120.jsonl.gz``: its FlashInfer layer class stores the packed
+layout there), and 0.33.0's Step5
+(the 8-layer synthetic config, the same without its sparse_config section, the same with
+an attention_other_setting for its sliding layers, three its DSA layers refuse
+(index_tp_size 4, no head-wise gate, 2 query heads per KV group), one KV group of head 192
+(its fp8 tail ring too small at block 16, built at 32), the same refused for 16 indexer
+heads on one provider group or a head of 128, three sparse_config values vLLM refuses
+(proxy_dim, topk, the indexer's RoPE dimension), one without head_dim, and under the Step5
+vision frontend: ``vllm-0.33.0-step5.jsonl.gz``, recorded on Model Runner V2,
+``--gpu-runner``)."""
+
+SPEC_CLASSES = {"full_attention": ("FullAttentionSpec",), "mla_attention": ("MLAAttentionSpec",),
+                "sliding_window": ("SlidingWindowSpec", "SlidingWindowMLASpec"),
+                "circular_buffer": ("CircularBufferSpec",)}
+"""vLLM's spec classes each kind of the project's specs stands for."""
+
+REFERENCE_PROBES = {"mega_attn_ops": False}
+"""What the CPU reference's vLLM probes on the GPU build: it has no ``_flashmla_C``, so
+FlashMLA's mega-attention ops are absent (``is_flashmla_mega_attn_supported``). The
+answers recorded with ``--mega-ops`` (``vllm-<version>-dsv41-mega.jsonl.gz``, each run
+marked ``mega_attn_ops``) are those of a build that has them."""
+
+
+def _probes(answer: dict[str, Any]) -> dict[str, bool]:
+    return {**REFERENCE_PROBES, "mega_attn_ops": bool(answer.get("mega_attn_ops"))}
 
 
 def test_every_release_is_recorded_on_both_gpus() -> None:
     for version in RELEASES:
         runs = _runs(version)
-        assert {a["capability"] for a in runs} == {"9.0", "10.0"}, version
+        assert {a["capability"] for a in runs} >= {"9.0", "10.0"}, version
+        # SM103 and SM120 beside: Step5's DSA layers' own capability check
+        assert {a["capability"] for a in runs} - {"9.0", "10.0"} <= {"10.3", "12.0"}, version
         assert {a["config"] for a in runs} == CONFIGS | ADDED.get(version, set()), version
         assert all(a["status"] in ("ok", "refused") for a in runs), version
 
@@ -107,33 +155,52 @@ def test_the_layers_choice_and_caches_are_vllms(case: tuple[str, dict[str, Any]]
         assert answer["status"] == "refused"
         assert refusal == answer["error"]
         return
-    selection = md.select_driven(rule, requested, cc_major)
+    major, minor = (int(part) for part in answer["capability"].split("."))
+    selection = md.select_driven(rule, requested, cc_major, config=model.config,
+                                 cc=major * 10 + minor, tp_size=1, probes=_probes(answer))
     if selection.error is not None:
         assert answer["status"] == "refused"
         assert f"{selection.exc_type}: {selection.error}" == answer["error"]
         return
     assert selection.backend is not None
-    backend = md.driven_backend(data, rule, selection.backend)
-    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto")
+    backend = md.driven_backend(data, rule, selection.backend, cc_major)
+    dtype, detail = md.resolve_cache_dtype(rule, backend, answer.get("kv_cache_dtype") or "auto",
+                                           cc_major)
+    element_bytes = detail if isinstance(detail, int) else None
+    # a layer's build refused (before the KV-cache dtype's refusal), then a spec's
+    refused = md.layer_refusal(rule, model.config, kv_cache_dtype=answer.get("kv_cache_dtype")
+                               or "auto", cc=major * 10 + minor, element_bytes=element_bytes,
+                               specs=dtype is not None,
+                               cache_block=md.aligned_block(
+                                   rule, data, selection.backend, model.config,
+                                   answer.get("requested_block_size"),
+                                   element_bytes=element_bytes, cache_dtype=dtype,
+                                   architecture=model.architecture, cc_major=cc_major)
+                               if dtype is not None else 16)
+    if refused is not None:
+        assert answer["status"] == "refused"
+        assert f"{refused.exc_type}: {refused.error}" == answer["error"]
+        return
     if dtype is None:
         assert answer["status"] == "refused"
         assert detail == answer["error"]
         return
     assert answer["status"] == "ok", answer.get("error")
-    element_bytes = detail if isinstance(detail, int) else None
     before = md.driven_caches(rule, model.config, selected=selection.backend,
                               element_bytes=element_bytes, cache_dtype=dtype,
                               cache_block=answer["block_size"], layer_class=backend.layer_class,
-                              architecture=model.architecture)
+                              architecture=model.architecture, cc_major=cc_major)
     have = [(e.name, e.module, e.backend if e.spec else None,
              e.spec.block_size if e.spec else None, e.spec.page_size_bytes if e.spec else None)
             for e in before]
     want = [(r["name"], r["module"], r.get("backend"), r.get("block_size"), r.get("page_size_bytes"))
             for r in answer["layers"]]
     assert have == want
+    assert all(r["spec"] in SPEC_CLASSES[e.spec.kind] for e, r in zip(before, answer["layers"],
+                                                                       strict=True) if e.spec)
     plan = md.plan_driven(model, rule, data, selection.backend, cache_dtype=dtype,
                           element_bytes=element_bytes,
-                          options=_options(answer.get("requested_block_size")))
+                          options=_options(answer.get("requested_block_size")), cc_major=cc_major)
     aligned = answer["aligned"]
     assert plan.block_size is not None and plan.block_size.block_size == aligned["block_size"]
     have_groups = sorted((g.manager_block_size, g.bytes_per_block, len(g.layer_names))
@@ -208,6 +275,28 @@ def _check_classes(data: Any, recorded: dict[str, Any]) -> None:
         assert list(backend.kv_cache_dtypes) == fact["kv_cache_dtypes"], name
 
 
+def test_the_rules_own_backends_are_vllms() -> None:
+    """The backends a rule's cache modules name that the release's enum does not make
+    model-driven (Step5's STEP5_DSA, its split-KV FLASH_ATTN, the summary and ring caches'
+    backends) state the kernel block sizes and builder CUDA-graph support their classes
+    recorded (``layer_backends`` of the part's ``<backend classes>`` record)."""
+    data = md.load_model_driven("vllm==0.33.0", load_catalog())
+    assert data is not None
+    rule = data.rule_for("Step5ForCausalLM")
+    assert rule is not None
+    recorded = {b["name"]: b for part in _all_classes("0.33.0")
+                if any("Step5" in str(c.get("class")) for c in part["layer_backends"])
+                for b in part["layer_backends"]}
+    assert set(rule.layer_backends) == set(recorded)
+    for name, helper in rule.layer_backends.items():
+        fact = recorded[name]
+        assert helper.class_name == fact["class"].rsplit(".", 1)[-1], name
+        assert helper.cudagraph_support == fact["cudagraph_support"], name
+        sizes = [f"multiple_of {s['multiple_of']}" if isinstance(s, dict) else s
+                 for s in fact["kernel_block_sizes"]]
+        assert list(helper.kernel_block_sizes) == sizes, name
+
+
 UNMAPPED = GOLDEN / "unmapped"
 """vLLM's answers for model-driven architectures whose layer rule is not written yet
 (DeepSeek-V4.1: ``schemas/models/unmapped.yaml`` says what the rule needs), recorded with
@@ -217,8 +306,7 @@ the same reference so that the rule can be checked against them once it is data.
 def test_the_unmapped_answers_are_vllms_and_have_no_rule() -> None:
     from selector.models.families import family_for, unmapped_reason
 
-    paths = sorted(UNMAPPED.glob("vllm-*.jsonl.gz"))
-    assert paths
+    paths = sorted(UNMAPPED.glob("vllm-*.jsonl.gz"))  # none left: every one is mapped
     for path in paths:
         version = path.name.removeprefix("vllm-").split("-", 1)[0]
         architecture = path.name.removesuffix(".jsonl.gz").split("-", 2)[2]
@@ -284,3 +372,65 @@ def test_a_model_driven_name_given_to_dots3_note_is_a_known_gap(answer: dict[str
         f"ValueError: Selected backend AttentionBackendEnum.{answer['attention_backend']} is not valid")
     with pytest.raises(InputError, match="unknown attention backend"):
         _platform_first_refusal("0.33.0", answer, model)
+
+
+def _topologies() -> list[tuple[str, dict[str, Any]]]:
+    return [(v, a) for v in RELEASES for a in _answers(v) if "mega_available_by_tp" in a]
+
+
+def test_the_mega_layer_topologies_are_recorded() -> None:
+    """Every release with FlashMLA's mega attention (0.31.0 on) has its topology answers."""
+    have = {v for v, _ in _topologies()}
+    assert have == {"0.31.0", "0.32.0", "0.33.0"}
+
+
+@pytest.mark.parametrize("case", _topologies(),
+                         ids=lambda c: f"{c[0]}-sm{c[1]['capability'].replace('.', '')}")
+def test_the_default_per_tensor_parallel_size_is_vllms(case: tuple[str, dict[str, Any]]) -> None:
+    """With the mega-attention ops, the layer's default (no --attention-backend) is
+    FLASHMLA_MEGA_ATTN_DSV41 exactly where vLLM's ``is_available_for`` answers True for
+    that TP size (``tools/model_driven_reference.py --mega-topologies``), else FlashMLA."""
+    version, answer = case
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    model = load_model(ROOT / answer["config"])
+    rule = data.rule_for(model.architecture)
+    assert rule is not None
+    cc_major = int(answer["capability"].split(".")[0])
+    for tp, available in answer["mega_available_by_tp"].items():
+        selection = md.select_driven(rule, None, cc_major, config=model.config,
+                                     tp_size=int(tp), probes={"mega_attn_ops": True})
+        want = "FLASHMLA_MEGA_ATTN_DSV41" if available else "FLASHMLA_SPARSE_DSV41"
+        assert selection.backend == want, tp
+
+
+def _matrices() -> list[tuple[str, dict[str, Any]]]:
+    return [(v, a) for v in RELEASES for a in _answers(v) if "selection_matrix" in a]
+
+
+def test_every_v41_release_has_its_selection_matrix() -> None:
+    assert {v for v, _ in _matrices()} == {"0.30.0", "0.31.0", "0.32.0", "0.33.0"}
+
+
+@pytest.mark.parametrize("case", _matrices(),
+                         ids=lambda c: f"{c[0]}-sm{c[1]['capability'].replace('.', '')}")
+def test_the_layers_choice_per_name_tp_and_pcp_is_vllms(case: tuple[str, dict[str, Any]]) -> None:
+    """vLLM's own ``_select_dsv4_attn_cls`` (``tools/model_driven_reference.py
+    --selection-matrix``: each --attention-backend, TP 1 / 8 / 16, PCP 1 / 2, with the
+    mega-attention ops) against the rule's ``selection``: the backend, or vLLM's error."""
+    version, answer = case
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    model = load_model(ROOT / answer["config"])
+    rule = data.rule_for(model.architecture)
+    assert rule is not None
+    cc_major = int(answer["capability"].split(".")[0])
+    for key, want in answer["selection_matrix"].items():
+        name, tp, pcp = key.split("|")
+        selection = md.select_driven(rule, None if name == "none" else name, cc_major,
+                                     config=model.config, tp_size=int(tp.removeprefix("tp")),
+                                     pcp_size=int(pcp.removeprefix("pcp")),
+                                     probes={"mega_attn_ops": bool(answer["mega_attn_ops"])})
+        have = (selection.backend if selection.error is None
+                else {"error": f"{selection.exc_type}: {selection.error}"})
+        assert have == want, key

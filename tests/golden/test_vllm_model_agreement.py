@@ -47,6 +47,11 @@ REFUSED: dict[str, tuple[str, str]] = {
         "indexer_types only supports 'full' and 'shared', got ['skip'].",
         "HY-V4's compute_skip_topk_layers (attention.py:90-94): the family's "
         "sparse_layers.values_refusal in the same words"),
+    "synthetic--Step5ForCausalLM-dense.json": (
+        "Step5 requires a checkpoint with a sparse_config section; dense-only checkpoints are "
+        "not supported.", "Step5DecoderLayer (models/step5/nvidia/model.py:1853-1857): "
+        "model-driven.yaml's step5 selection refuses it in the same words (MD004; "
+        "tests/golden/test_model_driven.py)"),
     "qwen2-window-mixed-shape.json": (
         "Sliding window for some but all layers is not supported", "AS133 with the same text"),
     "Step1ForCausalLM.json": (

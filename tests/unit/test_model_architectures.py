@@ -66,12 +66,14 @@ def test_made_up_architecture_exits_1(tmp_path: Path) -> None:
 
 
 def test_unmapped_supported_architecture_warns_and_fails_under_strict(tmp_path: Path) -> None:
-    path = _deployment(tmp_path, "Step5ForCausalLM")
+    # every served architecture is mapped (unmapped.yaml lists none): a speculative draft
+    # served on its own is supported and unmapped, with unmapped.yaml's speculative_draft reason
+    path = _deployment(tmp_path, "DFlashDraftModel")
     code, out, _ = run_cli(["check", str(path), "--format", "json"])
     assert code == 0
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "AS132")
     # the reason unmapped.yaml gives is part of the warning
-    assert "Step5ForCausalLM" in finding["message"] and "CSA tail ring cache" in finding["message"]
+    assert "DFlashDraftModel" in finding["message"] and "speculative draft" in finding["message"]
     code, _, _ = run_cli(["check", str(path), "--strict"])
     assert code == 1
 
@@ -158,7 +160,9 @@ def test_list_models_gives_the_unmapped_reason() -> None:
     rows = {row["architecture"]: row for row in json.loads(out)}
     assert rows["LlamaForCausalLM"]["unmapped_reason"] == ""
     assert rows["DeepseekV4ForCausalLM"]["unmapped_reason"] == ""  # mapped: model-driven
-    assert "model-driven" in rows["DeepseekV41ForCausalLM"]["unmapped_reason"]
+    assert rows["DeepseekV41ForCausalLM"]["unmapped_reason"] == ""  # mapped: model-driven
+    assert rows["Dots3NoteForCausalLM"]["unmapped_reason"] == ""  # mapped: model-driven
+    assert "speculative draft" in rows["DFlashDraftModel"]["unmapped_reason"]
     assert all(row["unmapped_reason"] != "not listed" for row in rows.values())
 
 

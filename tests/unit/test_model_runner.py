@@ -68,3 +68,21 @@ def test_the_v1_spec_decode_rounding_keeps_only_multiples() -> None:
                                      decode_query_len=3) == sizes
     assert spec_decode_capture_sizes(data, sizes, runner="v1", cudagraph_mode="PIECEWISE",
                                      decode_query_len=3) == sizes
+
+
+def test_step5_builds_on_model_runner_v2_only() -> None:
+    """0.33.0's _get_v1_model_runner_unsupported_features (vllm/config/vllm.py:3145-3149)
+    lists Step5: forced onto V1 it is refused in vLLM's words; left to itself it starts V2
+    (the Step5 reference answers were recorded on V2: tools/model_driven_reference.py
+    --gpu-runner)."""
+    data = _data("vllm==0.33.0")
+    for architecture in ("Step5ForCausalLM", "Step5ForConditionalGeneration"):
+        default = model_runner(data, architectures=(architecture,), moe=False, hybrid=False)
+        assert default.runner == "v2" and default.refusal is None
+        forced = model_runner(data, architectures=(architecture,), moe=False, hybrid=False,
+                              environ={"VLLM_USE_V2_MODEL_RUNNER": "0"})
+        assert forced.runner == "v1"
+        assert forced.refusal == "Model Runner V1 does not support: Step5"
+    # the release before has no Step5 entry
+    before = _data("vllm==0.32.0").v1_unsupported
+    assert before is not None and not before.architectures

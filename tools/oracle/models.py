@@ -77,8 +77,9 @@ from .locate import extra_paths
 from .start import start
 
 __all__ = ["INERT_MODULES", "MODEL_CAPABILITY", "STAND_IN_MODEL_TYPES", "WEIGHT_DOWNLOADS",
-           "device_tensors_on_meta", "gpu_model_runner", "on_gpu", "register_remote_configs",
-           "start_models", "without_weight_downloads"]
+           "device_tensors_on_meta", "engram_tokenizer", "flashmla_mega_build", "gpu_model_runner",
+           "on_gpu",
+           "register_remote_configs", "start_models", "without_weight_downloads"]
 
 MODEL_CAPABILITY = (9, 0)
 """The capability models are built at (the layer layout does not depend on it)."""
@@ -686,3 +687,78 @@ def gpu_model_runner() -> None:
     import vllm.config.vllm as vllm_config_module
 
     vllm_config_module.HAS_TRITON = True  # type: ignore[attr-defined]
+
+
+def flashmla_mega_build() -> None:
+    """Let DeepSeek-V4.1's FlashMLA mega-attention layer be built here, as on a GPU whose
+    vLLM FlashMLA build has the mega-attention ops (vLLM 0.31.0 on; a release without the
+    module is left as it is). Two things the CPU build cannot answer stand in:
+
+    * ``is_flashmla_mega_attn_supported`` (nvidia/flash_mla_mega_attn.py:93-104 in 0.33.0)
+      answers as vLLM's own code does once ``_flashmla_C`` has both ops: supported on an
+      SM10x GPU, else vLLM's sm_10x reason (the emulated capability decides);
+    * the unquantized linear layers carry an empty ``weight_scale`` and ``permute_on_load``
+      is inert: the layer's ``__init__`` (:176-196) composes its weight loaders with
+      permutations of the quantized ``wq_b`` / ``wo_a`` scales, which exist only with the
+      checkpoint's quantization (the harness drops ``quantization_config``); they change
+      weight loading only, never a cache spec or a backend choice.
+
+    Call after :func:`start_models`."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn") is None:
+        return
+    import torch
+    from vllm.model_executor.layers import linear
+    from vllm.models.deepseek_v41.nvidia import flash_mla_mega_attn as mega
+    from vllm.platforms import current_platform
+
+    def supported() -> tuple[bool, str | None]:
+        if not current_platform.is_device_capability_family(100):
+            return False, "FlashMLA mega attention requires sm_10x GPUs."
+        return True, None
+
+    mega.is_flashmla_mega_attn_supported = supported
+    mega.permute_on_load = lambda param, perm, dim: None
+    original = linear.UnquantizedLinearMethod.create_weights
+
+    def create_weights(self: Any, layer: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, layer, *args, **kwargs)
+        if not hasattr(layer, "weight_scale"):
+            layer.register_parameter(
+                "weight_scale", torch.nn.Parameter(torch.empty(0), requires_grad=False))
+
+    linear.UnquantizedLinearMethod.create_weights = create_weights  # type: ignore[method-assign]
+
+
+def engram_tokenizer() -> None:
+    """A tokenizer stand-in for DeepSeek-V4.1's Engram layers, which load the checkpoint's
+    tokenizer while built (common/engram.py:450-463 in 0.33.0: ``NgramHashState`` maps its
+    tokens onto a compressed id space and refuses a size other than the config's
+    ``engram_compressed_vocab_size``). The offline reference has no tokenizer files: for a
+    model folder without them, ``AutoTokenizer.from_pretrained`` answers a word-level fast
+    tokenizer of exactly ``engram_compressed_vocab_size`` distinct tokens (``t0``, ``t1``
+    ...), so vLLM's own map and check run on it. The hash tables it seeds change no cache
+    spec and no backend choice. Call after :func:`start_models`."""
+    import json
+    from pathlib import Path
+
+    import transformers
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+
+    original = transformers.AutoTokenizer.from_pretrained
+
+    def from_pretrained(name: Any, *args: Any, **kwargs: Any) -> Any:
+        folder = Path(str(name))
+        config = folder / "config.json"
+        if not config.is_file() or any(folder.glob("tokenizer*")):
+            return original(name, *args, **kwargs)
+        raw = json.loads(config.read_text(encoding="utf-8"))
+        text = raw.get("text_config") or raw
+        size = int(text["engram_compressed_vocab_size"])
+        vocab = {f"t{i}": i for i in range(size)}
+        backend = Tokenizer(WordLevel(vocab=vocab, unk_token="t0"))
+        return transformers.PreTrainedTokenizerFast(tokenizer_object=backend)
+
+    transformers.AutoTokenizer.from_pretrained = from_pretrained  # type: ignore[method-assign]
