@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selector import expr as expr_lang
 from selector.catalog import Catalog, CatalogError
+from selector.errors import InputError
 from selector.kv.backend_facts import (
     CG_LEVEL,
     BackendKVFacts,
@@ -75,6 +76,7 @@ __all__ = [
     "DrivenCache",
     "DrivenModel",
     "DrivenSelection",
+    "MissingConfigFieldError",
     "ModelDrivenData",
     "aligned_block",
     "compress_ratios",
@@ -497,10 +499,23 @@ def layer_kinds(rule: DrivenModel, model: ModelFacts, backends: Sequence[str | N
             for t, b in zip(types, backends, strict=True)]
 
 
+class MissingConfigFieldError(InputError):
+    """The config lacks a field the model-driven rule's expressions read (vLLM's layer
+    code would fail the same way building the layer); the caller names the config file."""
+
+
 def _eval(text: str | int | bool | None, env: Mapping[str, Any]) -> Any:
     if text is None or isinstance(text, bool | int):
         return text
-    return expr_lang.evaluate(expr_lang.parse(text), env)
+    try:
+        return expr_lang.evaluate(expr_lang.parse(text), env)
+    except KeyError as missing:
+        name = str(missing.args[0]) if missing.args else "?"
+        raise MissingConfigFieldError(
+            f"missing (or not a number or text): the layers this architecture builds read "
+            f"it ({text})", field=name,
+            hint="the checkpoint's own config.json has it; check the architectures "
+                 "entry") from None
 
 
 class DrivenSelection(_Strict):

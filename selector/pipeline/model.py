@@ -13,6 +13,7 @@ from typing import Any
 
 from selector.catalog import Catalog, EngineData
 from selector.check.model import LayerSelection, ModelCheckResult, architecture_notes, backend_kv_facts
+from selector.errors import InputError
 from selector.kv import (
     BackendKVFacts,
     KVOptions,
@@ -178,8 +179,12 @@ def check_model(
     options = options.for_engine(engine_data)
     driven = model_driven.driven_rule(model, engine_data.engine, catalog)
     if driven is not None:
-        return _check_driven(model, base, driven, engine_data, attention_backend,
-                             options, catalog)
+        try:
+            return _check_driven(model, base, driven, engine_data, attention_backend,
+                                 options, catalog)
+        except model_driven.MissingConfigFieldError as missing:
+            raise InputError(missing.message, file=missing.file or model.source,
+                             field=missing.field, hint=missing.hint) from None
     own = model_driven.own_backend_facts(model, engine_data.engine, catalog)
     if own:  # the backends the layers' own code wires join the engine's wired ones
         options = options.model_copy(
