@@ -188,6 +188,9 @@ NOT_PER_RELEASE: dict[str, str] = {
     f"{ORACLE_GOLDEN}/weights-dotsmuse.jsonl.gz":
         "0.33.0's parameters of the Muse Spark / Muse Glimmer synthetic configs "
         "(tools/weights_oracle.py --configs; tests/golden/test_weights_dotsmuse.py reads 0.33.0)",
+    f"{ORACLE_GOLDEN}/weights-step5.jsonl.gz":
+        "0.33.0's parameters of the synthetic Step5 config (tools/weights_oracle.py --configs; "
+        "cited by families.yaml's step5 weights: not counted)",
     f"{ORACLE_GOLDEN}/rocm-standard.jsonl.gz":
         "vLLM's ROCm platform's answers: tools/rocm_oracle_sample.py VERSION --python VENV "
         "(the ROCm oracle, with Triton on its path; not yet a step of this tool)",
