@@ -244,10 +244,13 @@ class IndexerPoolRules(_Strict):
 class KVCacheDtypeDefaultRules(_Strict):
     """The model's ``verify_and_update_config`` replaces an auto ``--kv-cache-dtype`` by
     ``dtype`` on CUDA devices of ``capability_families`` (``is_device_capability_family``)
-    when the config has ``requires`` (GLM-5.3's sparse indexer: ``index_topk``)."""
+    when the config has ``requires`` (GLM-5.3's sparse indexer: ``index_topk``; empty:
+    always) and the served architecture is one of ``architectures`` (vLLM's
+    ``MODELS_CONFIG_MAP`` keys; empty: every architecture of the family)."""
 
     source: str
-    requires: str
+    requires: str = ""
+    architectures: list[str] = Field(default_factory=list)
     capability_families: list[int]
     dtype: str
     message: str = ""

@@ -780,7 +780,8 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             prefix_caching_default=(wrapper.prefix_caching and family.prefix_caching
                                     and family.mixers.rule != "state_only"),
             mamba_chunk_size=_mamba_chunk_size(parser.text),
-            kv_cache_dtype_default=_kv_cache_dtype_default(parser.text, wrapper, family),
+            kv_cache_dtype_default=_kv_cache_dtype_default(parser.text, wrapper, family,
+                                                           architectures[0]),
             refusals=language_model_refusals(top, wrapper) + parser.refusals(),
             build_checks=tuple(family.build_checks),
             layers=parser.layers(),
@@ -790,12 +791,15 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
         raise InputError(f"inconsistent config: {exc.errors()[0]['msg']}", file=file) from exc
 
 
-def _kv_cache_dtype_default(text: ConfigReader, wrapper: Family, family: Family
-                            ) -> KVCacheDtypeDefault | None:
+def _kv_cache_dtype_default(text: ConfigReader, wrapper: Family, family: Family,
+                            architecture: str) -> KVCacheDtypeDefault | None:
     """The wrapper's (else the language model family's) ``kv_cache_dtype_default``, when
-    the language model's config has the field it requires."""
+    the language model's config has the field it requires and the rule names the served
+    ``architecture`` (or names none)."""
     rule = wrapper.kv_cache_dtype_default or family.kv_cache_dtype_default
-    if rule is None or not text.has(rule.requires):
+    if rule is None or (rule.requires and not text.has(rule.requires)):
+        return None
+    if rule.architectures and architecture not in rule.architectures:
         return None
     return KVCacheDtypeDefault(capability_families=tuple(rule.capability_families),
                                dtype=rule.dtype, message=rule.message, since=rule.since)
