@@ -112,6 +112,10 @@ class EngineMessages(StrictModel):
     kv_dtypes_hint: str = ""
     """Appended where ``no_valid_backend`` has ``{kv_hint}`` when a backend refused the
     KV-cache dtype (``{dtypes}``: the KV-cache dtypes of those backends)."""
+    selected_import_error: str = ""
+    """A pinned backend whose module fails to import (its one reason an ``IM`` code), where
+    the platform words it apart from ``selected_invalid`` (``{backend}``, ``{reason}``: the
+    reason's text, not a list repr); empty: ``selected_invalid``."""
 
 
 class PerformanceHint(StrictModel):

@@ -129,8 +129,12 @@ def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str,
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
-    """vLLM's "Selected backend ... is not valid" text (the reasons as a Python list repr)."""
-    return engine.profile.messages.selected_invalid.format(
+    """vLLM's "Selected backend ... is not valid" text (the reasons as a Python list repr;
+    a module that fails to import in the platform's own words where it has them)."""
+    messages = engine.profile.messages
+    if messages.selected_import_error and len(reasons) == 1 and reasons[0][0].startswith("IM"):
+        return messages.selected_import_error.format(backend=backend, reason=reasons[0][1])
+    return messages.selected_invalid.format(
         backend=backend, reasons=repr([m for _, m in reasons])
     )
 
