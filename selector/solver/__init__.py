@@ -229,6 +229,13 @@ def _explicit_fallback(engine: EngineData, facts: Mapping[str, Any],
     return bool(E.evaluate(E.parse(str(fact.value)), facts))
 
 
+def _platform_report_facts(engine: EngineData, spec: BackendSpec) -> tuple[str, ...]:
+    """The backend's ``report_facts`` the loaded platform derives (ROCM_ATTN's decode kernel
+    is a ROCm fact: pinned on an NVIDIA GPU, the class is validated, the fact not reported)."""
+    known = {fact.name for fact in engine.profile.facts}
+    return tuple(name for name in spec.runtime.report_facts if name in known)
+
+
 def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
     """Re-derive one fact with the interpreter and record which steps applied."""
     scope = dict(env)
@@ -436,9 +443,10 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         spec = engine_data.backends[outcome.selected]
         runtime = evaluate_runtime(spec, scope, cudagraph_mode,
                                    engine_data.profile.kv_cache_layout_default)
-        if spec.runtime.report_facts:
+        reported = _platform_report_facts(engine_data, spec)
+        if reported:
             runtime = _with(runtime, explained_facts=tuple(
-                trace_fact(engine_data, full, name) for name in spec.runtime.report_facts))
+                trace_fact(engine_data, full, name) for name in reported))
         if not attention_backend and model_backend is None and full.get("block_size") is not None:
             precluded = [n for n in order[: order.index(spec.name)]
                          if [c for c, _ in outcome.reasons[n]] == ["BS001"]]
