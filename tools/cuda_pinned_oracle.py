@@ -41,10 +41,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONFIGS", "CUDA_PINNED_HARNESS_GAPS", "golden_path", "main", "to_golden_line"]
+__all__ = ["CONFIGS", "CUDA_PINNED_HARNESS_GAPS", "NAMES", "golden_path", "main", "names_path",
+           "to_golden_line"]
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = "tests/golden/oracle/vllm-{version}/cuda-pinned.jsonl.gz"
+NAMES_GOLDEN = "tests/golden/oracle/vllm-{version}/attention-backend-names.json"
+NAMES = ("BOGUS", "flash_attn", "Flash_Attn", "auto", "AUTO", "FLASH-ATTN", "NOT_A_BACKEND")
+"""``--attention-backend`` words asked of the release's conversion (``EngineArgs.
+create_engine_config`` reuses ``AttentionConfig.validate_backend_before``, 0.33.0
+arg_utils.py:2727-2737, config/attention.py:218-231: "auto" in any case is automatic
+selection, else ``AttentionBackendEnum[value.upper()]``, whose metaclass refuses a
+non-member with "Unknown attention backend: ..." (registry.py:18-31)); argparse takes any
+string for the flag (no ``choices``: ``tools/serve_flags.py --parse``)."""
 CAPABILITIES = ("9.0", "10.0")
 """SM90 (H100, H200) and SM100 (B200)."""
 CONFIGS: tuple[dict[str, Any], ...] = (
@@ -98,12 +107,30 @@ print(json.dumps({"vllm_version": vllm.__version__, "paths": paths, "shipped": s
 """
 
 
+_NAMES_PROBE = r"""
+import json, sys
+from vllm.config.attention import AttentionConfig
+out = []
+for name in json.loads(sys.argv[1]):
+    try:
+        r = AttentionConfig.validate_backend_before(name)
+        out.append({"name": name, "backend": None if r is None else r.name, "error": None})
+    except ValueError as e:
+        out.append({"name": name, "backend": None, "error": f"ValueError: {e}"})
+print(json.dumps(out))
+"""
+
+
 class HarnessError(Exception):
     """The oracle could not answer (never recorded as vLLM's answer)."""
 
 
 def golden_path(version: str, root: Path = ROOT) -> Path:
     return root / GOLDEN.format(version=version)
+
+
+def names_path(version: str, root: Path = ROOT) -> Path:
+    return root / NAMES_GOLDEN.format(version=version)
 
 
 def _run(python: Path, args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -209,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
             for b in bad[:20]:
                 print("  " + b, file=sys.stderr)
             return 1
+        names = json.loads(_run(a.python, ["-c", _NAMES_PROBE, json.dumps(NAMES)],
+                                a.oracle_dir, env).splitlines()[-1])
+        npath = names_path(a.version, a.out)
+        npath.parent.mkdir(parents=True, exist_ok=True)
+        npath.write_text(json.dumps({"vllm_version": a.version, "answers": names}, indent=1,
+                                    sort_keys=True) + "\n", encoding="utf-8")
         path = golden_path(a.version, a.out)
         write_golden(lines, path)
         print(f"  wrote {path} ({len(lines)} lines, {len(members)} members)", file=sys.stderr)

@@ -66,3 +66,28 @@ def test_pinned_cuda_backends_agree_with_vllm(path: Path) -> None:
     mismatches = sweep_mismatches(compared, data)
     assert mismatches == [], (f"{len(mismatches)} of {len(compared)} differ, first: "
                               + json.dumps(mismatches[:3], default=str)[:2500])
+
+
+NAMES = sorted(ROOT.glob("vllm-*/attention-backend-names.json"))
+
+
+@pytest.mark.parametrize("path", NAMES, ids=lambda p: p.parent.name)
+def test_a_word_no_enum_member_is_refused_in_vllms_words(path: Path) -> None:
+    """``--attention-backend WORD``: argparse takes any string; vLLM converts it at start-up
+    (``AttentionConfig.validate_backend_before``): ``auto`` in any case is automatic
+    selection, a member in any case is that member, anything else vLLM's ValueError listing
+    the release's members, which the tool gives word for word."""
+    from selector.inputs.serve.config_flags import backend_name
+
+    catalog = load_catalog()
+    data = catalog.engine(_engine(path), "cuda")
+    answers = json.loads(path.read_text(encoding="utf-8"))["answers"]
+    for answer in answers:
+        word = answer["name"]
+        if answer["error"] is not None:
+            assert data.unknown_backend(word) == (
+                f"{data.label} refuses it at start-up: {answer['error']}"), word
+            members = answer["error"].rsplit("Valid options are: ", 1)[1].split(", ")
+            assert list(data.profile.attention_backend_enum) == members
+        else:
+            assert backend_name("--attention-backend", word, catalog, data) == answer["backend"], word
