@@ -68,25 +68,27 @@ _ROCM_ARCH = ("vllm/platforms/rocm.py's import reads torch.cuda.get_device_prope
               "'cuda').gcnArchName (rocm.py:205-215), which the CPU torch cannot answer "
               "(AssertionError: Torch not compiled with CUDA enabled: the harness's)")
 _C_OPS = ("its class's module imports vLLM's model / quantization code, whose import calls "
-          "compiled ops (w8a8_utils.py:28-41: torch.ops._C."
-          "cutlass_scaled_mm_supports_block_fp8), which the oracle's empty vllm._C lacks "
+          "compiled ops (w8a8_utils.py, 0.33.0 :28-41: torch.ops._C."
+          "cutlass_scaled_mm_supports_block_fp8; 0.25.1: cutlass_scaled_mm_supports_fp8), "
+          "which the oracle's empty vllm._C lacks "
           "(an AttributeError, the harness's)")
 _TRITON_EXTRA = ("its module reads triton.language.extra at import, which the oracle "
                  "venv's Triton stand-in lacks (an AttributeError, the harness's)")
 _TRITON_LANG = ("its module reads triton.language.float16 at import, which the oracle "
                 "venv's Triton stand-in lacks (an AttributeError, the harness's)")
-CUDA_PINNED_HARNESS_GAPS: dict[str, dict[str, str]] = {
-    "0.33.0": {
-        "ROCM_AITER_FA": _ROCM_ARCH, "ROCM_AITER_UNIFIED_ATTN": _ROCM_ARCH,
-        "ROCM_OCTAVE": _ROCM_ARCH,
-        "FLASHMLA_SPARSE_DSV4": _C_OPS, "FLASHINFER_MLA_SPARSE_DSV4": _C_OPS,
-        "ROCM_FLASHMLA_SPARSE_DSV4": _C_OPS, "FLASHMLA_SPARSE_DSV41": _C_OPS,
-        "FLASHINFER_MLA_SPARSE_DSV41": _C_OPS, "ROCM_FLASHMLA_SPARSE_DSV41": _C_OPS,
-        "FLASHMLA_MEGA_ATTN_DSV41": _C_OPS, "MINIMAX_M3_SPARSE": _C_OPS,
-        "CPU_ATTN": _C_OPS, "CUTLASS_MSA": _C_OPS, "TRITON_MSA": _C_OPS,
-        "STEP5_DSA": _TRITON_EXTRA, "ULTRAQUANT": _TRITON_LANG,
-    },
+_GAPS: dict[str, str] = {
+    "ROCM_AITER_FA": _ROCM_ARCH, "ROCM_AITER_UNIFIED_ATTN": _ROCM_ARCH,
+    "ROCM_OCTAVE": _ROCM_ARCH,
+    "FLASHMLA_SPARSE_DSV4": _C_OPS, "FLASHINFER_MLA_SPARSE_DSV4": _C_OPS,
+    "ROCM_FLASHMLA_SPARSE_DSV4": _C_OPS, "FLASHMLA_SPARSE_DSV41": _C_OPS,
+    "FLASHINFER_MLA_SPARSE_DSV41": _C_OPS, "ROCM_FLASHMLA_SPARSE_DSV41": _C_OPS,
+    "FLASHMLA_MEGA_ATTN_DSV41": _C_OPS, "MINIMAX_M3_SPARSE": _C_OPS,
+    "CPU_ATTN": _C_OPS, "CUTLASS_MSA": _C_OPS, "TRITON_MSA": _C_OPS,
+    "STEP5_DSA": _TRITON_EXTRA, "ULTRAQUANT": _TRITON_LANG,
 }
+RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+            "0.32.0", "0.33.0")
+CUDA_PINNED_HARNESS_GAPS: dict[str, dict[str, str]] = dict.fromkeys(RELEASES, _GAPS)
 """release -> the members not pinned, with why: the CPU oracle cannot import or validate
 their class (a harness failure, never recorded as vLLM's answer)."""
 
@@ -144,6 +146,11 @@ def _run(python: Path, args: list[str], cwd: Path, env: dict[str, str]) -> str:
 def pinned_members(probed: dict[str, Any], evaluated: list[str], version: str) -> list[str]:
     gaps = CUDA_PINNED_HARNESS_GAPS.get(version, {})
     return [n for n in probed["paths"] if n not in evaluated and n not in gaps]
+
+
+def _gaps_of(version: str, probed: dict[str, Any]) -> dict[str, str]:
+    return {n: why for n, why in CUDA_PINNED_HARNESS_GAPS.get(version, {}).items()
+            if n in probed["paths"]}
 
 
 def sample(members: list[str]) -> list[dict[str, Any]]:
@@ -213,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             raise HarnessError(f"{a.python} has vLLM {probed['vllm_version']}, not {a.version}")
         facts = json.loads(_run(a.python, [str(oracle), "--env", "--compact"], a.oracle_dir, env))
         members = pinned_members(probed, list(facts["backends_evaluated"]), a.version)
-        for name, why in CUDA_PINNED_HARNESS_GAPS.get(a.version, {}).items():
+        for name, why in _gaps_of(a.version, probed).items():
             print(f"  {name} not pinned (harness gap): {why}", file=sys.stderr)
         configs = sample(members)
         with tempfile.TemporaryDirectory() as tmp:
