@@ -354,7 +354,9 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
                 changes={"attention_backend": None}, selected=outcome.selected,
                 flags=("--attention-backend auto",)))
     for name, spec in compiled.engine.backends.items():
-        if name == attention_backend or not spec.suggestable:
+        if name == attention_backend or not spec.suggestable or (
+                spec.suggested_on is not None
+                and compiled.engine.platform not in spec.suggested_on):
             continue
         outcome = select(compiled, facts, name)
         if outcome.selected is not None and not any(s.selected == name for s in found):
