@@ -19,9 +19,14 @@ vLLM's answers to ``tests/golden/oracle/vllm-X/cuda-pinned.jsonl.gz``::
         --python /work/.venvs/oracle-0.33.0/bin/python
 
 Which members to pin is asked of the release (its enum, less the backends the oracle
-evaluates: the union of ``_get_backend_priorities``' lists). Nothing a harness failure
-produced is written as vLLM's answer: a member whose class the CPU oracle cannot import
-or validate (``CUDA_PINNED_HARNESS_GAPS``, with the cause) is not pinned, and any other
+evaluates: the union of ``_get_backend_priorities``' lists). The oracle runs after the harness's
+model start (``oracle.start_models``, ``ask_with_models``), whose inert compiled ops let a
+class whose module reaches vLLM's model / quantization code be imported (the answers of
+the other members are the same as the plain oracle's: checked on 0.33.0). A member vLLM's
+``AttentionConfig`` turns into automatic selection (the MiniMax-M3 MSA aliases) is
+recorded as such (``pin_selects_auto``). Nothing a harness failure produced is written as
+vLLM's answer: a member whose class the CPU oracle cannot import or validate
+(``CUDA_PINNED_HARNESS_GAPS``, with the cause) is not pinned, and any other
 answer with an oracle ``error``, an ``EXCEPTION`` or an ``internal_inconsistency`` stops
 the run (exit 1). An ``ImportError`` counts as vLLM's answer only for a ``vllm.`` module
 the release does not ship (0.33.0's ``NO_ATTENTION`` path names a module the wheel lacks).
@@ -37,7 +42,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -67,24 +71,19 @@ layer (DeepSeek's 512 + 64); bfloat16, no block size given, decoder attention.""
 _ROCM_ARCH = ("vllm/platforms/rocm.py's import reads torch.cuda.get_device_properties("
               "'cuda').gcnArchName (rocm.py:205-215), which the CPU torch cannot answer "
               "(AssertionError: Torch not compiled with CUDA enabled: the harness's)")
-_C_OPS = ("its class's module imports vLLM's model / quantization code, whose import calls "
+_C_OPS_NOTE = ("its class's module imports vLLM's model / quantization code, whose import calls "
           "compiled ops (w8a8_utils.py, 0.33.0 :28-41: torch.ops._C."
           "cutlass_scaled_mm_supports_block_fp8; 0.25.1: cutlass_scaled_mm_supports_fp8), "
           "which the oracle's empty vllm._C lacks "
           "(an AttributeError, the harness's)")
-_TRITON_EXTRA = ("its module reads triton.language.extra at import, which the oracle "
+_TRITON_EXTRA_NOTE = ("its module reads triton.language.extra at import, which the oracle "
                  "venv's Triton stand-in lacks (an AttributeError, the harness's)")
 _TRITON_LANG = ("its module reads triton.language.float16 at import, which the oracle "
                 "venv's Triton stand-in lacks (an AttributeError, the harness's)")
 _GAPS: dict[str, str] = {
     "ROCM_AITER_FA": _ROCM_ARCH, "ROCM_AITER_UNIFIED_ATTN": _ROCM_ARCH,
-    "ROCM_OCTAVE": _ROCM_ARCH,
-    "FLASHMLA_SPARSE_DSV4": _C_OPS, "FLASHINFER_MLA_SPARSE_DSV4": _C_OPS,
-    "ROCM_FLASHMLA_SPARSE_DSV4": _C_OPS, "FLASHMLA_SPARSE_DSV41": _C_OPS,
-    "FLASHINFER_MLA_SPARSE_DSV41": _C_OPS, "ROCM_FLASHMLA_SPARSE_DSV41": _C_OPS,
-    "FLASHMLA_MEGA_ATTN_DSV41": _C_OPS, "MINIMAX_M3_SPARSE": _C_OPS,
-    "CPU_ATTN": _C_OPS, "CUTLASS_MSA": _C_OPS, "TRITON_MSA": _C_OPS,
-    "STEP5_DSA": _TRITON_EXTRA, "ULTRAQUANT": _TRITON_LANG,
+    "ROCM_OCTAVE": _ROCM_ARCH, "ROCM_FLASHMLA_SPARSE_DSV4": _ROCM_ARCH,
+    "ROCM_FLASHMLA_SPARSE_DSV41": _ROCM_ARCH, "ULTRAQUANT": _TRITON_LANG,
 }
 RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
             "0.32.0", "0.33.0")
@@ -166,6 +165,15 @@ def to_golden_line(cfg: dict[str, Any], answer: dict[str, Any], probed: dict[str
     path = probed["paths"][name]
     if answer.get("error"):
         raise HarnessError(f"{name} {cfg}: {answer['error'][:300]}")
+    if path is not None and answer.get("config_backend", name) is None:
+        # AttentionConfig.__post_init__ made the pin automatic selection: vLLM's own choice
+        error = answer.get("selection_error")
+        valid = answer["valid_in_priority"]
+        if (error or "").startswith("EXCEPTION") or answer["selected"] != (valid[0] if valid else None):
+            raise HarnessError(f"{name} {cfg}: automatic selection {answer['selected']} / {error}")
+        return {"input": cfg, "selected": answer["selected"], "error": error,
+                "priority": answer["priority"], "vllm_version": version,
+                "pin_selects_auto": True, "backends": {}}
     error = answer.get("selection_error")
     if error and error.startswith("EXCEPTION"):
         raise HarnessError(f"{name} {cfg}: {error[:300]}")
@@ -192,6 +200,29 @@ def to_golden_line(cfg: dict[str, Any], answer: dict[str, Any], probed: dict[str
     if selected != expected:
         raise HarnessError(f"{name} {cfg}: selected {selected}, reasons imply {expected}")
     return line
+
+
+def ask_with_models(configs: list[dict[str, Any]], backends: list[str]) -> list[dict[str, Any]]:
+    """vLLM's answers, in the oracle interpreter (``oracle.run_fresh``): the CUDA oracle's
+    ``Oracle`` after the harness's model start (``oracle.start_models``: the compiled ops a
+    backend module's import reaches through vLLM's model and quantization code, inert;
+    ``_C_OPS_NOTE``, ``_TRITON_EXTRA_NOTE``), every class imported at start; with each
+    config, whether vLLM's ``AttentionConfig`` keeps the pinned name (an alias its
+    ``__post_init__`` turns into automatic selection does not)."""
+    import oracle
+
+    oracle.start_models()
+    inst = oracle.instrument()
+    from vllm.config import AttentionConfig
+
+    engine = inst.Oracle(backends=backends, initial_capability=(9, 0), kv_cache=False)
+    answers = []
+    for cfg in configs:
+        answer: dict[str, Any] = engine.evaluate(cfg)
+        kept = AttentionConfig(backend=cfg["attention_backend"]).backend
+        answer["config_backend"] = None if kept is None else kept.name
+        answers.append(answer)
+    return answers
 
 
 def write_golden(lines: list[dict[str, Any]], path: Path) -> None:
@@ -223,13 +254,17 @@ def main(argv: list[str] | None = None) -> int:
         for name, why in _gaps_of(a.version, probed).items():
             print(f"  {name} not pinned (harness gap): {why}", file=sys.stderr)
         configs = sample(members)
-        with tempfile.TemporaryDirectory() as tmp:
-            inputs = Path(tmp) / "in.json"
-            inputs.write_text(json.dumps(configs), encoding="utf-8")
-            out = Path(tmp) / "out.json"
-            _run(a.python, [str(oracle), str(inputs), "-o", str(out), "--compact"],
-                 a.oracle_dir, env)
-            answers = json.loads(out.read_text(encoding="utf-8"))
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import oracle as harness
+
+        try:
+            answers = harness.run_fresh(
+                Path(__file__).resolve(), "ask_with_models",
+                {"configs": configs, "backends": list(facts["backends_evaluated"])
+                 + [m for m in members if probed["paths"][m] is not None]},
+                python=a.python, env=dict(env, ORACLE_DIR=str(a.oracle_dir)))
+        except harness.FreshProcessError as e:
+            raise HarnessError(str(e)) from e
         bad: list[str] = []
         lines = []
         for cfg, ans in zip(configs, answers, strict=True):
