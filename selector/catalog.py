@@ -178,12 +178,24 @@ class EngineData:
         """The engine as messages name it (``vLLM 0.33.0``)."""
         return f"{self.profile.product} {self.version}"
 
+    def unknown_backend(self, name: str) -> str:
+        """The refusal of a backend word this engine does not model: vLLM's own where the
+        word is no member of the release's recorded ``AttentionBackendEnum``
+        (``EngineArgs.create_engine_config``'s ``AttentionBackendEnum[value.upper()]``, a
+        ValueError at start-up), else the tool's."""
+        members = self.profile.attention_backend_enum
+        template = self.profile.messages.unknown_backend
+        if template and members and name.upper() not in members:
+            return (f"{self.label} refuses it at start-up: ValueError: "
+                    f"{template.format(name=name.upper(), members=', '.join(members))}")
+        return f"unknown attention backend {name!r}"
+
     def backend(self, name: str) -> BackendSpec:
         try:
             return self.backends[name.upper()]
         except KeyError:
             raise InputError(
-                f"unknown attention backend {name!r}",
+                self.unknown_backend(name),
                 field="attention_backend",
                 hint=close_matches(name.upper(), sorted(self.backends)),
             ) from None

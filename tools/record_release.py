@@ -182,6 +182,13 @@ STEPS: tuple[Step, ...] = (
          (f"{ORACLE_GOLDEN}/serve-parse.json",),
          note="the release parser's answer to typed `vllm serve` lines "
               "(tests/golden/test_serve_parse_oracle.py)"),
+    Step("cuda-pinned", "cuda_pinned_oracle.py",
+         ("{version}", "--python", "{python}", "--oracle-dir", "{oracle}", "--out", "{root}"),
+         (f"{ORACLE_GOLDEN}/cuda-pinned.jsonl.gz", f"{ORACLE_GOLDEN}/attention-backend-names.json"),
+         interpreter="project",
+         note="every AttentionBackendEnum member no CUDA priority list holds, pinned on SM90 / "
+              "SM100, and vLLM's refusal of a word no member is "
+              "(tests/golden/test_cuda_pinned.py)"),
 )
 
 NOT_PER_RELEASE: dict[str, str] = {

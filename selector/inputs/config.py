@@ -429,6 +429,12 @@ def _engine_name(loaded: LoadedDeployment, catalog: Catalog, engine: str | None)
                          ) from None
 
 
+def _in_engine(message: str, engine: EngineData) -> str:
+    """The tool's refusal names the engine it was checked against (vLLM's names its
+    release already)."""
+    return f"{message} in {engine.engine}" if message.startswith("unknown ") else message
+
+
 def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: EngineData) -> None:
     """The names the deployment gives (backends, the MLA prefill backend, environment
     facts) are the engine's; an error names the file, line and the engine."""
@@ -440,7 +446,7 @@ def _check_against_engine(loaded: LoadedDeployment, catalog: Catalog, engine: En
         if name is not None and name.upper() not in known:
             others = close_matches(name.upper(), sorted(known))
             raise InputError(
-                f"unknown attention backend {name!r} in {engine.engine}", file=path,
+                _in_engine(engine.unknown_backend(name), engine), file=path,
                 field="attention_backend", line=loaded.line_of(("attention_backend",)),
                 hint=others or f"{engine.engine} has no such backend",
             )

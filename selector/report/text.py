@@ -89,7 +89,8 @@ def reasons_table(verdicts: tuple[BackendVerdict, ...], show_all: bool,
 def start_up_error(result: SolveResult, prefix: str = "") -> Text:
     """vLLM's start-up error, verbatim."""
     message = result.error.message if result.error is not None else ""
-    return Text(f"{prefix}vLLM would fail at start-up with:\n  ValueError: {message}", style="red")
+    raised = message if message.startswith("ValueError: ") else f"ValueError: {message}"
+    return Text(f"{prefix}vLLM would fail at start-up with:\n  {raised}", style="red")
 
 
 def suggestions_table(result: SolveResult, title: str = "Suggestions (each re-checked and valid)"

@@ -296,6 +296,10 @@ class BackendSpec(StrictModel):
     """``explicit``: only reachable with ``--attention-backend`` (never in a priority list)."""
     suggestable: bool = True
     """Whether to propose pinning this backend as a fix (false for model-specific backends)."""
+    suggested_on: tuple[str, ...] | None = None
+    """The platforms where a suggestable backend is proposed as a fix (null: all of its
+    ``platforms``); another platform's backend that vLLM validates only when pinned
+    (ROCM_ATTN on an NVIDIA GPU) is never proposed there."""
     pin_selects_auto: bool = False
     """A pin of this name is vLLM's automatic selection: vLLM's config rewrites it to no
     backend before the platform selects (e.g. the MiniMax M3 MSA aliases, which set only

@@ -112,6 +112,14 @@ class EngineMessages(StrictModel):
     kv_dtypes_hint: str = ""
     """Appended where ``no_valid_backend`` has ``{kv_hint}`` when a backend refused the
     KV-cache dtype (``{dtypes}``: the KV-cache dtypes of those backends)."""
+    unknown_backend: str = ""
+    """vLLM's refusal of an ``--attention-backend`` word that is no ``AttentionBackendEnum``
+    member (``{name}``: the word upper-cased, as the enum lookup is; ``{members}``: the
+    profile's ``attention_backend_enum``, comma-separated); empty: not recorded."""
+    selected_import_error: str = ""
+    """A pinned backend whose module fails to import (its one reason an ``IM`` code), where
+    the platform words it apart from ``selected_invalid`` (``{backend}``, ``{reason}``: the
+    reason's text, not a list repr); empty: ``selected_invalid``."""
 
 
 class PerformanceHint(StrictModel):
@@ -229,6 +237,9 @@ class EngineProfile(StrictModel):
     reported_backends: tuple[str, ...]
     """Backends a sweep line reports (the oracle's default set)."""
     messages: EngineMessages
+    attention_backend_enum: tuple[str, ...] = ()
+    """The release's ``AttentionBackendEnum`` members in enum order, as its refusal of another
+    word lists them (``messages.unknown_backend``'s ``{members}``); empty: not recorded."""
     suggestions: tuple[SuggestionSpec, ...] = ()
     """Request changes to try, in order, when no backend is valid (fix suggestions)."""
     performance_hints: tuple[PerformanceHint, ...] = ()

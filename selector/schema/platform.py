@@ -83,6 +83,7 @@ class PlatformMessages(StrictModel):
     reasons_join: str | None = None
     block_size_precluded: str | None = None
     kv_dtypes_hint: str | None = None
+    selected_import_error: str | None = None
 
 
 class PlatformProfile(StrictModel):

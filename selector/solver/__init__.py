@@ -129,8 +129,12 @@ def no_valid_message(engine: EngineData, facts: Mapping[str, Any], reasons: str,
 
 
 def explicit_error(engine: EngineData, backend: str, reasons: list[Reason]) -> str:
-    """vLLM's "Selected backend ... is not valid" text (the reasons as a Python list repr)."""
-    return engine.profile.messages.selected_invalid.format(
+    """vLLM's "Selected backend ... is not valid" text (the reasons as a Python list repr;
+    a module that fails to import in the platform's own words where it has them)."""
+    messages = engine.profile.messages
+    if messages.selected_import_error and len(reasons) == 1 and reasons[0][0].startswith("IM"):
+        return messages.selected_import_error.format(backend=backend, reason=reasons[0][1])
+    return messages.selected_invalid.format(
         backend=backend, reasons=repr([m for _, m in reasons])
     )
 
@@ -223,6 +227,13 @@ def _explicit_fallback(engine: EngineData, facts: Mapping[str, Any],
     if fact is None:
         return False
     return bool(E.evaluate(E.parse(str(fact.value)), facts))
+
+
+def _platform_report_facts(engine: EngineData, spec: BackendSpec) -> tuple[str, ...]:
+    """The backend's ``report_facts`` the loaded platform derives (ROCM_ATTN's decode kernel
+    is a ROCm fact: pinned on an NVIDIA GPU, the class is validated, the fact not reported)."""
+    known = {fact.name for fact in engine.profile.facts}
+    return tuple(name for name in spec.runtime.report_facts if name in known)
 
 
 def trace_fact(engine: EngineData, env: Mapping[str, Any], name: str) -> FactTrace:
@@ -343,7 +354,9 @@ def _suggest(compiled: CompiledEngine, facts: Mapping[str, Any],
                 changes={"attention_backend": None}, selected=outcome.selected,
                 flags=("--attention-backend auto",)))
     for name, spec in compiled.engine.backends.items():
-        if name == attention_backend or not spec.suggestable:
+        if name == attention_backend or not spec.suggestable or (
+                spec.suggested_on is not None
+                and compiled.engine.platform not in spec.suggested_on):
             continue
         outcome = select(compiled, facts, name)
         if outcome.selected is not None and not any(s.selected == name for s in found):
@@ -432,9 +445,10 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         spec = engine_data.backends[outcome.selected]
         runtime = evaluate_runtime(spec, scope, cudagraph_mode,
                                    engine_data.profile.kv_cache_layout_default)
-        if spec.runtime.report_facts:
+        reported = _platform_report_facts(engine_data, spec)
+        if reported:
             runtime = _with(runtime, explained_facts=tuple(
-                trace_fact(engine_data, full, name) for name in spec.runtime.report_facts))
+                trace_fact(engine_data, full, name) for name in reported))
         if not attention_backend and model_backend is None and full.get("block_size") is not None:
             precluded = [n for n in order[: order.index(spec.name)]
                          if [c for c, _ in outcome.reasons[n]] == ["BS001"]]

@@ -81,5 +81,15 @@ def test_a_model_driven_name_is_refused(answer: dict[str, Any]) -> None:
         f"ValueError: Selected backend AttentionBackendEnum.{answer['attention_backend']} is not "
         "valid for this configuration.")
     assert "non-sparse not supported" in answer["error"]
+    if answer["attention_backend"] in load_catalog().engine("vllm==0.33.0").backends:
+        # a CUDA backend file (MINIMAX_M3_SPARSE): the dense layers' refusal in vLLM's words
+        loaded = parse_deployment("<reference deployment>", reference_deployment(answer, 8192))
+        solved = solve_deployment(loaded, load_catalog(), suggest=False, startup=False,
+                                  refuse_split=False)
+        assert solved.model is not None
+        said = {f"ValueError: {s.result.error.message}" for s in solved.model.selections
+                if s.result.error is not None}
+        assert said == {answer["error"]}
+        return
     with pytest.raises(InputError, match="unknown attention backend"):
         _plan(answer)

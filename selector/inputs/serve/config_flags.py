@@ -33,7 +33,7 @@ def backend_name(flag: str, value: str, catalog: Catalog, engine: str | EngineDa
     backends = set(data.backends) | kv.model_driven_names(data.engine, catalog)
     name = text.upper()
     if name not in backends:
-        raise bad_value(flag, f"unknown attention backend {text!r}",
+        raise bad_value(flag, data.unknown_backend(text),
                    hint=close_matches(name, sorted(backends)))
     return name
 
