@@ -41,6 +41,7 @@ import itertools
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,19 @@ def backend_facts(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _hf_configs(configs: list[Path]) -> Iterator[tuple[Path, Any]]:
+    """Each config (once, sorted) as vLLM's ``get_config`` reads it from a folder of its
+    own."""
+    from vllm.transformers_utils.config import get_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted(set(configs)):
+            folder = Path(tmp) / path.stem
+            folder.mkdir()
+            (folder / "config.json").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            yield path, get_config(str(folder), trust_remote_code=False)
+
+
 MEGA_TP_SIZES = (1, 2, 4, 8, 16)
 """The tensor-parallel sizes ``--mega-topologies`` asks DeepSeek-V4.1's mega layer about."""
 
@@ -166,26 +180,20 @@ def mega_topologies(configs: list[Path], capabilities: list[tuple[int, int]]
     import oracle  # type: ignore[import-not-found]
     import vllm
     from vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn import DeepseekV4MegaAttnAttention
-    from vllm.transformers_utils.config import get_config
 
     out: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in sorted(set(configs)):
-            folder = Path(tmp) / path.stem
-            folder.mkdir()
-            (folder / "config.json").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-            hf_config = get_config(str(folder), trust_remote_code=False)
-            for capability in capabilities:
-                oracle.set_capability(capability)
-                answers = {}
-                for tp in MEGA_TP_SIZES:
-                    config = types.SimpleNamespace(
-                        model_config=types.SimpleNamespace(hf_config=hf_config),
-                        parallel_config=types.SimpleNamespace(tensor_parallel_size=tp))
-                    answers[str(tp)] = bool(DeepseekV4MegaAttnAttention.is_available_for(config))
-                out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
-                            "vllm_version": vllm.__version__, "status": "ok",
-                            "mega_available_by_tp": answers})
+    for path, hf_config in _hf_configs(configs):
+        for capability in capabilities:
+            oracle.set_capability(capability)
+            answers = {}
+            for tp in MEGA_TP_SIZES:
+                config = types.SimpleNamespace(
+                    model_config=types.SimpleNamespace(hf_config=hf_config),
+                    parallel_config=types.SimpleNamespace(tensor_parallel_size=tp))
+                answers[str(tp)] = bool(DeepseekV4MegaAttnAttention.is_available_for(config))
+            out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
+                        "vllm_version": vllm.__version__, "status": "ok",
+                        "mega_available_by_tp": answers})
     return out
 
 
@@ -211,35 +219,29 @@ def selection_matrix(configs: list[Path], capabilities: list[tuple[int, int]],
     import oracle  # type: ignore[import-not-found]
     import vllm
     from vllm.models.deepseek_v41.nvidia import model as v41
-    from vllm.transformers_utils.config import get_config
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     out: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in sorted(set(configs)):
-            folder = Path(tmp) / path.stem
-            folder.mkdir()
-            (folder / "config.json").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-            hf_config = get_config(str(folder), trust_remote_code=False)
-            for capability in capabilities:
-                oracle.set_capability(capability)
-                answers: dict[str, Any] = {}
-                for name, tp, pcp in itertools.product([None, *names], SELECTION_TP_SIZES,
-                                                       SELECTION_PCP_SIZES):
-                    config = types.SimpleNamespace(
-                        model_config=types.SimpleNamespace(hf_config=hf_config),
-                        attention_config=types.SimpleNamespace(
-                            backend=None if name is None else AttentionBackendEnum[name]),
-                        parallel_config=types.SimpleNamespace(
-                            tensor_parallel_size=tp, prefill_context_parallel_size=pcp))
-                    try:
-                        answer = v41._select_dsv4_attn_cls(config).backend_cls.get_name()
-                    except (ValueError, NotImplementedError) as exc:
-                        answer = {"error": f"{type(exc).__name__}: {exc}"}
-                    answers[f"{name or 'none'}|tp{tp}|pcp{pcp}"] = answer
-                out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
-                            "vllm_version": vllm.__version__, "status": "ok",
-                            "mega_attn_ops": mega_ops, "selection_matrix": answers})
+    for path, hf_config in _hf_configs(configs):
+        for capability in capabilities:
+            oracle.set_capability(capability)
+            answers: dict[str, Any] = {}
+            for name, tp, pcp in itertools.product([None, *names], SELECTION_TP_SIZES,
+                                                   SELECTION_PCP_SIZES):
+                config = types.SimpleNamespace(
+                    model_config=types.SimpleNamespace(hf_config=hf_config),
+                    attention_config=types.SimpleNamespace(
+                        backend=None if name is None else AttentionBackendEnum[name]),
+                    parallel_config=types.SimpleNamespace(
+                        tensor_parallel_size=tp, prefill_context_parallel_size=pcp))
+                try:
+                    answer = v41._select_dsv4_attn_cls(config).backend_cls.get_name()
+                except (ValueError, NotImplementedError) as exc:
+                    answer = {"error": f"{type(exc).__name__}: {exc}"}
+                answers[f"{name or 'none'}|tp{tp}|pcp{pcp}"] = answer
+            out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
+                        "vllm_version": vllm.__version__, "status": "ok",
+                        "mega_attn_ops": mega_ops, "selection_matrix": answers})
     return out
 
 
