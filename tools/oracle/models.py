@@ -274,6 +274,15 @@ _REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
 the section's keys plus the attributes the remote ``__init__`` derives from others
 ({attribute: the key it copies})."""
 
+_REMOTE_DEFAULTS: dict[str, dict[str, Any]] = {
+    # microsoft/Phi-4-multimodal-instruct's config.json has no img_processor key: the remote
+    # Phi4MMConfig's default (None) is what vLLM reads, as SigLIP
+    # (vllm/model_executor/models/phi4mm.py:137-142, 737-739)
+    "phi4mm": {"img_processor": None},
+}
+"""{model type: {attribute: the remote config class's default}} for keys a checkpoint's
+config.json leaves to that default and vLLM's model class reads."""
+
 _PARENT_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     # NemotronParseConfig.__init__: decoder["max_sequence_length"] = max_sequence_length
     "nemotron_parse": {"decoder": ("max_sequence_length",)},
@@ -348,8 +357,8 @@ def register_remote_configs() -> None:
             as its own config class): vLLM's model class decides every layer."""
 
             def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
-                for key, value in kwargs.items():  # before the base class reads them
-                    self.__dict__[key] = value
+                for key, value in {**_REMOTE_DEFAULTS.get(self.model_type, {}), **kwargs}.items():
+                    self.__dict__[key] = value  # before the base class reads them
                 super().__init__(**kwargs)
                 copied = _PARENT_KEYS.get(self.model_type, {})
                 for key, value in kwargs.items():
@@ -418,7 +427,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
