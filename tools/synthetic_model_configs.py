@@ -371,6 +371,14 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "Qwen2AudioForConditionalGeneration": ("qwen2_audio", {"text_config": _text("qwen2")}),
     "Glm4vForConditionalGeneration": ("glm4v", {"text_config": _text("glm4v_text")}),
     "InternVLForConditionalGeneration": ("internvl", {"text_config": _text("qwen2")}),
+    # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
+    # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
+    # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text
+    # model a Qwen3 (Intern-S1-mini's language model); read by the harness's interns1 stand-in
+    "InternS1ForConditionalGeneration": ("internvl", {
+        "text_config": _text("qwen3"),
+        "_written": {"": {"model_type": "interns1"},
+                     "vision_config": {"model_type": "interns1_vision", "drop_path_rate": 0.0}}}),
     "AudioFlamingo3ForConditionalGeneration": ("audioflamingo3", {"text_config": _text("qwen2")}),
     "Gemma3nForCausalLM": ("gemma3n_text", {"num_hidden_layers": 10, "num_kv_shared_layers": 4,
                                             "layer_types": ["sliding_attention"] * 4 + ["full_attention"]

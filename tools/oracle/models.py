@@ -255,13 +255,15 @@ objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig)."""
 
 
-_SUB_CONFIG_TYPES = {("minicpmv", "vision_config"): "siglip_vision_model",
+_SUB_CONFIG_TYPES = {("interns1", "vision_config"): "internvl_vision",
+                     ("minicpmv", "vision_config"): "siglip_vision_model",
                      ("minicpmo", "vision_config"): "siglip_vision_model",
                      ("minicpmo", "audio_config"): "whisper"}
 """(model type, sub-config): the class the remote config builds whatever the sub-config's own
 ``model_type`` says (openbmb's MiniCPMVConfig / MiniCPMOConfig: ``SiglipVisionConfig(**
 vision_config)``, ``WhisperConfig(**audio_config)``; MiniCPM-V 2.6's config.json names its
-vision_config ``siglip``)."""
+vision_config ``siglip``; Intern-S1's InternS1Config: ``InternS1VisionConfig(**vision_config)``, a
+subclass of transformers' InternVLVisionConfig)."""
 
 
 _REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
@@ -427,7 +429,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
