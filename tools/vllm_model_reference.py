@@ -248,8 +248,12 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     files = raw.pop("_checkpoint_files", None) or {}
     (target / "config.json").write_text(json.dumps(raw), encoding="utf-8")
     for name, content in files.items():
-        (target / Path(name).name).write_text(json.dumps(content), encoding="utf-8")
-        notes.append(f"{Path(name).name} written beside config.json")
+        # a relative path below the checkpoint (Kimi-Audio's whisper-large-v3/config.json,
+        # vllm/model_executor/models/kimi_audio.py:97-106), never above it
+        relative = Path(*[part for part in Path(name).parts if part not in ("..", "/")])
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        (target / relative).write_text(json.dumps(content), encoding="utf-8")
+        notes.append(f"{relative.as_posix()} written beside config.json")
     if _tokenizer_stand_in(raw, target):
         notes.append(TOKENIZER_NOTE)
     return target, notes

@@ -429,7 +429,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1", "moonshot_kimia"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -446,7 +446,11 @@ Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Visi
 dots.ocr (``dots_ocr``): a Qwen2 text config whose ``vision_config`` dict vLLM's
 ``dots_ocr.py`` turns into its own ``DotsVisionConfig``. Nemotron-Parse (``nemotron_parse``,
 v1.1 and 3.5): the ``decoder`` as a config object (the remote NemotronParseTextConfig's keys and
-derived attributes, or an MBart config) and the RADIO ``encoder``'s keys."""
+derived attributes, or an MBart config) and the RADIO ``encoder``'s keys. Phi-4-multimodal
+(``phi4mm``): the top-level keys plus the remote Phi4MMConfig's ``img_processor`` default
+(``_REMOTE_DEFAULTS``). Intern-S1 (``interns1``): its ``vision_config`` an InternVLVisionConfig
+(``_SUB_CONFIG_TYPES``), its ``text_config`` the class of its model type. Kimi-Audio
+(``moonshot_kimia``): the keys vLLM's ``kimi_audio.py`` hands to its Qwen2 language model."""
 
 
 class _InertModule(types.ModuleType):
