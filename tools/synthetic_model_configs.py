@@ -371,6 +371,16 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "Qwen2AudioForConditionalGeneration": ("qwen2_audio", {"text_config": _text("qwen2")}),
     "Glm4vForConditionalGeneration": ("glm4v", {"text_config": _text("glm4v_text")}),
     "InternVLForConditionalGeneration": ("internvl", {"text_config": _text("qwen2")}),
+    # Phi-4-reasoning-vision (Phi4ForCausalLMV, phi4siglip.py:235-280): the checkpoint's remote
+    # config (model type phi4-siglip) is a Phi-3 text config plus mm_hidden_size and a SigLIP2
+    # vision_config dict (as a public test writes one, SOURCES.md); Phi3Config's defaults, a
+    # 4-layer stack, SigLIP2's vision defaults; read by the harness's phi4-siglip stand-in
+    "Phi4ForCausalLMV": ("phi3", {
+        "_defaults_of": "transformers.models.phi3.configuration_phi3.Phi3Config",
+        "num_hidden_layers": 4,
+        "_written": {"": {"model_type": "phi4-siglip", "mm_hidden_size": 1152,
+                          "mm_projector_type": "mlp2x_gelu",
+                          "vision_config": {"model_type": "siglip2_vision_model"}}}}),
     # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
     # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
     # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text
