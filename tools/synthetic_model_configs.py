@@ -381,6 +381,15 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "_written": {"": {"model_type": "phi4-siglip", "mm_hidden_size": 1152,
                           "mm_projector_type": "mlp2x_gelu",
                           "vision_config": {"model_type": "siglip2_vision_model"}}}}),
+    # MOSS-Audio (MossAudioModel): the checkpoint's config class is remote code; vLLM's
+    # moss_audio.py:266-300 holds its own MossAudioConfig (model type moss_audio, an audio
+    # encoder config and a Qwen3 language_config), whose defaults these are, with a 4-layer
+    # language model; read by the harness's moss_audio stand-in (moss_audio.py:1516-1526 wraps
+    # any other config class in its MossAudioConfig)
+    "MossAudioModel": ("moss_audio", {
+        "_defaults_of": "vllm.model_executor.models.moss_audio.MossAudioConfig",
+        "language_config": {"num_hidden_layers": 4, "layer_types": ["full_attention"] * 4},
+        "_written": {"": {"model_type": "moss_audio", "num_hidden_layers": 4}}}),
     # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
     # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
     # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text
@@ -1005,6 +1014,15 @@ def _write_raw(arch: str) -> Path:
     return path
 
 
+def _plain(value: Any) -> Any:
+    """A sub-config ``to_dict`` leaves as a dataclass (vLLM's MossAudioEncoderConfig): its fields."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _class_at(dotted: str) -> Any:
     import importlib
 
@@ -1041,7 +1059,7 @@ def write(arch: str) -> Path:
     raw.pop("transformers_version", None)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"
-    path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(raw, indent=1, sort_keys=True, default=_plain) + "\n", encoding="utf-8")
     return path
 
 
