@@ -390,6 +390,17 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "_defaults_of": "vllm.model_executor.models.moss_audio.MossAudioConfig",
         "language_config": {"num_hidden_layers": 4, "layer_types": ["full_attention"] * 4},
         "_written": {"": {"model_type": "moss_audio", "num_hidden_layers": 4}}}),
+    # FireRed-ASR2 (fireredasr2.py:121-150, :184-185): a Qwen2Config (the processing info asks
+    # for that class) whose audio_encoder_conf holds vLLM's ConformerEncoder arguments (no
+    # defaults for idim / n_layers_enc / n_head / d_model: a public FireRedASR vLLM adaptation's
+    # config.json values, SOURCES.md) and encoder_downsample_rate; Qwen2Config's defaults with a
+    # 4-layer stack
+    "FireRedASR2ForConditionalGeneration": ("qwen2", {
+        "num_hidden_layers": 4,
+        "_written": {"": {"audio_encoder_conf": {"idim": 80, "n_layers_enc": 12, "n_head": 8,
+                                                 "d_model": 512, "kernel_size": 33,
+                                                 "pe_maxlen": 5000},
+                          "encoder_downsample_rate": 2}}}),
     # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
     # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
     # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text
