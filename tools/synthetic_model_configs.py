@@ -401,6 +401,15 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                                                  "d_model": 512, "kernel_size": 33,
                                                  "pe_maxlen": 5000},
                           "encoder_downsample_rate": 2}}}),
+    # Fun-ASR (funasr.py:633-640, :704-705): a Qwen3Config (the processing info asks for that
+    # class) whose audio_encoder_conf holds SenseVoiceEncoderSmall's arguments (Fun-ASR-Nano's
+    # config.yaml values as a public converter reads them, SOURCES.md); Qwen3Config's defaults
+    # with a 4-layer stack
+    "FunASRForConditionalGeneration": ("qwen3", {
+        "num_hidden_layers": 4, "layer_types": ["full_attention"] * 4,
+        "_written": {"": {"audio_encoder_conf": {"output_size": 512, "attention_heads": 4,
+                                                 "linear_units": 2048, "num_blocks": 50,
+                                                 "tp_blocks": 20}}}}),
     # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
     # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
     # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text
