@@ -410,6 +410,27 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "_written": {"": {"audio_encoder_conf": {"output_size": 512, "attention_heads": 4,
                                                  "linear_units": 2048, "num_blocks": 50,
                                                  "tp_blocks": 20}}}}),
+    # LLaVA-OneVision-2 (llava_onevision2.py:2045-2075, :1135-1155): the checkpoint's remote
+    # config class; a public copy of its MoE variant's configuration (SOURCES.md): model type
+    # llava_onevision2_moe, a qwen3_moe text_config (4 layers here) and LlavaOnevision2VisionConfig's
+    # defaults (model type llava_onevision2, kept as attributes by the harness's stand-in)
+    "LlavaOnevision2ForConditionalGeneration": ("llava_onevision2_moe", {
+        "_raw": True,
+        "text_config": {"model_type": "qwen3_moe", "num_hidden_layers": 4},
+        "vision_config": {"model_type": "llava_onevision2", "hidden_size": 1024,
+                          "intermediate_size": 4096, "num_hidden_layers": 24,
+                          "num_attention_heads": 16, "num_channels": 3, "image_size": 448,
+                          "patch_size": 14, "hidden_act": "gelu", "layer_norm_eps": 1e-6,
+                          "layer_norm_type": "layer_norm", "attention_dropout": 0.0,
+                          "initializer_range": 0.02, "rope_theta": 10000.0, "use_head": False,
+                          "out_hidden_size": 1024, "spatial_merge_size": 2,
+                          "tokens_per_second": 1, "temporal_patch_size": 1,
+                          "frame_windows_size": 4, "use_patch_position_encoding": False,
+                          "patch_position_encoding_type": "absolute",
+                          "max_position_embeddings": 8192},
+        "image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
+        "vision_end_token_id": 151653, "output_router_logits": False,
+        "router_aux_loss_coef": 0.001}),
     # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
     # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
     # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text

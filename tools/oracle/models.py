@@ -429,7 +429,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip", "moss_audio"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip", "moss_audio", "llava_onevision2_moe"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -453,7 +453,8 @@ derived attributes, or an MBart config) and the RADIO ``encoder``'s keys. Phi-4-
 (``moonshot_kimia``): the keys vLLM's ``kimi_audio.py`` hands to its Qwen2 language model.
 Phi-4-reasoning-vision (``phi4-siglip``): a Phi-3 text config's keys with a SigLIP2
 ``vision_config``. MOSS-Audio (``moss_audio``): the keys, which vLLM's ``moss_audio.py`` wraps
-in its own MossAudioConfig."""
+in its own MossAudioConfig. LLaVA-OneVision-2 (``llava_onevision2_moe``): a text_config of its
+model type's class and the vision_config's keys as attributes."""
 
 
 class _InertModule(types.ModuleType):
