@@ -431,6 +431,33 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
         "vision_end_token_id": 151653, "output_router_logits": False,
         "router_aux_loss_coef": 0.001}),
+    # Molmo2 (molmo2.py:2367-2402, :1156-1170): allenai's remote Molmo2Config holds vit_config,
+    # adapter_config and text_config with the fields of vLLM's VitConfig / AdapterConfig /
+    # TextConfig dataclasses (molmo2.py:165-260), whose defaults these are (the text model cut to
+    # 4 layers), and the special-token ids (transformers' Molmo2Config defaults; image_col_id as
+    # a public test's config writes it, SOURCES.md); read by the harness's forced molmo2 stand-in
+    "Molmo2ForConditionalGeneration": ("molmo2", {
+        "_raw": True,
+        "vit_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                       "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 72,
+                       "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-06,
+                       "image_default_input_size": [378, 378], "image_patch_size": 14,
+                       "image_num_pos": 577},
+        "adapter_config": {"vit_layers": [-3, -9], "pooling_attention_mask": False,
+                           "hidden_size": 1152, "num_attention_heads": 16,
+                           "num_key_value_heads": 16, "head_dim": 72, "hidden_act": "silu",
+                           "intermediate_size": 18944, "text_hidden_size": 3584},
+        "text_config": {"hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+                        "head_dim": 128, "vocab_size": 152064, "additional_vocab_size": 128,
+                        "qkv_bias": True, "num_hidden_layers": 4, "intermediate_size": 18944,
+                        "hidden_act": "silu", "max_position_embeddings": 4096,
+                        "rope_theta": 1000000.0, "use_qk_norm": False, "qk_norm_type": "olmo",
+                        "layer_norm_eps": 1e-06, "norm_after": False,
+                        "rope_scaling_layers": None},
+        "image_start_token_id": 151936, "low_res_image_start_token_id": 151940,
+        "image_end_token_id": 151937, "image_patch_id": 151938, "image_col_id": 151939,
+        "frame_start_token_id": 151943, "frame_end_token_id": 151944,
+        "use_frame_special_tokens": True, "tie_word_embeddings": False}),
     # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
     # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
     # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text

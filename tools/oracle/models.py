@@ -241,12 +241,18 @@ def _attr(value: Any) -> Any:
     return value
 
 
+_FORCED_STAND_INS = frozenset({"molmo2"})
+"""Remote config classes stood in over transformers' own class of the model type, where vLLM
+reads the remote class's names: allenai's Molmo2Config keeps ``vit_config`` /
+``adapter_config`` (vllm/model_executor/models/molmo2.py:2375-2382), which transformers
+5.24.0's Molmo2Config moves to ``vision_config`` (configuration_molmo2.py:213-216)."""
+
 _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 """The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
 _SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config", "encoder",
-                    "decoder", "audio_config")
+                    "decoder", "audio_config", "vit_config", "adapter_config")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
@@ -256,6 +262,7 @@ whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig)."""
 
 
 _SUB_CONFIG_TYPES = {("interns1", "vision_config"): "internvl_vision",
+                     ("molmo2", "text_config"): "molmo2_remote_text",
                      ("minicpmv", "vision_config"): "siglip_vision_model",
                      ("minicpmo", "vision_config"): "siglip_vision_model",
                      ("minicpmo", "audio_config"): "whisper"}
@@ -271,6 +278,8 @@ _REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
     # (the mBART decoder): self.hidden_size = self.d_model, self.num_attention_heads =
     # self.encoder_attention_heads
     "nemotron_parse_text": {"hidden_size": "d_model", "num_attention_heads": "encoder_attention_heads"},
+    # allenai's Molmo2TextConfig (the remote class, not transformers' molmo2_text): its keys
+    "molmo2_remote_text": {},
 }
 """Remote sub-config classes (no class in transformers) by model type: a config object of
 the section's keys plus the attributes the remote ``__init__`` derives from others
@@ -351,7 +360,7 @@ def register_remote_configs() -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     for model_type in sorted(STAND_IN_MODEL_TYPES | _STATE["stand_ins"]):
-        if model_type in CONFIG_MAPPING:
+        if model_type in CONFIG_MAPPING and model_type not in _FORCED_STAND_INS:
             continue  # transformers has the class itself: only auto_map is dropped
 
         class StandInConfig(PretrainedConfig):  # type: ignore[misc]
@@ -377,7 +386,7 @@ def register_remote_configs() -> None:
         if model_type in _VERSIONED_BASES:
             _register_versioned(model_type, StandInConfig)
             continue
-        AutoConfig.register(model_type, StandInConfig)
+        AutoConfig.register(model_type, StandInConfig, exist_ok=model_type in _FORCED_STAND_INS)
 
 
 def _register_versioned(model_type: str, plain: Any) -> None:
@@ -429,7 +438,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip", "moss_audio", "llava_onevision2_moe"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip", "moss_audio", "llava_onevision2_moe", "molmo2"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
