@@ -438,7 +438,10 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip", "moss_audio", "llava_onevision2_moe", "molmo2"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl",
+                                  # mapped since (the nbcfg answers)
+                                  "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip",
+                                  "moss_audio", "llava_onevision2_moe", "molmo2"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
