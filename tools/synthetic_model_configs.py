@@ -277,6 +277,13 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
     # MiMoV2ForCausalLM subclasses MiMoV2FlashForCausalLM (mimo_v2.py:1125): MiMo-V2-Flash's
     # real config under the subclass's name
     "MiMoV2ForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json"}),
+    # MiMo-V2-Omni (mimo_v2_omni.py:1258-1290): MiMo-V2-Flash's text config with a vision_config
+    # dict that vLLM builds as its Mimo_VLVisionConfig (vllm/transformers_utils/configs/
+    # mimo_v2_omni.py: these defaults); the ViT reads vision_cfg.use_sink (mimo_v2_omni.py:474),
+    # which that class does not define, so the checkpoint's vision_config carries it: False here
+    # (no sink in the vision blocks; the ViT keeps no KV cache); no audio_config (no audio tower)
+    "MiMoV2OmniForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json",
+                                                "vision_config": {"use_sink": False}}),
     # DeepseekV4ForConditionalGeneration (models/deepseek_v4/common/vl_model.py:137-191) wraps
     # DeepseekV4ForCausalLM on the same config; the vision variant is DeepSeek-V4-Flash's
     # config with the flat vision_* fields its tower reads (common/vision.py:86-213,
