@@ -277,6 +277,13 @@ _MAPPED: dict[str, tuple[str, dict[str, Any]]] = {
     # MiMoV2ForCausalLM subclasses MiMoV2FlashForCausalLM (mimo_v2.py:1125): MiMo-V2-Flash's
     # real config under the subclass's name
     "MiMoV2ForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json"}),
+    # MiMo-V2-Omni (mimo_v2_omni.py:1258-1290): MiMo-V2-Flash's text config with a vision_config
+    # dict that vLLM builds as its Mimo_VLVisionConfig (vllm/transformers_utils/configs/
+    # mimo_v2_omni.py: these defaults); the ViT reads vision_cfg.use_sink (mimo_v2_omni.py:474),
+    # which that class does not define, so the checkpoint's vision_config carries it: False here
+    # (no sink in the vision blocks; the ViT keeps no KV cache); no audio_config (no audio tower)
+    "MiMoV2OmniForCausalLM": ("mimo_v2_flash", {"_from": "XiaomiMiMo--MiMo-V2-Flash.json",
+                                                "vision_config": {"use_sink": False}}),
     # DeepseekV4ForConditionalGeneration (models/deepseek_v4/common/vl_model.py:137-191) wraps
     # DeepseekV4ForCausalLM on the same config; the vision variant is DeepSeek-V4-Flash's
     # config with the flat vision_* fields its tower reads (common/vision.py:86-213,
@@ -371,6 +378,101 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "Qwen2AudioForConditionalGeneration": ("qwen2_audio", {"text_config": _text("qwen2")}),
     "Glm4vForConditionalGeneration": ("glm4v", {"text_config": _text("glm4v_text")}),
     "InternVLForConditionalGeneration": ("internvl", {"text_config": _text("qwen2")}),
+    # Phi-4-reasoning-vision (Phi4ForCausalLMV, phi4siglip.py:235-280): the checkpoint's remote
+    # config (model type phi4-siglip) is a Phi-3 text config plus mm_hidden_size and a SigLIP2
+    # vision_config dict (as a public test writes one, SOURCES.md); Phi3Config's defaults, a
+    # 4-layer stack, SigLIP2's vision defaults; read by the harness's phi4-siglip stand-in
+    "Phi4ForCausalLMV": ("phi3", {
+        "_defaults_of": "transformers.models.phi3.configuration_phi3.Phi3Config",
+        "num_hidden_layers": 4,
+        "_written": {"": {"model_type": "phi4-siglip", "mm_hidden_size": 1152,
+                          "mm_projector_type": "mlp2x_gelu",
+                          "vision_config": {"model_type": "siglip2_vision_model"}}}}),
+    # MOSS-Audio (MossAudioModel): the checkpoint's config class is remote code; vLLM's
+    # moss_audio.py:266-300 holds its own MossAudioConfig (model type moss_audio, an audio
+    # encoder config and a Qwen3 language_config), whose defaults these are, with a 4-layer
+    # language model; read by the harness's moss_audio stand-in (moss_audio.py:1516-1526 wraps
+    # any other config class in its MossAudioConfig)
+    "MossAudioModel": ("moss_audio", {
+        "_defaults_of": "vllm.model_executor.models.moss_audio.MossAudioConfig",
+        "language_config": {"num_hidden_layers": 4, "layer_types": ["full_attention"] * 4},
+        "_written": {"": {"model_type": "moss_audio", "num_hidden_layers": 4}}}),
+    # FireRed-ASR2 (fireredasr2.py:121-150, :184-185): a Qwen2Config (the processing info asks
+    # for that class) whose audio_encoder_conf holds vLLM's ConformerEncoder arguments (no
+    # defaults for idim / n_layers_enc / n_head / d_model: a public FireRedASR vLLM adaptation's
+    # config.json values, SOURCES.md) and encoder_downsample_rate; Qwen2Config's defaults with a
+    # 4-layer stack
+    "FireRedASR2ForConditionalGeneration": ("qwen2", {
+        "num_hidden_layers": 4,
+        "_written": {"": {"audio_encoder_conf": {"idim": 80, "n_layers_enc": 12, "n_head": 8,
+                                                 "d_model": 512, "kernel_size": 33,
+                                                 "pe_maxlen": 5000},
+                          "encoder_downsample_rate": 2}}}),
+    # Fun-ASR (funasr.py:633-640, :704-705): a Qwen3Config (the processing info asks for that
+    # class) whose audio_encoder_conf holds SenseVoiceEncoderSmall's arguments (Fun-ASR-Nano's
+    # config.yaml values as a public converter reads them, SOURCES.md); Qwen3Config's defaults
+    # with a 4-layer stack
+    "FunASRForConditionalGeneration": ("qwen3", {
+        "num_hidden_layers": 4, "layer_types": ["full_attention"] * 4,
+        "_written": {"": {"audio_encoder_conf": {"output_size": 512, "attention_heads": 4,
+                                                 "linear_units": 2048, "num_blocks": 50,
+                                                 "tp_blocks": 20}}}}),
+    # LLaVA-OneVision-2 (llava_onevision2.py:2045-2075, :1135-1155): the checkpoint's remote
+    # config class; a public copy of its MoE variant's configuration (SOURCES.md): model type
+    # llava_onevision2_moe, a qwen3_moe text_config (4 layers here) and LlavaOnevision2VisionConfig's
+    # defaults (model type llava_onevision2, kept as attributes by the harness's stand-in)
+    "LlavaOnevision2ForConditionalGeneration": ("llava_onevision2_moe", {
+        "_raw": True,
+        "text_config": {"model_type": "qwen3_moe", "num_hidden_layers": 4},
+        "vision_config": {"model_type": "llava_onevision2", "hidden_size": 1024,
+                          "intermediate_size": 4096, "num_hidden_layers": 24,
+                          "num_attention_heads": 16, "num_channels": 3, "image_size": 448,
+                          "patch_size": 14, "hidden_act": "gelu", "layer_norm_eps": 1e-6,
+                          "layer_norm_type": "layer_norm", "attention_dropout": 0.0,
+                          "initializer_range": 0.02, "rope_theta": 10000.0, "use_head": False,
+                          "out_hidden_size": 1024, "spatial_merge_size": 2,
+                          "tokens_per_second": 1, "temporal_patch_size": 1,
+                          "frame_windows_size": 4, "use_patch_position_encoding": False,
+                          "patch_position_encoding_type": "absolute",
+                          "max_position_embeddings": 8192},
+        "image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
+        "vision_end_token_id": 151653, "output_router_logits": False,
+        "router_aux_loss_coef": 0.001}),
+    # Molmo2 (molmo2.py:2367-2402, :1156-1170): allenai's remote Molmo2Config holds vit_config,
+    # adapter_config and text_config with the fields of vLLM's VitConfig / AdapterConfig /
+    # TextConfig dataclasses (molmo2.py:165-260), whose defaults these are (the text model cut to
+    # 4 layers), and the special-token ids (transformers' Molmo2Config defaults; image_col_id as
+    # a public test's config writes it, SOURCES.md); read by the harness's forced molmo2 stand-in
+    "Molmo2ForConditionalGeneration": ("molmo2", {
+        "_raw": True,
+        "vit_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                       "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 72,
+                       "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-06,
+                       "image_default_input_size": [378, 378], "image_patch_size": 14,
+                       "image_num_pos": 577},
+        "adapter_config": {"vit_layers": [-3, -9], "pooling_attention_mask": False,
+                           "hidden_size": 1152, "num_attention_heads": 16,
+                           "num_key_value_heads": 16, "head_dim": 72, "hidden_act": "silu",
+                           "intermediate_size": 18944, "text_hidden_size": 3584},
+        "text_config": {"hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+                        "head_dim": 128, "vocab_size": 152064, "additional_vocab_size": 128,
+                        "qkv_bias": True, "num_hidden_layers": 4, "intermediate_size": 18944,
+                        "hidden_act": "silu", "max_position_embeddings": 4096,
+                        "rope_theta": 1000000.0, "use_qk_norm": False, "qk_norm_type": "olmo",
+                        "layer_norm_eps": 1e-06, "norm_after": False,
+                        "rope_scaling_layers": None},
+        "image_start_token_id": 151936, "low_res_image_start_token_id": 151940,
+        "image_end_token_id": 151937, "image_patch_id": 151938, "image_col_id": 151939,
+        "frame_start_token_id": 151943, "frame_end_token_id": 151944,
+        "use_frame_special_tokens": True, "tie_word_embeddings": False}),
+    # Intern-S1's remote InternS1Config (configuration_interns1.py) holds InternVLConfig's
+    # defaults under model type interns1, its vision_config an InternS1VisionConfig (a subclass
+    # of InternVLVisionConfig, model type interns1_vision, adding drop_path_rate 0.0); the text
+    # model a Qwen3 (Intern-S1-mini's language model); read by the harness's interns1 stand-in
+    "InternS1ForConditionalGeneration": ("internvl", {
+        "text_config": _text("qwen3"),
+        "_written": {"": {"model_type": "interns1"},
+                     "vision_config": {"model_type": "interns1_vision", "drop_path_rate": 0.0}}}),
     "AudioFlamingo3ForConditionalGeneration": ("audioflamingo3", {"text_config": _text("qwen2")}),
     "Gemma3nForCausalLM": ("gemma3n_text", {"num_hidden_layers": 10, "num_kv_shared_layers": 4,
                                             "layer_types": ["sliding_attention"] * 4 + ["full_attention"]
@@ -987,6 +1089,15 @@ def _write_raw(arch: str) -> Path:
     return path
 
 
+def _plain(value: Any) -> Any:
+    """A sub-config ``to_dict`` leaves as a dataclass (vLLM's MossAudioEncoderConfig): its fields."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _class_at(dotted: str) -> Any:
     import importlib
 
@@ -1023,7 +1134,7 @@ def write(arch: str) -> Path:
     raw.pop("transformers_version", None)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"
-    path.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(raw, indent=1, sort_keys=True, default=_plain) + "\n", encoding="utf-8")
     return path
 
 

@@ -191,6 +191,39 @@ def _slopes_on_cpu(model_cls: Any) -> None:
             setattr(module, name, on_cpu)
 
 
+CPU_INITS: dict[str, tuple[str, ...]] = {
+    # RelPositionalEncoding.__init__ takes .item() of a tensor it builds (conformer_encoder.py:61,
+    # FireRed-ASR2's audio encoder): a positional table, never a cache shape
+    "vllm.model_executor.models.conformer_encoder": ("RelPositionalEncoding",),
+}
+"""{module: classes} whose ``__init__`` computes tensor values, built on the CPU."""
+
+
+def _inits_on_cpu() -> None:
+    import functools
+    import importlib
+
+    import torch
+
+    for module_name, names in CPU_INITS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # a release without the module
+            continue
+        for name in names:
+            cls = getattr(module, name, None)
+            if cls is None or getattr(cls.__init__, "_on_cpu", False):
+                continue
+
+            def on_cpu(self: Any, *args: Any, _init: Any = cls.__init__, **kwargs: Any) -> None:
+                with torch.device("cpu"):
+                    _init(self, *args, **kwargs)
+
+            functools.update_wrapper(on_cpu, cls.__init__)
+            on_cpu._on_cpu = True  # type: ignore[attr-defined]
+            cls.__init__ = on_cpu
+
+
 TOKENIZER_STAND_INS: dict[str, tuple[str, ...]] = {
     "GritLM": ("<s>", "\u2581<", "<", "|", "embed", ">", "<0x0A>", "user"),
 }
@@ -248,8 +281,12 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     files = raw.pop("_checkpoint_files", None) or {}
     (target / "config.json").write_text(json.dumps(raw), encoding="utf-8")
     for name, content in files.items():
-        (target / Path(name).name).write_text(json.dumps(content), encoding="utf-8")
-        notes.append(f"{Path(name).name} written beside config.json")
+        # a relative path below the checkpoint (Kimi-Audio's whisper-large-v3/config.json,
+        # vllm/model_executor/models/kimi_audio.py:97-106), never above it
+        relative = Path(*[part for part in Path(name).parts if part not in ("..", "/")])
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        (target / relative).write_text(json.dumps(content), encoding="utf-8")
+        notes.append(f"{relative.as_posix()} written beside config.json")
     if _tokenizer_stand_in(raw, target):
         notes.append(TOKENIZER_NOTE)
     return target, notes
@@ -486,6 +523,7 @@ def reference(config_path: Path, workdir: Path, *,
             out["mamba_page_size_padded"] = padded
         stage = "model construction"
         _slopes_on_cpu(model_cls)
+        _inits_on_cpu()
         _workspace_on_meta()
         with (
             set_current_vllm_config(vllm_config),

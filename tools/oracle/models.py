@@ -242,12 +242,18 @@ def _attr(value: Any) -> Any:
     return value
 
 
+_FORCED_STAND_INS = frozenset({"molmo2"})
+"""Remote config classes stood in over transformers' own class of the model type, where vLLM
+reads the remote class's names: allenai's Molmo2Config keeps ``vit_config`` /
+``adapter_config`` (vllm/model_executor/models/molmo2.py:2375-2382), which transformers
+5.24.0's Molmo2Config moves to ``vision_config`` (configuration_molmo2.py:213-216)."""
+
 _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 """The remote class's name where vLLM checks it (``GteNewModelConfig`` asserts
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
 _SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config", "encoder",
-                    "decoder", "audio_config")
+                    "decoder", "audio_config", "vit_config", "adapter_config")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
@@ -256,13 +262,16 @@ objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig)."""
 
 
-_SUB_CONFIG_TYPES = {("minicpmv", "vision_config"): "siglip_vision_model",
+_SUB_CONFIG_TYPES = {("interns1", "vision_config"): "internvl_vision",
+                     ("molmo2", "text_config"): "molmo2_remote_text",
+                     ("minicpmv", "vision_config"): "siglip_vision_model",
                      ("minicpmo", "vision_config"): "siglip_vision_model",
                      ("minicpmo", "audio_config"): "whisper"}
 """(model type, sub-config): the class the remote config builds whatever the sub-config's own
 ``model_type`` says (openbmb's MiniCPMVConfig / MiniCPMOConfig: ``SiglipVisionConfig(**
 vision_config)``, ``WhisperConfig(**audio_config)``; MiniCPM-V 2.6's config.json names its
-vision_config ``siglip``)."""
+vision_config ``siglip``; Intern-S1's InternS1Config: ``InternS1VisionConfig(**vision_config)``, a
+subclass of transformers' InternVLVisionConfig)."""
 
 
 _REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
@@ -270,10 +279,21 @@ _REMOTE_SUB_CONFIGS: dict[str, dict[str, str]] = {
     # (the mBART decoder): self.hidden_size = self.d_model, self.num_attention_heads =
     # self.encoder_attention_heads
     "nemotron_parse_text": {"hidden_size": "d_model", "num_attention_heads": "encoder_attention_heads"},
+    # allenai's Molmo2TextConfig (the remote class, not transformers' molmo2_text): its keys
+    "molmo2_remote_text": {},
 }
 """Remote sub-config classes (no class in transformers) by model type: a config object of
 the section's keys plus the attributes the remote ``__init__`` derives from others
 ({attribute: the key it copies})."""
+
+_REMOTE_DEFAULTS: dict[str, dict[str, Any]] = {
+    # microsoft/Phi-4-multimodal-instruct's config.json has no img_processor key: the remote
+    # Phi4MMConfig's default (None) is what vLLM reads, as SigLIP
+    # (vllm/model_executor/models/phi4mm.py:137-142, 737-739)
+    "phi4mm": {"img_processor": None},
+}
+"""{model type: {attribute: the remote config class's default}} for keys a checkpoint's
+config.json leaves to that default and vLLM's model class reads."""
 
 _PARENT_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     # NemotronParseConfig.__init__: decoder["max_sequence_length"] = max_sequence_length
@@ -341,7 +361,7 @@ def register_remote_configs() -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     for model_type in sorted(STAND_IN_MODEL_TYPES | _STATE["stand_ins"]):
-        if model_type in CONFIG_MAPPING:
+        if model_type in CONFIG_MAPPING and model_type not in _FORCED_STAND_INS:
             continue  # transformers has the class itself: only auto_map is dropped
 
         class StandInConfig(PretrainedConfig):  # type: ignore[misc]
@@ -349,8 +369,8 @@ def register_remote_configs() -> None:
             as its own config class): vLLM's model class decides every layer."""
 
             def __init__(self, block_configs: list[Any] | None = None, **kwargs: Any) -> None:
-                for key, value in kwargs.items():  # before the base class reads them
-                    self.__dict__[key] = value
+                for key, value in {**_REMOTE_DEFAULTS.get(self.model_type, {}), **kwargs}.items():
+                    self.__dict__[key] = value  # before the base class reads them
                 super().__init__(**kwargs)
                 copied = _PARENT_KEYS.get(self.model_type, {})
                 for key, value in kwargs.items():
@@ -367,7 +387,7 @@ def register_remote_configs() -> None:
         if model_type in _VERSIONED_BASES:
             _register_versioned(model_type, StandInConfig)
             continue
-        AutoConfig.register(model_type, StandInConfig)
+        AutoConfig.register(model_type, StandInConfig, exist_ok=model_type in _FORCED_STAND_INS)
 
 
 def _register_versioned(model_type: str, plain: Any) -> None:
@@ -419,7 +439,10 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl",
+                                  # mapped since (the nbcfg answers)
+                                  "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip",
+                                  "moss_audio", "llava_onevision2_moe", "molmo2"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
@@ -436,7 +459,15 @@ Keye (``Keye``): a Qwen3 text config with a SigLIP ``vision_config``. Phi-3-Visi
 dots.ocr (``dots_ocr``): a Qwen2 text config whose ``vision_config`` dict vLLM's
 ``dots_ocr.py`` turns into its own ``DotsVisionConfig``. Nemotron-Parse (``nemotron_parse``,
 v1.1 and 3.5): the ``decoder`` as a config object (the remote NemotronParseTextConfig's keys and
-derived attributes, or an MBart config) and the RADIO ``encoder``'s keys."""
+derived attributes, or an MBart config) and the RADIO ``encoder``'s keys. Phi-4-multimodal
+(``phi4mm``): the top-level keys plus the remote Phi4MMConfig's ``img_processor`` default
+(``_REMOTE_DEFAULTS``). Intern-S1 (``interns1``): its ``vision_config`` an InternVLVisionConfig
+(``_SUB_CONFIG_TYPES``), its ``text_config`` the class of its model type. Kimi-Audio
+(``moonshot_kimia``): the keys vLLM's ``kimi_audio.py`` hands to its Qwen2 language model.
+Phi-4-reasoning-vision (``phi4-siglip``): a Phi-3 text config's keys with a SigLIP2
+``vision_config``. MOSS-Audio (``moss_audio``): the keys, which vLLM's ``moss_audio.py`` wraps
+in its own MossAudioConfig. LLaVA-OneVision-2 (``llava_onevision2_moe``): a text_config of its
+model type's class and the vision_config's keys as attributes."""
 
 
 class _InertModule(types.ModuleType):
