@@ -34,8 +34,11 @@ import oracle
 from vllm_model_reference import MODEL_DTYPE, _max_len, _prepare_dir, _refusal, _relative
 
 
-def answer(config_path: Path, workdir: Path) -> dict[str, Any]:
-    """vLLM's runner type and post-init CUDA-graph mode for one config.json."""
+def answer(config_path: Path, workdir: Path, resolve: str | None = None) -> dict[str, Any]:
+    """vLLM's runner type and post-init CUDA-graph mode for one config.json; with
+    ``resolve`` (``SUPPORT:BACKEND``, e.g. ``UNIFORM_BATCH:FlashAttnMLABackend``) also the
+    mode ``CompilationConfig.resolve_cudagraph_mode_and_sizes`` makes of it for a backend of
+    that ``AttentionCGSupport`` (``resolved_cudagraph_mode``)."""
     import vllm
     from vllm.engine.arg_utils import EngineArgs
 
@@ -57,7 +60,20 @@ def answer(config_path: Path, workdir: Path) -> dict[str, Any]:
                runner_type=model_config.runner_type,
                pooling=model_config.pooler_config is not None,
                is_encoder_decoder=bool(model_config.is_encoder_decoder),
-               cudagraph_mode=vllm_config.compilation_config.cudagraph_mode.name)
+               cudagraph_mode=vllm_config.compilation_config.cudagraph_mode.name,
+               compilation_mode=vllm_config.compilation_config.mode.name,
+               max_cudagraph_capture_size=vllm_config.compilation_config.max_cudagraph_capture_size,
+               cudagraph_capture_sizes=vllm_config.compilation_config.cudagraph_capture_sizes,
+               max_num_seqs=vllm_config.scheduler_config.max_num_seqs,
+               max_num_batched_tokens=vllm_config.scheduler_config.max_num_batched_tokens)
+    if resolve is not None:
+        from vllm.v1.attention.backend import AttentionCGSupport
+
+        support, backend = resolve.split(":", 1)
+        resolved = vllm_config.compilation_config.resolve_cudagraph_mode_and_sizes(
+            AttentionCGSupport[support], backend)
+        out.update(resolve_support=support, resolve_backend=backend,
+                   resolved_cudagraph_mode=resolved.name)
     return out
 
 
@@ -80,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("configs", nargs="*", type=Path,
                         help="config.json files (default: those the model reference built)")
     parser.add_argument("--out", type=Path, required=True, help="a .jsonl.gz file")
+    parser.add_argument("--resolve", metavar="SUPPORT:BACKEND",
+                        help="also resolve the mode for a backend of this AttentionCGSupport")
     args = parser.parse_args(argv)
     oracle.start_models()
     configs = args.configs or _built_configs()
@@ -89,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             if path.stem in {"broken_layer_types"}:
                 continue
             try:
-                result = answer(path, Path(tmp))
+                result = answer(path, Path(tmp), args.resolve)
             except RuntimeError as exc:
                 failures.append(str(exc))
                 print(f"HARNESS FAILURE {exc}"[:400], file=sys.stderr)

@@ -628,8 +628,18 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target 
                                               startup_profile(catalog, engine.engine))
     # VllmConfig.__post_init__ changes the mode for the kind of model (defaults.yaml)
     kinds = model_kinds(model, engine)
-    mode, override = catalog.engine_defaults(engine.engine).cudagraph_model_overrides.apply(
-        target.cudagraph_mode, kinds)
+    # (and, first, the architecture's own default when the deployment sets no mode)
+    overrides = catalog.engine_defaults(engine.engine).cudagraph_model_overrides
+    mode, override = overrides.apply(target.cudagraph_mode, kinds, architecture=model.architecture,
+                                     user_set=d.cudagraph_mode is not None)
+    arch_default = overrides.architecture_default(model.architecture)
+    # the hook's compilation mode NONE: no VLLM_COMPILE, so splitting_ops stays empty
+    # (vllm/config/compilation.py set_splitting_ops_for_v1) and attention is not a split
+    # point: a FULL mode a backend cannot honour becomes FULL_DECODE_ONLY, not
+    # FULL_AND_PIECEWISE (resolve_cudagraph_mode_and_sizes)
+    compile_none = ({"vllm_compile": False, "attention_in_splitting_ops": False}
+                    if arch_default is not None and arch_default.compilation_mode == "NONE"
+                    else {})
     options = kv.KVOptions(
         kv_cache_dtype=d.kv_cache_dtype,
         block_size=d.block_size,
@@ -644,6 +654,7 @@ def deployment_model(loaded: LoadedDeployment, catalog: Catalog, target: Target 
         reserved_bytes=int(d.reserved_memory_gib * 1024**3),
         max_num_batched_tokens=serve.max_num_batched_tokens,
         max_num_seqs=serve.max_num_seqs,
+        **compile_none,
     )
     known = set(engine.profile.inputs) | set(engine.profile.environment)
     return model, deployment_request(d, cc, vocabulary=known, dtype=model.runtime_dtype), options

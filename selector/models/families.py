@@ -293,6 +293,12 @@ class AttentionRules(_Strict):
     """A boolean config field (true when absent): false makes every attention layer
     encoder-only (bidirectional, no KV cache), as ``getattr(config, "is_causal", True)``
     decides in vLLM's Llama / Qwen decoder layers."""
+    bidirectional_field: str | None = None
+    """A boolean config field (false when absent): true makes every attention layer
+    encoder-only (bidirectional, no KV cache) when the config's first architecture is one
+    of ``bidirectional_architectures``, whose ``MODELS_CONFIG_MAP`` hook sets
+    ``is_causal = not <field>`` (Gemma3TextModelConfig.verify_and_update_model_config)."""
+    bidirectional_architectures: tuple[str, ...] = ()
     chunk_lookback: dict[MixerName, int] = Field(default_factory=dict)
     """{mixer: chunk_lookback}: the mixer's layers pass ``chunk_lookback`` and the model's
     sliding window (``window_field``) to their Attention (Rnj1's chunked_attention layers:

@@ -478,6 +478,10 @@ class _ConfigParser:
         causal = rules.causal_field
         if self.family.encoder_only or (causal is not None and not self.text.bool_(causal, True)):
             kind = "encoder_only"
+        if rules.bidirectional_field is not None and self.text.bool_(rules.bidirectional_field) \
+                and (self.top.str_list("architectures") or [""])[0] \
+                in rules.bidirectional_architectures:
+            kind = "encoder_only"
         if mixer == "cross_attention" or index in self.cross_layers:
             kind = "cross_attention"
         elif rules.cross_attention and kind == "attention":

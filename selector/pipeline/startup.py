@@ -107,6 +107,20 @@ def _encoder(model: ModelFacts, loaded: LoadedDeployment, catalog: Catalog, engi
         dtype_bytes=dtype_bytes(d.dtype))
 
 
+def model_capture_sizes(catalog: Catalog, target: Target, model: ModelFacts, kv: KVOptions,
+                        decode_query_len: int) -> tuple[int, ...]:
+    """The CUDA-graph capture sizes of the deployment: the target's, unless the model's
+    ``verify_and_update_config`` sets ``max_cudagraph_capture_size`` (gpt-oss's 1024:
+    ``defaults.yaml`` ``cudagraph_capture.max_size_by_architecture``)."""
+    assert target.serve is not None
+    capture = catalog.engine_defaults(target.engine.engine).cudagraph_capture
+    if model.architecture not in capture.max_size_by_architecture \
+            or kv.cudagraph_mode in (None, "NONE"):
+        return target.serve.cudagraph_capture_sizes
+    return capture.sizes(target.serve.max_num_seqs, target.serve.max_num_batched_tokens,
+                         target.cc, decode_query_len, architecture=model.architecture)
+
+
 def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                   loaded: LoadedDeployment, catalog: Catalog, target: Target,
                   settings: Mapping[str, object] | None = None,
@@ -134,9 +148,11 @@ def check_startup(model: ModelFacts, base: RequestFacts, kv: KVOptions, *,
                                    d.quantization)
     runner = _model_runner(catalog, engine_name, model, draft, environ)
     runners = runner_data(catalog, engine_name)
-    capture_sizes = target.serve.cudagraph_capture_sizes if runners is None or runner is None \
+    base_sizes = model_capture_sizes(catalog, target, model, kv,
+                                     1 + d.speculative.num_speculative_tokens)
+    capture_sizes = base_sizes if runners is None or runner is None \
         else spec_decode_capture_sizes(
-            runners, target.serve.cudagraph_capture_sizes, runner=runner,
+            runners, base_sizes, runner=runner,
             cudagraph_mode=kv.cudagraph_mode,
             decode_query_len=1 + d.speculative.num_speculative_tokens)
     budget_of = partial(

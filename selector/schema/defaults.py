@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selector.schema.types import CudaGraphMode
 
-__all__ = ["BatchDefaults", "BatchTier", "CaptureSizes", "EngineDefaults", "ModeDefault",
-           "UtilizationDefault"]
+__all__ = ["ArchitectureModeDefault", "BatchDefaults", "BatchTier", "CaptureSizes",
+           "EngineDefaults", "ModeDefault", "UtilizationDefault"]
 
 
 class _Strict(BaseModel):
@@ -83,13 +83,42 @@ class ModelModeOverride(_Strict):
     message: str
 
 
+class ArchitectureModeDefault(_Strict):
+    """An architecture's ``verify_and_update_config`` (``MODELS_CONFIG_MAP``,
+    vllm/model_executor/models/config.py) that sets ``compilation_config.cudagraph_mode``
+    to ``to`` when the user left it unset, before vLLM's default is filled in and before
+    the kind rules run (``VllmConfig.__post_init__`` calls the hook first). vLLM logs
+    nothing for it. ``compilation_mode``: the compilation mode the hook sets alongside
+    (recorded, not used by the tool)."""
+
+    architectures: tuple[str, ...] = Field(min_length=1)
+    to: CudaGraphMode
+    compilation_mode: str | None = None
+    source: str
+    since: str
+    """The first release whose ``MODELS_CONFIG_MAP`` has the hook."""
+
+
 class ModelModeOverrides(_Strict):
     source: str
     rules: tuple[ModelModeOverride, ...]
     """In vLLM's order: the first rule whose kind and mode match applies (an ``elif`` chain)."""
+    architecture_defaults: tuple[ArchitectureModeDefault, ...] = ()
+    """The model's own default mode, applied before ``rules`` when the user set none."""
 
-    def apply(self, mode: CudaGraphMode, kinds: frozenset[str]) -> tuple[CudaGraphMode, str | None]:
-        """The mode after the overrides, and vLLM's log line (None: unchanged)."""
+    def architecture_default(self, architecture: str | None) -> ArchitectureModeDefault | None:
+        """The architecture's own default (None: it has none)."""
+        return next((d for d in self.architecture_defaults if architecture in d.architectures),
+                    None)
+
+    def apply(self, mode: CudaGraphMode, kinds: frozenset[str], architecture: str | None = None,
+              user_set: bool = True) -> tuple[CudaGraphMode, str | None]:
+        """The mode after the overrides, and vLLM's log line (None: none logged).
+        ``architecture``: the model's (``model_config.architecture``); ``user_set``: the
+        deployment gave the mode (the architecture defaults then leave it)."""
+        default = self.architecture_default(architecture)
+        if default is not None and not user_set:
+            mode = default.to
         for rule in self.rules:
             if rule.model in kinds and mode in rule.modes:
                 return rule.to, rule.message.format(mode=mode)
@@ -118,6 +147,11 @@ class CaptureSizes(_Strict):
     append_max_num_batched_tokens: bool
     append_max_num_seqs: bool
     uniform_decode_grid: bool = False
+    max_size_by_architecture: dict[str, int] = {}
+    """An architecture's ``verify_and_update_config`` that sets
+    ``max_cudagraph_capture_size`` when the user set no capture sizes (``MODELS_CONFIG_MAP``):
+    vLLM then takes it as given, ``min(it, max_num_batched_tokens)``, the grid up to it and
+    ``max_num_batched_tokens`` when it fits, without the uniform-decode sizes."""
 
     def _grid(self, limit: int) -> list[int]:
         found = [size for size in self.small if size <= limit]
@@ -128,7 +162,14 @@ class CaptureSizes(_Strict):
         return found
 
     def sizes(self, max_num_seqs: int, max_num_batched_tokens: int, cc: int,
-              decode_query_len: int = 1) -> tuple[int, ...]:
+              decode_query_len: int = 1, architecture: str | None = None) -> tuple[int, ...]:
+        explicit = self.max_size_by_architecture.get(architecture or "")
+        if explicit is not None:
+            limit = min(max_num_batched_tokens, explicit)
+            found = self._grid(limit)
+            if self.append_max_num_batched_tokens and max_num_batched_tokens <= limit:
+                found.append(max_num_batched_tokens)
+            return tuple(sorted(set(found)))
         ceiling = self.max_size_by_family.get(cc // 10 * 10, self.max_size)
         limit = min(max_num_seqs * self.seqs_factor * decode_query_len, ceiling)
         if self.uniform_decode_grid and decode_query_len > 1:
