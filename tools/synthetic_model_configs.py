@@ -624,6 +624,21 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "FireRedLIDForConditionalGeneration": ("fireredlid", {"n_layers_lid_dec": 4, "n_layers_enc": 4}),
 }
 SPECS.update(TEXT_SPECS)
+# issue 24: the multimodal classes that read the tokenizer while they are built (the
+# reference's tokenizer stand-in, tools/vllm_model_reference.py TOKENIZER_STAND_INS):
+# vLLM's DeepseekVLV2Config (vllm/transformers_utils/configs/deepseek_vl2.py) with a 4-layer
+# DeepSeek-V2 language model (its language_config, the key the class reads) and the SigLIP
+# tower's defaults; DeepSeek-OCR's checkpoints are the same model type
+# (the model type and architecture DeepSeek-VL2's and DeepSeek-OCR's checkpoints write there)
+_DEEPSEEK_VL2_LANGUAGE = {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"],
+                          "num_hidden_layers": 4, "n_group": 1, "topk_group": 1,
+                          "max_position_embeddings": 4096}
+SPECS.update({
+    "DeepseekVLV2ForCausalLM": ("deepseek_vl_v2", {
+        "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
+    "DeepseekOCRForCausalLM": ("deepseek_vl_v2", {
+        "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
+})
 
 _BASE = {**_SMALL, "head_dim": 64, "rms_norm_eps": 1e-6, "hidden_act": "silu", "rope_theta": 10000.0,
          "tie_word_embeddings": False, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}

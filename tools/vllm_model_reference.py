@@ -193,6 +193,11 @@ def _slopes_on_cpu(model_cls: Any) -> None:
 
 TOKENIZER_STAND_INS: dict[str, tuple[str, ...]] = {
     "GritLM": ("<s>", "\u2581<", "<", "|", "embed", ">", "<0x0A>", "user"),
+    # the image token's id, tokenizer.vocab["<image>"] (deepseek_vl2.py:376-377,
+    # deepseek_ocr.py:401, deepseek_ocr2.py:268 in 0.33.0)
+    "DeepseekVLV2ForCausalLM": ("<image>",),
+    "DeepseekOCRForCausalLM": ("<image>",),
+    "DeepseekOCR2ForCausalLM": ("<image>",),
 }
 """{architecture: tokens}: model classes that read the tokenizer while they are built, and
 the tokens they look up. GritLM's ``GritLMMeanPool`` (the ``embed`` pooler of every
@@ -607,8 +612,9 @@ def _max_len(model_dir: Path) -> int:
     (vLLM refuses a longer ``max_model_len``)."""
     raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     # the text config vLLM derives the length from: transformers' get_text_config, the
-    # first of its decoder-side names present (Nemotron-Parse's ``decoder``)
-    text = next((raw[key] for key in ("decoder", "generator", "text_config")
+    # first of its decoder-side names present (Nemotron-Parse's ``decoder``; DeepSeek-VL2's
+    # ``language_config``, which DeepseekVLV2Config reads as its text_config)
+    text = next((raw[key] for key in ("decoder", "generator", "text_config", "language_config")
                  if isinstance(raw.get(key), dict)), raw)
     # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
     # vLLM's derived max_model_len reads when the others are absent
