@@ -902,6 +902,14 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "ColPaliForRetrieval": "colpali",
     "Cosmos3ForConditionalGeneration": "cosmos3_omni",
     "Gemma3nForConditionalGeneration": "gemma3n",
+    # issue 24: the processor / tokenizer readers (the reference writes their processor
+    # files or a tokenizer stand-in beside the config)
+    "HunYuanVLForConditionalGeneration": "hunyuan_vl",
+    "Emu3ForConditionalGeneration": "emu3",
+    "DeepseekOCR2ForCausalLM": "deepseek_ocr2",
+    "IsaacForConditionalGeneration": "isaac",
+    "ColQwen3": "colqwen3",
+    "OpsColQwen3Model": "ops_colqwen3",
 }
 
 

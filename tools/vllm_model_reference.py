@@ -210,6 +210,26 @@ architectures). The ids only feed the pooler's prompt matching, never a layer or
 
 TOKENIZER_NOTE = "tokenizer stand-in written beside config.json (its model class reads the tokenizer)"
 
+_QWEN3_VL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+
+PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # ColQwen3ProcessingInfo.get_hf_processor builds the standard Qwen3VLProcessor whatever
+    # the checkpoint's processor class (vllm/model_executor/models/colqwen3.py:55-64 in
+    # 0.33.0), and get_supported_mm_limits asks it for a video processor (:66-84): the
+    # Qwen3-VL processor files (tests/fixtures/processors/Qwen--Qwen3-VL)
+    "ColQwen3": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+    "OpsColQwen3Model": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+    "Qwen3VLNemotronEmbedModel": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+}
+"""{architecture: (folder of tests/fixtures/processors, placeholder tokens)}: model classes
+whose processing info ModelConfig asks while the engine config is made
+(``supported_mm_limits``, EngineArgs.create_engine_config): the reference copies the
+family's published processor files beside the config and writes a tokenizer stand-in of
+the placeholders (the processor loads a tokenizer). The processor decides what a prompt's
+items cost, never a layer or a cache."""
+
+PROCESSOR_NOTE = "processor files and a tokenizer stand-in written beside config.json"
+
 
 def _tokenizer_stand_in(raw: dict[str, Any], target: Path) -> bool:
     """The tokenizer stand-in beside config.json for an architecture of
@@ -257,6 +277,15 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
         notes.append(f"{Path(name).name} written beside config.json")
     if _tokenizer_stand_in(raw, target):
         notes.append(TOKENIZER_NOTE)
+    processor = next((PROCESSOR_STAND_INS[a] for a in raw.get("architectures") or []
+                      if a in PROCESSOR_STAND_INS), None)
+    if processor is not None:
+        folder, tokens = processor
+        for source in sorted((REPO / "tests" / "fixtures" / "processors" / folder).glob("*.json")):
+            shutil.copy(source, target / source.name)
+        vocab = {UNKNOWN: 0} | {token: i for i, token in enumerate(tokens, start=1)}
+        write_tokenizer_stand_in(target, vocab, tokens)
+        notes.append(f"{PROCESSOR_NOTE} (tests/fixtures/processors/{folder})")
     return target, notes
 
 
@@ -470,7 +499,8 @@ def reference(config_path: Path, workdir: Path, *,
         stage = "EngineArgs.create_engine_config"
         vllm_config = EngineArgs(
             model=str(model_dir),
-            skip_tokenizer_init=TOKENIZER_NOTE not in notes,
+            skip_tokenizer_init=not any(n == TOKENIZER_NOTE or n.startswith(PROCESSOR_NOTE)
+                                        for n in notes),
             dtype=MODEL_DTYPE,
             max_model_len=_max_len(model_dir),
             **({} if enable_prefix_caching is None
