@@ -636,6 +636,15 @@ _DEEPSEEK_VL2_LANGUAGE = {"model_type": "deepseek_v2", "architectures": ["Deepse
 SPECS.update({
     "DeepseekVLV2ForCausalLM": ("deepseek_vl_v2", {
         "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
+    # ColQwen3.5: a Qwen3.5 config named ColQwen3_5, which declares its attention contract
+    # (vllm/model_executor/models/config.py:1081-1115 ColQwen3_5Config refuses a checkpoint
+    # without retrieval_attention_contract, and sets is_causal from it): both contracts
+    "ColQwen3_5": ("qwen3_5", {
+        "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
+        "_written": {"": {"retrieval_attention_contract": "causal"}}}),
+    "ColQwen3_5-bidirectional": ("qwen3_5", {
+        "_arch": "ColQwen3_5", "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
+        "_written": {"": {"retrieval_attention_contract": "bidirectional"}}}),
     "DeepseekOCRForCausalLM": ("deepseek_vl_v2", {
         "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
 })
@@ -910,6 +919,7 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "IsaacForConditionalGeneration": "isaac",
     "ColQwen3": "colqwen3",
     "OpsColQwen3Model": "ops_colqwen3",
+    "Qwen3VLNemotronEmbedModel": "qwen3_vl_nemotron_embed",
 }
 
 

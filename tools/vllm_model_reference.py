@@ -220,6 +220,8 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ColQwen3": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
     "OpsColQwen3Model": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
     "Qwen3VLNemotronEmbedModel": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+    # ColQwen3_5ProcessingInfo likewise (colqwen3_5.py:45-75): Qwen3.5's processor files
+    "ColQwen3_5": ("Qwen--Qwen3.5", _QWEN3_VL_TOKENS),
 }
 """{architecture: (folder of tests/fixtures/processors, placeholder tokens)}: model classes
 whose processing info ModelConfig asks while the engine config is made
