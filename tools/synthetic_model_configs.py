@@ -645,6 +645,13 @@ SPECS.update({
     "ColQwen3_5-bidirectional": ("qwen3_5", {
         "_arch": "ColQwen3_5", "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
         "_written": {"": {"retrieval_attention_contract": "bidirectional"}}}),
+    # vLLM's UnlimitedOCRConfig (vllm/transformers_utils/configs/unlimited_ocr.py: the
+    # DeepSeek-OCR layout, a DeepSeek-V2 MoE language model without MLA, rswa_window 128): plain
+    # multi-head attention, deepseek_v2.py:1280-1288 (qk_nope / qk_rope head dims 0)
+    "UnlimitedOCRForCausalLM": ("unlimited_ocr", {
+        "language_config": {**_DEEPSEEK_VL2_LANGUAGE, "use_mla": False, "kv_lora_rank": 0,
+                            "q_lora_rank": None, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0,
+                            "v_head_dim": 0}, "_drop": ["text_config"]}),
     "DeepseekOCRForCausalLM": ("deepseek_vl_v2", {
         "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
 })

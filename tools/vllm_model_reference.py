@@ -198,6 +198,10 @@ TOKENIZER_STAND_INS: dict[str, tuple[str, ...]] = {
     "DeepseekVLV2ForCausalLM": ("<image>",),
     "DeepseekOCRForCausalLM": ("<image>",),
     "DeepseekOCR2ForCausalLM": ("<image>",),
+    "UnlimitedOCRForCausalLM": ("<image>",),  # a DeepseekOCRForCausalLM (unlimited_ocr.py:265)
+    # the config's vision_token (IsaacConfig's default "<image>"), tokenizer.encode(...)[0]
+    # (isaac.py:728-731, :835-838)
+    "IsaacForConditionalGeneration": ("<image>",),
 }
 """{architecture: tokens}: model classes that read the tokenizer while they are built, and
 the tokens they look up. GritLM's ``GritLMMeanPool`` (the ``embed`` pooler of every
