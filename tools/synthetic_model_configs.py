@@ -649,7 +649,7 @@ SPECS.update({
     # DeepSeek-OCR layout, a DeepSeek-V2 MoE language model without MLA, rswa_window 128): plain
     # multi-head attention, deepseek_v2.py:1280-1288 (qk_nope / qk_rope head dims 0)
     "UnlimitedOCRForCausalLM": ("unlimited_ocr", {
-        "language_config": {**_DEEPSEEK_VL2_LANGUAGE, "use_mla": False, "kv_lora_rank": 0,
+        "language_config": {**_DEEPSEEK_VL2_LANGUAGE, "use_mla": False, "kv_lora_rank": None,
                             "q_lora_rank": None, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0,
                             "v_head_dim": 0}, "_drop": ["text_config"]}),
     "DeepseekOCRForCausalLM": ("deepseek_vl_v2", {
