@@ -645,6 +645,10 @@ SPECS.update({
     "ColQwen3_5-bidirectional": ("qwen3_5", {
         "_arch": "ColQwen3_5", "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
         "_written": {"": {"retrieval_attention_contract": "bidirectional"}}}),
+    # transformers' HunYuanVLConfig (HunyuanOCR), whose text config defaults no head_dim (the
+    # checkpoint's 128, as _EXTRA gives HunYuan's dense text models)
+    "HunYuanVLForConditionalGeneration": ("hunyuan_vl", {"text_config": {
+        "model_type": "hunyuan_vl_text", "num_hidden_layers": 4, "head_dim": 128}}),
     # vLLM's UnlimitedOCRConfig (vllm/transformers_utils/configs/unlimited_ocr.py: the
     # DeepSeek-OCR layout, a DeepSeek-V2 MoE language model without MLA, rswa_window 128): plain
     # multi-head attention, deepseek_v2.py:1280-1288 (qk_nope / qk_rope head dims 0)
@@ -920,7 +924,6 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "Gemma3nForConditionalGeneration": "gemma3n",
     # issue 24: the processor / tokenizer readers (the reference writes their processor
     # files or a tokenizer stand-in beside the config)
-    "HunYuanVLForConditionalGeneration": "hunyuan_vl",
     "Emu3ForConditionalGeneration": "emu3",
     "DeepseekOCR2ForCausalLM": "deepseek_ocr2",
     "IsaacForConditionalGeneration": "isaac",

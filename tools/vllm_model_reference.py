@@ -216,7 +216,10 @@ TOKENIZER_NOTE = "tokenizer stand-in written beside config.json (its model class
 
 _QWEN3_VL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
 
-PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]]] = {
+_HUNYUAN_VL_TOKENS = {"image_token": "<image>", "image_start_token": "<img_start>",
+                      "image_end_token": "<img_end>", "pad_token": "<pad>"}
+
+PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[str, ...], dict[str, Any]]] = {
     # ColQwen3ProcessingInfo.get_hf_processor builds the standard Qwen3VLProcessor whatever
     # the checkpoint's processor class (vllm/model_executor/models/colqwen3.py:55-64 in
     # 0.33.0), and get_supported_mm_limits asks it for a video processor (:66-84): the
@@ -226,6 +229,15 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Qwen3VLNemotronEmbedModel": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
     # ColQwen3_5ProcessingInfo likewise (colqwen3_5.py:45-75): Qwen3.5's processor files
     "ColQwen3_5": ("Qwen--Qwen3.5", _QWEN3_VL_TOKENS),
+    # the Transformers backend's TransformersMultiModalProcessingInfo asks the checkpoint's
+    # AutoProcessor which modalities it has (transformers/multimodal.py:146-178);
+    # transformers' HunYuanVLProcessor asks its tokenizer for the image / image-start /
+    # image-end / pad tokens (processing_hunyuan_vl.py:42-70 in transformers 5.24): its
+    # image processor's defaults and a stand-in naming those tokens
+    "HunYuanVLForConditionalGeneration": (
+        "tencent--HunyuanOCR", tuple(_HUNYUAN_VL_TOKENS.values()),
+        {"extra_special_tokens": {k: v for k, v in _HUNYUAN_VL_TOKENS.items() if k != "pad_token"},
+         "pad_token": "<pad>"}),
 }
 """{architecture: (folder of tests/fixtures/processors, placeholder tokens)}: model classes
 whose processing info ModelConfig asks while the engine config is made
@@ -286,11 +298,11 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     processor = next((PROCESSOR_STAND_INS[a] for a in raw.get("architectures") or []
                       if a in PROCESSOR_STAND_INS), None)
     if processor is not None:
-        folder, tokens = processor
+        folder, tokens, tokenizer_config = (*processor, {})[:3]
         for source in sorted((REPO / "tests" / "fixtures" / "processors" / folder).glob("*.json")):
             shutil.copy(source, target / source.name)
         vocab = {UNKNOWN: 0} | {token: i for i, token in enumerate(tokens, start=1)}
-        write_tokenizer_stand_in(target, vocab, tokens)
+        write_tokenizer_stand_in(target, vocab, tokens, tokenizer_config)
         notes.append(f"{PROCESSOR_NOTE} (tests/fixtures/processors/{folder})")
     return target, notes
 
