@@ -649,6 +649,12 @@ SPECS.update({
     # checkpoint's 128, as _EXTRA gives HunYuan's dense text models)
     "HunYuanVLForConditionalGeneration": ("hunyuan_vl", {"text_config": {
         "model_type": "hunyuan_vl_text", "num_hidden_layers": 4, "head_dim": 128}}),
+    # transformers' Emu3Config: a checkpoint's vocabulary_map names the image and end-of-line
+    # tokens the model reads while it is built (modeling_emu3.py:1059-1062, :1334; its visual
+    # tokens only when an image is encoded): those two, with stand-in ids
+    "Emu3ForConditionalGeneration": ("emu3", {
+        "text_config": {"model_type": "emu3_text_model", "num_hidden_layers": 4},
+        "vocabulary_map": {"<image>": 151646, "<|extra_200|>": 151846}}),
     # vLLM's UnlimitedOCRConfig (vllm/transformers_utils/configs/unlimited_ocr.py: the
     # DeepSeek-OCR layout, a DeepSeek-V2 MoE language model without MLA, rswa_window 128): plain
     # multi-head attention, deepseek_v2.py:1280-1288 (qk_nope / qk_rope head dims 0)
@@ -924,7 +930,6 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "Gemma3nForConditionalGeneration": "gemma3n",
     # issue 24: the processor / tokenizer readers (the reference writes their processor
     # files or a tokenizer stand-in beside the config)
-    "Emu3ForConditionalGeneration": "emu3",
     "DeepseekOCR2ForCausalLM": "deepseek_ocr2",
     "IsaacForConditionalGeneration": "isaac",
     "ColQwen3": "colqwen3",

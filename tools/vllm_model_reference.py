@@ -219,6 +219,10 @@ _QWEN3_VL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vis
 _HUNYUAN_VL_TOKENS = {"image_token": "<image>", "image_start_token": "<img_start>",
                       "image_end_token": "<img_end>", "pad_token": "<pad>"}
 
+_EMU3_TOKENS = {"image_token": "<image>", "boi_token": "<|image start|>",
+                "eoi_token": "<|image end|>", "image_wrapper_token": "<|image token|>",
+                "eof_token": "<|extra_201|>"}
+
 PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[str, ...], dict[str, Any]]] = {
     # ColQwen3ProcessingInfo.get_hf_processor builds the standard Qwen3VLProcessor whatever
     # the checkpoint's processor class (vllm/model_executor/models/colqwen3.py:55-64 in
@@ -238,6 +242,11 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[st
         "tencent--HunyuanOCR", tuple(_HUNYUAN_VL_TOKENS.values()),
         {"extra_special_tokens": {k: v for k, v in _HUNYUAN_VL_TOKENS.items() if k != "pad_token"},
          "pad_token": "<pad>"}),
+    # transformers' Emu3Processor likewise (processing_emu3.py:75-88: image, boi, eoi,
+    # image-wrapper, eof and bos tokens of its tokenizer)
+    "Emu3ForConditionalGeneration": (
+        "BAAI--Emu3-Chat-hf", (*_EMU3_TOKENS.values(), "<|extra_203|>"),
+        {"extra_special_tokens": _EMU3_TOKENS, "bos_token": "<|extra_203|>"}),
 }
 """{architecture: (folder of tests/fixtures/processors, placeholder tokens)}: model classes
 whose processing info ModelConfig asks while the engine config is made
