@@ -655,6 +655,18 @@ SPECS.update({
     "Emu3ForConditionalGeneration": ("emu3", {
         "text_config": {"model_type": "emu3_text_model", "num_hidden_layers": 4},
         "vocabulary_map": {"<image>": 151646, "<|extra_200|>": 151846}}),
+    # the Transformers backend's multimodal classes named in architectures: a small LLaVA
+    # (transformers' LlavaConfig: a Llama, or for the MoE classes a Qwen3-MoE, text model
+    # and a two-layer CLIP tower), served with llava-1.5's processor files
+    # (tools/vllm_model_reference.py PROCESSOR_STAND_INS)
+    **{arch: ("llava", {"text_config": {"model_type": "llama", **_SMALL, "vocab_size": 32064},
+                        "vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 2}})
+       for arch in ("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel",
+                    "TransformersMultiModalForSequenceClassification")},
+    "TransformersMultiModalMoEForCausalLM": ("llava", {
+        "text_config": {"model_type": "qwen3_moe", **_SMALL, "vocab_size": 32064, "head_dim": 64,
+                        "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256},
+        "vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 2}}),
     # vLLM's UnlimitedOCRConfig (vllm/transformers_utils/configs/unlimited_ocr.py: the
     # DeepSeek-OCR layout, a DeepSeek-V2 MoE language model without MLA, rswa_window 128): plain
     # multi-head attention, deepseek_v2.py:1280-1288 (qk_nope / qk_rope head dims 0)

@@ -244,6 +244,12 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[st
          "pad_token": "<pad>"}),
     # transformers' Emu3Processor likewise (processing_emu3.py:75-88: image, boi, eoi,
     # image-wrapper, eof and bos tokens of its tokenizer)
+    # the Transformers backend's own multimodal classes (their synthetic configs are small
+    # LLaVAs: tools/synthetic_model_configs.py): llava-1.5's processor files
+    **dict.fromkeys(("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel",
+                     "TransformersMultiModalForSequenceClassification",
+                     "TransformersMultiModalMoEForCausalLM"),
+                    ("llava-hf--llava-1.5-7b-hf", ("<image>",))),
     "Emu3ForConditionalGeneration": (
         "BAAI--Emu3-Chat-hf", (*_EMU3_TOKENS.values(), "<|extra_203|>"),
         {"extra_special_tokens": _EMU3_TOKENS, "bos_token": "<|extra_203|>"}),
@@ -309,7 +315,8 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
     if processor is not None:
         folder, tokens, tokenizer_config = (*processor, {})[:3]
         for source in sorted((REPO / "tests" / "fixtures" / "processors" / folder).glob("*.json")):
-            shutil.copy(source, target / source.name)
+            if source.name != "config.json":  # a folder's checkpoint config is not this one
+                shutil.copy(source, target / source.name)
         vocab = {UNKNOWN: 0} | {token: i for i, token in enumerate(tokens, start=1)}
         write_tokenizer_stand_in(target, vocab, tokens, tokenizer_config)
         notes.append(f"{PROCESSOR_NOTE} (tests/fixtures/processors/{folder})")
