@@ -661,8 +661,13 @@ SPECS.update({
     # (tools/vllm_model_reference.py PROCESSOR_STAND_INS)
     **{arch: ("llava", {"text_config": {"model_type": "llama", **_SMALL, "vocab_size": 32064},
                         "vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 2}})
-       for arch in ("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel",
-                    "TransformersMultiModalForSequenceClassification")},
+       for arch in ("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel")},
+    # transformers has no sequence-classification head for LLaVA (vLLM's answer for one is
+    # AutoModelForSequenceClassification's ValueError): Gemma-3's, six text layers (five
+    # sliding, one full) and a two-layer SigLIP tower, with gemma-3-27b-it's processor files
+    "TransformersMultiModalForSequenceClassification": ("gemma3", {
+        "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 6},
+        "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 2}}),
     "TransformersMultiModalMoEForCausalLM": ("llava", {
         "text_config": {"model_type": "qwen3_moe", **_SMALL, "vocab_size": 32064, "head_dim": 64,
                         "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256},

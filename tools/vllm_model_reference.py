@@ -247,9 +247,14 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[st
     # the Transformers backend's own multimodal classes (their synthetic configs are small
     # LLaVAs: tools/synthetic_model_configs.py): llava-1.5's processor files
     **dict.fromkeys(("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel",
-                     "TransformersMultiModalForSequenceClassification",
                      "TransformersMultiModalMoEForCausalLM"),
                     ("llava-hf--llava-1.5-7b-hf", ("<image>",))),
+    # (a small Gemma-3: Gemma3Processor asks its tokenizer for the image tokens)
+    "TransformersMultiModalForSequenceClassification": (
+        "google--gemma-3-27b-it",
+        ("<start_of_image>", "<end_of_image>", "<image_soft_token>", "\n", "\n\n"),
+        {"extra_special_tokens": {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                                  "image_token": "<image_soft_token>"}}),
     "Emu3ForConditionalGeneration": (
         "BAAI--Emu3-Chat-hf", (*_EMU3_TOKENS.values(), "<|extra_203|>"),
         {"extra_special_tokens": _EMU3_TOKENS, "bos_token": "<|extra_203|>"}),
