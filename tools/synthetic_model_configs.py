@@ -679,6 +679,10 @@ SPECS.update({
         "language_config": {**_DEEPSEEK_VL2_LANGUAGE, "use_mla": False, "kv_lora_rank": None,
                             "q_lora_rank": None, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0,
                             "v_head_dim": 0}, "_drop": ["text_config"]}),
+    # DeepSeek-OCR-2's model class reads vLLM's DeepseekVLV2Config too (deepseek_ocr2.py:51,
+    # :70-71, :257-265: projector_config, tile_tag), not transformers' DeepseekOcr2Config
+    "DeepseekOCR2ForCausalLM": ("deepseek_vl_v2", {
+        "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
     "DeepseekOCRForCausalLM": ("deepseek_vl_v2", {
         "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
 })
@@ -947,7 +951,6 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "Gemma3nForConditionalGeneration": "gemma3n",
     # issue 24: the processor / tokenizer readers (the reference writes their processor
     # files or a tokenizer stand-in beside the config)
-    "DeepseekOCR2ForCausalLM": "deepseek_ocr2",
     "IsaacForConditionalGeneration": "isaac",
     "ColQwen3": "colqwen3",
     "OpsColQwen3Model": "ops_colqwen3",
