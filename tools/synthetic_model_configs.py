@@ -758,6 +758,23 @@ _PLAMO2_1B = {
 """pfnet/plamo-2-1b's config values as two public copies quote them (SOURCES.md)."""
 
 RAW: dict[str, tuple[str, dict[str, Any]]] = {
+    # Ovis2.5's remote config (model_type ovis2_5, carried by the harness's stand-in config
+    # class): the keys of the published checkpoints' config.json as a transformers conversion
+    # test writes them (exact-string search of the code corpus, "model_type": "ovis2_5"),
+    # the Qwen3 llm_config and the SigLIP2-NaViT vit_config shrunk (ovis2_5.py:446-467 reads
+    # text_config, vit_config, visual_vocab_size, hidden_size)
+    "Ovis2_5": ("ovis2_5", {
+        "visual_vocab_size": 65536, "hidden_size": 512,
+        "llm_config": _text("qwen3", head_dim=64, max_position_embeddings=40960,
+                            rope_theta=1000000, rms_norm_eps=1e-6, hidden_act="silu",
+                            attention_bias=False, tie_word_embeddings=False),
+        "vit_config": {"model_type": "siglip2_navit", "hidden_size": 1152,
+                       "intermediate_size": 4304, "num_hidden_layers": 2,
+                       "num_attention_heads": 16, "num_channels": 3, "num_patches": -1,
+                       "image_size": 512, "patch_size": 16, "hidden_act": "gelu_pytorch_tanh",
+                       "layer_norm_eps": 1e-6, "attention_dropout": 0.0, "hidden_stride": 2,
+                       "fullatt_block_indexes": None, "temporal_patch_size": 1,
+                       "window_size": 112, "preserve_original_pe": True, "use_rope": True}}),
     # architectures whose config class is remote code (no class in transformers or vLLM):
     # written as they are and read by the harness's stand-in config class
     # (tools/oracle/models.py STAND_IN_MODEL_TYPES), which keeps every key; the fields are

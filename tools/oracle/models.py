@@ -246,13 +246,14 @@ _STAND_IN_CLASS_NAMES = {"new": "NewConfig"}
 ``NewConfig``, vllm/model_executor/models/config.py:570: Alibaba-NLP's new-impl)."""
 
 _SUB_CONFIG_KEYS = ("llm_config", "text_config", "vision_config", "projector_config", "encoder",
-                    "decoder", "audio_config")
+                    "decoder", "audio_config", "vit_config")
 """The sub-configs of a remote config class that its ``__init__`` turns into config
 objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
 ``vision_config`` / ``projector_config``; Nemotron-Parse's ``decoder``, a NemotronParseTextConfig
 (``_REMOTE_SUB_CONFIGS``) or the synthetic configs' MBart config, and its RADIO ``encoder``,
-whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig)."""
+whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig; Ovis2.5's
+``vit_config``, its remote SigLIP2-NaViT config, whose keys stay attributes)."""
 
 
 _SUB_CONFIG_TYPES = {("minicpmv", "vision_config"): "siglip_vision_model",
@@ -418,7 +419,7 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "ovis2_5"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
