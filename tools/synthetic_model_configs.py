@@ -880,6 +880,15 @@ _QWEN3 = {**_BASE, "head_dim": 128, "attention_bias": False, "max_window_layers"
           "use_sliding_window": False, "sliding_window": None, "rope_theta": 1000000.0}
 
 VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    # Ovis2.6 (vLLM builds Ovis2_6ForCausalLM and Ovis2_6_MoeForCausalLM as Ovis2_5,
+    # registry.py:567-569): Ovis2.5's remote config (no public Ovis2.6 config.json found
+    # within the search budget), a Qwen3 / Qwen3-MoE llm_config
+    "Ovis2_6ForCausalLM": ("Ovis2_6ForCausalLM", "ovis2_5", RAW["Ovis2_5"][1]),
+    "Ovis2_6_MoeForCausalLM": ("Ovis2_6_MoeForCausalLM", "ovis2_5", {
+        **RAW["Ovis2_5"][1],
+        "llm_config": _text("qwen3_moe", head_dim=64, max_position_embeddings=40960,
+                            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=256,
+                            tie_word_embeddings=False)}),
     # file name: (architecture, model_type, fields): remote-code configs (the harness's
     # stand-in class) of one architecture whose language model a version field picks
     # (minicpmv.py:2434-2489, minicpmo.py:993-1046): each version's decoder, a small stack

@@ -257,7 +257,8 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[st
                                   "image_token": "<image_soft_token>"}}),
     # vLLM's own Ovis2_5Processor (vllm/transformers_utils/processors/ovis2_5.py:35-103) loads
     # the checkpoint's AutoImageProcessor and tokenizer, and adds its image / video tokens
-    "Ovis2_5": ("AIDC-AI--Ovis2.5", ("<image>", "<video>")),
+    **dict.fromkeys(("Ovis2_5", "Ovis2_6ForCausalLM", "Ovis2_6_MoeForCausalLM"),
+                    ("AIDC-AI--Ovis2.5", ("<image>", "<video>"))),
     "Emu3ForConditionalGeneration": (
         "BAAI--Emu3-Chat-hf", (*_EMU3_TOKENS.values(), "<|extra_203|>"),
         {"extra_special_tokens": _EMU3_TOKENS, "bos_token": "<|extra_203|>"}),
