@@ -981,6 +981,7 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "ColQwen3": "colqwen3",
     "OpsColQwen3Model": "ops_colqwen3",
     "Qwen3VLNemotronEmbedModel": "qwen3_vl_nemotron_embed",
+    "VibeVoiceAsrForConditionalGeneration": "vibevoice_asr",
 }
 
 

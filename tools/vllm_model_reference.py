@@ -259,6 +259,11 @@ PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[st
     # the checkpoint's AutoImageProcessor and tokenizer, and adds its image / video tokens
     **dict.fromkeys(("Ovis2_5", "Ovis2_6ForCausalLM", "Ovis2_6_MoeForCausalLM"),
                     ("AIDC-AI--Ovis2.5", ("<image>", "<video>"))),
+    # transformers' VibeVoiceAsrProcessor looks its audio tokens up in the tokenizer
+    # (processing_vibevoice_asr.py:68-85 in transformers 5.24): its feature extractor's defaults
+    "VibeVoiceAsrForConditionalGeneration": (
+        "microsoft--VibeVoice-ASR",
+        ("<|box_start|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|AUDIO_DURATION|>")),
     "Emu3ForConditionalGeneration": (
         "BAAI--Emu3-Chat-hf", (*_EMU3_TOKENS.values(), "<|extra_203|>"),
         {"extra_special_tokens": _EMU3_TOKENS, "bos_token": "<|extra_203|>"}),
