@@ -758,6 +758,30 @@ _PLAMO2_1B = {
 """pfnet/plamo-2-1b's config values as two public copies quote them (SOURCES.md)."""
 
 RAW: dict[str, tuple[str, dict[str, Any]]] = {
+    # Nemotron Nano VL v2's remote config (model_type NemotronH_Nano_VL_V2, carried by the
+    # harness's stand-in config class): the top-level keys a published config holds as a
+    # public loader test writes them (exact-string search of the code corpus,
+    # "model_type": "NemotronH_Nano_VL_V2": force_image_size, patch_size, downsample_ratio,
+    # the image tokens, vit / projector hidden sizes, CLIP norm mean / std), the fields
+    # nano_nemotron_vl.py:964-1010 reads besides (template, ps_version, image_tag_type), a
+    # small NemotronH llm_config (Mamba, attention, Mamba, MLP; its dtype, which :992 asserts)
+    # and the RADIO ViT-H/16
+    # vision_config (get_vit_model_from_radio_config, :1691-1721)
+    "NemotronH_Nano_VL_V2": ("NemotronH_Nano_VL_V2", {
+        "force_image_size": 512, "patch_size": 16, "downsample_ratio": 0.5,
+        "use_thumbnail": True, "template": "nemotron-h-5p5", "ps_version": "v2",
+        "image_tag_type": "internvl", "img_context_token_id": 18,
+        "img_context_token": "<image>", "img_start_token": "<img>", "img_end_token": "</img>",
+        "vit_hidden_size": 1280, "projector_hidden_size": 20480,
+        "norm_mean": [0.48145466, 0.4578275, 0.40821073],
+        "norm_std": [0.26862954, 0.26130258, 0.27577711],
+        "llm_config": {"model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 512,
+                       "max_position_embeddings": 32768, "num_attention_heads": 8,
+                       "num_key_value_heads": 2, "head_dim": 64, "layer_norm_epsilon": 1e-5,
+                       "conv_kernel": 4, "ssm_state_size": 128, "mamba_num_heads": 16,
+                       "mamba_head_dim": 32, "n_groups": 8, "hybrid_override_pattern": "M*M-",
+                       "intermediate_size": 1024, "vocab_size": 4096, "torch_dtype": "bfloat16"},
+        "vision_config": _RADIO}),
     # Ovis2.5's remote config (model_type ovis2_5, carried by the harness's stand-in config
     # class): the keys of the published checkpoints' config.json as a transformers conversion
     # test writes them (exact-string search of the code corpus, "model_type": "ovis2_5"),

@@ -202,6 +202,10 @@ TOKENIZER_STAND_INS: dict[str, tuple[str, ...]] = {
     # the config's vision_token (IsaacConfig's default "<image>"), tokenizer.encode(...)[0]
     # (isaac.py:728-731, :835-838)
     "IsaacForConditionalGeneration": ("<image>",),
+    # NemotronH_Nano_VL_V2 encodes the image start / end / context tokens
+    # (nano_nemotron_vl.py:1046-1055; IMG_START, IMG_END, IMG_CONTEXT of
+    # vllm/transformers_utils/processors/nano_nemotron_vl.py:37-39)
+    "NemotronH_Nano_VL_V2": ("<img>", "</img>", "<image>"),
 }
 """{architecture: tokens}: model classes that read the tokenizer while they are built, and
 the tokens they look up. GritLM's ``GritLMMeanPool`` (the ``embed`` pooler of every

@@ -419,7 +419,8 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   # and of the mapped architectures the reference builds
                                   "internvl_chat", "internlm2", "telechat", "teleflm", "new",
                                   "Keye", "phi3_v", "kanana-1.5-v", "dots_ocr", "nemotron_parse",
-                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "ovis2_5"})
+                                  "minicpmv", "minicpmo", "ernie4_5_moe_vl", "ovis2_5",
+                                  "NemotronH_Nano_VL_V2"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
