@@ -726,6 +726,68 @@ TEXT_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "FireRedLIDForConditionalGeneration": ("fireredlid", {"n_layers_lid_dec": 4, "n_layers_enc": 4}),
 }
 SPECS.update(TEXT_SPECS)
+# issue 24: the multimodal classes that read the tokenizer while they are built (the
+# reference's tokenizer stand-in, tools/vllm_model_reference.py TOKENIZER_STAND_INS):
+# vLLM's DeepseekVLV2Config (vllm/transformers_utils/configs/deepseek_vl2.py) with a 4-layer
+# DeepSeek-V2 language model (its language_config, the key the class reads) and the SigLIP
+# tower's defaults; DeepSeek-OCR's checkpoints are the same model type
+# (the model type and architecture DeepSeek-VL2's and DeepSeek-OCR's checkpoints write there)
+_DEEPSEEK_VL2_LANGUAGE = {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"],
+                          "num_hidden_layers": 4, "n_group": 1, "topk_group": 1,
+                          "max_position_embeddings": 4096}
+SPECS.update({
+    "DeepseekVLV2ForCausalLM": ("deepseek_vl_v2", {
+        "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
+    # ColQwen3.5: a Qwen3.5 config named ColQwen3_5, which declares its attention contract
+    # (vllm/model_executor/models/config.py:1081-1115 ColQwen3_5Config refuses a checkpoint
+    # without retrieval_attention_contract, and sets is_causal from it): both contracts
+    "ColQwen3_5": ("qwen3_5", {
+        "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
+        "_written": {"": {"retrieval_attention_contract": "causal"}}}),
+    "ColQwen3_5-bidirectional": ("qwen3_5", {
+        "_arch": "ColQwen3_5", "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
+        "_written": {"": {"retrieval_attention_contract": "bidirectional"}}}),
+    # transformers' HunYuanVLConfig (HunyuanOCR), whose text config defaults no head_dim (the
+    # checkpoint's 128, as _EXTRA gives HunYuan's dense text models)
+    "HunYuanVLForConditionalGeneration": ("hunyuan_vl", {"text_config": {
+        "model_type": "hunyuan_vl_text", "num_hidden_layers": 4, "head_dim": 128}}),
+    # transformers' Emu3Config: a checkpoint's vocabulary_map names the image and end-of-line
+    # tokens the model reads while it is built (modeling_emu3.py:1059-1062, :1334; its visual
+    # tokens only when an image is encoded): those two, with stand-in ids
+    "Emu3ForConditionalGeneration": ("emu3", {
+        "text_config": {"model_type": "emu3_text_model", "num_hidden_layers": 4},
+        "vocabulary_map": {"<image>": 151646, "<|extra_200|>": 151846}}),
+    # the Transformers backend's multimodal classes named in architectures: a small LLaVA
+    # (transformers' LlavaConfig: a Llama, or for the MoE classes a Qwen3-MoE, text model
+    # and a two-layer CLIP tower), served with llava-1.5's processor files
+    # (tools/vllm_model_reference.py PROCESSOR_STAND_INS)
+    **{arch: ("llava", {"text_config": {"model_type": "llama", **_SMALL, "vocab_size": 32064},
+                        "vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 2}})
+       for arch in ("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel")},
+    # transformers has no sequence-classification head for LLaVA (vLLM's answer for one is
+    # AutoModelForSequenceClassification's ValueError): Gemma-3's, six text layers (five
+    # sliding, one full) and a two-layer SigLIP tower, with gemma-3-27b-it's processor files
+    "TransformersMultiModalForSequenceClassification": ("gemma3", {
+        "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 6},
+        "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 2}}),
+    "TransformersMultiModalMoEForCausalLM": ("llava", {
+        "text_config": {"model_type": "qwen3_moe", **_SMALL, "vocab_size": 32064, "head_dim": 64,
+                        "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256},
+        "vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 2}}),
+    # vLLM's UnlimitedOCRConfig (vllm/transformers_utils/configs/unlimited_ocr.py: the
+    # DeepSeek-OCR layout, a DeepSeek-V2 MoE language model without MLA, rswa_window 128): plain
+    # multi-head attention, deepseek_v2.py:1280-1288 (qk_nope / qk_rope head dims 0)
+    "UnlimitedOCRForCausalLM": ("unlimited_ocr", {
+        "language_config": {**_DEEPSEEK_VL2_LANGUAGE, "use_mla": False, "kv_lora_rank": None,
+                            "q_lora_rank": None, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0,
+                            "v_head_dim": 0}, "_drop": ["text_config"]}),
+    # DeepSeek-OCR-2's model class reads vLLM's DeepseekVLV2Config too (deepseek_ocr2.py:51,
+    # :70-71, :257-265: projector_config, tile_tag), not transformers' DeepseekOcr2Config
+    "DeepseekOCR2ForCausalLM": ("deepseek_vl_v2", {
+        "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
+    "DeepseekOCRForCausalLM": ("deepseek_vl_v2", {
+        "language_config": _DEEPSEEK_VL2_LANGUAGE, "tile_tag": "2D", "_drop": ["text_config"]}),
+})
 
 _BASE = {**_SMALL, "head_dim": 64, "rms_norm_eps": 1e-6, "hidden_act": "silu", "rope_theta": 10000.0,
          "tie_word_embeddings": False, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
@@ -798,6 +860,47 @@ _PLAMO2_1B = {
 """pfnet/plamo-2-1b's config values as two public copies quote them (SOURCES.md)."""
 
 RAW: dict[str, tuple[str, dict[str, Any]]] = {
+    # Nemotron Nano VL v2's remote config (model_type NemotronH_Nano_VL_V2, carried by the
+    # harness's stand-in config class): the top-level keys a published config holds as a
+    # public loader test writes them (exact-string search of the code corpus,
+    # "model_type": "NemotronH_Nano_VL_V2": force_image_size, patch_size, downsample_ratio,
+    # the image tokens, vit / projector hidden sizes, CLIP norm mean / std), the fields
+    # nano_nemotron_vl.py:964-1010 reads besides (template, ps_version, image_tag_type), a
+    # small NemotronH llm_config (Mamba, attention, Mamba, MLP; its dtype, which :992 asserts)
+    # and the RADIO ViT-H/16
+    # vision_config (get_vit_model_from_radio_config, :1691-1721)
+    "NemotronH_Nano_VL_V2": ("NemotronH_Nano_VL_V2", {
+        "force_image_size": 512, "patch_size": 16, "downsample_ratio": 0.5,
+        "use_thumbnail": True, "template": "nemotron-h-5p5", "ps_version": "v2",
+        "image_tag_type": "internvl", "img_context_token_id": 18,
+        "img_context_token": "<image>", "img_start_token": "<img>", "img_end_token": "</img>",
+        "vit_hidden_size": 1280, "projector_hidden_size": 20480,
+        "norm_mean": [0.48145466, 0.4578275, 0.40821073],
+        "norm_std": [0.26862954, 0.26130258, 0.27577711],
+        "llm_config": {"model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 512,
+                       "max_position_embeddings": 32768, "num_attention_heads": 8,
+                       "num_key_value_heads": 2, "head_dim": 64, "layer_norm_epsilon": 1e-5,
+                       "conv_kernel": 4, "ssm_state_size": 128, "mamba_num_heads": 16,
+                       "mamba_head_dim": 32, "n_groups": 8, "hybrid_override_pattern": "M*M-",
+                       "intermediate_size": 1024, "vocab_size": 4096, "torch_dtype": "bfloat16"},
+        "vision_config": _RADIO}),
+    # Ovis2.5's remote config (model_type ovis2_5, carried by the harness's stand-in config
+    # class): the keys of the published checkpoints' config.json as a transformers conversion
+    # test writes them (exact-string search of the code corpus, "model_type": "ovis2_5"),
+    # the Qwen3 llm_config and the SigLIP2-NaViT vit_config shrunk (ovis2_5.py:446-467 reads
+    # text_config, vit_config, visual_vocab_size, hidden_size)
+    "Ovis2_5": ("ovis2_5", {
+        "visual_vocab_size": 65536, "hidden_size": 512,
+        "llm_config": _text("qwen3", head_dim=64, max_position_embeddings=40960,
+                            rope_theta=1000000, rms_norm_eps=1e-6, hidden_act="silu",
+                            attention_bias=False, tie_word_embeddings=False),
+        "vit_config": {"model_type": "siglip2_navit", "hidden_size": 1152,
+                       "intermediate_size": 4304, "num_hidden_layers": 2,
+                       "num_attention_heads": 16, "num_channels": 3, "num_patches": -1,
+                       "image_size": 512, "patch_size": 16, "hidden_act": "gelu_pytorch_tanh",
+                       "layer_norm_eps": 1e-6, "attention_dropout": 0.0, "hidden_stride": 2,
+                       "fullatt_block_indexes": None, "temporal_patch_size": 1,
+                       "window_size": 112, "preserve_original_pe": True, "use_rope": True}}),
     # architectures whose config class is remote code (no class in transformers or vLLM):
     # written as they are and read by the harness's stand-in config class
     # (tools/oracle/models.py STAND_IN_MODEL_TYPES), which keeps every key; the fields are
@@ -903,6 +1006,15 @@ _QWEN3 = {**_BASE, "head_dim": 128, "attention_bias": False, "max_window_layers"
           "use_sliding_window": False, "sliding_window": None, "rope_theta": 1000000.0}
 
 VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    # Ovis2.6 (vLLM builds Ovis2_6ForCausalLM and Ovis2_6_MoeForCausalLM as Ovis2_5,
+    # registry.py:567-569): Ovis2.5's remote config (no public Ovis2.6 config.json found
+    # within the search budget), a Qwen3 / Qwen3-MoE llm_config
+    "Ovis2_6ForCausalLM": ("Ovis2_6ForCausalLM", "ovis2_5", RAW["Ovis2_5"][1]),
+    "Ovis2_6_MoeForCausalLM": ("Ovis2_6_MoeForCausalLM", "ovis2_5", {
+        **RAW["Ovis2_5"][1],
+        "llm_config": _text("qwen3_moe", head_dim=64, max_position_embeddings=40960,
+                            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=256,
+                            tie_word_embeddings=False)}),
     # file name: (architecture, model_type, fields): remote-code configs (the harness's
     # stand-in class) of one architecture whose language model a version field picks
     # (minicpmv.py:2434-2489, minicpmo.py:993-1046): each version's decoder, a small stack
@@ -989,6 +1101,13 @@ _MAPPED_DEFAULTS: dict[str, str] = {
     "ColPaliForRetrieval": "colpali",
     "Cosmos3ForConditionalGeneration": "cosmos3_omni",
     "Gemma3nForConditionalGeneration": "gemma3n",
+    # issue 24: the processor / tokenizer readers (the reference writes their processor
+    # files or a tokenizer stand-in beside the config)
+    "IsaacForConditionalGeneration": "isaac",
+    "ColQwen3": "colqwen3",
+    "OpsColQwen3Model": "ops_colqwen3",
+    "Qwen3VLNemotronEmbedModel": "qwen3_vl_nemotron_embed",
+    "VibeVoiceAsrForConditionalGeneration": "vibevoice_asr",
 }
 
 

@@ -226,6 +226,19 @@ def _inits_on_cpu() -> None:
 
 TOKENIZER_STAND_INS: dict[str, tuple[str, ...]] = {
     "GritLM": ("<s>", "\u2581<", "<", "|", "embed", ">", "<0x0A>", "user"),
+    # the image token's id, tokenizer.vocab["<image>"] (deepseek_vl2.py:376-377,
+    # deepseek_ocr.py:401, deepseek_ocr2.py:268 in 0.33.0)
+    "DeepseekVLV2ForCausalLM": ("<image>",),
+    "DeepseekOCRForCausalLM": ("<image>",),
+    "DeepseekOCR2ForCausalLM": ("<image>",),
+    "UnlimitedOCRForCausalLM": ("<image>",),  # a DeepseekOCRForCausalLM (unlimited_ocr.py:265)
+    # the config's vision_token (IsaacConfig's default "<image>"), tokenizer.encode(...)[0]
+    # (isaac.py:728-731, :835-838)
+    "IsaacForConditionalGeneration": ("<image>",),
+    # NemotronH_Nano_VL_V2 encodes the image start / end / context tokens
+    # (nano_nemotron_vl.py:1046-1055; IMG_START, IMG_END, IMG_CONTEXT of
+    # vllm/transformers_utils/processors/nano_nemotron_vl.py:37-39)
+    "NemotronH_Nano_VL_V2": ("<img>", "</img>", "<image>"),
 }
 """{architecture: tokens}: model classes that read the tokenizer while they are built, and
 the tokens they look up. GritLM's ``GritLMMeanPool`` (the ``embed`` pooler of every
@@ -237,6 +250,69 @@ architectures). The ids only feed the pooler's prompt matching, never a layer or
 
 
 TOKENIZER_NOTE = "tokenizer stand-in written beside config.json (its model class reads the tokenizer)"
+
+_QWEN3_VL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+
+_HUNYUAN_VL_TOKENS = {"image_token": "<image>", "image_start_token": "<img_start>",
+                      "image_end_token": "<img_end>", "pad_token": "<pad>"}
+
+_EMU3_TOKENS = {"image_token": "<image>", "boi_token": "<|image start|>",
+                "eoi_token": "<|image end|>", "image_wrapper_token": "<|image token|>",
+                "eof_token": "<|extra_201|>"}
+
+PROCESSOR_STAND_INS: dict[str, tuple[str, tuple[str, ...]] | tuple[str, tuple[str, ...], dict[str, Any]]] = {
+    # ColQwen3ProcessingInfo.get_hf_processor builds the standard Qwen3VLProcessor whatever
+    # the checkpoint's processor class (vllm/model_executor/models/colqwen3.py:55-64 in
+    # 0.33.0), and get_supported_mm_limits asks it for a video processor (:66-84): the
+    # Qwen3-VL processor files (tests/fixtures/processors/Qwen--Qwen3-VL)
+    "ColQwen3": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+    "OpsColQwen3Model": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+    "Qwen3VLNemotronEmbedModel": ("Qwen--Qwen3-VL", _QWEN3_VL_TOKENS),
+    # ColQwen3_5ProcessingInfo likewise (colqwen3_5.py:45-75): Qwen3.5's processor files
+    "ColQwen3_5": ("Qwen--Qwen3.5", _QWEN3_VL_TOKENS),
+    # the Transformers backend's TransformersMultiModalProcessingInfo asks the checkpoint's
+    # AutoProcessor which modalities it has (transformers/multimodal.py:146-178);
+    # transformers' HunYuanVLProcessor asks its tokenizer for the image / image-start /
+    # image-end / pad tokens (processing_hunyuan_vl.py:42-70 in transformers 5.24): its
+    # image processor's defaults and a stand-in naming those tokens
+    "HunYuanVLForConditionalGeneration": (
+        "tencent--HunyuanOCR", tuple(_HUNYUAN_VL_TOKENS.values()),
+        {"extra_special_tokens": {k: v for k, v in _HUNYUAN_VL_TOKENS.items() if k != "pad_token"},
+         "pad_token": "<pad>"}),
+    # transformers' Emu3Processor likewise (processing_emu3.py:75-88: image, boi, eoi,
+    # image-wrapper, eof and bos tokens of its tokenizer)
+    # the Transformers backend's own multimodal classes (their synthetic configs are small
+    # LLaVAs: tools/synthetic_model_configs.py): llava-1.5's processor files
+    **dict.fromkeys(("TransformersMultiModalForCausalLM", "TransformersMultiModalEmbeddingModel",
+                     "TransformersMultiModalMoEForCausalLM"),
+                    ("llava-hf--llava-1.5-7b-hf", ("<image>",))),
+    # (a small Gemma-3: Gemma3Processor asks its tokenizer for the image tokens)
+    "TransformersMultiModalForSequenceClassification": (
+        "google--gemma-3-27b-it",
+        ("<start_of_image>", "<end_of_image>", "<image_soft_token>", "\n", "\n\n"),
+        {"extra_special_tokens": {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                                  "image_token": "<image_soft_token>"}}),
+    # vLLM's own Ovis2_5Processor (vllm/transformers_utils/processors/ovis2_5.py:35-103) loads
+    # the checkpoint's AutoImageProcessor and tokenizer, and adds its image / video tokens
+    **dict.fromkeys(("Ovis2_5", "Ovis2_6ForCausalLM", "Ovis2_6_MoeForCausalLM"),
+                    ("AIDC-AI--Ovis2.5", ("<image>", "<video>"))),
+    # transformers' VibeVoiceAsrProcessor looks its audio tokens up in the tokenizer
+    # (processing_vibevoice_asr.py:68-85 in transformers 5.24): its feature extractor's defaults
+    "VibeVoiceAsrForConditionalGeneration": (
+        "microsoft--VibeVoice-ASR",
+        ("<|box_start|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|AUDIO_DURATION|>")),
+    "Emu3ForConditionalGeneration": (
+        "BAAI--Emu3-Chat-hf", (*_EMU3_TOKENS.values(), "<|extra_203|>"),
+        {"extra_special_tokens": _EMU3_TOKENS, "bos_token": "<|extra_203|>"}),
+}
+"""{architecture: (folder of tests/fixtures/processors, placeholder tokens)}: model classes
+whose processing info ModelConfig asks while the engine config is made
+(``supported_mm_limits``, EngineArgs.create_engine_config): the reference copies the
+family's published processor files beside the config and writes a tokenizer stand-in of
+the placeholders (the processor loads a tokenizer). The processor decides what a prompt's
+items cost, never a layer or a cache."""
+
+PROCESSOR_NOTE = "processor files and a tokenizer stand-in written beside config.json"
 
 
 def _tokenizer_stand_in(raw: dict[str, Any], target: Path) -> bool:
@@ -289,6 +365,16 @@ def _prepare_dir(config_path: Path, workdir: Path) -> tuple[Path, list[str]]:
         notes.append(f"{relative.as_posix()} written beside config.json")
     if _tokenizer_stand_in(raw, target):
         notes.append(TOKENIZER_NOTE)
+    processor = next((PROCESSOR_STAND_INS[a] for a in raw.get("architectures") or []
+                      if a in PROCESSOR_STAND_INS), None)
+    if processor is not None:
+        folder, tokens, tokenizer_config = (*processor, {})[:3]
+        for source in sorted((REPO / "tests" / "fixtures" / "processors" / folder).glob("*.json")):
+            if source.name != "config.json":  # a folder's checkpoint config is not this one
+                shutil.copy(source, target / source.name)
+        vocab = {UNKNOWN: 0} | {token: i for i, token in enumerate(tokens, start=1)}
+        write_tokenizer_stand_in(target, vocab, tokens, tokenizer_config)
+        notes.append(f"{PROCESSOR_NOTE} (tests/fixtures/processors/{folder})")
     return target, notes
 
 
@@ -502,7 +588,8 @@ def reference(config_path: Path, workdir: Path, *,
         stage = "EngineArgs.create_engine_config"
         vllm_config = EngineArgs(
             model=str(model_dir),
-            skip_tokenizer_init=TOKENIZER_NOTE not in notes,
+            skip_tokenizer_init=not any(n == TOKENIZER_NOTE or n.startswith(PROCESSOR_NOTE)
+                                        for n in notes),
             dtype=MODEL_DTYPE,
             max_model_len=_max_len(model_dir),
             **({} if enable_prefix_caching is None
@@ -645,8 +732,9 @@ def _max_len(model_dir: Path) -> int:
     (vLLM refuses a longer ``max_model_len``)."""
     raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     # the text config vLLM derives the length from: transformers' get_text_config, the
-    # first of its decoder-side names present (Nemotron-Parse's ``decoder``)
-    text = next((raw[key] for key in ("decoder", "generator", "text_config")
+    # first of its decoder-side names present (Nemotron-Parse's ``decoder``; DeepSeek-VL2's
+    # ``language_config``, which DeepseekVLV2Config reads as its text_config)
+    text = next((raw[key] for key in ("decoder", "generator", "text_config", "language_config")
                  if isinstance(raw.get(key), dict)), raw)
     # max_target_positions: an encoder-decoder's decoder length (WhisperConfig), which
     # vLLM's derived max_model_len reads when the others are absent

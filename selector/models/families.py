@@ -299,6 +299,12 @@ class AttentionRules(_Strict):
     of ``bidirectional_architectures``, whose ``MODELS_CONFIG_MAP`` hook sets
     ``is_causal = not <field>`` (Gemma3TextModelConfig.verify_and_update_model_config)."""
     bidirectional_architectures: tuple[str, ...] = ()
+    causal_value: str | None = None
+    """With ``causal_field`` a string field: the value that means causal; another value
+    makes every attention layer encoder-only. The field is read from the text config, else
+    the top-level config (ColQwen3.5's ``retrieval_attention_contract``, ``causal`` or
+    ``bidirectional``, which vllm/model_executor/models/config.py:1081-1115 reads from
+    either and turns into ``is_causal``)."""
     chunk_lookback: dict[MixerName, int] = Field(default_factory=dict)
     """{mixer: chunk_lookback}: the mixer's layers pass ``chunk_lookback`` and the model's
     sliding window (``window_field``) to their Attention (Rnj1's chunked_attention layers:

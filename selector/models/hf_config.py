@@ -475,8 +475,7 @@ class _ConfigParser:
             fields["ssm"] = read_ssm(self.text, self.family, self.hidden)
         fields.update(self._own_sparse(index))
         fields.update(self._conv_cache(fields))
-        causal = rules.causal_field
-        if self.family.encoder_only or (causal is not None and not self.text.bool_(causal, True)):
+        if self.family.encoder_only or not self._causal():
             kind = "encoder_only"
         if rules.bidirectional_field is not None and self.text.bool_(rules.bidirectional_field) \
                 and (self.top.str_list("architectures") or [""])[0] \
@@ -487,6 +486,17 @@ class _ConfigParser:
         elif rules.cross_attention and kind == "attention":
             fields["cross_attention"] = True
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _causal(self) -> bool:
+        """The family's ``attention.causal_field`` (true when the family has none)."""
+        rules = self.family.attention
+        field = rules.causal_field
+        if field is None:
+            return True
+        if rules.causal_value is None:
+            return self.text.bool_(field, True)
+        value = self.text.raw(field) if self.text.has(field) else self.top.raw(field)
+        return value is None or value == rules.causal_value
 
     def _conv_cache(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The family's ``attention.conv_cache``: the short-convolution state the decoder

@@ -259,7 +259,8 @@ objects (InternVL's ``InternVLChatConfig``: ``llm_config`` by its model type,
 ``vision_config`` an ``InternVisionConfig``; Kanana-V's ``text_config`` /
 ``vision_config`` / ``projector_config``; Nemotron-Parse's ``decoder``, a NemotronParseTextConfig
 (``_REMOTE_SUB_CONFIGS``) or the synthetic configs' MBart config, and its RADIO ``encoder``,
-whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig)."""
+whose keys stay attributes; MiniCPM-o's ``audio_config``, a WhisperConfig; Ovis2.5's
+``vit_config``, its remote SigLIP2-NaViT config, whose keys stay attributes)."""
 
 
 _SUB_CONFIG_TYPES = {("interns1", "vision_config"): "internvl_vision",
@@ -442,7 +443,9 @@ STAND_IN_MODEL_TYPES = frozenset({"nemotron-nas", "minicpm3", "qwen",
                                   "minicpmv", "minicpmo", "ernie4_5_moe_vl",
                                   # mapped since (the nbcfg answers)
                                   "phi4mm", "interns1", "moonshot_kimia", "phi4-siglip",
-                                  "moss_audio", "llava_onevision2_moe", "molmo2"})
+                                  "moss_audio", "llava_onevision2_moe", "molmo2",
+                                  # mapped since (the nbproc answers)
+                                  "ovis2_5", "NemotronH_Nano_VL_V2"})
 """Model types whose config class is remote code: DeciLM (Nemotron NAS),
 MiniCPM3 (transformers has its class: only ``auto_map`` is dropped) and QWen
 (v1, ``QWenLMHeadModel``: vLLM's answer is then its own, the architecture's refusal). The
