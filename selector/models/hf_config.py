@@ -477,9 +477,12 @@ class _ConfigParser:
         fields.update(self._conv_cache(fields))
         if self.family.encoder_only or not self._causal():
             kind = "encoder_only"
-        if rules.bidirectional_field is not None and self.text.bool_(rules.bidirectional_field) \
+        # the hook's own architectures only: another architecture of the family never reads
+        # the field (nor reports its class default as read)
+        if rules.bidirectional_field is not None \
                 and (self.top.str_list("architectures") or [""])[0] \
-                in rules.bidirectional_architectures:
+                in rules.bidirectional_architectures \
+                and self.text.bool_(rules.bidirectional_field):
             kind = "encoder_only"
         if mixer == "cross_attention" or index in self.cross_layers:
             kind = "cross_attention"

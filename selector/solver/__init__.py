@@ -522,6 +522,11 @@ def explain_backend(result: SolveResult, backend: str,
     engine = catalog.engine(result.engine, result.platform)
     spec = engine.backend(backend)
     scope = {**result.facts, **result.derived}
+    for fact in spec.facts:  # the backend's own facts, as the compiled evaluator defines them
+        scope[fact.name] = E.evaluate(_expr(fact.value), scope)
+        for step in fact.steps:
+            if E.evaluate(_expr(step.when), scope):
+                scope[fact.name] = E.evaluate(_expr(step.set), scope)
     caps = capability_expressions(spec)
     rows: list[dict[str, Any]] = []
     for check in engine.profile.checks:
