@@ -15,5 +15,5 @@ def test_explain_reads_the_backends_own_facts(tmp_path: Path) -> None:
     deployment.write_text("device: H100\nattention_backend: NO_ATTENTION\ndtype: bfloat16\n"
                           "layer: {head_size: 128, num_heads: 32, num_kv_heads: 8}\n")
     code, out, err = run_cli(["explain", "NO_ATTENTION", str(deployment), "-f", "json"])
-    assert "internal error" not in err, err
+    assert code in (0, 1) and "internal error" not in err, (code, err)
     assert "No module named 'vllm.v1.attention.backends.no_attention'" in out
