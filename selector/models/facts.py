@@ -316,6 +316,9 @@ class LayerFacts(_Frozen):
     sink_tokens: int = Field(default=0, ge=0)
     """Static sink tokens of a ``StaticSinkAttention`` (``sink_len``; the family's
     ``attention.static_sinks``): 0 for a layer without them."""
+    rswa_window: int | None = Field(default=None, gt=0)
+    """An ``RSWAAttention``'s window (the family's ``attention.rswa_field``): the layer's
+    cache is an ``RSWASpec``, a full-attention page; None: not an R-SWA layer."""
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
     attentions: int = Field(default=1, ge=1)

@@ -333,6 +333,11 @@ class AttentionRules(_Strict):
     """The config field giving the number of static sink tokens of a ``StaticSinkAttention``
     (its ``sink_len``): the layer's cache is a ``SinkFullAttentionSpec``, a full-attention
     page, and vLLM's KV-cache manager asserts ``sink_len % block_size == 0``."""
+    rswa_field: str | None = None
+    """A config field (the text config's, else the top-level config's) which, set (not
+    null), makes every non-MLA attention layer an ``RSWAAttention`` of that window, whose
+    cache is an ``RSWASpec`` (DeepseekAttention, vllm/model_executor/models/deepseek_v2.py:
+    208-218 in 0.33.0: ``getattr(hf_config, "rswa_window", None)``)."""
 
 
 class SSMRefusal(_Strict):

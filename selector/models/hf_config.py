@@ -451,6 +451,10 @@ class _ConfigParser:
             fields["sink_backend"] = sink.backend
         if rules.static_sinks is not None and self.text.has(rules.static_sinks):
             fields["sink_tokens"] = self.text.int_(rules.static_sinks, minimum=0)
+        if rules.rswa_field is not None and mla is None:
+            reader = self.text if self.text.raw(rules.rswa_field) is not None else self.top
+            if reader.raw(rules.rswa_field) is not None:
+                fields["rswa_window"] = reader.int_(rules.rswa_field, minimum=1)
         offset = rules.window_offset
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
         lookback = rules.chunk_lookback.get(mixer)
