@@ -239,6 +239,8 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
         "attn_type": layer.attn_type,
         "use_mm_prefix": model.is_mm_prefix_lm,
         "model_mm_prefix_lm": model.is_mm_prefix_lm,
+        "use_rswa": model.rswa_window is not None,
+        "model_rswa_window": model.rswa_window,
         "num_heads": layer.num_q_heads if mla is not None else None,
         "model_present": True,
         "model_num_q_heads": layer.num_q_heads,

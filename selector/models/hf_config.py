@@ -792,6 +792,8 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             hidden_size=parser.hidden,
             max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
             is_mm_prefix_lm=_is_mm_prefix_lm(top, wrapper) or _is_mm_prefix_lm(top, family),
+            rswa_window=(top.int_("rswa_window") if top.raw("rswa_window") is not None
+                         else None),
             family=family.name if mapped else None,
             mamba_prefix_caching=bool(family.ssm and family.ssm.mamba_prefix_caching),
             encoder_decoder_default=family.encoder_decoder or wrapper.encoder_decoder,
