@@ -239,8 +239,6 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
         "attn_type": layer.attn_type,
         "use_mm_prefix": model.is_mm_prefix_lm,
         "model_mm_prefix_lm": model.is_mm_prefix_lm,
-        "use_rswa": model.rswa_window is not None,
-        "model_rswa_window": model.rswa_window,
         "num_heads": layer.num_q_heads if mla is not None else None,
         "model_present": True,
         "model_num_q_heads": layer.num_q_heads,
@@ -255,6 +253,8 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
     })
     if layer.kv_cache_dtype is not None:
         stated["kv_cache_dtype"] = layer.kv_cache_dtype
+    if model.rswa_window is not None:  # model_config.rswa_window (selector.py:176-179)
+        stated.update({"use_rswa": True, "model_rswa_window": model.rswa_window})
     if mla is not None:
         # hf_text_config.index_topk, the model's: a dense layer of a model with sparse layers
         # (HY-V4) reads it too
