@@ -253,6 +253,8 @@ def layer_request(base: RequestFacts, layer: LayerFacts, model: ModelFacts) -> R
     })
     if layer.kv_cache_dtype is not None:
         stated["kv_cache_dtype"] = layer.kv_cache_dtype
+    if model.rswa_window is not None:  # model_config.rswa_window (selector.py:176-179)
+        stated.update({"use_rswa": True, "model_rswa_window": model.rswa_window})
     if mla is not None:
         # hf_text_config.index_topk, the model's: a dense layer of a model with sparse layers
         # (HY-V4) reads it too

@@ -59,6 +59,7 @@ _SPEC_KIND = {
     "ChunkedLocalAttentionSpec": "chunked",
     "MLAAttentionSpec": "mla",
     "CircularBufferSpec": "circular_buffer",
+    "RSWASpec": "rswa",
     "SlidingWindowMLASpec": "sliding_mla",
     "MambaSpec": "state",
     "CrossAttentionSpec": "cross",
@@ -139,6 +140,8 @@ def _tool_kind(layer: LayerFacts) -> str:
         return "sliding"
     if layer.attention_chunk_size:
         return "chunked"
+    if layer.rswa_window is not None:
+        return "rswa"
     return "full"
 
 

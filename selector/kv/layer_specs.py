@@ -21,6 +21,7 @@ from selector.kv.specs import (
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
+    RSWASpec,
     SlidingWindowSpec,
     replace_spec,
 )
@@ -162,6 +163,8 @@ def attention_spec(layer: LayerFacts, backend: BackendKVFacts, ctx: SpecContext)
     if layer.attention_chunk_size:
         chunk = layer.attention_chunk_size
         return ChunkedLocalAttentionSpec(**fields, attention_chunk_size=chunk)
+    if layer.rswa_window is not None:  # RSWAAttention.get_kv_cache_spec (rswa_attention.py:25-37)
+        return RSWASpec(**fields, rswa_window=layer.rswa_window)
     return FullAttentionSpec(**fields)
 
 

@@ -14,6 +14,7 @@ from selector.kv.specs import (
     FullAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
+    RSWASpec,
     SlidingWindowSpec,
     replace_spec,
 )
@@ -77,12 +78,13 @@ def _merge_mla(specs: Sequence[AnySpec]) -> AnySpec:
 
 
 def _merge_full(specs: Sequence[AnySpec]) -> AnySpec:
-    full = [spec for spec in specs if isinstance(spec, FullAttentionSpec | MLAAttentionSpec)]
+    # RSWASpec subclasses FullAttentionSpec in vLLM: FullAttentionSpec.merge takes it
+    full = [spec for spec in specs if isinstance(spec, FullAttentionSpec | MLAAttentionSpec | RSWASpec)]
     if len(full) != len(specs):
         raise MergeAssertion(
             "All attention layers in the same KV cache group must be FullAttentionSpec."
         )
-    plain = [spec for spec in full if isinstance(spec, FullAttentionSpec)]
+    plain = [spec for spec in full if isinstance(spec, FullAttentionSpec | RSWASpec)]
     if len(plain) != len(full):
         raise MergeAssertion("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
     window = _one_window({s.sliding_window for s in plain if s.sliding_window is not None})
@@ -99,11 +101,25 @@ def _merge_full(specs: Sequence[AnySpec]) -> AnySpec:
     return replace_spec(plain[0], sliding_window=window, attention_chunk_size=chunk)
 
 
+def _merge_rswa(specs: Sequence[AnySpec]) -> AnySpec:
+    """``RSWASpec.merge`` (vllm/v1/kv_cache_interface.py:828-857 in 0.33.0): R-SWA specs
+    only, one ``rswa_window``, then ``FullAttentionSpec.merge``'s checks."""
+    rswa = [spec for spec in specs if isinstance(spec, RSWASpec)]
+    if len(rswa) != len(specs):
+        raise MergeAssertion("All attention layers in the same KV cache group must be RSWASpec.")
+    windows = {spec.rswa_window for spec in rswa}
+    if len(windows) != 1:
+        raise MergeAssertion(f"All R-SWA layers must share the same rswa_window, got {windows}")
+    return _merge_full(rswa)
+
+
 def merge_specs(specs: Sequence[AnySpec]) -> AnySpec:
     """One spec for a group, by the rules of the first spec's class."""
     first = specs[0]
     if isinstance(first, MLAAttentionSpec):
         return _merge_mla(specs)
+    if isinstance(first, RSWASpec):
+        return _merge_rswa(specs)
     if isinstance(first, FullAttentionSpec):
         return _merge_full(specs)
     if not all(spec == first for spec in specs[1:]):
@@ -124,7 +140,9 @@ def is_uniform_spec(specs: Sequence[AnySpec]) -> bool:
 
 
 def _full_like(spec: AnySpec) -> bool:
-    return isinstance(spec, FullAttentionSpec | MLAAttentionSpec)
+    """Of ``uniform_type_base_spec`` FullAttentionSpec: full attention, MLA and R-SWA
+    (vllm/v1/core/single_type_kv_cache_manager.py:2708-2713 in 0.33.0)."""
+    return isinstance(spec, FullAttentionSpec | MLAAttentionSpec | RSWASpec)
 
 
 def _uniform_with(first: AnySpec, spec: AnySpec) -> bool:

@@ -20,6 +20,7 @@ __all__ = [
     "KVCacheSpec",
     "MLAAttentionSpec",
     "MambaSpec",
+    "RSWASpec",
     "SlidingWindowSpec",
     "replace_spec",
 ]
@@ -127,6 +128,23 @@ class CircularBufferSpec(AttentionSpecBase):
     dcp_sharded: bool = True
 
 
+class RSWASpec(AttentionSpecBase):
+    """``RSWASpec(FullAttentionSpec)`` (vllm/v1/kv_cache_interface.py:815-857 in 0.33.0): the
+    spec of an ``RSWAAttention`` (Reference Sliding Window Attention,
+    vllm/model_executor/layers/attention/rswa_attention.py:25-37), a full-attention page
+    (``AttentionSpec``'s: heads x block x ``(head_size + head_size_v)`` x dtype bytes) and a
+    full-attention memory bound; its ``RSWAManager`` only frees decode "gap" blocks at run
+    time (single_type_kv_cache_manager.py:900-943). Uniform in type with full attention
+    (``uniform_type_base_spec=FullAttentionSpec``, single_type_kv_cache_manager.py:2711-2713);
+    its own ``merge`` takes only R-SWA specs of one ``rswa_window``. ``sliding_window`` and
+    ``attention_chunk_size``: the inherited ``FullAttentionSpec`` fields (None)."""
+
+    kind: Literal["rswa"] = "rswa"
+    rswa_window: int = Field(gt=0)
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+
+
 class CrossAttentionSpec(AttentionSpecBase):
     kind: Literal["cross_attention"] = "cross_attention"
 
@@ -178,6 +196,7 @@ KVCacheSpec = Annotated[
     | ChunkedLocalAttentionSpec
     | MLAAttentionSpec
     | CircularBufferSpec
+    | RSWASpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
     | MambaSpec,
@@ -191,6 +210,7 @@ AnySpec = (
     | ChunkedLocalAttentionSpec
     | MLAAttentionSpec
     | CircularBufferSpec
+    | RSWASpec
     | CrossAttentionSpec
     | EncoderOnlyAttentionSpec
     | MambaSpec

@@ -316,6 +316,9 @@ class LayerFacts(_Frozen):
     sink_tokens: int = Field(default=0, ge=0)
     """Static sink tokens of a ``StaticSinkAttention`` (``sink_len``; the family's
     ``attention.static_sinks``): 0 for a layer without them."""
+    rswa_window: int | None = Field(default=None, gt=0)
+    """An ``RSWAAttention``'s window (the family's ``attention.rswa_field``): the layer's
+    cache is an ``RSWASpec``, a full-attention page; None: not an R-SWA layer."""
     kv_sharing_target: int | None = Field(default=None, ge=0)
     """The earlier layer whose KV cache this layer reuses (kind ``none``)."""
     attentions: int = Field(default=1, ge=1)
@@ -427,6 +430,11 @@ class ModelFacts(_Frozen):
     hidden_size: int
     max_position_embeddings: int | None = None
     is_mm_prefix_lm: bool = False
+    rswa_window: int | None = Field(default=None, gt=0)
+    """``model_config.rswa_window``: the top-level config's ``rswa_window``, whatever the
+    architecture (vllm/transformers_utils/model_arch_config_convertor.py:368-372 in 0.33.0),
+    which the selector passes to every layer as ``use_rswa`` (vllm/v1/attention/selector.py:
+    176-179): a backend without ``supports_rswa`` is refused ("R-SWA not supported")."""
     refusals: tuple[str, ...] = ()
     """vLLM's own start-up errors that the config alone decides, each as ``Type: message``
     (e.g. Qwen2's "AssertionError: Sliding window for some but all layers is not

@@ -231,6 +231,17 @@ class IndexerTailRules(_Strict):
     dcp_sharded: bool = True
 
 
+class RSWARules(_Strict):
+    """``attention.rswa``: where ``when`` holds over the text config's fields (read as the
+    family reads them; ``model_type`` the text config's) and ``field`` is set (not null) in
+    the text config, else the top-level config, every non-MLA attention layer is an
+    ``RSWAAttention`` of that window (DeepseekAttention, vllm/model_executor/models/
+    deepseek_v2.py:208-218 in 0.33.0: ``getattr(hf_config, "rswa_window", None)``)."""
+
+    field: str
+    when: str = "true"
+
+
 class IndexerPoolRules(_Strict):
     """A sparse layer's indexer compresses its index keys by a pool of ``pool_field``
     tokens (the spec's ``tokens_per_state``) on the backend ``backend`` (``model-driven.yaml``
@@ -333,6 +344,9 @@ class AttentionRules(_Strict):
     """The config field giving the number of static sink tokens of a ``StaticSinkAttention``
     (its ``sink_len``): the layer's cache is a ``SinkFullAttentionSpec``, a full-attention
     page, and vLLM's KV-cache manager asserts ``sink_len % block_size == 0``."""
+    rswa: RSWARules | None = None
+    """The layers that build an ``RSWAAttention`` (Reference Sliding Window Attention) once
+    the config sets the window: their cache is an ``RSWASpec``."""
 
 
 class SSMRefusal(_Strict):

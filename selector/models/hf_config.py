@@ -30,6 +30,7 @@ from selector.models.facts import (
 from selector.models.families import (
     GENERIC,
     Family,
+    RSWARules,
     VersionRule,
     causal_lm_architecture,
     families,
@@ -451,6 +452,8 @@ class _ConfigParser:
             fields["sink_backend"] = sink.backend
         if rules.static_sinks is not None and self.text.has(rules.static_sinks):
             fields["sink_tokens"] = self.text.int_(rules.static_sinks, minimum=0)
+        if rules.rswa is not None and mla is None:
+            fields["rswa_window"] = self._rswa_window(rules.rswa)
         offset = rules.window_offset
         sliding = window + offset if mixer == "sliding_attention" and window is not None else None
         lookback = rules.chunk_lookback.get(mixer)
@@ -489,6 +492,19 @@ class _ConfigParser:
         elif rules.cross_attention and kind == "attention":
             fields["cross_attention"] = True
         return LayerFacts(index=index, kind=kind, **fields)
+
+    def _rswa_window(self, rswa: RSWARules) -> int | None:
+        """The family's ``attention.rswa``: the window of an R-SWA layer, else None."""
+        field = rswa.field
+        reader = self.text if self.text.raw(field) is not None else self.top
+        if reader.raw(field) is None:
+            return None
+        condition = expr_lang.parse(rswa.when)
+        scope = {name: _scalar(self.text.raw(name)) for name in sorted(expr_lang.names_in(condition))}
+        scope["model_type"] = self.text_model_type
+        if not expr_lang.evaluate(condition, scope):
+            return None
+        return reader.int_(field, minimum=1)
 
     def _causal(self) -> bool:
         """The family's ``attention.causal_field`` (true when the family has none)."""
@@ -791,6 +807,8 @@ def parse_config(raw: object, *, file: str, name: str | None = None) -> ModelFac
             hidden_size=parser.hidden,
             max_position_embeddings=parser.text.opt_int("max_position_embeddings"),
             is_mm_prefix_lm=_is_mm_prefix_lm(top, wrapper) or _is_mm_prefix_lm(top, family),
+            rswa_window=(top.int_("rswa_window") if top.raw("rswa_window") is not None
+                         else None),
             family=family.name if mapped else None,
             mamba_prefix_caching=bool(family.ssm and family.ssm.mamba_prefix_caching),
             encoder_decoder_default=family.encoder_decoder or wrapper.encoder_decoder,

@@ -105,13 +105,8 @@ REFUSED: dict[str, tuple[str, str]] = {
 KNOWN_GAPS: dict[str, str] = {
     # config -> why the tool does not agree yet (DeepSeek-V4-Flash agrees since its layers'
     # own backend choice is data: schemas/engines/*/model-driven.yaml; JambaForSequenceClassification,
-    # ModernBERT, NemotronHPuzzle, BAGEL, LongCat-Flash and Moondream-3 since their rules are data too)
-    "UnlimitedOCRForCausalLM.json": (
-        "Unlimited-OCR's config sets rswa_window (UnlimitedOCRConfig's default 128), and vLLM's "
-        "DeepSeek-V2 attention then builds an RSWAAttention whose spec is an RSWASpec "
-        "(vllm/model_executor/models/deepseek_v2.py:208-218): the model reader has no RSWA "
-        "layer kind yet and states a full-attention spec (the heads, head size, page and "
-        "group agree)"),
+    # ModernBERT, NemotronHPuzzle, BAGEL, LongCat-Flash and Moondream-3 since their rules are data too;
+    # Unlimited-OCR's RSWAAttention layers since the deepseek_v2 family's attention.rswa)
 }
 
 

@@ -10,6 +10,7 @@ from selector.kv.specs import (
     FullAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
+    RSWASpec,
     SlidingWindowSpec,
 )
 
@@ -135,3 +136,48 @@ def test_mla_plus_sliding_window_falls_back_to_full_allocation() -> None:
 def test_grouping_is_deterministic() -> None:
     specs = named([sw(), full(), sw(), sw(), full(), sw()])
     assert group_layers(specs) == group_layers(dict(specs))
+
+
+def rswa(window: int = 128, heads: int = 32, head: int = 128) -> RSWASpec:
+    return RSWASpec(block_size=16, num_kv_heads=heads, head_size=head, head_size_v=head,
+                    kv_cache_dtype="bfloat16", dtype_bytes=2, rswa_window=window)
+
+
+# R-SWA (vllm/v1/kv_cache_interface.py:815-857, single_type_kv_cache_manager.py:2711-2713 in
+# 0.33.0): the expected values are vLLM 0.33.0's own (RSWASpec.page_size_bytes,
+# is_kv_cache_spec_uniform, merge and UniformTypeKVCacheSpecs.is_uniform_type run in its
+# oracle venv on these specs: 262144; [r, r] uniform, merged an RSWASpec; [r, f] not uniform,
+# one type; [f, r] uniform, merged a FullAttentionSpec; windows 128 and 64 not uniform, one
+# type; R-SWA beside sliding-window not one type)
+
+
+def test_rswa_page_is_the_full_attention_page() -> None:
+    assert rswa().page_size_bytes == full(heads=32).page_size_bytes == 262144
+
+
+def test_rswa_layers_of_one_window_are_one_rswa_group() -> None:
+    result = group_layers(named([rswa()] * 4))
+    assert result.path == "uniform_spec"
+    assert isinstance(result.groups[0].merged_spec, RSWASpec)
+
+
+def test_rswa_first_beside_full_is_one_uniform_type_group() -> None:
+    result = group_layers(named([rswa(), full(heads=32)]))
+    assert result.path == "uniform_type" and len(result.groups) == 1
+
+
+def test_full_first_merges_rswa_as_full_attention() -> None:
+    result = group_layers(named([full(heads=32), rswa()]))
+    assert result.path == "uniform_spec"
+    assert type(result.groups[0].merged_spec) is FullAttentionSpec
+
+
+def test_rswa_windows_differ_is_one_uniform_type_group() -> None:
+    result = group_layers(named([rswa(128), rswa(64)]))
+    assert result.path == "uniform_type" and len(result.groups) == 1
+
+
+def test_rswa_beside_sliding_window_is_not_one_type() -> None:
+    from selector.kv.merge import is_uniform_type
+
+    assert not is_uniform_type([rswa(), sw(window=64, heads=32)])

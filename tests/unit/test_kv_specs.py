@@ -123,3 +123,20 @@ def test_specs_round_trip_as_a_discriminated_union() -> None:
     assert isinstance(again, MambaSpec) and again == spec
     with pytest.raises(ValidationError):
         spec.block_size = 5  # type: ignore[misc]
+
+
+def test_unlimited_ocr_layers_are_rswa_specs_of_the_full_page() -> None:
+    """vLLM 0.33.0's answer (tests/golden/vllm_models/vllm-0.33.0-nbproc.jsonl.gz): every
+    layer an RSWAAttention whose RSWASpec has a 262144-byte page at block 16 (32 KV heads x
+    16 x (128 + 128) x 2 bytes), the window UnlimitedOCRConfig's 128."""
+    from pathlib import Path
+
+    from selector.kv.specs import RSWASpec
+
+    config = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs" / "synthetic"
+    model = load_model(config / "UnlimitedOCRForCausalLM.json")
+    assert model.rswa_window == 128
+    for layer in model.layers:
+        spec = build_spec(layer, FLASH_ATTN, _ctx())
+        assert isinstance(spec, RSWASpec)
+        assert (spec.rswa_window, spec.page_size_bytes) == (128, 262144)

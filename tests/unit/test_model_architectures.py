@@ -289,3 +289,27 @@ def test_a_cache_less_model_is_read_without_layers_and_checks_from_a_serve_line(
     document = json.loads(out)
     assert document["plan"]["groups"] == []
     assert document["memory"]["no_kv_cache"] and document["memory"]["kv_cache"]["num_blocks"] == 1
+
+
+def test_rswa_layers_are_deepseek_attentions_of_a_config_that_sets_the_window(tmp_path: Path) -> None:
+    """vLLM 0.33.0's DeepseekV2DecoderLayer builds DeepseekAttention where both qk head dims
+    are 0 (deepseek_v2.py:1276-1292), an RSWAAttention of the config's rswa_window
+    (:208-218); an MLA layer keeps its MLA cache. model_config.rswa_window is the top-level
+    config's whatever the layers (model_arch_config_convertor.py:368-372): every layer is
+    selected with use_rswa. Unlimited-OCR's recorded answer (RSWASpec on every layer):
+    tests/golden/test_vllm_model_agreement.py."""
+    source = ROOT / "tests" / "fixtures" / "hf_configs" / "synthetic" / "UnlimitedOCRForCausalLM.json"
+    raw = json.loads(source.read_text())
+    model = load_model(source)
+    assert {layer.rswa_window for layer in model.layers} == {128}
+    mla = {**raw, "language_config": {**raw["language_config"], "kv_lora_rank": 512,
+                                      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                                      "v_head_dim": 128}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(mla))
+    mla_model = load_model(path)
+    assert {(layer.kind, layer.rswa_window) for layer in mla_model.layers} == {("mla", None)}
+    assert mla_model.rswa_window == 128
+    path.write_text(json.dumps({**raw, "rswa_window": None}))
+    plain = load_model(path)
+    assert {layer.rswa_window for layer in plain.layers} == {None} and plain.rswa_window is None
