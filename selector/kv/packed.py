@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from selector.kv.merge import is_uniform_type
 from selector.kv.specs import AnySpec, CircularBufferSpec, MambaSpec, SlidingWindowSpec
 
-__all__ = ["approximate_gcd", "packed_layer_groups"]
+__all__ = ["approximate_gcd", "max_layers_per_page", "packed_layer_groups"]
 
 
 def approximate_gcd(values: Sequence[int], lower_bound: int) -> int:
@@ -45,8 +45,8 @@ def _buckets(specs: Mapping[str, AnySpec]) -> list[dict[str, AnySpec]]:
     return buckets
 
 
-def _max_layers_per_page(bucket: Mapping[str, AnySpec]) -> int:
-    """``UniformTypeKVCacheSpecs.get_max_layers_per_page_size``."""
+def max_layers_per_page(bucket: Mapping[str, AnySpec]) -> int:
+    """``UniformTypeKVCacheSpecs.getmax_layers_per_page_size``."""
     return Counter(s.page_size_bytes for s in bucket.values()).most_common(1)[0][1]
 
 
@@ -66,14 +66,14 @@ def packed_layer_groups(specs: Mapping[str, AnySpec]) -> list[list[str]] | None:
     for bucket in _buckets(specs):
         by_page = _by_page(bucket)
         rows.append((bucket, by_page, len({len(n) for n in by_page.values()}) == 1))
-    floor = max((_max_layers_per_page(b) for b, pages, balanced in rows
+    floor = max((max_layers_per_page(b) for b, pages, balanced in rows
                  if balanced and len(pages) > 1), default=0)
-    repeats = (approximate_gcd([_max_layers_per_page(b) for b, _, balanced in rows if balanced],
+    repeats = (approximate_gcd([max_layers_per_page(b) for b, _, balanced in rows if balanced],
                                floor) if floor else None)
 
     def groups_for(bucket: Mapping[str, AnySpec], balanced: bool) -> int:
         if balanced and repeats is not None:
-            return -(-_max_layers_per_page(bucket) // repeats)
+            return -(-max_layers_per_page(bucket) // repeats)
         return 1
 
     def is_state(bucket: Mapping[str, AnySpec]) -> bool:

@@ -282,7 +282,7 @@ def memory_report(budget: MemoryBudget, plan: ModelPlan | None, profile: Startup
         return cacheless
     log = [profile.memory.log["available"].format(gib=format_gib(budget.available_kv_bytes))]
     if plan is not None and plan.capacity is None and plan.entries and plan.ok:
-        # a model whose layers choose their own backend (kv/model_driven.py), or whose
+        # a model whose layers choose their own backend (kv/model_driven/), or whose
         # block-outermost layout packs its groups (kv/packed.py): vLLM's pool of the packed
         # groups is not modelled, so neither is the fit
         kind = ("a model-driven backend's KV-cache groups" if plan.grouping_path != "packed"

@@ -3,7 +3,7 @@ FLASHINFER_MLA_SPARSE_DSV4 ...) agree with vLLM in every profiled release: vLLM'
 (``tools/model_driven_reference.py``: the real model class built on the meta device on an
 emulated H200 (SM90) and B200 (SM100), with no ``--attention-backend`` and with each
 model-driven name, with vLLM's default KV-cache dtype and with ``fp8``) against the
-project's data (``schemas/engines/*/model-driven.yaml``, ``selector/kv/model_driven.py``):
+project's data (``schemas/engines/*/model-driven.yaml``, ``selector/kv/model_driven/``):
 the backend each cache module names, every module's spec and page before the engine's
 block-size alignment, every group after it, each layer's CUDA-graph support as its
 metadata builder answers, and vLLM's refusal texts word for word."""
