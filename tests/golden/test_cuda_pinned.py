@@ -26,7 +26,7 @@ _FIELDS = ("device_capability", "head_size", "dtype", "kv_cache_dtype", "block_s
 
 _DSV4 = ("a model-driven name (DeepSeek-V4 / V4.1's own layers choose it: model-driven.yaml); "
          "no backend file states its class's validate_configuration for an ordinary layer yet")
-_DSV4_NAMES = ("FLASHMLA_MEGA_ATTN_DSV41",)
+_DSV4_NAMES: tuple[str, ...] = ()
 _RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
              "0.32.0", "0.33.0")
 _M3 = ("no backend file before 0.27.0 (the ROCm pinned family could not import its class: "
