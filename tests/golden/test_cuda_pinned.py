@@ -29,15 +29,12 @@ _DSV4 = ("a model-driven name (DeepSeek-V4 / V4.1's own layers choose it: model-
 _DSV4_NAMES: tuple[str, ...] = ()
 _RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
              "0.32.0", "0.33.0")
-_M3 = ("no backend file before 0.27.0 (the ROCm pinned family could not import its class: "
-       "tools/rocm_oracle_sample.py PINNED_HARNESS_GAPS)")
 _MSA = ("a MiniMax-M3 MSA alias: recorded through AttentionConfig(backend=...), whose "
         "__post_init__ makes it automatic selection (--attention-config.backend), while "
         "--attention-backend is set after it (arg_utils.py:2727-2737) and CudaPlatform "
         "validates the class: the two flag paths are not modelled apart on CUDA yet")
 NOT_MODELLED: dict[str, dict[str, str]] = {
-    f"vllm=={v}": {**dict.fromkeys(_DSV4_NAMES, _DSV4), "CUTLASS_MSA": _MSA, "TRITON_MSA": _MSA,
-                   **({"MINIMAX_M3_SPARSE": _M3} if v in ("0.25.1", "0.26.0") else {})}
+    f"vllm=={v}": {**dict.fromkeys(_DSV4_NAMES, _DSV4), "CUTLASS_MSA": _MSA, "TRITON_MSA": _MSA}
     for v in _RELEASES
 }
 """release -> pinned members whose CUDA answer the profile does not model yet, with why."""
