@@ -301,9 +301,13 @@ class BackendSpec(StrictModel):
     ``platforms``); another platform's backend that vLLM validates only when pinned
     (ROCM_ATTN on an NVIDIA GPU) is never proposed there."""
     pin_selects_auto: bool = False
-    """A pin of this name is vLLM's automatic selection: vLLM's config rewrites it to no
-    backend before the platform selects (e.g. the MiniMax M3 MSA aliases, which set only
-    the model's sparse decode kernel); its validate_configuration still answers for it."""
+    """Through ``AttentionConfig.backend`` (``--attention-config.backend``, a flat config's
+    ``attention_backend`` as vLLM's recorded answers give it) a pin of this name is vLLM's
+    automatic selection: ``AttentionConfig.__post_init__`` rewrites it to no backend (the
+    MiniMax M3 MSA aliases, which set only the model's sparse decode kernel).
+    ``--attention-backend`` is set after that rewrite (0.33.0 ``engine/arg_utils.py:2727-2737``),
+    so the platform validates the class like any pin; its validate_configuration answers
+    for it either way."""
 
     dtypes: tuple[DType, ...] = ("float16", "bfloat16")
     kv_cache_dtypes: tuple[KVCacheDType, ...] | None = ("auto", "float16", "bfloat16")

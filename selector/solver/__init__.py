@@ -154,20 +154,24 @@ class SelectionOutcome:
 
 
 def select(compiled: CompiledEngine, facts: Mapping[str, Any],
-           attention_backend: str | None) -> SelectionOutcome:
+           attention_backend: str | None, *, through_config: bool = True) -> SelectionOutcome:
     """Evaluate every backend and apply vLLM's auto / explicit selection."""
     reasons, order, derived = compiled.evaluate(facts)
-    return decide(compiled.engine, reasons, order, derived, facts, attention_backend)
+    return decide(compiled.engine, reasons, order, derived, facts, attention_backend,
+                  through_config=through_config)
 
 
 def decide(engine: EngineData, reasons: dict[str, list[Reason]], order: list[str],
            derived: dict[str, Any], facts: Mapping[str, Any],
-           attention_backend: str | None) -> SelectionOutcome:
-    """vLLM's auto / explicit selection from every backend's reasons and the priority list
-    (a pin the engine's config turns into automatic selection, ``pin_selects_auto``, is
-    automatic selection)."""
+           attention_backend: str | None, *, through_config: bool = True) -> SelectionOutcome:
+    """vLLM's auto / explicit selection from every backend's reasons and the priority list.
+    ``through_config``: the pin is ``AttentionConfig.backend`` (a flat config's
+    ``attention_backend``, as vLLM's recorded answers give it: ``AttentionConfig(backend=...)``),
+    so a name whose ``__post_init__`` rewrite makes it no backend (``pin_selects_auto``) is
+    automatic selection; false: ``--attention-backend``, which vLLM sets after that rewrite
+    (0.33.0 ``engine/arg_utils.py:2727-2737``), so the platform validates the class."""
     pinned = engine.backends.get(attention_backend) if attention_backend else None
-    if pinned is not None and pinned.pin_selects_auto:
+    if through_config and pinned is not None and pinned.pin_selects_auto:
         attention_backend = None
     asked = (attention_backend,) if attention_backend else order
     for name in asked:
@@ -403,9 +407,10 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
     cudagraph_mode = cudagraph_mode or catalog.engine_defaults(engine_data.engine).cudagraph_mode.value
     compiled = compiled_for(engine_data, catalog=catalog)
     if attention_backend:
-        spec_pinned = engine_data.backend(attention_backend)
-        # a pin vLLM's config turns into automatic selection is automatic selection
-        attention_backend = None if spec_pinned.pin_selects_auto else spec_pinned.name
+        # --attention-backend: set after AttentionConfig's alias rewrite, so even a
+        # pin_selects_auto name is validated as its class (the config path's rewrite is the
+        # input's: selector.inputs.serve.config_flags)
+        attention_backend = engine_data.backend(attention_backend).name
     stated = facts.stated if isinstance(facts, RequestFacts) else facts
     full = {**compiled.defaults, **stated}
     if model_backend is not None:
@@ -414,7 +419,7 @@ def solve(facts: RequestFacts | Mapping[str, Any], *, engine: str | EngineData |
         outcome = SelectionOutcome(reasons, order, derived, engine_data.backend(model_backend).name,
                                    None)
     else:
-        outcome = select(compiled, full, attention_backend)
+        outcome = select(compiled, full, attention_backend, through_config=False)
         if sink_backend is not None and outcome.selected is not None:
             bound = _sink_binding(compiled, full, outcome, engine_data.backend(sink_backend).name)
             if bound is not None:

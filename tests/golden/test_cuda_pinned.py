@@ -24,23 +24,9 @@ FILES = sorted(ROOT.glob("vllm-*/cuda-pinned.jsonl.gz"))
 _FIELDS = ("device_capability", "head_size", "dtype", "kv_cache_dtype", "block_size",
            "use_mla", "attn_type", "attention_backend")
 
-_DSV4 = ("a model-driven name (DeepSeek-V4 / V4.1's own layers choose it: model-driven.yaml); "
-         "no backend file states its class's validate_configuration for an ordinary layer yet")
-_DSV4_NAMES = ("FLASHMLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE_DSV4", "FLASHMLA_SPARSE_DSV41",
-               "FLASHINFER_MLA_SPARSE_DSV41", "FLASHMLA_MEGA_ATTN_DSV41")
 _RELEASES = ("0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
              "0.32.0", "0.33.0")
-_M3 = ("no backend file before 0.27.0 (the ROCm pinned family could not import its class: "
-       "tools/rocm_oracle_sample.py PINNED_HARNESS_GAPS)")
-_MSA = ("a MiniMax-M3 MSA alias: recorded through AttentionConfig(backend=...), whose "
-        "__post_init__ makes it automatic selection (--attention-config.backend), while "
-        "--attention-backend is set after it (arg_utils.py:2727-2737) and CudaPlatform "
-        "validates the class: the two flag paths are not modelled apart on CUDA yet")
-NOT_MODELLED: dict[str, dict[str, str]] = {
-    f"vllm=={v}": {**dict.fromkeys(_DSV4_NAMES, _DSV4), "CUTLASS_MSA": _MSA, "TRITON_MSA": _MSA,
-                   **({"MINIMAX_M3_SPARSE": _M3} if v in ("0.25.1", "0.26.0") else {})}
-    for v in _RELEASES
-}
+NOT_MODELLED: dict[str, dict[str, str]] = {f"vllm=={v}": {} for v in _RELEASES}
 """release -> pinned members whose CUDA answer the profile does not model yet, with why."""
 
 

@@ -6,7 +6,9 @@ default KV-cache dtype and ``fp8``): every cache module's backend, page and CUDA
 support, the block after the engine's alignment and the groups. The model-driven names
 (``MINIMAX_M3_SPARSE``, ``CUTLASS_MSA``, ``TRITON_MSA``) given as ``--attention-backend``
 reach the dense layers' selector, which refuses them: vLLM's refusal is recorded, and the
-tool refuses them too (not yet in vLLM's words: the names are not catalog backends)."""
+tool gives it word for word (each name has a CUDA backend file; the MSA aliases through
+``--attention-backend`` are validated as their class, AttentionConfig's rewrite being the
+``--attention-config.backend`` path's)."""
 
 from __future__ import annotations
 

@@ -68,8 +68,12 @@ def attention_config(raw: RawCommand, settings: Settings, notes: list[ServeNote]
                 raise bad_value("--attention-backend",
                            "attention_backend and attention_config.backend are mutually exclusive",
                            hint="give the backend once: --attention-backend NAME")
-            settings.attention_backend = (
-                None if value is None else backend_name(flag, str(value), catalog, engine))
+            name = None if value is None else backend_name(flag, str(value), catalog, engine)
+            spec = catalog.engine_of(engine).backends.get(name) if name else None
+            # AttentionConfig.__post_init__ rewrites an alias to no backend (automatic
+            # selection; 0.33.0 config/attention.py:172-181): the backend file's
+            # pin_selects_auto
+            settings.attention_backend = None if spec is not None and spec.pin_selects_auto else name
         elif key == "flash_attn_version":
             if value is None:
                 continue
