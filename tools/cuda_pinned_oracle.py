@@ -36,7 +36,6 @@ Output: sorted keys, gzip without a timestamp.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import re
@@ -225,13 +224,6 @@ def ask_with_models(configs: list[dict[str, Any]], backends: list[str]) -> list[
     return answers
 
 
-def write_golden(lines: list[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(x, sort_keys=True, separators=(",", ":")) + "\n" for x in lines)
-    with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as f:
-        f.write(text.encode("utf-8"))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("version")
@@ -280,12 +272,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         names = json.loads(_run(a.python, ["-c", _NAMES_PROBE, json.dumps(NAMES)],
                                 a.oracle_dir, env).splitlines()[-1])
-        npath = names_path(a.version, a.out)
-        npath.parent.mkdir(parents=True, exist_ok=True)
-        npath.write_text(json.dumps({"vllm_version": a.version, "answers": names}, indent=1,
-                                    sort_keys=True) + "\n", encoding="utf-8")
+        harness.write_json(names_path(a.version, a.out),
+                           {"vllm_version": a.version, "answers": names})
         path = golden_path(a.version, a.out)
-        write_golden(lines, path)
+        harness.write_jsonl_gz(path, lines)
         print(f"  wrote {path} ({len(lines)} lines, {len(members)} members)", file=sys.stderr)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)

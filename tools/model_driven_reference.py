@@ -161,6 +161,21 @@ def _hf_configs(configs: list[Path]) -> Iterator[tuple[Path, Any]]:
             yield path, get_config(str(folder), trust_remote_code=False)
 
 
+def _per_gpu(configs: list[Path], capabilities: list[tuple[int, int]]
+             ) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """(hf_config, the answer's row so far) for each config on each emulated capability,
+    the oracle set to that capability while the caller asks."""
+    import oracle  # type: ignore[import-not-found]
+    import vllm
+
+    for path, hf_config in _hf_configs(configs):
+        for capability in capabilities:
+            oracle.set_capability(capability)
+            yield hf_config, {"config": ref._relative(path),
+                              "capability": ".".join(map(str, capability)),
+                              "vllm_version": vllm.__version__, "status": "ok"}
+
+
 MEGA_TP_SIZES = (1, 2, 4, 8, 16)
 """The tensor-parallel sizes ``--mega-topologies`` asks DeepSeek-V4.1's mega layer about."""
 
@@ -177,23 +192,17 @@ def mega_topologies(configs: list[Path], capabilities: list[tuple[int, int]]
 
     if importlib.util.find_spec("vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn") is None:
         return []
-    import oracle  # type: ignore[import-not-found]
-    import vllm
     from vllm.models.deepseek_v41.nvidia.flash_mla_mega_attn import DeepseekV4MegaAttnAttention
 
     out: list[dict[str, Any]] = []
-    for path, hf_config in _hf_configs(configs):
-        for capability in capabilities:
-            oracle.set_capability(capability)
-            answers = {}
-            for tp in MEGA_TP_SIZES:
-                config = types.SimpleNamespace(
-                    model_config=types.SimpleNamespace(hf_config=hf_config),
-                    parallel_config=types.SimpleNamespace(tensor_parallel_size=tp))
-                answers[str(tp)] = bool(DeepseekV4MegaAttnAttention.is_available_for(config))
-            out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
-                        "vllm_version": vllm.__version__, "status": "ok",
-                        "mega_available_by_tp": answers})
+    for hf_config, row in _per_gpu(configs, capabilities):
+        answers = {}
+        for tp in MEGA_TP_SIZES:
+            config = types.SimpleNamespace(
+                model_config=types.SimpleNamespace(hf_config=hf_config),
+                parallel_config=types.SimpleNamespace(tensor_parallel_size=tp))
+            answers[str(tp)] = bool(DeepseekV4MegaAttnAttention.is_available_for(config))
+        out.append({**row, "mega_available_by_tp": answers})
     return out
 
 
@@ -216,32 +225,26 @@ def selection_matrix(configs: list[Path], capabilities: list[tuple[int, int]],
 
     if importlib.util.find_spec("vllm.models.deepseek_v41.nvidia.model") is None:
         return []
-    import oracle  # type: ignore[import-not-found]
-    import vllm
     from vllm.models.deepseek_v41.nvidia import model as v41
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     out: list[dict[str, Any]] = []
-    for path, hf_config in _hf_configs(configs):
-        for capability in capabilities:
-            oracle.set_capability(capability)
-            answers: dict[str, Any] = {}
-            for name, tp, pcp in itertools.product([None, *names], SELECTION_TP_SIZES,
-                                                   SELECTION_PCP_SIZES):
-                config = types.SimpleNamespace(
-                    model_config=types.SimpleNamespace(hf_config=hf_config),
-                    attention_config=types.SimpleNamespace(
-                        backend=None if name is None else AttentionBackendEnum[name]),
-                    parallel_config=types.SimpleNamespace(
-                        tensor_parallel_size=tp, prefill_context_parallel_size=pcp))
-                try:
-                    answer = v41._select_dsv4_attn_cls(config).backend_cls.get_name()
-                except (ValueError, NotImplementedError) as exc:
-                    answer = {"error": f"{type(exc).__name__}: {exc}"}
-                answers[f"{name or 'none'}|tp{tp}|pcp{pcp}"] = answer
-            out.append({"config": ref._relative(path), "capability": ".".join(map(str, capability)),
-                        "vllm_version": vllm.__version__, "status": "ok",
-                        "mega_attn_ops": mega_ops, "selection_matrix": answers})
+    for hf_config, row in _per_gpu(configs, capabilities):
+        answers: dict[str, Any] = {}
+        for name, tp, pcp in itertools.product([None, *names], SELECTION_TP_SIZES,
+                                               SELECTION_PCP_SIZES):
+            config = types.SimpleNamespace(
+                model_config=types.SimpleNamespace(hf_config=hf_config),
+                attention_config=types.SimpleNamespace(
+                    backend=None if name is None else AttentionBackendEnum[name]),
+                parallel_config=types.SimpleNamespace(
+                    tensor_parallel_size=tp, prefill_context_parallel_size=pcp))
+            try:
+                answer = v41._select_dsv4_attn_cls(config).backend_cls.get_name()
+            except (ValueError, NotImplementedError) as exc:
+                answer = {"error": f"{type(exc).__name__}: {exc}"}
+            answers[f"{name or 'none'}|tp{tp}|pcp{pcp}"] = answer
+        out.append({**row, "mega_attn_ops": mega_ops, "selection_matrix": answers})
     return out
 
 

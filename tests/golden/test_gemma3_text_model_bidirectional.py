@@ -9,7 +9,6 @@ Gemma3TextModel-{bidirectional,causal}.json: EmbeddingGemma-300m's shape, 6 laye
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -17,21 +16,13 @@ from typing import Any
 import pytest
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.recorded import release_builds
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests/golden/vllm_models/gemma3_text_model"
 
 
-def _answers() -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for path in sorted(GOLDEN.glob("vllm-*.jsonl.gz")):
-        release = path.name.removeprefix("vllm-").removesuffix(".jsonl.gz")
-        with gzip.open(path, "rt") as lines:
-            out += [(release, a) for a in map(json.loads, lines) if "layers" in a]
-    return out
-
-
-ANSWERS = _answers()
+ANSWERS = release_builds(GOLDEN)
 
 
 def test_both_configs_are_recorded_in_every_release() -> None:

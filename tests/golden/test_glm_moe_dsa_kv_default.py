@@ -7,7 +7,6 @@ model on the emulated SM90 / SM100 (tools/model_driven_reference.py --backends
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.recorded import release_builds
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests/golden/vllm_models/glm_moe_dsa"
@@ -22,16 +22,7 @@ CONFIG = "tests/fixtures/hf_configs/zai-org--GLM-5.json"
 DEVICE = {"9.0": "H200", "10.0": "B200"}
 
 
-def _answers() -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for path in sorted(GOLDEN.glob("vllm-*.jsonl.gz")):
-        release = path.name.removeprefix("vllm-").removesuffix(".jsonl.gz")
-        with gzip.open(path, "rt") as lines:
-            out += [(release, a) for a in map(json.loads, lines) if "layers" in a]
-    return out
-
-
-ANSWERS = _answers()
+ANSWERS = release_builds(GOLDEN)
 
 
 def test_every_release_and_gpu_is_recorded() -> None:

@@ -382,6 +382,16 @@ def _topologies() -> list[tuple[str, dict[str, Any]]]:
     return [(v, a) for v in RELEASES for a in _answers(v) if "mega_available_by_tp" in a]
 
 
+def _v41_case(version: str, answer: dict[str, Any]) -> tuple[Any, md.DrivenModel, int]:
+    """(the model, its release's rule, the capability major) of a recorded V4.1 answer."""
+    data = md.load_model_driven(f"vllm=={version}", load_catalog())
+    assert data is not None
+    model = load_model(ROOT / answer["config"])
+    rule = data.rule_for(model.architecture)
+    assert rule is not None
+    return model, rule, int(answer["capability"].split(".")[0])
+
+
 def test_the_mega_layer_topologies_are_recorded() -> None:
     """Every release with FlashMLA's mega attention (0.31.0 on) has its topology answers."""
     have = {v for v, _ in _topologies()}
@@ -395,12 +405,7 @@ def test_the_default_per_tensor_parallel_size_is_vllms(case: tuple[str, dict[str
     FLASHMLA_MEGA_ATTN_DSV41 exactly where vLLM's ``is_available_for`` answers True for
     that TP size (``tools/model_driven_reference.py --mega-topologies``), else FlashMLA."""
     version, answer = case
-    data = md.load_model_driven(f"vllm=={version}", load_catalog())
-    assert data is not None
-    model = load_model(ROOT / answer["config"])
-    rule = data.rule_for(model.architecture)
-    assert rule is not None
-    cc_major = int(answer["capability"].split(".")[0])
+    model, rule, cc_major = _v41_case(version, answer)
     for tp, available in answer["mega_available_by_tp"].items():
         selection = md.select_driven(rule, None, cc_major, config=model.config,
                                      tp_size=int(tp), probes={"mega_attn_ops": True})
@@ -423,12 +428,7 @@ def test_the_layers_choice_per_name_tp_and_pcp_is_vllms(case: tuple[str, dict[st
     --selection-matrix``: each --attention-backend, TP 1 / 8 / 16, PCP 1 / 2, with the
     mega-attention ops) against the rule's ``selection``: the backend, or vLLM's error."""
     version, answer = case
-    data = md.load_model_driven(f"vllm=={version}", load_catalog())
-    assert data is not None
-    model = load_model(ROOT / answer["config"])
-    rule = data.rule_for(model.architecture)
-    assert rule is not None
-    cc_major = int(answer["capability"].split(".")[0])
+    model, rule, cc_major = _v41_case(version, answer)
     for key, want in answer["selection_matrix"].items():
         name, tp, pcp = key.split("|")
         selection = md.select_driven(rule, None if name == "none" else name, cc_major,

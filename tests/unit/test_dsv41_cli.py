@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.fuzz.test_config_fuzz import run_cli
+from tests.model_driven_cli import check_json, model_folder, tool_groups, vllm_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "tests" / "fixtures" / "hf_configs" / "model_driven" / "synthetic--DeepseekV41ForCausalLM.json"
@@ -46,27 +46,17 @@ def _answer(device: str, backend: str | None) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("dsv41") / "DeepSeek-V4.1"
-    folder.mkdir()
-    shutil.copy(CONFIG, folder / "config.json")
-    return str(folder)
+    return model_folder(tmp_path_factory.mktemp("dsv41"), "DeepSeek-V4.1", CONFIG)
 
 
 def _check(model_dir: str, device: str, *flags: str) -> tuple[int, dict[str, Any], str]:
-    code, out, err = run_cli(["check", "--device", device, "--engine", "vllm==0.33.0",
-                              "--format", "json", "--", "vllm", "serve", model_dir,
-                              "--tensor-parallel-size", "8", *flags])
-    return code, (json.loads(out) if out.strip() else {}), err
+    return check_json(model_dir, device, "--tensor-parallel-size", "8", *flags)
 
 
-def _groups(answer: dict[str, Any]) -> list[tuple[int, int, tuple[int, ...]]]:
-    return sorted((g["block_size"], g["page_size_bytes"], tuple(sorted(set(g["layers"]))))
-                  for g in answer["aligned"]["groups"])
+_groups = vllm_groups
 
 
-def _tool_groups(report: dict[str, Any]) -> list[tuple[int, int, tuple[int, ...]]]:
-    return sorted((g["manager_block_size"], g["bytes_per_block"],
-                   tuple(sorted(set(g["layer_indices"])))) for g in report["plan"]["groups"])
+_tool_groups = tool_groups
 
 
 def _built(answer: dict[str, Any]) -> set[str]:

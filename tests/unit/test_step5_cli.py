@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.model_driven_cli import check_json, tool_groups, vllm_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf_configs" / "model_driven"
@@ -47,19 +48,13 @@ def _model(tmp_path: Path, config: str) -> str:
 
 
 def _check(model_dir: str, device: str, *flags: str) -> tuple[int, dict[str, Any], str]:
-    code, out, err = run_cli(["check", "--device", device, "--engine", "vllm==0.33.0",
-                              "--format", "json", "--", "vllm", "serve", model_dir, *flags])
-    return code, (json.loads(out) if out.strip() else {}), err
+    return check_json(model_dir, device, *flags)
 
 
-def _groups(answer: dict[str, Any]) -> list[tuple[int, int, tuple[int, ...]]]:
-    return sorted((g["block_size"], g["page_size_bytes"], tuple(sorted(set(g["layers"]))))
-                  for g in answer["aligned"]["groups"])
+_groups = vllm_groups
 
 
-def _tool_groups(report: dict[str, Any]) -> list[tuple[int, int, tuple[int, ...]]]:
-    return sorted((g["manager_block_size"], g["bytes_per_block"], tuple(sorted(set(g["layer_indices"]))))
-                  for g in report["plan"]["groups"])
+_tool_groups = tool_groups
 
 
 def _layer_backends(answer: dict[str, Any]) -> dict[int, str]:

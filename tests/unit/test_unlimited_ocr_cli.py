@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fuzz.test_config_fuzz import run_cli
+from tests.model_driven_cli import model_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "tests" / "fixtures" / "hf_configs" / "synthetic" / "UnlimitedOCRForCausalLM.json"
@@ -33,10 +33,7 @@ def _answer() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("uocr") / "Unlimited-OCR"
-    folder.mkdir()
-    shutil.copy(CONFIG, folder / "config.json")
-    return str(folder)
+    return model_folder(tmp_path_factory.mktemp("uocr"), "Unlimited-OCR", CONFIG)
 
 
 @pytest.mark.parametrize("device", ["H200", "B200"])
